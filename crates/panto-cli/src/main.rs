@@ -1,0 +1,5 @@
+//! panto: the terminal REPL and print mode (being written).
+
+fn main() -> anyhow::Result<()> {
+    Ok(())
+}

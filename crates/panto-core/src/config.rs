@@ -1,0 +1,322 @@
+//! Agent configuration: which provider and model, retry, compaction, limits.
+//!
+//! `Config` deserialises from JSON (the C ABI builds it from a JSON document) with every field but
+//! the provider's `api_style`, `base_url` and `model` optional. It is never serialised by panto:
+//! the API key must not reach a file.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Which wire protocol a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ApiStyle {
+    /// The Anthropic Messages API (`POST {base_url}/v1/messages`).
+    #[serde(rename = "anthropic-messages")]
+    AnthropicMessages,
+    /// The OpenAI Chat Completions API and compatible servers (`POST {base_url}/chat/completions`,
+    /// where `base_url` already ends in `/v1`).
+    #[serde(rename = "openai-chat")]
+    OpenAiChat,
+}
+
+impl ApiStyle {
+    /// The canonical name, as written in configs and session logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApiStyle::AnthropicMessages => "anthropic-messages",
+            ApiStyle::OpenAiChat => "openai-chat",
+        }
+    }
+}
+
+impl fmt::Display for ApiStyle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How much the model should reason before answering.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningEffort {
+    /// No extended reasoning requested.
+    #[default]
+    Off,
+    /// A small budget.
+    Low,
+    /// A moderate budget.
+    Medium,
+    /// A large budget.
+    High,
+}
+
+impl ReasoningEffort {
+    /// The canonical name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReasoningEffort::Off => "off",
+            ReasoningEffort::Low => "low",
+            ReasoningEffort::Medium => "medium",
+            ReasoningEffort::High => "high",
+        }
+    }
+
+    /// The Anthropic `thinking.budget_tokens` this effort maps to, `None` when off.
+    pub fn anthropic_budget(self) -> Option<u32> {
+        match self {
+            ReasoningEffort::Off => None,
+            ReasoningEffort::Low => Some(2_048),
+            ReasoningEffort::Medium => Some(8_192),
+            ReasoningEffort::High => Some(24_576),
+        }
+    }
+}
+
+impl fmt::Display for ReasoningEffort {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What identifies a provider on the wire: everything but the credentials.
+///
+/// Sessions record this (never a configuration alias, never key material) so that resume can
+/// match the session against whatever the configuration calls it today.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct WireIdentity {
+    /// The protocol.
+    pub api_style: ApiStyle,
+    /// The base URL as configured.
+    pub base_url: String,
+    /// The wire model name.
+    pub model: String,
+    /// The reasoning effort requested.
+    pub reasoning: ReasoningEffort,
+}
+
+/// One provider endpoint and model.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct ProviderConfig {
+    /// The protocol.
+    pub api_style: ApiStyle,
+    /// Anthropic: the host root (panto appends `/v1/messages`). OpenAI: the API root including
+    /// `/v1` (panto appends `/chat/completions`). The same meaning the official SDKs give
+    /// `ANTHROPIC_BASE_URL` and `OPENAI_BASE_URL`.
+    pub base_url: String,
+    /// The API key. Never serialised, never logged, never persisted.
+    #[serde(default, skip_serializing)]
+    pub api_key: String,
+    /// The wire model name.
+    pub model: String,
+    /// Reasoning effort.
+    #[serde(default)]
+    pub reasoning: ReasoningEffort,
+    /// The output token limit sent with every request.
+    #[serde(default = "default_max_tokens")]
+    pub max_tokens: u32,
+    /// Extra HTTP headers sent with every request (name, value).
+    #[serde(default)]
+    pub extra_headers: Vec<(String, String)>,
+}
+
+fn default_max_tokens() -> u32 {
+    8_192
+}
+
+impl ProviderConfig {
+    /// A provider with the default reasoning, token limit and no extra headers.
+    pub fn new(
+        api_style: ApiStyle,
+        base_url: impl Into<String>,
+        api_key: impl Into<String>,
+        model: impl Into<String>,
+    ) -> Self {
+        ProviderConfig {
+            api_style,
+            base_url: base_url.into(),
+            api_key: api_key.into(),
+            model: model.into(),
+            reasoning: ReasoningEffort::Off,
+            max_tokens: default_max_tokens(),
+            extra_headers: Vec::new(),
+        }
+    }
+
+    /// The identity sessions record: style, base URL, model, reasoning. No key.
+    pub fn wire_identity(&self) -> WireIdentity {
+        WireIdentity {
+            api_style: self.api_style,
+            base_url: self.base_url.clone(),
+            model: self.model.clone(),
+            reasoning: self.reasoning,
+        }
+    }
+}
+
+impl fmt::Debug for ProviderConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The key is redacted so that a `{:?}` in a log line cannot leak it.
+        f.debug_struct("ProviderConfig")
+            .field("api_style", &self.api_style)
+            .field("base_url", &self.base_url)
+            .field("api_key", &"<redacted>")
+            .field("model", &self.model)
+            .field("reasoning", &self.reasoning)
+            .field("max_tokens", &self.max_tokens)
+            .field("extra_headers", &self.extra_headers.len())
+            .finish()
+    }
+}
+
+/// Serde helpers for durations written as integer milliseconds.
+mod millis {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(d.as_millis().min(u64::MAX as u128) as u64)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        Ok(Duration::from_millis(u64::deserialize(d)?))
+    }
+}
+
+/// When and how often a failed provider request is retried.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RetryConfig {
+    /// Attempts in all, the first included; `1` disables retry.
+    pub max_attempts: u32,
+    /// The first backoff delay; each later one doubles, with jitter.
+    #[serde(with = "millis", rename = "base_delay_ms")]
+    pub base_delay: Duration,
+    /// The longest delay panto waits, whether from backoff or a `retry-after` header.
+    #[serde(with = "millis", rename = "max_delay_ms")]
+    pub max_delay: Duration,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        RetryConfig {
+            max_attempts: 5,
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The built-in instruction for compaction summaries.
+pub const DEFAULT_COMPACTION_PROMPT: &str = "\
+You are summarising a conversation between a user and an AI coding assistant so that the \
+assistant can continue the work with only your summary as context. Write a concise but complete \
+summary that keeps: the user's goals and every explicit requirement or preference; decisions made \
+and why; files, commands, identifiers and values that matter; what was done, what failed and how \
+it was fixed; the current state of the work and the immediate next steps. If the transcript begins \
+with an earlier summary, fold it in: the new summary must replace it entirely. Write plain prose \
+and short lists, no preamble.";
+
+/// When and how the conversation is summarised to fit the context window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CompactionConfig {
+    /// Whether panto compacts by itself when the context fills or overflows.
+    pub enabled: bool,
+    /// The model's context window, in tokens.
+    pub context_window: u64,
+    /// Compact before a request when the estimated context exceeds this fraction of the window.
+    pub threshold: f64,
+    /// How many tokens of the most recent messages survive compaction verbatim.
+    pub keep_recent_tokens: u64,
+    /// The summary instruction.
+    pub compaction_prompt: String,
+}
+
+impl Default for CompactionConfig {
+    fn default() -> Self {
+        CompactionConfig {
+            enabled: true,
+            context_window: 200_000,
+            threshold: 0.8,
+            keep_recent_tokens: 20_000,
+            compaction_prompt: DEFAULT_COMPACTION_PROMPT.to_owned(),
+        }
+    }
+}
+
+/// Everything an [`Agent`](crate::Agent) needs besides its tools and session.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Config {
+    /// The provider and model.
+    pub provider: ProviderConfig,
+    /// Retry policy.
+    #[serde(default)]
+    pub retry: RetryConfig,
+    /// Compaction policy.
+    #[serde(default)]
+    pub compaction: CompactionConfig,
+    /// The most provider requests one turn may make before it stops.
+    #[serde(default = "default_max_steps")]
+    pub max_steps: u32,
+    /// How long a response may go without a byte before the request fails.
+    #[serde(default = "default_idle_timeout", with = "millis", rename = "idle_timeout_ms")]
+    pub idle_timeout: Duration,
+    /// The longer side, in pixels, that tool-returned images are resized down to.
+    #[serde(default = "default_max_image_dimension")]
+    pub max_image_dimension: u32,
+}
+
+fn default_max_steps() -> u32 {
+    50
+}
+
+fn default_idle_timeout() -> Duration {
+    Duration::from_secs(120)
+}
+
+fn default_max_image_dimension() -> u32 {
+    1568
+}
+
+impl Config {
+    /// A config for `provider` with every other setting at its default.
+    pub fn new(provider: ProviderConfig) -> Self {
+        Config {
+            provider,
+            retry: RetryConfig::default(),
+            compaction: CompactionConfig::default(),
+            max_steps: default_max_steps(),
+            idle_timeout: default_idle_timeout(),
+            max_image_dimension: default_max_image_dimension(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_never_shows_the_key() {
+        let p = ProviderConfig::new(ApiStyle::OpenAiChat, "http://x/v1", "sk-secret-123", "m");
+        assert!(!format!("{p:?}").contains("sk-secret-123"));
+    }
+
+    #[test]
+    fn config_from_minimal_json() {
+        let c: Config = serde_json::from_str(
+            r#"{"provider":{"api_style":"openai-chat","base_url":"http://h/v1","model":"m","api_key":"k"},
+                "retry":{"max_attempts":2},"idle_timeout_ms":1500}"#,
+        )
+        .unwrap();
+        assert_eq!(c.provider.api_key, "k");
+        assert_eq!(c.retry.max_attempts, 2);
+        assert_eq!(c.retry.base_delay, Duration::from_millis(500));
+        assert_eq!(c.idle_timeout, Duration::from_millis(1500));
+        assert_eq!(c.max_image_dimension, 1568);
+        let back = serde_json::to_string(&c).unwrap();
+        assert!(!back.contains("\"k\""), "the key must not serialise: {back}");
+    }
+}

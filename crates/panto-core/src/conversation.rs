@@ -1,0 +1,425 @@
+//! The conversation model: messages, content blocks, usage.
+//!
+//! These are plain data types. They serialise with serde into the shape the session stores write,
+//! and every variant round-trips exactly: providers require some fields (thinking signatures,
+//! redacted thinking data) to come back byte for byte on later turns.
+
+use serde::{Deserialize, Serialize};
+
+/// Who wrote a message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// The human, tool results, and compaction summaries (providers see all three as user turns).
+    User,
+    /// The model.
+    Assistant,
+    /// System prompt changes ([`ContentBlock::System`]); providers receive the replayed result of
+    /// [`Conversation::effective_system_blocks`], never these messages directly.
+    System,
+}
+
+/// Whether a system block adds to the system prompt or replaces it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SystemMode {
+    /// Appended after the system blocks before it.
+    Append,
+    /// Replaces every system block before it.
+    Replace,
+}
+
+/// One part of a tool result as the conversation holds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToolResultContent {
+    /// Text output.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// An image, already resized to the configured maximum and base64-encoded.
+    Image {
+        /// IANA media type, e.g. `image/png`.
+        media_type: String,
+        /// Base64 (standard alphabet, padded) of the image bytes.
+        data: String,
+    },
+}
+
+/// One block of a message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentBlock {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// Model reasoning. Anthropic requires `signature` back verbatim on later turns.
+    Thinking {
+        /// The reasoning text.
+        thinking: String,
+        /// Provider signature over the reasoning; `None` where the provider sends none
+        /// (OpenAI-compatible `reasoning_content`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
+    },
+    /// Reasoning the provider encrypted; sent back verbatim.
+    RedactedThinking {
+        /// The opaque payload.
+        data: String,
+    },
+    /// A tool call made by the model.
+    ToolUse {
+        /// Provider-assigned call id.
+        id: String,
+        /// Wire name of the tool.
+        name: String,
+        /// Arguments as JSON.
+        input: serde_json::Value,
+    },
+    /// The result of a tool call, in a user message.
+    ToolResult {
+        /// The id of the [`ContentBlock::ToolUse`] this answers.
+        tool_use_id: String,
+        /// Text and image parts.
+        content: Vec<ToolResultContent>,
+        /// Whether the tool failed; the model sees the failure.
+        #[serde(default)]
+        is_error: bool,
+    },
+    /// A system prompt change (in a [`Role::System`] message).
+    System {
+        /// The text.
+        text: String,
+        /// Append to or replace the system prompt so far.
+        mode: SystemMode,
+    },
+    /// A summary of earlier conversation that compaction replaced.
+    CompactionSummary {
+        /// The summary text.
+        summary: String,
+    },
+    /// An image the user attached.
+    Image {
+        /// IANA media type, e.g. `image/png`.
+        media_type: String,
+        /// Base64 of the image bytes.
+        data: String,
+    },
+}
+
+impl ContentBlock {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        ContentBlock::Text { text: text.into() }
+    }
+}
+
+/// Token counts reported by a provider for one model response.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Usage {
+    /// Uncached input tokens.
+    #[serde(default)]
+    pub input_tokens: u64,
+    /// Output tokens, including reasoning.
+    #[serde(default)]
+    pub output_tokens: u64,
+    /// Input tokens read from the provider's prompt cache.
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    /// Input tokens written to the provider's prompt cache.
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+}
+
+impl Usage {
+    /// Adds `other` into `self`, field by field.
+    pub fn accumulate(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+    }
+
+    /// Every input token the request carried: uncached, cache reads and cache writes.
+    pub fn total_input_tokens(&self) -> u64 {
+        self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+    }
+}
+
+/// Why the model stopped, as the wire said it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StopReason {
+    /// The model finished its turn (Anthropic `end_turn`, OpenAI `stop`).
+    EndTurn,
+    /// The model wants tool results (Anthropic `tool_use`, OpenAI `tool_calls`).
+    ToolUse,
+    /// The output token limit was hit (Anthropic `max_tokens`, OpenAI `length`).
+    MaxTokens,
+    /// A stop sequence matched.
+    StopSequence,
+    /// The model refused (Anthropic `refusal`).
+    Refusal,
+    /// Output was filtered (OpenAI `content_filter`).
+    ContentFilter,
+    /// The provider paused a long turn (Anthropic `pause_turn`).
+    PauseTurn,
+    /// Any other value, kept verbatim.
+    Other(String),
+}
+
+impl StopReason {
+    /// The canonical spelling written to session logs.
+    pub fn as_str(&self) -> &str {
+        match self {
+            StopReason::EndTurn => "end_turn",
+            StopReason::ToolUse => "tool_use",
+            StopReason::MaxTokens => "max_tokens",
+            StopReason::StopSequence => "stop_sequence",
+            StopReason::Refusal => "refusal",
+            StopReason::ContentFilter => "content_filter",
+            StopReason::PauseTurn => "pause_turn",
+            StopReason::Other(s) => s,
+        }
+    }
+
+    /// Maps a wire value from either API onto a variant.
+    pub fn from_wire(s: &str) -> Self {
+        match s {
+            "end_turn" | "stop" => StopReason::EndTurn,
+            "tool_use" | "tool_calls" | "function_call" => StopReason::ToolUse,
+            "max_tokens" | "length" => StopReason::MaxTokens,
+            "stop_sequence" => StopReason::StopSequence,
+            "refusal" => StopReason::Refusal,
+            "content_filter" => StopReason::ContentFilter,
+            "pause_turn" => StopReason::PauseTurn,
+            other => StopReason::Other(other.to_owned()),
+        }
+    }
+}
+
+impl std::fmt::Display for StopReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for StopReason {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for StopReason {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Ok(StopReason::from_wire(&s))
+    }
+}
+
+/// One message of a conversation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    /// Who wrote it.
+    pub role: Role,
+    /// Its blocks, in order.
+    pub content: Vec<ContentBlock>,
+    /// Provider usage for an assistant message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    /// Why an assistant message ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<StopReason>,
+    /// An opaque bag for the embedder: by contract a JSON document, never parsed by panto, kept
+    /// through persistence verbatim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<String>,
+}
+
+impl Message {
+    /// A message with `role` and `content` and nothing else.
+    pub fn new(role: Role, content: Vec<ContentBlock>) -> Self {
+        Message {
+            role,
+            content,
+            usage: None,
+            stop_reason: None,
+            metadata: None,
+        }
+    }
+
+    /// Whether a person typed this message: a user message with text or an image, as opposed to
+    /// tool results, compaction summaries and synthetic closers.
+    ///
+    /// This is the one definition of "human prompt" that session recency uses in every store.
+    pub fn is_human_prompt(&self) -> bool {
+        self.role == Role::User
+            && self
+                .content
+                .iter()
+                .any(|b| matches!(b, ContentBlock::Text { .. } | ContentBlock::Image { .. }))
+            && !self.content.iter().any(|b| {
+                matches!(
+                    b,
+                    ContentBlock::ToolResult { .. } | ContentBlock::CompactionSummary { .. }
+                )
+            })
+    }
+
+    /// The text of every text block, joined with newlines.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        for block in &self.content {
+            if let ContentBlock::Text { text } = block {
+                if !out.is_empty() {
+                    out.push('\n');
+                }
+                out.push_str(text);
+            }
+        }
+        out
+    }
+
+    /// The tool calls in this message, in order.
+    pub fn tool_uses(&self) -> impl Iterator<Item = (&str, &str, &serde_json::Value)> {
+        self.content.iter().filter_map(|b| match b {
+            ContentBlock::ToolUse { id, name, input } => Some((id.as_str(), name.as_str(), input)),
+            _ => None,
+        })
+    }
+}
+
+/// A linear chain of messages plus an opaque, creation-time metadata bag.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Conversation {
+    /// The messages, oldest first. Public for surgery (custom compaction, context management).
+    pub messages: Vec<Message>,
+    /// An opaque bag fixed at creation: by contract a JSON document, never parsed by panto. Stores
+    /// keep it in the session header.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<String>,
+}
+
+impl Conversation {
+    /// An empty conversation.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// An empty conversation carrying `metadata`.
+    pub fn with_metadata(metadata: impl Into<String>) -> Self {
+        Conversation {
+            messages: Vec::new(),
+            metadata: Some(metadata.into()),
+        }
+    }
+
+    /// Appends a user message with one text block.
+    pub fn add_user_message(&mut self, text: impl Into<String>) {
+        self.messages
+            .push(Message::new(Role::User, vec![ContentBlock::text(text)]));
+    }
+
+    /// Appends an assistant message.
+    pub fn add_assistant_message(&mut self, blocks: Vec<ContentBlock>, usage: Option<Usage>) {
+        let mut message = Message::new(Role::Assistant, blocks);
+        message.usage = usage;
+        self.messages.push(message);
+    }
+
+    /// Appends a system block that adds to the system prompt.
+    pub fn add_system_message(&mut self, text: impl Into<String>) {
+        self.push_system(text.into(), SystemMode::Append);
+    }
+
+    /// Appends a system block that replaces the whole system prompt so far.
+    pub fn replace_system_message(&mut self, text: impl Into<String>) {
+        self.push_system(text.into(), SystemMode::Replace);
+    }
+
+    fn push_system(&mut self, text: String, mode: SystemMode) {
+        self.messages
+            .push(Message::new(Role::System, vec![ContentBlock::System { text, mode }]));
+    }
+
+    /// Appends a compaction summary (a user-role message holding one summary block).
+    pub fn add_compaction_summary(&mut self, summary: impl Into<String>) {
+        self.messages.push(Message::new(
+            Role::User,
+            vec![ContentBlock::CompactionSummary {
+                summary: summary.into(),
+            }],
+        ));
+    }
+
+    /// The system prompt the provider sees: every system block replayed in order, where a
+    /// [`SystemMode::Replace`] block discards those before it.
+    pub fn effective_system_blocks(&self) -> Vec<&str> {
+        let mut blocks = Vec::new();
+        for message in &self.messages {
+            for block in &message.content {
+                if let ContentBlock::System { text, mode } = block {
+                    if *mode == SystemMode::Replace {
+                        blocks.clear();
+                    }
+                    blocks.push(text.as_str());
+                }
+            }
+        }
+        blocks
+    }
+
+    /// The last assistant message's usage, if any.
+    pub fn last_usage(&self) -> Option<(usize, Usage)> {
+        self.messages
+            .iter()
+            .enumerate()
+            .rev()
+            .find_map(|(i, m)| (m.role == Role::Assistant).then_some(m.usage.map(|u| (i, u))).flatten())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn system_blocks_replay_append_and_replace() {
+        let mut c = Conversation::new();
+        c.add_system_message("a");
+        c.add_system_message("b");
+        c.add_user_message("hi");
+        assert_eq!(c.effective_system_blocks(), vec!["a", "b"]);
+        c.replace_system_message("c");
+        c.add_system_message("d");
+        assert_eq!(c.effective_system_blocks(), vec!["c", "d"]);
+    }
+
+    #[test]
+    fn human_prompt_excludes_tool_results_and_summaries() {
+        let mut c = Conversation::new();
+        c.add_user_message("hi");
+        c.add_compaction_summary("s");
+        c.messages.push(Message::new(
+            Role::User,
+            vec![ContentBlock::ToolResult {
+                tool_use_id: "t".into(),
+                content: vec![],
+                is_error: true,
+            }],
+        ));
+        let flags: Vec<bool> = c.messages.iter().map(Message::is_human_prompt).collect();
+        assert_eq!(flags, vec![true, false, false]);
+    }
+
+    #[test]
+    fn stop_reason_maps_both_apis() {
+        assert_eq!(StopReason::from_wire("stop"), StopReason::EndTurn);
+        assert_eq!(StopReason::from_wire("tool_calls"), StopReason::ToolUse);
+        assert_eq!(StopReason::from_wire("length"), StopReason::MaxTokens);
+        assert_eq!(StopReason::from_wire("weird").as_str(), "weird");
+    }
+}

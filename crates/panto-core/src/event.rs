@@ -1,0 +1,133 @@
+//! The typed events a [`Stream`](crate::Stream) yields.
+
+use std::time::Duration;
+
+use crate::conversation::{ContentBlock, StopReason, ToolResultContent, Usage};
+
+/// The kind of a content block as it starts streaming.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum BlockKind {
+    /// Text.
+    Text,
+    /// Reasoning.
+    Thinking,
+    /// Encrypted reasoning (arrives whole, no deltas).
+    RedactedThinking,
+    /// A tool call; its arguments stream as JSON fragments.
+    ToolUse,
+}
+
+/// A piece of a streaming block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ContentDelta {
+    /// More text.
+    Text(String),
+    /// More reasoning.
+    Thinking(String),
+    /// A fragment of a tool call's JSON arguments (not valid JSON on its own).
+    ToolInput(String),
+}
+
+/// Why a request is being retried.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryInfo {
+    /// The attempt about to be made (2 for the first retry).
+    pub attempt: u32,
+    /// How long panto waits before it.
+    pub delay: Duration,
+    /// The error that caused the retry, as a sentence.
+    pub reason: String,
+    /// Whether content of the failed attempt had already been streamed; a consumer that showed it
+    /// should discard it, because the conversation will hold only the new attempt.
+    pub discard_partial: bool,
+}
+
+/// One step of progress in a turn.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Event {
+    /// A content block starts. `index` counts blocks within the current assistant message.
+    BlockStart {
+        /// Block index within the message.
+        index: usize,
+        /// Its kind.
+        kind: BlockKind,
+        /// For a tool call: its id and wire name.
+        tool: Option<ToolDetails>,
+    },
+    /// More content for the block at `index`.
+    Delta {
+        /// Block index within the message.
+        index: usize,
+        /// The new content.
+        delta: ContentDelta,
+    },
+    /// The block at `index` is complete, as it now stands in the message.
+    BlockComplete {
+        /// Block index within the message.
+        index: usize,
+        /// The finished block.
+        block: ContentBlock,
+    },
+    /// An assistant message is complete and part of the conversation (and persisted).
+    MessageComplete {
+        /// Provider-reported usage for this message.
+        usage: Option<Usage>,
+        /// Why it ended.
+        stop_reason: StopReason,
+    },
+    /// A tool call starts running.
+    ToolDispatchStart {
+        /// The call id.
+        id: String,
+        /// The tool's registered name (decoded from the wire name).
+        name: String,
+        /// The arguments.
+        input: serde_json::Value,
+    },
+    /// A tool call finished.
+    ToolDispatchComplete {
+        /// The call id.
+        id: String,
+        /// The tool's registered name.
+        name: String,
+        /// The result as the model will see it.
+        content: Vec<ToolResultContent>,
+        /// Whether it failed.
+        is_error: bool,
+    },
+    /// A provider request failed and will be retried.
+    ProviderRetry(RetryInfo),
+    /// Compaction starts (manual or automatic).
+    CompactionStart {
+        /// Estimated context tokens before.
+        tokens_before: u64,
+    },
+    /// Compaction finished and the conversation was replaced by its summary plus the kept tail.
+    CompactionComplete {
+        /// Estimated context tokens before.
+        tokens_before: u64,
+        /// Estimated context tokens after.
+        tokens_after: u64,
+    },
+    /// The turn is over: the last message ended without tool calls. Always the last event.
+    TurnComplete {
+        /// Usage summed over every request of the turn.
+        usage: Usage,
+        /// How many provider requests the turn made.
+        steps: u32,
+        /// Why the last message ended.
+        stop_reason: StopReason,
+    },
+}
+
+/// The identity of a tool call announced in [`Event::BlockStart`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolDetails {
+    /// The call id.
+    pub id: String,
+    /// The wire name.
+    pub name: String,
+}

@@ -1,0 +1,195 @@
+//! What tokens cost.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::{ApiStyle, WireIdentity};
+use crate::conversation::Usage;
+
+/// A rate card: US dollars per million tokens of each kind.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Pricing {
+    /// Uncached input.
+    pub input: f64,
+    /// Output.
+    pub output: f64,
+    /// Input read from the prompt cache.
+    pub cache_read: f64,
+    /// Input written to the prompt cache.
+    pub cache_write: f64,
+}
+
+/// Micro-cents per dollar: 100 cents, each a million micro-cents.
+const MICRO_CENTS_PER_DOLLAR: f64 = 100.0 * 1_000_000.0;
+
+impl Pricing {
+    /// A rate card.
+    pub const fn new(input: f64, output: f64, cache_read: f64, cache_write: f64) -> Self {
+        Pricing {
+            input,
+            output,
+            cache_read,
+            cache_write,
+        }
+    }
+
+    /// What `usage` costs, in micro-cents (millionths of a US cent), rounded to the nearest.
+    /// `None` when a rate is negative or not finite, or the result does not fit a `u64`.
+    pub fn cost(&self, usage: &Usage) -> Option<u64> {
+        let rates = [self.input, self.output, self.cache_read, self.cache_write];
+        if rates.iter().any(|r| !r.is_finite() || *r < 0.0) {
+            return None;
+        }
+        let per_token = MICRO_CENTS_PER_DOLLAR / 1_000_000.0;
+        let total = (usage.input_tokens as f64 * self.input
+            + usage.output_tokens as f64 * self.output
+            + usage.cache_read_tokens as f64 * self.cache_read
+            + usage.cache_write_tokens as f64 * self.cache_write)
+            * per_token;
+        (total <= u64::MAX as f64).then(|| total.round() as u64)
+    }
+}
+
+/// Formats micro-cents as dollars with four decimals, e.g. `$0.0123`.
+pub fn format_micro_cents(micro_cents: u64) -> String {
+    format!("${:.4}", micro_cents as f64 / MICRO_CENTS_PER_DOLLAR)
+}
+
+/// Rate cards keyed by wire identity, over a built-in table of current Anthropic and OpenAI
+/// models.
+#[derive(Debug, Clone, Default)]
+pub struct PricingRegistry {
+    exact: HashMap<WireIdentity, Pricing>,
+}
+
+/// Built-in rates: (api style, model-name prefix, pricing). Longest prefix wins, so dated
+/// snapshots (`claude-sonnet-4-20250514`) find their family.
+const BUILTIN: &[(ApiStyle, &str, Pricing)] = &[
+    (
+        ApiStyle::AnthropicMessages,
+        "claude-opus-4-5",
+        Pricing::new(5.0, 25.0, 0.5, 6.25),
+    ),
+    (
+        ApiStyle::AnthropicMessages,
+        "claude-opus-4-1",
+        Pricing::new(15.0, 75.0, 1.5, 18.75),
+    ),
+    (
+        ApiStyle::AnthropicMessages,
+        "claude-opus-4",
+        Pricing::new(15.0, 75.0, 1.5, 18.75),
+    ),
+    (
+        ApiStyle::AnthropicMessages,
+        "claude-sonnet-4",
+        Pricing::new(3.0, 15.0, 0.3, 3.75),
+    ),
+    (
+        ApiStyle::AnthropicMessages,
+        "claude-3-7-sonnet",
+        Pricing::new(3.0, 15.0, 0.3, 3.75),
+    ),
+    (
+        ApiStyle::AnthropicMessages,
+        "claude-haiku-4-5",
+        Pricing::new(1.0, 5.0, 0.1, 1.25),
+    ),
+    (
+        ApiStyle::AnthropicMessages,
+        "claude-3-5-haiku",
+        Pricing::new(0.8, 4.0, 0.08, 1.0),
+    ),
+    (ApiStyle::OpenAiChat, "gpt-5", Pricing::new(1.25, 10.0, 0.125, 0.0)),
+    (ApiStyle::OpenAiChat, "gpt-5-mini", Pricing::new(0.25, 2.0, 0.025, 0.0)),
+    (ApiStyle::OpenAiChat, "gpt-5-nano", Pricing::new(0.05, 0.4, 0.005, 0.0)),
+    (ApiStyle::OpenAiChat, "gpt-4.1", Pricing::new(2.0, 8.0, 0.5, 0.0)),
+    (ApiStyle::OpenAiChat, "gpt-4.1-mini", Pricing::new(0.4, 1.6, 0.1, 0.0)),
+    (ApiStyle::OpenAiChat, "gpt-4.1-nano", Pricing::new(0.1, 0.4, 0.025, 0.0)),
+    (ApiStyle::OpenAiChat, "gpt-4o", Pricing::new(2.5, 10.0, 1.25, 0.0)),
+    (ApiStyle::OpenAiChat, "gpt-4o-mini", Pricing::new(0.15, 0.6, 0.075, 0.0)),
+    (ApiStyle::OpenAiChat, "o3", Pricing::new(2.0, 8.0, 0.5, 0.0)),
+    (ApiStyle::OpenAiChat, "o4-mini", Pricing::new(1.1, 4.4, 0.275, 0.0)),
+];
+
+impl PricingRegistry {
+    /// A registry holding only the built-in table.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the rates for one exact wire identity (overrides the built-in table).
+    pub fn insert(&mut self, wire: WireIdentity, pricing: Pricing) {
+        self.exact.insert(wire, pricing);
+    }
+
+    /// The rates for `wire`: an exact entry, else the built-in family of its model name.
+    pub fn get(&self, wire: &WireIdentity) -> Option<Pricing> {
+        if let Some(p) = self.exact.get(wire) {
+            return Some(*p);
+        }
+        BUILTIN
+            .iter()
+            .filter(|(style, prefix, _)| *style == wire.api_style && family_matches(&wire.model, prefix))
+            .max_by_key(|(_, prefix, _)| prefix.len())
+            .map(|(_, _, p)| *p)
+    }
+}
+
+/// `model` is `prefix` or `prefix` followed by a `-` suffix (a date or variant).
+fn family_matches(model: &str, prefix: &str) -> bool {
+    model == prefix || model.strip_prefix(prefix).is_some_and(|rest| rest.starts_with('-'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ReasoningEffort;
+
+    fn wire(style: ApiStyle, model: &str) -> WireIdentity {
+        WireIdentity {
+            api_style: style,
+            base_url: "http://x".into(),
+            model: model.into(),
+            reasoning: ReasoningEffort::Off,
+        }
+    }
+
+    #[test]
+    fn cost_in_micro_cents() {
+        let p = Pricing::new(3.0, 15.0, 0.3, 3.75);
+        let u = Usage {
+            input_tokens: 1_000_000,
+            output_tokens: 1_000,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+        };
+        // $3 + $0.015 = 301.5 cents.
+        assert_eq!(p.cost(&u), Some(301_500_000));
+        assert_eq!(format_micro_cents(301_500_000), "$3.0150");
+    }
+
+    #[test]
+    fn longest_family_wins() {
+        let r = PricingRegistry::new();
+        assert_eq!(
+            r.get(&wire(ApiStyle::OpenAiChat, "gpt-4o-mini-2024-07-18"))
+                .unwrap()
+                .input,
+            0.15
+        );
+        assert_eq!(
+            r.get(&wire(ApiStyle::OpenAiChat, "gpt-4o-2024-08-06")).unwrap().input,
+            2.5
+        );
+        assert_eq!(
+            r.get(&wire(ApiStyle::AnthropicMessages, "claude-sonnet-4-20250514"))
+                .unwrap()
+                .output,
+            15.0
+        );
+        assert!(r.get(&wire(ApiStyle::OpenAiChat, "llama-3")).is_none());
+        assert!(r.get(&wire(ApiStyle::OpenAiChat, "gpt-4oo")).is_none());
+    }
+}

@@ -1,0 +1,177 @@
+//! Providers: the HTTP transport, the SSE layer, and the mapping of each API onto one internal
+//! event vocabulary.
+//!
+//! The layering follows codex-rs: `http` sends a request and classifies failures; `sse` splits
+//! bytes into events; `anthropic` and `openai` build request bodies and decode their own event
+//! payloads into [`ProviderEvent`]s. The agent drives [`ProviderStream`] and never sees wire JSON.
+
+pub(crate) mod anthropic;
+pub(crate) mod http;
+pub(crate) mod openai;
+pub(crate) mod sse;
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+
+use crate::config::{ApiStyle, ProviderConfig};
+use crate::conversation::{ContentBlock, Message, StopReason, Usage};
+use crate::error::{Error, Result};
+use crate::event::{BlockKind, ContentDelta, ToolDetails};
+use crate::tool::ToolDecl;
+
+/// Everything a provider needs to build one request.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ProviderRequest<'a> {
+    /// Endpoint, model, key, reasoning, limits.
+    pub config: &'a ProviderConfig,
+    /// The effective system prompt blocks, in order.
+    pub system: &'a [&'a str],
+    /// The conversation. Messages with [`Role::System`](crate::Role::System) are skipped by the
+    /// encoders (the system prompt travels in `system`).
+    pub messages: &'a [Message],
+    /// Tools offered, already under their wire names.
+    pub tools: &'a [ToolDecl],
+}
+
+/// One decoded step of a provider response.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum ProviderEvent {
+    /// A block starts at `index` (indices count blocks of this message from 0, in order).
+    BlockStart {
+        index: usize,
+        kind: BlockKind,
+        tool: Option<ToolDetails>,
+    },
+    /// More content for block `index`.
+    Delta { index: usize, delta: ContentDelta },
+    /// Block `index` is complete.
+    BlockComplete { index: usize, block: ContentBlock },
+    /// The message is complete: its blocks in index order, usage, and why it stopped. The decoder
+    /// emits nothing after this.
+    MessageComplete {
+        blocks: Vec<ContentBlock>,
+        usage: Option<Usage>,
+        stop_reason: StopReason,
+    },
+}
+
+/// A decoder for one API's SSE payloads.
+pub(crate) trait Decoder: Send {
+    /// Decodes one SSE event (`event` is the `event:` field, empty when absent) and pushes what it
+    /// produces onto `out`. `offset` is the event's byte offset in the body, for error messages.
+    fn on_event(&mut self, event: &str, data: &str, offset: u64, out: &mut VecDeque<ProviderEvent>) -> Result<()>;
+
+    /// Called when the body ends. Returns `Ok` only if the terminal event was seen (after pushing
+    /// anything still owed onto `out`), else [`Error::Truncated`].
+    fn on_eof(&mut self, out: &mut VecDeque<ProviderEvent>) -> Result<()>;
+
+    /// Whether the decoder has produced `MessageComplete` and wants no more input.
+    fn is_done(&self) -> bool;
+}
+
+/// Builds the JSON body and the headers of a request.
+pub(crate) fn build_request(req: &ProviderRequest<'_>) -> (String, Vec<(String, String)>, serde_json::Value) {
+    match req.config.api_style {
+        ApiStyle::AnthropicMessages => (
+            anthropic::endpoint(&req.config.base_url),
+            anthropic::headers(req.config),
+            anthropic::request_body(req),
+        ),
+        ApiStyle::OpenAiChat => (
+            openai::endpoint(&req.config.base_url),
+            openai::headers(req.config),
+            openai::request_body(req),
+        ),
+    }
+}
+
+fn new_decoder(style: ApiStyle) -> Box<dyn Decoder> {
+    match style {
+        ApiStyle::AnthropicMessages => Box::new(anthropic::AnthropicDecoder::default()),
+        ApiStyle::OpenAiChat => Box::new(openai::OpenAiDecoder::default()),
+    }
+}
+
+/// A response being streamed: bytes in, [`ProviderEvent`]s out.
+pub(crate) struct ProviderStream {
+    body: futures_util::stream::BoxStream<'static, reqwest::Result<Bytes>>,
+    parser: sse::SseParser,
+    decoder: Box<dyn Decoder>,
+    pending: VecDeque<ProviderEvent>,
+    idle_timeout: Duration,
+    eof: bool,
+    /// Whether any content event has been handed out (a retry must then discard it).
+    pub streamed_content: bool,
+}
+
+impl std::fmt::Debug for ProviderStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderStream")
+            .field("eof", &self.eof)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ProviderStream {
+    /// Sends the request and returns the stream once the status line and headers are in.
+    pub async fn open(client: &reqwest::Client, req: &ProviderRequest<'_>, idle_timeout: Duration) -> Result<Self> {
+        let (url, headers, body) = build_request(req);
+        let response = http::send(client, &url, &headers, &body, idle_timeout).await?;
+        Ok(ProviderStream {
+            body: response.bytes_stream().boxed(),
+            parser: sse::SseParser::new(),
+            decoder: new_decoder(req.config.api_style),
+            pending: VecDeque::new(),
+            idle_timeout,
+            eof: false,
+            streamed_content: false,
+        })
+    }
+
+    /// The next event, `Ok(None)` after `MessageComplete`.
+    pub async fn next(&mut self) -> Result<Option<ProviderEvent>> {
+        loop {
+            if let Some(ev) = self.pending.pop_front() {
+                if !matches!(ev, ProviderEvent::MessageComplete { .. }) {
+                    self.streamed_content = true;
+                }
+                return Ok(Some(ev));
+            }
+            if self.eof || self.decoder.is_done() {
+                return Ok(None);
+            }
+            // Drain every complete SSE event already buffered before reading more bytes.
+            while let Some(ev) = self.parser.next_event()? {
+                self.decoder.on_event(ev.event, ev.data, ev.offset, &mut self.pending)?;
+                if self.decoder.is_done() {
+                    break;
+                }
+            }
+            if !self.pending.is_empty() || self.decoder.is_done() {
+                continue;
+            }
+            match tokio::time::timeout(self.idle_timeout, self.body.next()).await {
+                Err(_) => return Err(Error::IdleTimeout(self.idle_timeout)),
+                Ok(Some(Ok(chunk))) => self.parser.feed(&chunk),
+                Ok(Some(Err(e))) => {
+                    return Err(Error::Connect {
+                        url: e.url().map(|u| u.to_string()).unwrap_or_default(),
+                        message: http::describe(&e),
+                    })
+                }
+                Ok(None) => {
+                    self.eof = true;
+                    if let Some(ev) = self.parser.finish()? {
+                        self.decoder.on_event(ev.event, ev.data, ev.offset, &mut self.pending)?;
+                    }
+                    if !self.decoder.is_done() {
+                        self.decoder.on_eof(&mut self.pending)?;
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! Tools: what the model may call, and how a call comes back.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+/// A tool as offered to the model: name, description and JSON schema of its input.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ToolDecl {
+    /// The name. For [`Agent::register_tool`](crate::Agent::register_tool) it must already be a
+    /// wire name: 1 to 64 characters of `[A-Za-z0-9_-]`. Names from a [`ToolSource`] may be
+    /// anything; panto encodes them.
+    pub name: String,
+    /// What the tool does, for the model.
+    pub description: String,
+    /// JSON schema of the input object.
+    pub input_schema: serde_json::Value,
+}
+
+/// One call of a tool by the model.
+#[derive(Debug, Clone)]
+pub struct ToolCall {
+    /// The provider's call id.
+    pub id: String,
+    /// The tool's name as registered (for a source's tool: the source's own name for it).
+    pub name: String,
+    /// The arguments the model sent.
+    pub input: serde_json::Value,
+    /// Cancelled when the turn is cancelled or its stream dropped; a long-running tool should
+    /// watch it and return early.
+    pub cancel: CancellationToken,
+}
+
+/// One part of what a tool returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ResultPart {
+    /// Text.
+    Text(String),
+    /// An image: raw encoded bytes (PNG, JPEG, GIF or WebP). panto detects the type from the
+    /// bytes and resizes it to [`Config::max_image_dimension`](crate::Config::max_image_dimension).
+    Image(Vec<u8>),
+}
+
+/// What a tool call returns.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ToolCallResult {
+    /// The parts, in order.
+    pub parts: Vec<ResultPart>,
+    /// Whether the call failed; the model sees the parts either way.
+    pub is_error: bool,
+}
+
+impl ToolCallResult {
+    /// A successful result holding one text part.
+    pub fn text(text: impl Into<String>) -> Self {
+        ToolCallResult {
+            parts: vec![ResultPart::Text(text.into())],
+            is_error: false,
+        }
+    }
+
+    /// A failed result holding one text part that explains the failure.
+    pub fn error(text: impl Into<String>) -> Self {
+        ToolCallResult {
+            parts: vec![ResultPart::Text(text.into())],
+            is_error: true,
+        }
+    }
+
+    /// A successful result holding one image.
+    pub fn image(bytes: Vec<u8>) -> Self {
+        ToolCallResult {
+            parts: vec![ResultPart::Image(bytes)],
+            is_error: false,
+        }
+    }
+}
+
+/// The error type a tool may return; it becomes an `is_error` result whose text is the error's
+/// display form.
+pub type ToolError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A single tool.
+///
+/// Calls within one assistant message run concurrently on the runtime, so `call` may be entered
+/// by several tasks at once.
+#[async_trait]
+pub trait Tool: Send + Sync {
+    /// The declaration offered to the model.
+    fn declaration(&self) -> ToolDecl;
+
+    /// Runs one call. An `Err` or a panic becomes an error result for the model; the turn goes
+    /// on.
+    async fn call(&self, call: ToolCall) -> Result<ToolCallResult, ToolError>;
+}
+
+/// A provider of many tools under one name (an MCP server, a plugin host, a C library).
+///
+/// Tool names from a source may use any characters; panto offers each as
+/// `<source>__<tool>` encoded into the wire alphabet, and decodes the name back on call.
+#[async_trait]
+pub trait ToolSource: Send + Sync {
+    /// The source's name, used as the wire prefix of its tools.
+    fn name(&self) -> &str;
+
+    /// The tools this source offers, with their own names.
+    fn tools(&self) -> Vec<ToolDecl>;
+
+    /// Runs one call; `call.name` is the source's own name for the tool.
+    async fn call(&self, call: ToolCall) -> Result<ToolCallResult, ToolError>;
+}

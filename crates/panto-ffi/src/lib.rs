@@ -1,0 +1,1 @@
+//! libpanto: the C ABI (being written).

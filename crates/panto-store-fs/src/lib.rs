@@ -1,0 +1,2 @@
+//! panto-store-fs (being written).
+#![deny(missing_docs)]

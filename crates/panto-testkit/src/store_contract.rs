@@ -1,0 +1,1 @@
+//! The SessionStore contract suite (being written).

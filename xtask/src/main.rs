@@ -1,0 +1,4 @@
+//! cargo xtask (being written).
+fn main() -> anyhow::Result<()> {
+    Ok(())
+}
