@@ -1,4 +1,108 @@
-//! cargo xtask (being written).
-fn main() -> anyhow::Result<()> {
+//! `cargo xtask <task>`: the project's automation, in Rust instead of shell scripts.
+//!
+//! Tasks:
+//! - `ci`: the whole check CI runs (format, clippy, tests, docs, architecture invariants, the
+//!   mock server's SDK check, and the generated-header and C/Go checks once they exist).
+//! - `arch`: the architecture invariants alone.
+//! - `sdk-check`: drive the mock LLM server with the official Python SDKs.
+
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod arch;
+mod sdk_check;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let root = workspace_root();
+    match args.first().map(String::as_str) {
+        Some("ci") => ci(&root),
+        Some("arch") => arch::check(&root),
+        Some("sdk-check") => sdk_check::run(&root),
+        Some(other) => bail!("unknown task {other:?}\n\n{USAGE}"),
+        None => {
+            println!("{USAGE}");
+            Ok(())
+        }
+    }
+}
+
+const USAGE: &str = "usage: cargo xtask <task>
+
+tasks:
+  ci         the whole check: fmt, clippy, tests, docs, invariants, SDK check
+  arch       architecture invariants (unsafe only in panto-ffi, printing only in panto-cli,
+             no filesystem I/O in panto-core)
+  sdk-check  validate the mock LLM server against the official anthropic/openai Python SDKs";
+
+fn workspace_root() -> PathBuf {
+    // xtask lives in <root>/xtask.
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// Runs `cargo <args>` in the workspace root, failing with the command line if it fails.
+pub(crate) fn cargo(root: &Path, args: &[&str]) -> Result<()> {
+    run(Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(args)
+        .current_dir(root))
+}
+
+/// Runs a command, inheriting stdio, failing with its command line if it fails.
+pub(crate) fn run(cmd: &mut Command) -> Result<()> {
+    let line = format!("{cmd:?}");
+    let status = cmd.status().with_context(|| format!("could not start {line}"))?;
+    if !status.success() {
+        bail!("{line} failed with {status}");
+    }
     Ok(())
+}
+
+/// One named step of `ci`.
+type Step<'a> = (&'static str, Box<dyn Fn() -> Result<()> + 'a>);
+
+fn ci(root: &Path) -> Result<()> {
+    let steps: Vec<Step<'_>> = vec![
+        ("fmt", Box::new(|| cargo(root, &["fmt", "--all", "--", "--check"]))),
+        ("arch", Box::new(|| arch::check(root))),
+        (
+            "clippy",
+            Box::new(|| {
+                cargo(
+                    root,
+                    &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"],
+                )
+            }),
+        ),
+        ("test", Box::new(|| cargo(root, &["test", "--workspace"]))),
+        ("doc", Box::new(|| doc(root))),
+        ("sdk-check", Box::new(|| sdk_check::run(root))),
+    ];
+    let started = Instant::now();
+    for (name, step) in &steps {
+        let t = Instant::now();
+        println!("==> xtask ci: {name}");
+        step().with_context(|| format!("xtask ci step {name:?} failed"))?;
+        println!("==> xtask ci: {name} ok ({:.1}s)", t.elapsed().as_secs_f64());
+    }
+    println!(
+        "==> xtask ci: all {} steps passed in {:.1}s",
+        steps.len(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+fn doc(root: &Path) -> Result<()> {
+    run(Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["doc", "--workspace", "--no-deps"])
+        .env("RUSTDOCFLAGS", "-D warnings")
+        .current_dir(root))
 }

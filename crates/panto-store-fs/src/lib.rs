@@ -1,2 +1,355 @@
-//! panto-store-fs (being written).
+//! panto-store-fs: panto's embedded session store, one append-only JSONL file per session.
+//!
+//! [`FileSystemJSONLStore`] implements [`SessionStore`] over a directory:
+//!
+//! - Each session is `<dir>/<session id>.jsonl` (mode 0600; the directory is created 0700 on the
+//!   first append). Line 1 is a header written once; every later line is one message entry.
+//!   Committed bytes are never rewritten.
+//! - An append writes its whole batch with one `write` of whole lines and, by default, `fsync`s
+//!   before returning ([`Durability`]). A failed batch is cut off again, so it stores nothing.
+//! - Each entry carries the session's running activity (message count, last human prompt and
+//!   its time, last wire identity), so [`SessionStore::list`] reads only the header and the last
+//!   line of each file: a bounded number of bytes however long the log is.
+//! - A compaction is recorded on the summary entry; [`SessionStore::load`] returns the compacted
+//!   view while the file keeps the full history.
+//! - The first append to a session takes an exclusive advisory lock (`flock`) on its file and
+//!   holds it until the store is dropped; a second writer, in this process or another, gets
+//!   [`Error::SessionInUse`]. Readers never lock.
+//! - A crash mid-append leaves at most a torn final line: reads skip it and the next writer cuts
+//!   it off. A bad line anywhere else is [`Error::CorruptSession`] naming the file and line.
+//!
+//! The format is specified in `docs/session-format.md`.
+//!
+//! # Example
+//! ```
+//! use panto_core::{Conversation, PersistentMessage, SessionStore};
+//! use panto_store_fs::FileSystemJSONLStore;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> panto_core::Result<()> {
+//! let dir = tempfile::tempdir().expect("a temporary directory");
+//! let store = FileSystemJSONLStore::new(dir.path().join("sessions"));
+//!
+//! // Creating a session does no I/O; the first append creates its file.
+//! let mut session = store.clone().create();
+//! let mut conversation = Conversation::with_metadata(r#"{"project":"demo"}"#);
+//! conversation.add_user_message("What is in this directory?");
+//! session
+//!     .append(&[PersistentMessage {
+//!         message: &conversation.messages[0],
+//!         usage: None,
+//!         wire: None,
+//!         conversation: &conversation,
+//!         tools_available: &[],
+//!         compaction: None,
+//!     }])
+//!     .await?;
+//!
+//! // Listing reads the header and last line of each file.
+//! let listed = store.list().await?;
+//! assert_eq!(listed[0].id, session.id());
+//! assert_eq!(listed[0].message_count, 1);
+//! assert_eq!(listed[0].last_user_message.as_deref(), Some("What is in this directory?"));
+//!
+//! // A session can be found again by a prefix of its id, and loaded.
+//! let found = store.clone().resolve(&session.id()[..13]).await?.expect("the session");
+//! assert_eq!(found.load().await?, conversation);
+//! # Ok(())
+//! # }
+//! ```
 #![deny(missing_docs)]
+
+mod format;
+mod log;
+mod scan;
+mod writer;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use chrono::Utc;
+use panto_core::{
+    new_session_id, sort_by_recency, validate_session_id, Conversation, Error, PersistentMessage, Result, Session,
+    SessionInfo, SessionStore,
+};
+
+pub use writer::Durability;
+
+use crate::format::corrupt;
+use crate::log::parse_log;
+use crate::scan::{io_error, read_info};
+use crate::writer::{Pending, Writer};
+
+/// Files in the session directory that could not be read as sessions, each with why: what
+/// [`FileSystemJSONLStore::list_with_problems`] reports beside the sessions it could read.
+pub type Problems = Vec<(PathBuf, Error)>;
+
+/// The file name extension of session files.
+const EXTENSION: &str = "jsonl";
+
+/// A [`SessionStore`] keeping one append-only JSONL file per session in a directory.
+///
+/// See the [crate documentation](crate) for the guarantees and `docs/session-format.md` for the
+/// format. Dropping the store closes its files and releases their locks.
+pub struct FileSystemJSONLStore {
+    inner: Arc<Inner>,
+}
+
+/// A slot for one session's writer; `None` until the first append opens it, and again after a
+/// failure that left the file's state unknown.
+type WriterSlot = Arc<Mutex<Option<Writer>>>;
+
+/// The state shared with the blocking threads that do the I/O.
+struct Inner {
+    dir: PathBuf,
+    durability: Durability,
+    /// The sessions this store has open for writing. The outer lock is held only to find a
+    /// slot; each slot's lock serialises the appends to its session.
+    writers: Mutex<HashMap<String, WriterSlot>>,
+}
+
+impl fmt::Debug for FileSystemJSONLStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FileSystemJSONLStore")
+            .field("dir", &self.inner.dir)
+            .field("durability", &self.inner.durability)
+            .field("open_for_writing", &lock(&self.inner.writers).len())
+            .finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // The map of slots is plain data that a panic cannot leave half-updated; keep serving it.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Locks a writer slot. A writer that was mid-append when a thread panicked may not match its
+/// file any more, so it is dropped (releasing its lock) and the next append reopens the file.
+fn lock_slot(slot: &Mutex<Option<Writer>>) -> MutexGuard<'_, Option<Writer>> {
+    match slot.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => {
+            let mut guard = poisoned.into_inner();
+            *guard = None;
+            slot.clear_poison();
+            guard
+        }
+    }
+}
+
+/// Runs blocking file I/O off the async threads.
+async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Error::store("session store worker", e))?
+}
+
+impl FileSystemJSONLStore {
+    /// A store over `dir`, syncing every append to disk. Nothing is created until the first
+    /// append.
+    pub fn new(dir: impl Into<PathBuf>) -> Arc<Self> {
+        Self::with_durability(dir, Durability::default())
+    }
+
+    /// A store over `dir` with the given durability.
+    pub fn with_durability(dir: impl Into<PathBuf>, durability: Durability) -> Arc<Self> {
+        Arc::new(FileSystemJSONLStore {
+            inner: Arc::new(Inner {
+                dir: dir.into(),
+                durability,
+                writers: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// The directory the sessions live in.
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// The file that holds (or will hold) session `id`. [`Error::InvalidSessionId`] when `id`
+    /// could not be a session id.
+    pub fn session_path(&self, id: &str) -> Result<PathBuf> {
+        validate_session_id(id)?;
+        Ok(self.inner.path_of(id))
+    }
+
+    /// Every session that could be read, newest first by [`SessionInfo::recency`], and every
+    /// `*.jsonl` file that could not, with why, sorted by path.
+    ///
+    /// A bad file never fails the listing; only a directory that cannot be read does. A
+    /// directory that does not exist yet holds no sessions.
+    pub async fn list_with_problems(&self) -> Result<(Vec<SessionInfo>, Problems)> {
+        let inner = self.inner.clone();
+        blocking(move || inner.scan_all()).await
+    }
+}
+
+impl Inner {
+    fn path_of(&self, id: &str) -> PathBuf {
+        self.dir.join(format!("{id}.{EXTENSION}"))
+    }
+
+    /// The session ids named by the `*.jsonl` files in the directory, with their paths; files
+    /// whose names are not session ids are returned apart.
+    fn session_files(&self) -> Result<(Vec<(String, PathBuf)>, Problems)> {
+        let mut sessions = Vec::new();
+        let mut problems = Vec::new();
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((sessions, problems)),
+            Err(e) => return Err(io_error("listing", &self.dir, e)),
+        };
+        for entry in entries {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(e) => {
+                    problems.push((self.dir.clone(), io_error("listing", &self.dir, e)));
+                    continue;
+                }
+            };
+            let path = entry.path();
+            if path.extension().and_then(|e| e.to_str()) != Some(EXTENSION) {
+                continue;
+            }
+            match path.file_stem().and_then(|s| s.to_str()) {
+                Some(stem) if validate_session_id(stem).is_ok() => sessions.push((stem.to_owned(), path)),
+                _ => {
+                    let location = path.display().to_string();
+                    problems.push((
+                        path,
+                        corrupt(location, "the file name is not a session id (lowercase hex and `-`)"),
+                    ));
+                }
+            }
+        }
+        Ok((sessions, problems))
+    }
+
+    fn scan_all(&self) -> Result<(Vec<SessionInfo>, Problems)> {
+        let (files, mut problems) = self.session_files()?;
+        let mut infos = Vec::with_capacity(files.len());
+        for (id, path) in files {
+            match read_info(&path, &id) {
+                Ok(info) => infos.push(info),
+                Err(e) => problems.push((path, e)),
+            }
+        }
+        sort_by_recency(&mut infos);
+        problems.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok((infos, problems))
+    }
+
+    fn resolve(&self, id_or_prefix: &str) -> Result<Option<SessionInfo>> {
+        // File names only: no session file is read but the one that matches.
+        let (files, _) = self.session_files()?;
+        let mut matches: Vec<(String, PathBuf)> = match files.iter().find(|(id, _)| id == id_or_prefix) {
+            Some(exact) => vec![exact.clone()],
+            None => files
+                .into_iter()
+                .filter(|(id, _)| id.starts_with(id_or_prefix))
+                .collect(),
+        };
+        match matches.len() {
+            0 => Ok(None),
+            1 => {
+                let (id, path) = matches.remove(0);
+                read_info(&path, &id).map(Some)
+            }
+            _ => {
+                let mut candidates: Vec<String> = matches.into_iter().map(|(id, _)| id).collect();
+                candidates.sort();
+                Err(Error::AmbiguousSession {
+                    prefix: id_or_prefix.to_owned(),
+                    candidates,
+                })
+            }
+        }
+    }
+
+    fn load(&self, id: &str) -> Result<Option<Conversation>> {
+        let path = self.path_of(id);
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_error("reading", &path, e)),
+        };
+        let log = parse_log(&bytes, &path, id)?;
+        let mut messages: Vec<Option<panto_core::Message>> =
+            log.entries.into_iter().map(|e| Some(e.entry.message)).collect();
+        // Each entry appears in the view at most once, so each message is taken once.
+        let view = log.view.iter().filter_map(|&i| messages[i].take()).collect();
+        Ok(Some(Conversation {
+            messages: view,
+            metadata: log.header.metadata,
+        }))
+    }
+
+    fn append(&self, id: &str, batch: &[Pending], metadata: Option<&str>) -> Result<()> {
+        let slot = lock(&self.writers).entry(id.to_owned()).or_default().clone();
+        let mut guard = lock_slot(&slot);
+        let writer = match &mut *guard {
+            Some(writer) => writer,
+            empty => empty.insert(Writer::open(&self.dir, id, self.durability)?),
+        };
+        let result = writer.append(batch, metadata, Utc::now(), self.durability);
+        if writer.broken {
+            *guard = None;
+        }
+        result
+    }
+}
+
+#[async_trait]
+impl SessionStore for FileSystemJSONLStore {
+    fn create(self: Arc<Self>) -> Session {
+        Session::new(SessionInfo::new(new_session_id(), Utc::now()), self)
+    }
+
+    async fn list(&self) -> Result<Vec<SessionInfo>> {
+        Ok(self.list_with_problems().await?.0)
+    }
+
+    async fn resolve(self: Arc<Self>, id_or_prefix: &str) -> Result<Option<Session>> {
+        validate_session_id(id_or_prefix)?;
+        let inner = self.inner.clone();
+        let prefix = id_or_prefix.to_owned();
+        let info = blocking(move || inner.resolve(&prefix)).await?;
+        Ok(info.map(|info| Session::new(info, self)))
+    }
+
+    async fn latest(self: Arc<Self>) -> Result<Option<Session>> {
+        let first = self.list().await?.into_iter().next();
+        Ok(first.map(|info| Session::new(info, self)))
+    }
+
+    async fn load(&self, id: &str) -> Result<Option<Conversation>> {
+        validate_session_id(id)?;
+        let inner = self.inner.clone();
+        let id = id.to_owned();
+        blocking(move || inner.load(&id)).await
+    }
+
+    async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> Result<()> {
+        validate_session_id(id)?;
+        // The batch is copied so the I/O can run on a blocking thread; the provenance fields
+        // (`conversation`, `tools_available`) are not kept by this store.
+        let batch: Vec<Pending> = messages
+            .iter()
+            .map(|m| Pending {
+                message: m.message.clone(),
+                usage: m.usage,
+                wire: m.wire.cloned(),
+                compaction: m.compaction,
+            })
+            .collect();
+        let metadata = messages.first().and_then(|m| m.conversation.metadata.clone());
+        let inner = self.inner.clone();
+        let id = id.to_owned();
+        blocking(move || inner.append(&id, &batch, metadata.as_deref())).await
+    }
+}

@@ -103,8 +103,7 @@ pub(crate) struct ProviderStream {
     pending: VecDeque<ProviderEvent>,
     idle_timeout: Duration,
     eof: bool,
-    /// Whether any content event has been handed out (a retry must then discard it).
-    pub streamed_content: bool,
+    eof_reported: bool,
 }
 
 impl std::fmt::Debug for ProviderStream {
@@ -127,48 +126,62 @@ impl ProviderStream {
             pending: VecDeque::new(),
             idle_timeout,
             eof: false,
-            streamed_content: false,
+            eof_reported: false,
         })
     }
 
     /// The next event, `Ok(None)` after `MessageComplete`.
+    ///
+    /// Events come out in wire order, and an error is returned only after every event that
+    /// preceded it on the wire: a consumer must see the text that streamed before a mid-stream
+    /// error, so that the agent can keep what the user saw.
     pub async fn next(&mut self) -> Result<Option<ProviderEvent>> {
         loop {
             if let Some(ev) = self.pending.pop_front() {
-                if !matches!(ev, ProviderEvent::MessageComplete { .. }) {
-                    self.streamed_content = true;
-                }
                 return Ok(Some(ev));
             }
-            if self.eof || self.decoder.is_done() {
+            if self.decoder.is_done() {
                 return Ok(None);
             }
-            // Drain every complete SSE event already buffered before reading more bytes.
-            while let Some(ev) = self.parser.next_event()? {
-                self.decoder.on_event(ev.event, ev.data, ev.offset, &mut self.pending)?;
-                if self.decoder.is_done() {
-                    break;
+            if self.eof {
+                if self.eof_reported {
+                    return Ok(None);
                 }
+                // Everything buffered was delivered; now the decoder says whether the body ended
+                // properly (pushing what it still owes) or was truncated.
+                self.eof_reported = true;
+                self.decoder.on_eof(&mut self.pending)?;
+                continue;
             }
-            if !self.pending.is_empty() || self.decoder.is_done() {
+            // Decode buffered SSE events one at a time, handing out what each produced before
+            // decoding the next.
+            if let Some(ev) = self.parser.next_event()? {
+                self.decoder.on_event(ev.event, ev.data, ev.offset, &mut self.pending)?;
                 continue;
             }
             match tokio::time::timeout(self.idle_timeout, self.body.next()).await {
                 Err(_) => return Err(Error::IdleTimeout(self.idle_timeout)),
                 Ok(Some(Ok(chunk))) => self.parser.feed(&chunk),
-                Ok(Some(Err(e))) => {
-                    return Err(Error::Connect {
-                        url: e.url().map(|u| u.to_string()).unwrap_or_default(),
-                        message: http::describe(&e),
+                // The headers came, so the provider was reached: a body that breaks off is a
+                // truncated response (retryable), whatever the socket said.
+                Ok(Some(Err(_))) => {
+                    return Err(Error::Truncated {
+                        expected: "the rest of the response body",
                     })
                 }
                 Ok(None) => {
                     self.eof = true;
                     if let Some(ev) = self.parser.finish()? {
-                        self.decoder.on_event(ev.event, ev.data, ev.offset, &mut self.pending)?;
-                    }
-                    if !self.decoder.is_done() {
-                        self.decoder.on_eof(&mut self.pending)?;
+                        // The last event had no blank line after it. That is fine when it is whole
+                        // (some servers end that way), but if it does not decode, the body was cut
+                        // inside it: a truncation (retryable), not a malformed stream.
+                        let decoded = self.decoder.on_event(ev.event, ev.data, ev.offset, &mut self.pending);
+                        if let Err(Error::Protocol { .. }) = decoded {
+                            return Err(Error::Truncated {
+                                expected: "the rest of the last event",
+                            });
+                        }
+                        decoded?;
                     }
                 }
             }

@@ -1,6 +1,29 @@
-//! Server-sent events: bytes in, events out. (Being written; see the provider helper.)
+//! Server-sent events: bytes in, events out.
+//!
+//! The parser follows the WHATWG event-stream grammar with two deliberate departures that real
+//! servers need: at end of body an unterminated last line is still a line, and an event without
+//! its trailing blank line is still dispatched (the Anthropic SDK fixtures end that way). Invalid
+//! UTF-8 is an error instead of being replaced, because a provider payload with replacement
+//! characters in it would be silently wrong.
+//!
+//! It is built for throughput: bytes go into one growing buffer that is scanned with `memchr` and
+//! compacted only when the consumed prefix is large, lines are never copied, and an event's data
+//! borrows from the buffer unless it spans several `data:` lines.
 
-use crate::error::Result;
+pub(crate) mod json;
+
+use std::ops::Range;
+
+use memchr::{memchr, memchr2};
+
+use crate::error::{Error, Result};
+
+/// The UTF-8 byte order mark, skipped at the very start of a body.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// The consumed prefix must be at least this long before the buffer is compacted, so that
+/// compaction (a `memmove` of the unconsumed tail) happens rarely.
+const COMPACT_MIN: usize = 64 * 1024;
 
 /// One SSE event, borrowed from the parser's buffer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -13,21 +36,274 @@ pub(crate) struct SseEvent<'a> {
     pub offset: u64,
 }
 
-/// An incremental SSE parser.
+/// An incremental SSE parser: [`feed`](Self::feed) bytes as they arrive, drain
+/// [`next_event`](Self::next_event) until it returns `None`, and call [`finish`](Self::finish) at
+/// end of body.
 #[derive(Debug, Default)]
-pub(crate) struct SseParser {}
+pub(crate) struct SseParser {
+    /// Received bytes not yet discarded. `buf[0]` is body byte `base`.
+    buf: Vec<u8>,
+    /// Body offset of `buf[0]`.
+    base: u64,
+    /// Start of the first byte not yet split into lines.
+    pos: usize,
+    /// Start of the current event's first line; the lines from here on are still referenced by
+    /// `event_name` and `data_lines`, so compaction keeps them.
+    event_start: usize,
+    /// Whether a line of the current event has been seen since the last blank line.
+    in_event: bool,
+    /// Body offset of the current event's first line.
+    event_offset: u64,
+    /// The value of the current event's last `event:` line, as a range of `buf`.
+    event_name: Option<Range<usize>>,
+    /// The values of the current event's `data:` lines, as ranges of `buf`.
+    data_lines: Vec<Range<usize>>,
+    /// Reused buffer for joining multi-line data.
+    scratch: String,
+    /// The last `id:` value. Kept as the spec requires, though providers do not resume streams.
+    last_event_id: String,
+    /// The previous line ended with a `\r` that was the last byte received: a `\n` arriving next
+    /// belongs to that line end.
+    skip_lf: bool,
+    /// Whether the start of the body has been checked for a byte order mark.
+    bom_checked: bool,
+    /// Whether the body has ended ([`finish`](Self::finish) was called).
+    eof: bool,
+}
+
+/// What the line loop found.
+enum Step {
+    /// A complete event is ready to dispatch.
+    Dispatch,
+    /// No complete event is buffered yet.
+    NeedMore,
+}
 
 impl SseParser {
+    /// An empty parser, positioned at the start of a body.
     pub fn new() -> Self {
         Self::default()
     }
-    pub fn feed(&mut self, _chunk: &[u8]) {
-        todo!()
+
+    /// Appends bytes received from the body. A chunk may end anywhere, even inside a line or a
+    /// multi-byte character.
+    pub fn feed(&mut self, chunk: &[u8]) {
+        self.compact();
+        self.buf.extend_from_slice(chunk);
     }
+
+    /// The next complete event, or `None` when more bytes are needed.
+    ///
+    /// Fails with [`Error::Protocol`] when the event's `event:` or `data:` value is not UTF-8.
     pub fn next_event(&mut self) -> Result<Option<SseEvent<'_>>> {
-        todo!()
+        if !self.bom_checked && !self.check_bom() {
+            return Ok(None);
+        }
+        match self.scan()? {
+            Step::NeedMore => Ok(None),
+            Step::Dispatch => self.dispatch().map(Some),
+        }
     }
+
+    /// Marks the end of the body and returns the next event, treating a last line without a
+    /// terminator as complete and dispatching a last event without its trailing blank line.
+    ///
+    /// A caller that drains [`next_event`](Self::next_event) before every `finish` gets at most
+    /// one event here; any further buffered events keep coming from `next_event`.
     pub fn finish(&mut self) -> Result<Option<SseEvent<'_>>> {
-        todo!()
+        self.eof = true;
+        self.next_event()
+    }
+
+    /// Skips a byte order mark at the start of the body. Returns `false` when too few bytes have
+    /// arrived to tell.
+    fn check_bom(&mut self) -> bool {
+        let have = &self.buf[..self.buf.len().min(BOM.len())];
+        if have.len() < BOM.len() && BOM.starts_with(have) && !self.eof {
+            return false;
+        }
+        if have == BOM {
+            self.pos = BOM.len();
+            self.event_start = BOM.len();
+        }
+        self.bom_checked = true;
+        true
+    }
+
+    /// Reads lines until an event is complete or the buffer runs out of complete lines.
+    fn scan(&mut self) -> Result<Step> {
+        loop {
+            let Some(line) = self.next_line() else {
+                if self.eof && self.in_event && !self.data_lines.is_empty() {
+                    return Ok(Step::Dispatch);
+                }
+                if self.eof {
+                    self.reset_event();
+                }
+                return Ok(Step::NeedMore);
+            };
+            if line.is_empty() {
+                if !self.data_lines.is_empty() {
+                    return Ok(Step::Dispatch);
+                }
+                // A blank line ends an event that had no data: it is not dispatched, and its
+                // `event:` name does not carry over.
+                self.reset_event();
+                continue;
+            }
+            self.process_line(line)?;
+        }
+    }
+
+    /// The next complete line as a range of `buf` (without its terminator), or `None` when the
+    /// buffer holds no complete line. At end of body the unterminated remainder is a line.
+    fn next_line(&mut self) -> Option<Range<usize>> {
+        if self.skip_lf && self.pos < self.buf.len() {
+            if self.buf[self.pos] == b'\n' {
+                self.pos += 1;
+            }
+            self.skip_lf = false;
+        }
+        let start = self.pos;
+        match memchr2(b'\n', b'\r', &self.buf[start..]) {
+            Some(i) => {
+                let end = start + i;
+                let mut next = end + 1;
+                if self.buf[end] == b'\r' {
+                    match self.buf.get(next) {
+                        Some(b'\n') => next += 1,
+                        Some(_) => {}
+                        // The `\n` of a CRLF may be in the next chunk; it must not count as a
+                        // second line end.
+                        None => self.skip_lf = true,
+                    }
+                }
+                self.pos = next;
+                Some(start..end)
+            }
+            None if self.eof && start < self.buf.len() => {
+                self.pos = self.buf.len();
+                Some(start..self.buf.len())
+            }
+            None => None,
+        }
+    }
+
+    /// Interprets one non-blank line of the current event.
+    fn process_line(&mut self, range: Range<usize>) -> Result<()> {
+        if !self.in_event {
+            self.in_event = true;
+            self.event_offset = self.base + range.start as u64;
+            self.event_start = range.start;
+        }
+        let line = &self.buf[range.clone()];
+        if line.first() == Some(&b':') {
+            return Ok(());
+        }
+        let (name_end, value_start) = match memchr(b':', line) {
+            Some(colon) if line.get(colon + 1) == Some(&b' ') => (colon, colon + 2),
+            Some(colon) => (colon, colon + 1),
+            None => (line.len(), line.len()),
+        };
+        let value = range.start + value_start..range.end;
+        match &line[..name_end] {
+            b"data" => self.data_lines.push(value),
+            b"event" => self.event_name = Some(value),
+            b"id" => {
+                let bytes = &self.buf[value];
+                // The spec ignores an id containing NUL.
+                if memchr(0, bytes).is_none() {
+                    let id = std::str::from_utf8(bytes).map_err(|e| Error::Protocol {
+                        offset: self.base + range.start as u64,
+                        message: format!("SSE id field is not valid UTF-8: {e}"),
+                    })?;
+                    self.last_event_id.clear();
+                    self.last_event_id.push_str(id);
+                }
+            }
+            // `retry:` only matters to a reconnecting client, and unknown fields are ignored by
+            // the spec.
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Builds the event whose lines have been read, and resets the per-event state.
+    fn dispatch(&mut self) -> Result<SseEvent<'_>> {
+        let offset = self.event_offset;
+        self.in_event = false;
+        self.event_start = self.pos;
+        let invalid = |what: &str, e: std::str::Utf8Error| Error::Protocol {
+            offset,
+            message: format!("SSE {what} is not valid UTF-8: {e}"),
+        };
+        let buf = &self.buf;
+        let event = match self.event_name.take() {
+            Some(r) => std::str::from_utf8(&buf[r]).map_err(|e| invalid("event name", e)),
+            None => Ok(""),
+        };
+        let data = if let [only] = self.data_lines.as_slice() {
+            std::str::from_utf8(&buf[only.clone()]).map_err(|e| invalid("data", e))
+        } else {
+            let scratch = &mut self.scratch;
+            scratch.clear();
+            let mut result = Ok(());
+            for (i, r) in self.data_lines.iter().enumerate() {
+                if i > 0 {
+                    scratch.push('\n');
+                }
+                match std::str::from_utf8(&buf[r.clone()]) {
+                    Ok(s) => scratch.push_str(s),
+                    Err(e) => {
+                        result = Err(invalid("data", e));
+                        break;
+                    }
+                }
+            }
+            result.map(|()| scratch.as_str())
+        };
+        self.data_lines.clear();
+        Ok(SseEvent {
+            event: event?,
+            data: data?,
+            offset,
+        })
+    }
+
+    /// Forgets the current event without dispatching it.
+    fn reset_event(&mut self) {
+        self.in_event = false;
+        self.event_name = None;
+        self.data_lines.clear();
+        self.event_start = self.pos;
+    }
+
+    /// Drops the consumed prefix of the buffer when it is large enough to be worth a copy: either
+    /// everything is consumed (free), or the prefix is big and at least as long as the tail to
+    /// move, which keeps the copying amortised to O(1) per byte.
+    fn compact(&mut self) {
+        let keep = self.event_start.min(self.pos);
+        if keep == 0 {
+            return;
+        }
+        let tail = self.buf.len() - keep;
+        if tail != 0 && (keep < COMPACT_MIN || keep < tail) {
+            return;
+        }
+        self.buf.drain(..keep);
+        self.base += keep as u64;
+        self.pos -= keep;
+        self.event_start -= keep;
+        if let Some(r) = &mut self.event_name {
+            *r = r.start - keep..r.end - keep;
+        }
+        for r in &mut self.data_lines {
+            *r = r.start - keep..r.end - keep;
+        }
     }
 }
+
+#[cfg(test)]
+pub(crate) mod testing;
+#[cfg(test)]
+mod tests;

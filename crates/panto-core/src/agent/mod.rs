@@ -1,0 +1,286 @@
+//! The agent: owns the conversation, the session and the tools, and persists what it generates.
+
+mod compaction;
+mod dispatch;
+mod partial;
+mod retry;
+mod stream;
+
+use std::sync::Arc;
+
+use crate::config::Config;
+use crate::conversation::{ContentBlock, Conversation, Message, Role, ToolResultContent};
+use crate::error::{Error, Result};
+use crate::registry::ToolRegistry;
+use crate::session::{CompactionRecord, PersistentMessage, Session};
+use crate::tool::{Tool, ToolDecl, ToolSource};
+
+pub use compaction::CompactionResult;
+pub use stream::{Stream, StreamState};
+
+/// The text of the synthetic result given to a tool call that never got one: the process died or
+/// the turn was cancelled before the tool finished.
+pub(crate) const INTERRUPTED_RESULT: &str = "interrupted: the tool call did not complete (the turn was cancelled or the process stopped before the tool ran to the end)";
+
+/// What the user sends to start a turn.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UserMessage {
+    /// The prompt text.
+    pub text: String,
+    /// Attached images as encoded bytes (PNG, JPEG, GIF or WebP); resized like tool images.
+    pub images: Vec<Vec<u8>>,
+}
+
+impl UserMessage {
+    /// A text-only message.
+    pub fn text(text: impl Into<String>) -> Self {
+        UserMessage {
+            text: text.into(),
+            images: Vec::new(),
+        }
+    }
+}
+
+impl From<&str> for UserMessage {
+    fn from(text: &str) -> Self {
+        UserMessage::text(text)
+    }
+}
+
+impl From<String> for UserMessage {
+    fn from(text: String) -> Self {
+        UserMessage::text(text)
+    }
+}
+
+/// An agent: one conversation with one model, its tools, and the session that persists it.
+///
+/// The agent persists everything it adds to the conversation: the user message on submit, system
+/// prompt changes, each assistant message and each tool-result message as it completes, and
+/// compactions. A brand-new session is written only once its first assistant message exists, so a
+/// first request that fails leaves nothing behind.
+///
+/// ```no_run
+/// # async fn demo() -> panto_core::Result<()> {
+/// use panto_core::{Agent, ApiStyle, Config, NullStore, ProviderConfig};
+/// let config = Config::new(ProviderConfig::new(
+///     ApiStyle::AnthropicMessages, "http://127.0.0.1:8080", "key", "claude-sonnet-4-5"));
+/// let mut agent = Agent::new(config, NullStore::shared().create(), None)?;
+/// let mut stream = agent.run("Say hello".into());
+/// while let Some(event) = stream.next().await? {
+///     let _ = event; // render it
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct Agent {
+    config: Config,
+    conversation: Conversation,
+    session: Session,
+    registry: ToolRegistry,
+    client: reqwest::Client,
+    /// `conversation.messages[..persisted]` have been handed to the session.
+    persisted: usize,
+    /// Whether the store holds this session yet (a new one is written only from its first
+    /// assistant message on).
+    stored: bool,
+    /// A compaction record for the summary message at this index, not yet persisted.
+    pending_compaction: Option<(usize, CompactionRecord)>,
+}
+
+impl Agent {
+    /// An agent for `session`, adopting `conversation` (a resumed one, usually from
+    /// [`Session::load`]) or starting an empty one.
+    ///
+    /// An adopted conversation whose last assistant message has tool calls without results gets a
+    /// synthetic error result for each ("interrupted"), so the next request is valid for both
+    /// APIs; it is persisted with the next write (or [`Agent::flush`]).
+    pub fn new(config: Config, session: Session, conversation: Option<Conversation>) -> Result<Self> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(std::time::Duration::from_secs(30))
+            .build()
+            .map_err(|e| Error::InvalidState(format!("cannot build the HTTP client: {e}")))?;
+        let adopted = conversation.is_some();
+        let mut conversation = conversation.unwrap_or_default();
+        let original_len = conversation.messages.len();
+        let persisted = match close_dangling_tool_calls(&mut conversation) {
+            // Closers at the end are new messages: persist them with the next write.
+            Some(at) if at == original_len => original_len,
+            // A log cannot take a message in the middle; the closer lives in memory only and is
+            // added again on every resume, which keeps each request valid.
+            Some(_) => conversation.messages.len(),
+            None => original_len,
+        };
+        Ok(Agent {
+            stored: adopted || session.info.message_count > 0,
+            config,
+            conversation,
+            session,
+            registry: ToolRegistry::default(),
+            client,
+            persisted,
+            pending_compaction: None,
+        })
+    }
+
+    /// Registers a tool. Its declared name must be 1 to 64 characters of `[A-Za-z0-9_-]` and not
+    /// already taken.
+    pub fn register_tool(&mut self, tool: Arc<dyn Tool>) -> Result<()> {
+        self.registry.register_tool(tool)
+    }
+
+    /// Registers every tool of a source, each offered as `<source>__<tool>` encoded into the wire
+    /// alphabet. All or nothing.
+    pub fn register_tool_source(&mut self, source: Arc<dyn ToolSource>) -> Result<()> {
+        self.registry.register_source(source)
+    }
+
+    /// Removes the tool with this wire name, or every tool of the source with this name. Returns
+    /// whether anything was removed.
+    pub fn unregister_tool(&mut self, name: &str) -> bool {
+        self.registry.unregister(name)
+    }
+
+    /// The tools offered to the model, under their wire names.
+    pub fn tools(&self) -> Vec<ToolDecl> {
+        self.registry.decls()
+    }
+
+    /// Swaps provider, model and policies between turns. Tools and conversation are untouched.
+    pub fn set_config(&mut self, config: Config) {
+        self.config = config;
+    }
+
+    /// The current configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Starts a turn: the message is added to the conversation now, and persisted by the stream's
+    /// first [`Stream::next`].
+    pub fn run(&mut self, message: UserMessage) -> Stream<'_> {
+        Stream::new(self, message)
+    }
+
+    /// The conversation.
+    pub fn conversation(&self) -> &Conversation {
+        &self.conversation
+    }
+
+    /// The conversation, for surgery. Changes made here are in memory only; messages appended at
+    /// the end are persisted with the agent's next write. To change the system prompt durably use
+    /// [`Agent::add_system_message`] or [`Agent::set_system_prompt`].
+    pub fn conversation_mut(&mut self) -> &mut Conversation {
+        &mut self.conversation
+    }
+
+    /// Appends to the system prompt, and persists the change.
+    pub async fn add_system_message(&mut self, text: impl Into<String>) -> Result<()> {
+        self.conversation.add_system_message(text);
+        self.flush().await
+    }
+
+    /// Replaces the whole system prompt, and persists the change.
+    pub async fn set_system_prompt(&mut self, text: impl Into<String>) -> Result<()> {
+        self.conversation.replace_system_message(text);
+        self.flush().await
+    }
+
+    /// The session id.
+    pub fn session_id(&self) -> &str {
+        self.session.id()
+    }
+
+    /// The session (its info is kept current as the agent appends).
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// Writes to the session every message the agent holds that is not stored yet (for example the
+    /// closers of an interrupted turn, or what a dropped stream left). A brand-new session is not
+    /// written before its first assistant message.
+    pub async fn flush(&mut self) -> Result<()> {
+        self.persist(false).await
+    }
+
+    /// Persists `messages[self.persisted..]`. With `force`, a new session is written even without
+    /// an assistant message (compaction needs its history stored to point into it).
+    pub(crate) async fn persist(&mut self, force: bool) -> Result<()> {
+        // Surgery may have shortened the conversation below what was persisted.
+        self.persisted = self.persisted.min(self.conversation.messages.len());
+        let fresh = &self.conversation.messages[self.persisted..];
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        if !self.stored && !force && !fresh.iter().any(|m| m.role == Role::Assistant) {
+            return Ok(());
+        }
+        let tools = self.registry.decls();
+        let wire = self.config.provider.wire_identity();
+        let start = self.persisted;
+        let batch: Vec<PersistentMessage<'_>> = fresh
+            .iter()
+            .enumerate()
+            .map(|(i, message)| PersistentMessage {
+                message,
+                usage: message.usage,
+                wire: (message.role != Role::System).then_some(&wire),
+                conversation: &self.conversation,
+                tools_available: &tools,
+                compaction: self
+                    .pending_compaction
+                    .filter(|(index, _)| *index == start + i)
+                    .map(|(_, record)| record),
+            })
+            .collect();
+        self.session.append(&batch).await?;
+        self.persisted = self.conversation.messages.len();
+        self.stored = true;
+        self.pending_compaction = None;
+        Ok(())
+    }
+
+    fn process_image(&self, bytes: &[u8]) -> Result<ContentBlock> {
+        let processed = crate::image::process(bytes, self.config.max_image_dimension)
+            .map_err(|e| Error::InvalidState(format!("user image: {e}")))?;
+        Ok(ContentBlock::Image {
+            media_type: processed.media_type.to_owned(),
+            data: processed.data,
+        })
+    }
+}
+
+/// Gives every tool call of the last assistant message that has no result a synthetic error
+/// result, so the conversation is valid for both APIs. Returns where the closing message was
+/// inserted, if anything was missing.
+pub(crate) fn close_dangling_tool_calls(conversation: &mut Conversation) -> Option<usize> {
+    let last_assistant = conversation.messages.iter().rposition(|m| m.role == Role::Assistant)?;
+    let answered: Vec<&str> = conversation.messages[last_assistant + 1..]
+        .iter()
+        .flat_map(|m| &m.content)
+        .filter_map(|b| match b {
+            ContentBlock::ToolResult { tool_use_id, .. } => Some(tool_use_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let closers: Vec<ContentBlock> = conversation.messages[last_assistant]
+        .tool_uses()
+        .filter(|(id, _, _)| !answered.contains(id))
+        .map(|(id, _, _)| ContentBlock::ToolResult {
+            tool_use_id: id.to_owned(),
+            content: vec![ToolResultContent::Text {
+                text: INTERRUPTED_RESULT.to_owned(),
+            }],
+            is_error: true,
+        })
+        .collect();
+    if closers.is_empty() {
+        return None;
+    }
+    // Results must directly follow the assistant message (both APIs require it), so they go in a
+    // message right after it; anything after (a user prompt typed before the crash) follows.
+    conversation
+        .messages
+        .insert(last_assistant + 1, Message::new(Role::User, closers));
+    Some(last_assistant + 1)
+}

@@ -1,0 +1,442 @@
+//! The pull stream of one turn: provider → tools → provider, until a message ends without tool
+//! calls.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::compaction::{estimate_context_tokens, split_point};
+use super::dispatch::Dispatch;
+use super::partial::PartialMessage;
+use super::{retry, Agent, UserMessage};
+use crate::conversation::{ContentBlock, Message, Role, StopReason, Usage};
+use crate::error::{Error, Result};
+use crate::event::{Event, RetryInfo};
+use crate::provider::{ProviderEvent, ProviderRequest, ProviderStream};
+
+/// Where a turn is. Transparent, for consumers that render progress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StreamState {
+    /// Not started: the user message is added by the first [`Stream::next`].
+    Starting,
+    /// A provider request is being sent.
+    Requesting,
+    /// Waiting before retrying a failed request.
+    Retrying,
+    /// A response is streaming.
+    Streaming,
+    /// Tool calls are running.
+    RunningTools,
+    /// Summarising the conversation before a request.
+    Compacting,
+    /// The turn ended normally.
+    Complete,
+    /// The turn ended with an error.
+    Failed,
+    /// The turn was cancelled.
+    Cancelled,
+}
+
+enum Phase {
+    Start(UserMessage),
+    Request,
+    Backoff(Duration),
+    Streaming(Box<ProviderStream>, PartialMessage),
+    Tools(Dispatch),
+    /// Compacting before the next request; `overflow` holds the context-overflow error that
+    /// triggered it, if one did.
+    Compact {
+        overflow: bool,
+    },
+    Finished,
+}
+
+/// The events of one turn, pulled with [`Stream::next`].
+///
+/// Borrows the agent mutably for the whole turn. Dropping it mid-turn cancels the turn cleanly:
+/// the HTTP request is aborted, running tools are told to stop, what the user already saw of the
+/// assistant message is kept (text and complete thinking; unfinished tool calls are dropped), and
+/// every dispatched tool call gets a result, so the conversation stays valid. Those last messages
+/// are persisted by the agent's next write; [`Stream::cancel`] persists them at once.
+pub struct Stream<'a> {
+    agent: &'a mut Agent,
+    phase: Phase,
+    state: StreamState,
+    queue: VecDeque<Event>,
+    cancel: CancellationToken,
+    usage: Usage,
+    steps: u32,
+    attempt: u32,
+    overflow_compacted: bool,
+    /// The step at which the turn last compacted, so one request never triggers two.
+    compacted_at_step: Option<u32>,
+}
+
+impl std::fmt::Debug for Stream<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stream")
+            .field("state", &self.state)
+            .field("steps", &self.steps)
+            .field("usage", &self.usage)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> Stream<'a> {
+    pub(super) fn new(agent: &'a mut Agent, message: UserMessage) -> Self {
+        Stream {
+            agent,
+            phase: Phase::Start(message),
+            state: StreamState::Starting,
+            queue: VecDeque::new(),
+            cancel: CancellationToken::new(),
+            usage: Usage::default(),
+            steps: 0,
+            attempt: 1,
+            overflow_compacted: false,
+            compacted_at_step: None,
+        }
+    }
+
+    /// Where the turn is.
+    pub fn state(&self) -> StreamState {
+        self.state
+    }
+
+    /// Usage summed over the turn's requests so far.
+    pub fn usage(&self) -> Usage {
+        self.usage
+    }
+
+    /// A token that cancels this turn from anywhere (another task or thread): the pending or next
+    /// [`Stream::next`] then finishes the turn as [`Stream::cancel`] does and returns
+    /// [`Error::Cancelled`].
+    pub fn cancel_token(&self) -> CancellationToken {
+        self.cancel.clone()
+    }
+
+    /// The next event. `Ok(Some(_))` is progress, including the final [`Event::TurnComplete`];
+    /// `Ok(None)` means the turn is over; `Err` means it failed (the conversation is still valid
+    /// and everything completed before the failure is persisted).
+    pub async fn next(&mut self) -> Result<Option<Event>> {
+        loop {
+            if let Some(event) = self.queue.pop_front() {
+                return Ok(Some(event));
+            }
+            if matches!(self.phase, Phase::Finished) {
+                return Ok(None);
+            }
+            if self.cancel.is_cancelled() {
+                return self.finish_cancelled().await;
+            }
+            let token = self.cancel.clone();
+            let outcome = tokio::select! {
+                biased;
+                _ = token.cancelled() => None,
+                r = self.step() => Some(r),
+            };
+            match outcome {
+                None => return self.finish_cancelled().await,
+                Some(Ok(Some(event))) => return Ok(Some(event)),
+                Some(Ok(None)) => continue,
+                Some(Err(e)) => return Err(e),
+            }
+        }
+    }
+
+    /// Cancels the turn and persists what it leaves: the salvaged part of a streaming message, and
+    /// results (real or "interrupted") for every dispatched tool call.
+    pub async fn cancel(mut self) -> Result<()> {
+        self.cancel.cancel();
+        self.abandon();
+        self.agent.flush().await
+    }
+
+    async fn finish_cancelled(&mut self) -> Result<Option<Event>> {
+        self.abandon();
+        self.agent.flush().await?;
+        Err(Error::Cancelled)
+    }
+
+    /// Advances the turn by one step. Cancel safe: every await leaves `self` consistent, so the
+    /// step can be dropped at any await when the turn is cancelled.
+    async fn step(&mut self) -> Result<Option<Event>> {
+        match &mut self.phase {
+            Phase::Finished => Ok(None),
+            Phase::Start(message) => {
+                let message = std::mem::take(message);
+                self.phase = Phase::Request;
+                self.state = StreamState::Requesting;
+                let mut content = Vec::with_capacity(1 + message.images.len());
+                for image in &message.images {
+                    match self.agent.process_image(image) {
+                        Ok(block) => content.push(block),
+                        Err(e) => return Err(self.fail(e)),
+                    }
+                }
+                content.insert(0, ContentBlock::Text { text: message.text });
+                self.agent.conversation.messages.push(Message::new(Role::User, content));
+                // The prompt is durable before the provider sees it (a new session waits for its
+                // first assistant message).
+                if let Err(e) = self.agent.flush().await {
+                    return Err(self.fail(e));
+                }
+                Ok(None)
+            }
+            Phase::Backoff(delay) => {
+                let delay = *delay;
+                tokio::time::sleep(delay).await;
+                self.phase = Phase::Request;
+                self.state = StreamState::Requesting;
+                Ok(None)
+            }
+            Phase::Request => {
+                if self.steps >= self.agent.config.max_steps {
+                    return Err(self.fail(Error::StepLimit(self.agent.config.max_steps)));
+                }
+                if let Some(event) = self.maybe_compact().await? {
+                    return Ok(Some(event));
+                }
+                let system = self.agent.conversation.effective_system_blocks();
+                let tools = self.agent.registry.decls();
+                let request = ProviderRequest {
+                    config: &self.agent.config.provider,
+                    system: &system,
+                    messages: &self.agent.conversation.messages,
+                    tools: &tools,
+                };
+                let opened = ProviderStream::open(&self.agent.client, &request, self.agent.config.idle_timeout).await;
+                drop(system);
+                match opened {
+                    Ok(stream) => {
+                        self.steps += 1;
+                        self.phase = Phase::Streaming(Box::new(stream), PartialMessage::default());
+                        self.state = StreamState::Streaming;
+                        Ok(None)
+                    }
+                    Err(e) => self.retry_or_fail(e, false).await,
+                }
+            }
+            Phase::Streaming(stream, partial) => match stream.next().await {
+                Ok(Some(ProviderEvent::MessageComplete {
+                    blocks,
+                    usage,
+                    stop_reason,
+                })) => self.complete_message(blocks, usage, stop_reason).await,
+                Ok(Some(event)) => {
+                    partial.observe(&event);
+                    Ok(Some(match event {
+                        ProviderEvent::BlockStart { index, kind, tool } => Event::BlockStart { index, kind, tool },
+                        ProviderEvent::Delta { index, delta } => Event::Delta { index, delta },
+                        ProviderEvent::BlockComplete { index, block } => Event::BlockComplete { index, block },
+                        ProviderEvent::MessageComplete { .. } => unreachable!("handled above"),
+                    }))
+                }
+                Ok(None) => {
+                    let seen = partial.seen;
+                    self.retry_or_fail(
+                        Error::Truncated {
+                            expected: "the end of the message",
+                        },
+                        seen,
+                    )
+                    .await
+                }
+                Err(e) => {
+                    let seen = partial.seen;
+                    self.retry_or_fail(e, seen).await
+                }
+            },
+            Phase::Compact { overflow } => {
+                let overflow = *overflow;
+                match self.agent.compact(None, None).await {
+                    Ok(result) => {
+                        self.phase = Phase::Request;
+                        self.state = StreamState::Requesting;
+                        Ok(Some(Event::CompactionComplete {
+                            tokens_before: result.tokens_before,
+                            tokens_after: result.tokens_after,
+                        }))
+                    }
+                    Err(e) if overflow => Err(self.fail(Error::InvalidState(format!(
+                        "the context window overflowed and compacting the conversation failed: {e}"
+                    )))),
+                    Err(e) => Err(self.fail(e)),
+                }
+            }
+            Phase::Tools(dispatch) => match dispatch.next_completion().await {
+                Some(event) => Ok(Some(event)),
+                None => {
+                    let Phase::Tools(dispatch) = std::mem::replace(&mut self.phase, Phase::Request) else {
+                        unreachable!("matched above");
+                    };
+                    self.state = StreamState::Requesting;
+                    self.agent.conversation.messages.push(dispatch.into_message());
+                    if let Err(e) = self.agent.flush().await {
+                        return Err(self.fail(e));
+                    }
+                    Ok(None)
+                }
+            },
+        }
+    }
+
+    async fn complete_message(
+        &mut self,
+        blocks: Vec<ContentBlock>,
+        usage: Option<Usage>,
+        stop_reason: StopReason,
+    ) -> Result<Option<Event>> {
+        self.attempt = 1;
+        if let Some(u) = &usage {
+            self.usage.accumulate(u);
+        }
+        let mut message = Message::new(Role::Assistant, blocks);
+        message.usage = usage;
+        message.stop_reason = Some(stop_reason.clone());
+        let has_tools = message.tool_uses().next().is_some();
+        if has_tools {
+            let (dispatch, starts) = Dispatch::start(
+                &self.agent.registry,
+                &message,
+                self.agent.config.max_image_dimension,
+                self.cancel.child_token(),
+            );
+            self.queue.extend(starts);
+            self.phase = Phase::Tools(dispatch);
+            self.state = StreamState::RunningTools;
+        } else {
+            self.queue.push_back(Event::TurnComplete {
+                usage: self.usage,
+                steps: self.steps,
+                stop_reason: stop_reason.clone(),
+            });
+            self.phase = Phase::Finished;
+            self.state = StreamState::Complete;
+        }
+        self.agent.conversation.messages.push(message);
+        if let Err(e) = self.agent.flush().await {
+            // The message stays in the conversation and is written by the next flush; the turn
+            // stops here because its durability promise is broken.
+            self.abandon();
+            self.state = StreamState::Failed;
+            return Err(e);
+        }
+        Ok(Some(Event::MessageComplete { usage, stop_reason }))
+    }
+
+    /// Schedules a retry after `error` if it is retryable and attempts remain; otherwise ends the
+    /// turn with it.
+    async fn retry_or_fail(&mut self, error: Error, seen_partial: bool) -> Result<Option<Event>> {
+        if matches!(error, Error::ContextOverflow { .. }) && self.compaction_enabled() && !self.overflow_compacted {
+            self.overflow_compacted = true;
+            self.discard_partial();
+            return self.compact_for_overflow(error).await;
+        }
+        let retry = &self.agent.config.retry;
+        if error.is_retryable() && self.attempt < retry.max_attempts {
+            self.attempt += 1;
+            let delay = retry::delay(retry, self.attempt, &error);
+            self.discard_partial();
+            self.phase = Phase::Backoff(delay);
+            self.state = StreamState::Retrying;
+            return Ok(Some(Event::ProviderRetry(RetryInfo {
+                attempt: self.attempt,
+                delay,
+                reason: error.to_string(),
+                discard_partial: seen_partial,
+            })));
+        }
+        Err(self.fail(error))
+    }
+
+    /// Drops a failed attempt's stream without keeping any of it: the retry will produce the
+    /// message again, and the conversation must never hold both attempts.
+    fn discard_partial(&mut self) {
+        if matches!(self.phase, Phase::Streaming(..)) {
+            self.phase = Phase::Request;
+        }
+    }
+
+    /// Ends the turn with `error`, keeping what is valid of a streaming message, and returns the
+    /// error. Messages already completed were persisted as they completed.
+    fn fail(&mut self, error: Error) -> Error {
+        self.salvage(StopReason::Other("error".to_owned()));
+        self.state = StreamState::Failed;
+        error
+    }
+
+    /// Ends the turn as cancelled, in memory: salvage the streaming message, close dispatched
+    /// tool calls. The agent's next flush persists it.
+    fn abandon(&mut self) {
+        if matches!(self.phase, Phase::Finished) {
+            return;
+        }
+        self.salvage(StopReason::Other("cancelled".to_owned()));
+        self.state = StreamState::Cancelled;
+    }
+
+    fn salvage(&mut self, stop_reason: StopReason) {
+        match std::mem::replace(&mut self.phase, Phase::Finished) {
+            Phase::Streaming(_, partial) => {
+                let blocks = partial.salvage();
+                if !blocks.is_empty() {
+                    let mut message = Message::new(Role::Assistant, blocks);
+                    message.stop_reason = Some(stop_reason);
+                    self.agent.conversation.messages.push(message);
+                }
+            }
+            Phase::Tools(mut dispatch) => {
+                dispatch.abort();
+                self.agent.conversation.messages.push(dispatch.into_message());
+            }
+            Phase::Start(_) | Phase::Request | Phase::Backoff(_) | Phase::Compact { .. } | Phase::Finished => {}
+        }
+    }
+
+    fn compaction_enabled(&self) -> bool {
+        self.agent.config.compaction.enabled
+    }
+
+    /// Starts automatic compaction before a request when the estimated context exceeds
+    /// `threshold × context_window`: returns the `CompactionStart` event and leaves the work to
+    /// the `Compact` phase.
+    async fn maybe_compact(&mut self) -> Result<Option<Event>> {
+        let config = &self.agent.config.compaction;
+        if !config.enabled || self.compacted_at_step == Some(self.steps) {
+            return Ok(None);
+        }
+        let tokens = estimate_context_tokens(&self.agent.conversation);
+        let limit = (config.threshold * config.context_window as f64) as u64;
+        if tokens <= limit || split_point(&self.agent.conversation.messages, config.keep_recent_tokens).is_none() {
+            return Ok(None);
+        }
+        Ok(Some(self.start_compaction(tokens, false)))
+    }
+
+    /// After a context-overflow error: compact and retry the request, once per turn.
+    async fn compact_for_overflow(&mut self, error: Error) -> Result<Option<Event>> {
+        let config = &self.agent.config.compaction;
+        if split_point(&self.agent.conversation.messages, config.keep_recent_tokens).is_none() {
+            return Err(self.fail(error));
+        }
+        let tokens = estimate_context_tokens(&self.agent.conversation);
+        Ok(Some(self.start_compaction(tokens, true)))
+    }
+
+    fn start_compaction(&mut self, tokens_before: u64, overflow: bool) -> Event {
+        self.compacted_at_step = Some(self.steps);
+        self.phase = Phase::Compact { overflow };
+        self.state = StreamState::Compacting;
+        Event::CompactionStart { tokens_before }
+    }
+}
+
+impl Drop for Stream<'_> {
+    fn drop(&mut self) {
+        self.cancel.cancel();
+        self.abandon();
+    }
+}

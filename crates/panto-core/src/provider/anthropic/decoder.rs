@@ -1,0 +1,518 @@
+//! Decoding a Messages API stream into [`ProviderEvent`]s.
+//!
+//! The payload struct is chosen by the SSE `event:` name, which Anthropic always sends, rather
+//! than by a serde-tagged enum over the `type` field: a tagged enum buffers the whole object
+//! first and is markedly slower. String fields borrow from the event data where they can.
+
+use std::collections::VecDeque;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::conversation::{ContentBlock, StopReason, Usage};
+use crate::error::{Error, Result};
+use crate::event::{BlockKind, ContentDelta, ToolDetails};
+use crate::provider::http::classify_stream_error;
+use crate::provider::sse::json::{or_empty, parse, Str};
+use crate::provider::{Decoder, ProviderEvent};
+
+/// Decodes one Messages API response.
+#[derive(Debug, Default)]
+pub(crate) struct AnthropicDecoder {
+    /// Blocks in the order they started; a block's position is its [`ProviderEvent`] index.
+    blocks: Vec<Slot>,
+    /// Wire indices of blocks of a kind panto does not model (server tools and the like), whose
+    /// events are skipped.
+    skipped: Vec<u64>,
+    /// Usage so far: from `message_start`, overwritten by `message_delta`'s cumulative counts.
+    usage: Option<Usage>,
+    /// The stop reason from `message_delta`.
+    stop_reason: Option<StopReason>,
+    /// Whether `message_stop` has been handled.
+    done: bool,
+}
+
+/// One block of the message, by its wire index.
+#[derive(Debug)]
+struct Slot {
+    wire_index: u64,
+    state: SlotState,
+}
+
+#[derive(Debug)]
+enum SlotState {
+    /// Receiving deltas.
+    Open(Partial),
+    /// `content_block_stop` arrived; this is the block as it stands in the message.
+    Closed(ContentBlock),
+}
+
+/// A block being assembled from deltas.
+#[derive(Debug)]
+enum Partial {
+    Text(String),
+    Thinking {
+        thinking: String,
+        signature: String,
+    },
+    Redacted(String),
+    ToolUse {
+        id: String,
+        name: String,
+        /// The concatenated `partial_json` fragments.
+        json: String,
+        /// The `input` of the block start when it was not the usual empty placeholder.
+        start_input: Option<String>,
+    },
+}
+
+/// Token counts as Anthropic reports them; any field may be absent or null.
+#[derive(Debug, Deserialize)]
+struct WireUsage {
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+    cache_creation_input_tokens: Option<u64>,
+    cache_read_input_tokens: Option<u64>,
+}
+
+impl WireUsage {
+    /// Overwrites the counts this report carries; the others keep their earlier values.
+    fn apply_to(&self, usage: &mut Usage) {
+        let set = |field: &mut u64, value: Option<u64>| {
+            if let Some(v) = value {
+                *field = v;
+            }
+        };
+        set(&mut usage.input_tokens, self.input_tokens);
+        set(&mut usage.output_tokens, self.output_tokens);
+        set(&mut usage.cache_write_tokens, self.cache_creation_input_tokens);
+        set(&mut usage.cache_read_tokens, self.cache_read_input_tokens);
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct MessageStart {
+    #[serde(default)]
+    message: Option<StartedMessage>,
+}
+
+#[derive(Debug, Deserialize)]
+struct StartedMessage {
+    usage: Option<WireUsage>,
+}
+
+#[derive(Debug, Deserialize)]
+struct BlockStart<'a> {
+    index: u64,
+    #[serde(borrow)]
+    content_block: WireBlock<'a>,
+}
+
+/// A `content_block` of any type, flattened: the `type` says which fields matter.
+#[derive(Debug, Deserialize)]
+struct WireBlock<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Str<'a>,
+    #[serde(borrow)]
+    text: Option<Str<'a>>,
+    #[serde(borrow)]
+    thinking: Option<Str<'a>>,
+    #[serde(borrow)]
+    signature: Option<Str<'a>>,
+    #[serde(borrow)]
+    data: Option<Str<'a>>,
+    #[serde(borrow)]
+    id: Option<Str<'a>>,
+    #[serde(borrow)]
+    name: Option<Str<'a>>,
+    #[serde(borrow)]
+    input: Option<&'a RawValue>,
+}
+
+#[derive(Debug, Deserialize)]
+struct BlockDelta<'a> {
+    index: u64,
+    #[serde(borrow)]
+    delta: WireDelta<'a>,
+}
+
+/// A `delta` of any type. Each type carries exactly one payload field, so all of them land in
+/// `value`: a smaller struct is measurably faster to deserialize, and deltas are most of a
+/// stream.
+#[derive(Debug, Deserialize)]
+struct WireDelta<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Str<'a>,
+    #[serde(
+        rename = "text",
+        alias = "partial_json",
+        alias = "thinking",
+        alias = "signature",
+        borrow
+    )]
+    value: Option<Str<'a>>,
+}
+
+#[derive(Debug, Deserialize)]
+struct BlockStop {
+    index: u64,
+}
+
+#[derive(Debug, Deserialize)]
+struct MessageDelta<'a> {
+    #[serde(borrow)]
+    delta: Option<MessageDeltaBody<'a>>,
+    usage: Option<WireUsage>,
+}
+
+#[derive(Debug, Deserialize)]
+struct MessageDeltaBody<'a> {
+    #[serde(borrow)]
+    stop_reason: Option<Str<'a>>,
+}
+
+/// Just the `type` of a payload, for a stream that omits `event:` lines.
+#[derive(Debug, Deserialize)]
+struct Typed<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Str<'a>>,
+}
+
+impl Decoder for AnthropicDecoder {
+    fn on_event(&mut self, event: &str, data: &str, offset: u64, out: &mut VecDeque<ProviderEvent>) -> Result<()> {
+        if self.done {
+            return Ok(());
+        }
+        // Anthropic names every event; a proxy that drops the names still sends `type`.
+        let typed;
+        let name = if event.is_empty() {
+            typed = parse::<Typed>("event", data, offset)?;
+            typed.kind.as_ref().map_or("", Str::as_str)
+        } else {
+            event
+        };
+        match name {
+            "message_start" => {
+                let start: MessageStart = parse(name, data, offset)?;
+                if let Some(wire) = start.message.and_then(|m| m.usage) {
+                    wire.apply_to(self.usage.get_or_insert_with(Usage::default));
+                }
+                Ok(())
+            }
+            "content_block_start" => self.block_start(parse(name, data, offset)?, offset, out),
+            "content_block_delta" => self.block_delta(parse(name, data, offset)?, offset, out),
+            "content_block_stop" => {
+                let stop: BlockStop = parse(name, data, offset)?;
+                self.block_stop(stop.index, offset, out)
+            }
+            "message_delta" => {
+                let delta: MessageDelta = parse(name, data, offset)?;
+                if let Some(reason) = delta.delta.and_then(|d| d.stop_reason) {
+                    self.stop_reason = Some(StopReason::from_wire(reason.as_str()));
+                }
+                if let Some(wire) = delta.usage {
+                    wire.apply_to(self.usage.get_or_insert_with(Usage::default));
+                }
+                Ok(())
+            }
+            "message_stop" => self.message_stop(offset, out),
+            "error" => Err(classify_stream_error(data)),
+            // `ping` keeps the connection alive; event types added to the API later are skipped
+            // as Anthropic's versioning policy asks.
+            _ => Ok(()),
+        }
+    }
+
+    fn on_eof(&mut self, _out: &mut VecDeque<ProviderEvent>) -> Result<()> {
+        if self.done {
+            Ok(())
+        } else {
+            Err(Error::Truncated {
+                expected: "message_stop",
+            })
+        }
+    }
+
+    fn is_done(&self) -> bool {
+        self.done
+    }
+}
+
+impl AnthropicDecoder {
+    fn block_start(&mut self, start: BlockStart<'_>, offset: u64, out: &mut VecDeque<ProviderEvent>) -> Result<()> {
+        if self.find(start.index).is_some() || self.skipped.contains(&start.index) {
+            return Err(protocol(offset, format!("content block {} started twice", start.index)));
+        }
+        let b = start.content_block;
+        let index = self.blocks.len();
+        let (kind, partial, tool) = match b.kind.as_str() {
+            "text" => (BlockKind::Text, Partial::Text(String::new()), None),
+            "thinking" => (
+                BlockKind::Thinking,
+                Partial::Thinking {
+                    thinking: String::new(),
+                    signature: or_empty(&b.signature).to_owned(),
+                },
+                None,
+            ),
+            "redacted_thinking" => (
+                BlockKind::RedactedThinking,
+                Partial::Redacted(or_empty(&b.data).to_owned()),
+                None,
+            ),
+            "tool_use" => {
+                let id = or_empty(&b.id).to_owned();
+                let name = or_empty(&b.name).to_owned();
+                let tool = ToolDetails {
+                    id: id.clone(),
+                    name: name.clone(),
+                };
+                let start_input = b.input.map(RawValue::get).filter(|raw| !is_empty_object(raw));
+                let partial = Partial::ToolUse {
+                    id,
+                    name,
+                    json: String::new(),
+                    start_input: start_input.map(str::to_owned),
+                };
+                (BlockKind::ToolUse, partial, Some(tool))
+            }
+            _ => {
+                self.skipped.push(start.index);
+                return Ok(());
+            }
+        };
+        self.blocks.push(Slot {
+            wire_index: start.index,
+            state: SlotState::Open(partial),
+        });
+        out.push_back(ProviderEvent::BlockStart { index, kind, tool });
+        // A start may already carry content; it is passed on as a delta so that consumers
+        // which only watch deltas see all of it.
+        let initial = match kind {
+            BlockKind::Text => b.text.as_ref().map(|t| ContentDelta::Text(t.as_str().to_owned())),
+            BlockKind::Thinking => b
+                .thinking
+                .as_ref()
+                .map(|t| ContentDelta::Thinking(t.as_str().to_owned())),
+            _ => None,
+        };
+        if let Some(delta) = initial.filter(|d| !delta_text(d).is_empty()) {
+            self.apply(index, &delta, offset)?;
+            out.push_back(ProviderEvent::Delta { index, delta });
+        }
+        Ok(())
+    }
+
+    fn block_delta(&mut self, d: BlockDelta<'_>, offset: u64, out: &mut VecDeque<ProviderEvent>) -> Result<()> {
+        let Some(index) = self.find(d.index) else {
+            if self.skipped.contains(&d.index) {
+                return Ok(());
+            }
+            return Err(protocol(
+                offset,
+                format!("content_block_delta for unknown block index {}", d.index),
+            ));
+        };
+        let w = d.delta;
+        let delta = match w.kind.as_str() {
+            "text_delta" => ContentDelta::Text(or_empty(&w.value).to_owned()),
+            "thinking_delta" => ContentDelta::Thinking(or_empty(&w.value).to_owned()),
+            "input_json_delta" => ContentDelta::ToolInput(or_empty(&w.value).to_owned()),
+            "signature_delta" => {
+                // The signature is not content anyone reads; it is kept to send back verbatim.
+                return match self.open_mut(index, offset)? {
+                    Partial::Thinking { signature, .. } => {
+                        signature.push_str(or_empty(&w.value));
+                        Ok(())
+                    }
+                    _ => Err(protocol(
+                        offset,
+                        format!("signature_delta for non-thinking block {}", d.index),
+                    )),
+                };
+            }
+            // Delta types added later (citations and the like) carry nothing panto models.
+            _ => return Ok(()),
+        };
+        if delta_text(&delta).is_empty() {
+            // Anthropic sends empty deltas (an empty thinking_delta before the signature, an
+            // empty first input_json_delta); they change nothing and would only be noise.
+            return self.open_mut(index, offset).map(|_| ());
+        }
+        self.apply(index, &delta, offset)?;
+        out.push_back(ProviderEvent::Delta { index, delta });
+        Ok(())
+    }
+
+    fn block_stop(&mut self, wire_index: u64, offset: u64, out: &mut VecDeque<ProviderEvent>) -> Result<()> {
+        let Some(index) = self.find(wire_index) else {
+            if self.skipped.contains(&wire_index) {
+                return Ok(());
+            }
+            return Err(protocol(
+                offset,
+                format!("content_block_stop for unknown block index {wire_index}"),
+            ));
+        };
+        self.close(index, offset, out)
+    }
+
+    fn message_stop(&mut self, offset: u64, out: &mut VecDeque<ProviderEvent>) -> Result<()> {
+        // A block the server never closed is closed here rather than lost.
+        for index in 0..self.blocks.len() {
+            if matches!(self.blocks[index].state, SlotState::Open(_)) {
+                self.close(index, offset, out)?;
+            }
+        }
+        let blocks: Vec<ContentBlock> = std::mem::take(&mut self.blocks)
+            .into_iter()
+            .filter_map(|slot| match slot.state {
+                SlotState::Closed(block) => Some(block),
+                SlotState::Open(_) => None,
+            })
+            .collect();
+        // Without a stop reason on the wire, tool calls are the one thing the agent must not
+        // miss.
+        let stop_reason = self.stop_reason.take().unwrap_or_else(|| {
+            if blocks.iter().any(|b| matches!(b, ContentBlock::ToolUse { .. })) {
+                StopReason::ToolUse
+            } else {
+                StopReason::EndTurn
+            }
+        });
+        out.push_back(ProviderEvent::MessageComplete {
+            blocks,
+            usage: self.usage,
+            stop_reason,
+        });
+        self.done = true;
+        Ok(())
+    }
+
+    /// The event index of the block with this wire index.
+    fn find(&self, wire_index: u64) -> Option<usize> {
+        // Deltas almost always target the newest block, so search from the end.
+        self.blocks.iter().rposition(|s| s.wire_index == wire_index)
+    }
+
+    /// The open block at `index`, or an error if it was already closed.
+    fn open_mut(&mut self, index: usize, offset: u64) -> Result<&mut Partial> {
+        let slot = &mut self.blocks[index];
+        match &mut slot.state {
+            SlotState::Open(partial) => Ok(partial),
+            SlotState::Closed(_) => Err(protocol(
+                offset,
+                format!("delta for block {} after its content_block_stop", slot.wire_index),
+            )),
+        }
+    }
+
+    /// Appends a delta's content to the open block at `index`.
+    fn apply(&mut self, index: usize, delta: &ContentDelta, offset: u64) -> Result<()> {
+        let wire_index = self.blocks[index].wire_index;
+        match (self.open_mut(index, offset)?, delta) {
+            (Partial::Text(text), ContentDelta::Text(more)) => text.push_str(more),
+            (Partial::Thinking { thinking, .. }, ContentDelta::Thinking(more)) => thinking.push_str(more),
+            (Partial::ToolUse { json, .. }, ContentDelta::ToolInput(more)) => json.push_str(more),
+            (partial, delta) => {
+                return Err(protocol(
+                    offset,
+                    format!(
+                        "{} for a {} block (index {wire_index})",
+                        delta_name(delta),
+                        partial_name(partial)
+                    ),
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    /// Finishes the block at `index` and announces it.
+    fn close(&mut self, index: usize, offset: u64, out: &mut VecDeque<ProviderEvent>) -> Result<()> {
+        let slot = &mut self.blocks[index];
+        let partial = match &mut slot.state {
+            SlotState::Open(partial) => partial,
+            SlotState::Closed(_) => {
+                return Err(protocol(
+                    offset,
+                    format!("content block {} stopped twice", slot.wire_index),
+                ))
+            }
+        };
+        let block = match partial {
+            Partial::Text(text) => ContentBlock::Text {
+                text: std::mem::take(text),
+            },
+            Partial::Thinking { thinking, signature } => ContentBlock::Thinking {
+                thinking: std::mem::take(thinking),
+                signature: (!signature.is_empty()).then(|| std::mem::take(signature)),
+            },
+            Partial::Redacted(data) => ContentBlock::RedactedThinking {
+                data: std::mem::take(data),
+            },
+            Partial::ToolUse {
+                id,
+                name,
+                json,
+                start_input,
+            } => {
+                let source = if json.trim().is_empty() {
+                    start_input.as_deref().unwrap_or("{}")
+                } else {
+                    json.as_str()
+                };
+                let input = serde_json::from_str(source).map_err(|e| {
+                    protocol(
+                        offset,
+                        format!(
+                            "tool_use block {} ({name}): arguments are not valid JSON: {e}",
+                            slot.wire_index
+                        ),
+                    )
+                })?;
+                ContentBlock::ToolUse {
+                    id: std::mem::take(id),
+                    name: std::mem::take(name),
+                    input,
+                }
+            }
+        };
+        slot.state = SlotState::Closed(block.clone());
+        out.push_back(ProviderEvent::BlockComplete { index, block });
+        Ok(())
+    }
+}
+
+/// Whether a raw JSON value is `{}` (the placeholder `input` of a streamed tool_use start).
+fn is_empty_object(raw: &str) -> bool {
+    let inner = raw.trim().strip_prefix('{').and_then(|s| s.strip_suffix('}'));
+    inner.is_some_and(|s| s.trim().is_empty())
+}
+
+fn delta_text(delta: &ContentDelta) -> &str {
+    match delta {
+        ContentDelta::Text(s) | ContentDelta::Thinking(s) | ContentDelta::ToolInput(s) => s,
+    }
+}
+
+fn delta_name(delta: &ContentDelta) -> &'static str {
+    match delta {
+        ContentDelta::Text(_) => "text_delta",
+        ContentDelta::Thinking(_) => "thinking_delta",
+        ContentDelta::ToolInput(_) => "input_json_delta",
+    }
+}
+
+fn partial_name(partial: &Partial) -> &'static str {
+    match partial {
+        Partial::Text(_) => "text",
+        Partial::Thinking { .. } => "thinking",
+        Partial::Redacted(_) => "redacted_thinking",
+        Partial::ToolUse { .. } => "tool_use",
+    }
+}
+
+fn protocol(offset: u64, message: String) -> Error {
+    Error::Protocol { offset, message }
+}

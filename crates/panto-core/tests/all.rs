@@ -1,0 +1,10 @@
+//! panto-core's integration tests: the agent end to end against the mock LLM server on 127.0.0.1,
+//! for both API styles.
+
+mod support;
+
+mod compaction;
+mod persistence;
+mod retry;
+mod tools;
+mod turn;

@@ -1,0 +1,165 @@
+//! Compaction: manual, threshold-triggered, on overflow; persisted, resumable, never half-applied.
+
+use std::sync::Arc;
+
+use panto_core::{Agent, ApiStyle, ContentBlock, Event, MemoryStore, Role, SessionStore};
+use panto_testkit::{fixture_bytes, MockServer, Reply};
+use serde_json::json;
+
+use crate::support::*;
+
+/// An agent on a memory store that has already run three plain turns.
+async fn agent_with_history(style: ApiStyle, server: &MockServer, store: &Arc<MemoryStore>) -> Agent {
+    let mut config = config(style, server);
+    config.compaction.keep_recent_tokens = 30;
+    let mut agent = Agent::new(config, store.clone().create(), None).unwrap();
+    agent.add_system_message("You are the system.").await.unwrap();
+    for i in 0..3 {
+        server.push(Reply::sse(text_with_usage(
+            style,
+            &format!("answer number {i} with some words in it"),
+            usage(300 + 50 * i, 40),
+        )));
+        collect(&mut agent, &format!("question number {i} about the project"))
+            .await
+            .unwrap();
+    }
+    agent
+}
+
+#[tokio::test]
+async fn manual_compaction_is_persisted_and_resumes_compacted() {
+    for style in STYLES {
+        let server = MockServer::start().await;
+        let store = MemoryStore::new();
+        let mut agent = agent_with_history(style, &server, &store).await;
+        let id = agent.session_id().to_owned();
+        let history_len = store.records(&id).len();
+        server.push(Reply::sse(text(style, "SUMMARY: three questions were answered.")));
+
+        let result = agent.compact(None, Some("Mention the project.")).await.unwrap();
+        assert_eq!(result.summary, "SUMMARY: three questions were answered.");
+        assert!(result.tokens_after < result.tokens_before, "{result:?}");
+        assert_eq!(result.messages_kept, 2, "the last question and answer are kept");
+
+        // The summary request: the instruction as system prompt, the transcript, no tools.
+        let b = body(&server.requests(), 3);
+        let sent = b.to_string();
+        assert!(
+            sent.contains("You are summarising a conversation"),
+            "{style}: default instruction"
+        );
+        assert!(sent.contains("question number 0 about the project"));
+        assert!(sent.contains("answer number 1 with some words"));
+        assert!(sent.contains("Mention the project."));
+        assert!(b.get("tools").is_none() || b["tools"].as_array().is_some_and(|t| t.is_empty()));
+
+        // What the model now sees: system, summary, kept tail.
+        let messages = &agent.conversation().messages;
+        assert_eq!(messages[0].role, Role::System);
+        assert!(
+            matches!(&messages[1].content[0], ContentBlock::CompactionSummary { summary } if summary.starts_with("SUMMARY"))
+        );
+        assert_eq!(messages[2].text(), "question number 2 about the project");
+        assert_eq!(messages.len(), 4);
+
+        // The log keeps everything and records the compaction; load returns the compacted view.
+        let records = store.records(&id);
+        assert_eq!(records.len(), history_len + 1);
+        let record = records.last().unwrap().compaction.unwrap();
+        assert_eq!(record.first_kept, 5, "system + 2 turns summarised");
+        let loaded = store.load(&id).await.unwrap().unwrap();
+        assert_eq!(&loaded.messages, messages);
+
+        // And a resumed agent continues from the compacted view.
+        let session = store.clone().resolve(&id).await.unwrap().unwrap();
+        let mut resumed = Agent::new(config(style, &server), session, Some(loaded)).unwrap();
+        server.push(Reply::sse(text(style, "continuing")));
+        collect(&mut resumed, "next").await.unwrap();
+        let b = body(&server.requests(), 4);
+        assert!(b.to_string().contains("SUMMARY: three questions"));
+        assert!(!b.to_string().contains("question number 0"));
+    }
+}
+
+#[tokio::test]
+async fn a_failing_summary_call_changes_nothing() {
+    let style = ApiStyle::AnthropicMessages;
+    let server = MockServer::start().await;
+    let store = MemoryStore::new();
+    let mut agent = agent_with_history(style, &server, &store).await;
+    let id = agent.session_id().to_owned();
+    let before = agent.conversation().clone();
+    let records_before = store.records(&id);
+    server.push(Reply::json(
+        400,
+        &json!({"type":"error","error":{"type":"invalid_request_error","message":"nope"}}),
+    ));
+    let err = agent.compact(None, None).await.unwrap_err();
+    assert!(err.to_string().contains("nope"), "{err}");
+    assert_eq!(agent.conversation(), &before);
+    assert_eq!(store.records(&id), records_before);
+    assert_eq!(store.load(&id).await.unwrap().unwrap(), before);
+}
+
+#[tokio::test]
+async fn the_threshold_triggers_compaction_before_a_request() {
+    for style in STYLES {
+        let server = MockServer::start().await;
+        let store = MemoryStore::new();
+        let mut agent = agent_with_history(style, &server, &store).await;
+        // The last answer reported 400 + 40 tokens; a window of 800 at 0.5 makes the next request
+        // (440 + the new prompt's estimate) cross the threshold.
+        let mut config = agent.config().clone();
+        config.compaction.context_window = 800;
+        config.compaction.threshold = 0.5;
+        agent.set_config(config);
+        server.push(Reply::sse(text(style, "SUMMARY of before")));
+        server.push(Reply::sse(text(style, "answer after compaction")));
+        let events = collect(&mut agent, "a new question that is long enough").await.unwrap();
+        let kinds: Vec<&str> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::CompactionStart { .. } => Some("start"),
+                Event::CompactionComplete { .. } => Some("complete"),
+                Event::MessageComplete { .. } => Some("message"),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(kinds, vec!["start", "complete", "message"], "{style}");
+        let requests = server.requests();
+        let b = body(&requests, requests.len() - 1);
+        assert!(b.to_string().contains("SUMMARY of before"), "{style}");
+        assert!(b.to_string().contains("a new question that is long enough"));
+    }
+}
+
+#[tokio::test]
+async fn context_overflow_compacts_and_retries_once() {
+    for (style, fixture) in [
+        (ApiStyle::AnthropicMessages, "anthropic/error-400-prompt-too-long.json"),
+        (ApiStyle::OpenAiChat, "openai/error-400-context-length-exceeded.json"),
+    ] {
+        let server = MockServer::start().await;
+        let store = MemoryStore::new();
+        let mut agent = agent_with_history(style, &server, &store).await;
+        server.push(Reply::raw(400, fixture_bytes(fixture).unwrap()).header("content-type", "application/json"));
+        server.push(Reply::sse(text(style, "SUMMARY after overflow")));
+        server.push(Reply::sse(text(style, "fits now")));
+        let events = collect(&mut agent, "one more").await.unwrap();
+        assert!(
+            events.iter().any(|e| matches!(e, Event::CompactionComplete { .. })),
+            "{style}"
+        );
+        assert_eq!(streamed_text(&events), "fits now");
+        // A second overflow in the same turn is not compacted again: it is reported.
+        server.push(Reply::raw(400, fixture_bytes(fixture).unwrap()).header("content-type", "application/json"));
+        server.push(Reply::sse(text(style, "SUMMARY again")));
+        server.push(Reply::raw(400, fixture_bytes(fixture).unwrap()).header("content-type", "application/json"));
+        let err = collect(&mut agent, "and another").await.unwrap_err();
+        assert!(
+            matches!(err, panto_core::Error::ContextOverflow { .. }),
+            "{style}: {err}"
+        );
+    }
+}

@@ -1,0 +1,242 @@
+//! The agent persists what it generates, through the session, as the turn goes.
+
+use std::sync::Arc;
+
+use panto_core::{
+    Agent, ApiStyle, ContentBlock, Conversation, Error, MemoryStore, Message, PersistentMessage, Role, SessionStore,
+    StopReason, SystemMode, ToolResultContent,
+};
+use panto_testkit::{MockServer, Reply};
+use serde_json::json;
+
+use crate::support::*;
+
+fn roles(records: &[panto_core::StoredRecord]) -> Vec<Role> {
+    records.iter().map(|r| r.message.role).collect()
+}
+
+#[tokio::test]
+async fn a_full_tool_turn_persists_each_message_as_it_completes() {
+    for style in STYLES {
+        let server = MockServer::start().await;
+        server.push(Reply::sse(tool_calls(style, &[("t1", "echo", r#"{"text":"x"}"#)])));
+        server.push(Reply::sse(text(style, "done")));
+        let store = MemoryStore::new();
+        let session = store.clone().create();
+        let id = session.id().to_owned();
+        let mut agent = agent_on(style, &server, session);
+        agent.register_tool(Arc::new(Echo)).unwrap();
+        collect(&mut agent, "use the tool").await.unwrap();
+
+        let records = store.records(&id);
+        assert_eq!(
+            roles(&records),
+            vec![Role::User, Role::Assistant, Role::User, Role::Assistant],
+            "{style}"
+        );
+        assert_eq!(records[0].message.text(), "use the tool");
+        assert_eq!(records[1].message.stop_reason, Some(StopReason::ToolUse));
+        assert_eq!(records[1].usage, Some(usage(20, 9)));
+        assert!(matches!(records[2].message.content[0], ContentBlock::ToolResult { .. }));
+        assert_eq!(records[3].message.stop_reason, Some(StopReason::EndTurn));
+        assert_eq!(records[3].usage, Some(usage(11, 7)));
+        let wire = records[3].wire.as_ref().unwrap();
+        assert_eq!(
+            (wire.api_style, wire.model.as_str()),
+            (style, agent.config().provider.model.as_str())
+        );
+        assert_eq!(records[3].tools_available, vec!["echo".to_owned()]);
+        // A new session is written first when its first assistant message completes: user and
+        // assistant in one batch, then each later message as it completes.
+        let batches: Vec<usize> = store.appends().iter().map(|(_, b)| b.len()).collect();
+        assert_eq!(batches, vec![2, 1, 1], "{style}");
+        // And the store's view is the conversation.
+        assert_eq!(
+            store.load(&id).await.unwrap().unwrap().messages,
+            agent.conversation().messages
+        );
+        assert_eq!(agent.session().info.message_count, 4);
+    }
+}
+
+#[tokio::test]
+async fn a_first_request_that_fails_leaves_no_session() {
+    let server = MockServer::start().await;
+    server.push(Reply::json(
+        400,
+        &json!({"type":"error","error":{"type":"invalid_request_error","message":"no"}}),
+    ));
+    let store = MemoryStore::new();
+    let mut agent = agent_on(ApiStyle::AnthropicMessages, &server, store.clone().create());
+    collect(&mut agent, "hi").await.unwrap_err();
+    assert!(store.appends().is_empty());
+    assert!(store.list().await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_failure_mid_turn_keeps_what_was_committed() {
+    for style in STYLES {
+        let server = MockServer::start().await;
+        server.push(Reply::sse(tool_calls(style, &[("t1", "echo", r#"{"text":"x"}"#)])));
+        server.push(Reply::json(
+            400,
+            &json!({"error":{"message":"bad request","type":"invalid_request_error"}}),
+        ));
+        let store = MemoryStore::new();
+        let session = store.clone().create();
+        let id = session.id().to_owned();
+        let mut agent = agent_on(style, &server, session);
+        agent.register_tool(Arc::new(Echo)).unwrap();
+        collect(&mut agent, "go").await.unwrap_err();
+        assert_eq!(
+            roles(&store.records(&id)),
+            vec![Role::User, Role::Assistant, Role::User],
+            "{style}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn system_prompt_changes_are_recorded_as_append_or_replace() {
+    let server = MockServer::start().await;
+    server.push(Reply::sse(text(ApiStyle::AnthropicMessages, "ok")));
+    let store = MemoryStore::new();
+    let session = store.clone().create();
+    let id = session.id().to_owned();
+    let mut agent = agent_on(ApiStyle::AnthropicMessages, &server, session);
+    agent.add_system_message("base").await.unwrap();
+    agent.add_system_message("more").await.unwrap();
+    assert!(
+        store.appends().is_empty(),
+        "nothing is written before the first assistant message"
+    );
+    collect(&mut agent, "hi").await.unwrap();
+    agent.set_system_prompt("new").await.unwrap();
+    let modes: Vec<SystemMode> = store
+        .records(&id)
+        .iter()
+        .filter_map(|r| match &r.message.content[0] {
+            ContentBlock::System { mode, .. } => Some(*mode),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(modes, vec![SystemMode::Append, SystemMode::Append, SystemMode::Replace]);
+    let loaded = store.load(&id).await.unwrap().unwrap();
+    assert_eq!(loaded.effective_system_blocks(), vec!["new"]);
+    // System records carry no wire identity: no provider produced them.
+    assert!(store.records(&id)[0].wire.is_none());
+}
+
+#[tokio::test]
+async fn what_a_dropped_stream_leaves_is_persisted_by_the_next_write() {
+    let server = MockServer::start().await;
+    server.push(Reply::sse(text(ApiStyle::OpenAiChat, "first answer")));
+    server.push(Reply::hang());
+    server.push(Reply::sse(text(ApiStyle::OpenAiChat, "third")));
+    let store = MemoryStore::new();
+    let session = store.clone().create();
+    let id = session.id().to_owned();
+    let mut agent = agent_on(ApiStyle::OpenAiChat, &server, session);
+    collect(&mut agent, "one").await.unwrap();
+    {
+        let mut stream = agent.run("two".into());
+        // The user message is persisted when the turn starts; then the request hangs.
+        let _ = tokio::time::timeout(std::time::Duration::from_millis(100), stream.next()).await;
+    }
+    assert_eq!(
+        store.records(&id).len(),
+        3,
+        "the prompt was durable before the provider answered"
+    );
+    collect(&mut agent, "three").await.unwrap();
+    let texts: Vec<String> = store.records(&id).iter().map(|r| r.message.text()).collect();
+    assert_eq!(texts, vec!["one", "first answer", "two", "three", "third"]);
+}
+
+/// Builds a store holding a turn killed while its tool ran: user, assistant(tool_use), nothing more.
+async fn killed_mid_tool(store: &Arc<MemoryStore>, style: ApiStyle) -> String {
+    let mut conversation = Conversation::new();
+    conversation.add_user_message("run the tool");
+    let mut assistant = Message::new(
+        Role::Assistant,
+        vec![
+            ContentBlock::text("Running it."),
+            ContentBlock::ToolUse {
+                id: "call_9".into(),
+                name: "echo".into(),
+                input: json!({"text":"x"}),
+            },
+        ],
+    );
+    assistant.stop_reason = Some(StopReason::ToolUse);
+    conversation.messages.push(assistant);
+    let wire = panto_core::WireIdentity {
+        api_style: style,
+        base_url: "http://127.0.0.1:1".into(),
+        model: "m".into(),
+        reasoning: panto_core::ReasoningEffort::Off,
+    };
+    let batch: Vec<PersistentMessage<'_>> = conversation
+        .messages
+        .iter()
+        .map(|m| PersistentMessage {
+            message: m,
+            usage: None,
+            wire: Some(&wire),
+            conversation: &conversation,
+            tools_available: &[],
+            compaction: None,
+        })
+        .collect();
+    let mut session = store.clone().create();
+    session.append(&batch).await.unwrap();
+    session.id().to_owned()
+}
+
+#[tokio::test]
+async fn resume_after_a_kill_mid_tool_closes_the_call_and_the_next_request_is_valid() {
+    for style in STYLES {
+        let store = MemoryStore::new();
+        let id = killed_mid_tool(&store, style).await;
+        let before = store.list().await.unwrap()[0].recency();
+
+        let session = store.clone().resolve(&id[..8]).await.unwrap().unwrap();
+        let conversation = session.load().await.unwrap();
+        let server = MockServer::start().await;
+        server.push(Reply::sse(text(style, "resumed fine")));
+        let mut agent = Agent::new(config(style, &server), session, Some(conversation)).unwrap();
+        // The closer is in the conversation at once, and persisted by flush.
+        let closer = &agent.conversation().messages[2];
+        let ContentBlock::ToolResult {
+            tool_use_id,
+            content,
+            is_error,
+        } = &closer.content[0]
+        else {
+            panic!("{closer:?}")
+        };
+        assert_eq!((tool_use_id.as_str(), *is_error), ("call_9", true));
+        assert!(matches!(&content[0], ToolResultContent::Text { text } if text.starts_with("interrupted")));
+        agent.flush().await.unwrap();
+        assert_eq!(store.records(&id).len(), 3);
+        // A synthetic closer is not a human prompt: the session does not move up.
+        assert_eq!(store.list().await.unwrap()[0].recency(), before, "{style}");
+
+        collect(&mut agent, "continue").await.unwrap();
+        let b = body(&server.requests(), 0);
+        let sent = wire_messages(style, &b);
+        // user, assistant(tool call), closer (a tool message for OpenAI), then the new prompt
+        // (Anthropic merges the closer and the prompt into one user turn).
+        match style {
+            ApiStyle::AnthropicMessages => assert_eq!(sent.len(), 3),
+            ApiStyle::OpenAiChat => assert_eq!(sent.len(), 4),
+        }
+    }
+}
+
+#[tokio::test]
+async fn session_load_of_a_never_written_session_is_not_found() {
+    let store = MemoryStore::new();
+    let session = store.clone().create();
+    assert!(matches!(session.load().await, Err(Error::SessionNotFound(_))));
+}

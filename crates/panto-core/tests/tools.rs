@@ -1,0 +1,359 @@
+//! Tool turns: one and several steps, parallel calls, failures, images, cancellation.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use base64::Engine;
+use panto_core::{ApiStyle, ContentBlock, Error, Event, Role, StopReason, ToolResultContent};
+use panto_testkit::{Chunking, MockServer, Reply};
+use serde_json::Value;
+
+use crate::support::*;
+
+/// The tool results the `n`th request sent back, as (call id, text, is_error), per API.
+fn sent_results(style: ApiStyle, body: &Value) -> Vec<(String, String, bool)> {
+    let messages = wire_messages(style, body);
+    match style {
+        ApiStyle::AnthropicMessages => messages
+            .iter()
+            .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+            .filter(|b| b["type"] == "tool_result")
+            .map(|b| {
+                let text = b["content"]
+                    .as_array()
+                    .map(|parts| parts.iter().filter_map(|p| p["text"].as_str()).collect::<String>())
+                    .unwrap_or_else(|| b["content"].as_str().unwrap_or("").to_owned());
+                (
+                    b["tool_use_id"].as_str().unwrap().to_owned(),
+                    text,
+                    b["is_error"].as_bool().unwrap_or(false),
+                )
+            })
+            .collect(),
+        ApiStyle::OpenAiChat => messages
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| {
+                let text = m["content"].as_str().unwrap_or("").to_owned();
+                let is_error = text.starts_with("Error: ");
+                (m["tool_call_id"].as_str().unwrap().to_owned(), text, is_error)
+            })
+            .collect(),
+    }
+}
+
+#[tokio::test]
+async fn two_step_tool_turn() {
+    for style in STYLES {
+        let server = MockServer::start().await;
+        server.push(
+            Reply::sse(tool_calls(style, &[("call_1", "echo", r#"{"text":"pong"}"#)])).chunking(Chunking::EveryByte),
+        );
+        server.push(Reply::sse(text(style, "The tool said pong.")));
+        let mut agent = agent(style, &server);
+        agent.register_tool(Arc::new(Echo)).unwrap();
+        let events = collect(&mut agent, "ping it").await.unwrap();
+
+        let starts: Vec<_> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::ToolDispatchStart { id, name, input } => Some((id.clone(), name.clone(), input.clone())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            starts,
+            vec![("call_1".into(), "echo".into(), serde_json::json!({"text":"pong"}))],
+            "{style}"
+        );
+        assert!(events
+            .iter()
+            .any(|e| matches!(e, Event::ToolDispatchComplete { is_error: false, .. })));
+        assert!(
+            matches!(events.last(), Some(Event::TurnComplete { steps: 2, .. })),
+            "{style}"
+        );
+        assert_eq!(streamed_text(&events), "The tool said pong.");
+
+        let b = body(&server.requests(), 1);
+        assert_eq!(
+            sent_results(style, &b),
+            vec![("call_1".into(), "pong".into(), false)],
+            "{style}"
+        );
+        let roles: Vec<Role> = agent.conversation().messages.iter().map(|m| m.role).collect();
+        assert_eq!(roles, vec![Role::User, Role::Assistant, Role::User, Role::Assistant]);
+        assert_eq!(agent.conversation().messages[1].stop_reason, Some(StopReason::ToolUse));
+    }
+}
+
+#[tokio::test]
+async fn parallel_calls_run_concurrently_and_results_keep_call_order() {
+    for style in STYLES {
+        let server = MockServer::start().await;
+        // The first call is slow, so it finishes last; its result must still come first.
+        server.push(Reply::sse(tool_calls(
+            style,
+            &[
+                ("call_a", "echo", r#"{"text":"slow","delay_ms":150}"#),
+                ("call_b", "echo", r#"{"text":"fast"}"#),
+            ],
+        )));
+        server.push(Reply::sse(text(style, "both done")));
+        let mut agent = agent(style, &server);
+        agent.register_tool(Arc::new(Echo)).unwrap();
+        let started = std::time::Instant::now();
+        let events = collect(&mut agent, "go").await.unwrap();
+        let completions: Vec<&str> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::ToolDispatchComplete { id, .. } => Some(id.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(completions, vec!["call_b", "call_a"], "{style}: completion order");
+        let b = body(&server.requests(), 1);
+        let results = sent_results(style, &b);
+        let ids: Vec<&str> = results.iter().map(|r| r.0.as_str()).collect();
+        assert_eq!(ids, vec!["call_a", "call_b"], "{style}: results in call order");
+        // Concurrency shows in wall time: two sequential calls could not finish in < 2× the slow one.
+        assert!(
+            started.elapsed() < std::time::Duration::from_millis(290),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+}
+
+#[tokio::test]
+async fn recorded_parallel_tool_fixtures_dispatch_every_call() {
+    for (style, fixture, calls) in [
+        (ApiStyle::AnthropicMessages, "anthropic/parallel-tool-use.sse", 2),
+        (ApiStyle::OpenAiChat, "openai/parallel-tool-calls.sse", 2),
+        (
+            ApiStyle::OpenAiChat,
+            "openai-compat/openrouter-reasoning-tool-call.sse",
+            1,
+        ),
+        (ApiStyle::OpenAiChat, "llama-cpp-python/forced-tool-call-grammar.sse", 1),
+    ] {
+        let server = MockServer::start().await;
+        server.push(Reply::fixture(fixture).chunking(Chunking::EveryByte));
+        server.push(Reply::sse(text(style, "done")));
+        let mut agent = agent(style, &server);
+        let events = collect(&mut agent, "go")
+            .await
+            .unwrap_or_else(|e| panic!("{fixture}: {e}"));
+        let starts = events
+            .iter()
+            .filter(|e| matches!(e, Event::ToolDispatchStart { .. }))
+            .count();
+        assert_eq!(starts, calls, "{fixture}");
+        // No tool is registered: each call gets an error result, and the follow-up is valid.
+        let b = body(&server.requests(), 1);
+        let results = sent_results(style, &b);
+        assert_eq!(results.len(), calls, "{fixture}");
+        assert!(
+            results.iter().all(|r| r.2 && r.1.contains("unknown tool")),
+            "{fixture}: {results:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn failing_and_panicking_tools_become_error_results() {
+    for style in STYLES {
+        let server = MockServer::start().await;
+        server.push(Reply::sse(tool_calls(
+            style,
+            &[("c1", "fail", "{}"), ("c2", "boom", "{}")],
+        )));
+        server.push(Reply::sse(text(style, "I see the errors.")));
+        let mut agent = agent(style, &server);
+        agent.register_tool(Arc::new(Fail)).unwrap();
+        agent.register_tool(Arc::new(Boom)).unwrap();
+        let events = collect(&mut agent, "try").await.unwrap();
+        assert!(
+            matches!(events.last(), Some(Event::TurnComplete { .. })),
+            "{style}: the turn goes on"
+        );
+        let b = body(&server.requests(), 1);
+        let results = sent_results(style, &b);
+        assert_eq!(results.len(), 2);
+        assert!(
+            results[0].2 && results[0].1.contains("disk on fire"),
+            "{style}: {results:?}"
+        );
+        assert!(
+            results[1].2 && results[1].1.contains("tool exploded"),
+            "{style}: {results:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn tool_images_are_resized_and_encoded_for_each_api() {
+    for style in STYLES {
+        let server = MockServer::start().await;
+        server.push(Reply::sse(tool_calls(
+            style,
+            &[("img", "picture", r#"{"w":3000,"h":1000}"#)],
+        )));
+        server.push(Reply::sse(text(style, "nice picture")));
+        let mut agent = agent(style, &server);
+        agent.register_tool(Arc::new(Picture)).unwrap();
+        collect(&mut agent, "draw").await.unwrap();
+
+        let stored = agent.conversation().messages[2].content[0].clone();
+        let ContentBlock::ToolResult { content, .. } = stored else {
+            panic!("{stored:?}")
+        };
+        let ToolResultContent::Image { media_type, data } = &content[0] else {
+            panic!("{content:?}")
+        };
+        assert_eq!(media_type, "image/png");
+        let bytes = base64::engine::general_purpose::STANDARD.decode(data).unwrap();
+        let img = image::load_from_memory(&bytes).unwrap();
+        assert_eq!(img.width(), 1568);
+        assert!((522..=523).contains(&img.height()), "{}", img.height());
+
+        let b = body(&server.requests(), 1);
+        let sent = b.to_string();
+        assert!(
+            sent.contains(data.as_str()),
+            "{style}: the resized image is in the request"
+        );
+        if style == ApiStyle::OpenAiChat {
+            assert!(sent.contains("data:image/png;base64,"));
+        }
+    }
+}
+
+#[tokio::test]
+async fn dropping_the_stream_while_tools_run_stops_them_and_closes_the_calls() {
+    for style in STYLES {
+        let server = MockServer::start().await;
+        server.push(Reply::sse(tool_calls(style, &[("w1", "wait", "{}")])));
+        server.push(Reply::sse(text(style, "after")));
+        let mut agent = agent(style, &server);
+        let started = Arc::new(tokio::sync::Notify::new());
+        let saw_cancel = Arc::new(AtomicBool::new(false));
+        agent
+            .register_tool(Arc::new(Wait {
+                started: started.clone(),
+                saw_cancel: saw_cancel.clone(),
+            }))
+            .unwrap();
+        {
+            let mut stream = agent.run("wait".into());
+            while let Some(e) = stream.next().await.unwrap() {
+                if matches!(e, Event::ToolDispatchStart { .. }) {
+                    break;
+                }
+            }
+            started.notified().await;
+        }
+        // The tool saw the cancel (cooperative stop) before being abandoned.
+        for _ in 0..100 {
+            if saw_cancel.load(Ordering::SeqCst) {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        assert!(saw_cancel.load(Ordering::SeqCst), "{style}: tool was told to stop");
+        let messages = &agent.conversation().messages;
+        let ContentBlock::ToolResult {
+            tool_use_id, is_error, ..
+        } = &messages[2].content[0]
+        else {
+            panic!("{messages:?}")
+        };
+        assert_eq!((tool_use_id.as_str(), *is_error), ("w1", true));
+        collect(&mut agent, "next").await.unwrap();
+        body(&server.requests(), 1);
+    }
+}
+
+#[tokio::test]
+async fn source_tools_get_encoded_wire_names_and_decode_on_call() {
+    use async_trait::async_trait;
+    use panto_core::{ToolCall, ToolCallResult, ToolDecl, ToolError, ToolSource};
+
+    struct Source;
+    #[async_trait]
+    impl ToolSource for Source {
+        fn name(&self) -> &str {
+            "my.server"
+        }
+        fn tools(&self) -> Vec<ToolDecl> {
+            vec![ToolDecl {
+                name: "read file".into(),
+                description: "reads".into(),
+                input_schema: serde_json::json!({"type":"object"}),
+            }]
+        }
+        async fn call(&self, call: ToolCall) -> Result<ToolCallResult, ToolError> {
+            Ok(ToolCallResult::text(format!("called {}", call.name)))
+        }
+    }
+
+    let server = MockServer::start().await;
+    let mut agent = agent(ApiStyle::AnthropicMessages, &server);
+    agent.register_tool_source(Arc::new(Source)).unwrap();
+    let wire = agent.tools()[0].name.clone();
+    assert!(
+        wire.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'),
+        "{wire}"
+    );
+    server.push(Reply::sse(tool_calls(
+        ApiStyle::AnthropicMessages,
+        &[("s1", &wire, "{}")],
+    )));
+    server.push(Reply::sse(text(ApiStyle::AnthropicMessages, "ok")));
+    collect(&mut agent, "use it").await.unwrap();
+    let results = sent_results(ApiStyle::AnthropicMessages, &body(&server.requests(), 1));
+    assert_eq!(results[0].1, "called read file");
+
+    assert!(agent.unregister_tool("my.server"));
+    assert!(agent.tools().is_empty());
+    let err = agent.register_tool(Arc::new(BadName)).unwrap_err();
+    assert!(matches!(err, Error::InvalidTool { .. }), "{err}");
+}
+
+struct BadName;
+
+#[async_trait::async_trait]
+impl panto_core::Tool for BadName {
+    fn declaration(&self) -> panto_core::ToolDecl {
+        panto_core::ToolDecl {
+            name: "bad name!".into(),
+            description: String::new(),
+            input_schema: serde_json::json!({}),
+        }
+    }
+    async fn call(&self, _: panto_core::ToolCall) -> Result<panto_core::ToolCallResult, panto_core::ToolError> {
+        unreachable!()
+    }
+}
+
+#[tokio::test]
+async fn step_limit_stops_a_runaway_loop_with_a_valid_conversation() {
+    let server = MockServer::start().await;
+    for i in 0..3 {
+        server.push(Reply::sse(tool_calls(
+            ApiStyle::OpenAiChat,
+            &[(&format!("c{i}"), "echo", r#"{"text":"again"}"#)],
+        )));
+    }
+    let mut config = config(ApiStyle::OpenAiChat, &server);
+    config.max_steps = 2;
+    let mut agent = panto_core::Agent::new(config, panto_core::NullStore::shared().create(), None).unwrap();
+    agent.register_tool(Arc::new(Echo)).unwrap();
+    let err = collect(&mut agent, "loop").await.unwrap_err();
+    assert!(matches!(err, Error::StepLimit(2)), "{err}");
+    assert_eq!(server.requests().len(), 2);
+    // Every call has its result.
+    let last = agent.conversation().messages.last().unwrap();
+    assert!(matches!(last.content[0], ContentBlock::ToolResult { .. }));
+}

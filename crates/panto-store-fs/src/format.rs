@@ -1,0 +1,310 @@
+//! The on-disk shapes of a session file: the header line and the entry lines, and the parsing of
+//! one line into them with errors that say what was wrong and where.
+//!
+//! Writing uses borrowed `*Out` structs so that an append serialises straight from the caller's
+//! data; reading uses owned `*In` structs. The two are kept side by side so a field added to one
+//! is visibly missing from the other.
+
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+use panto_core::{Error, Message, Result, SessionInfo, Usage, WireIdentity};
+use serde::{Deserialize, Serialize};
+
+/// The format version this crate writes and the only one it reads.
+pub(crate) const VERSION: u64 = 1;
+
+/// The `type` of the header line.
+pub(crate) const HEADER_TYPE: &str = "session";
+
+/// The `type` of a message entry.
+pub(crate) const MESSAGE_TYPE: &str = "message";
+
+/// Line 1 of a session file, as written.
+#[derive(Debug, Serialize)]
+pub(crate) struct HeaderOut<'a> {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub version: u64,
+    pub id: &'a str,
+    pub created: DateTime<Utc>,
+    pub cwd: Option<&'a str>,
+    pub metadata: Option<&'a str>,
+}
+
+/// Line 1 of a session file, as read.
+#[derive(Debug, Deserialize)]
+pub(crate) struct HeaderIn {
+    pub id: String,
+    pub created: DateTime<Utc>,
+    // `cwd` is informational (where the session was started) and not needed to read a session
+    // back; serde skips it, but it stays documented in docs/session-format.md.
+    #[serde(default)]
+    pub metadata: Option<String>,
+}
+
+/// Just enough of line 1 to check that it is a header of a version we read, before the rest of
+/// its shape is held against this version's rules.
+#[derive(Debug, Deserialize)]
+struct HeaderProbe {
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+    #[serde(default)]
+    version: Option<serde_json::Value>,
+}
+
+/// Just enough of an entry line to name its type when the full parse fails.
+#[derive(Debug, Deserialize)]
+struct TypeProbe {
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+}
+
+/// The running summary stored with every entry, as of that entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Activity {
+    pub message_count: usize,
+    #[serde(default)]
+    pub last_prompt_at: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub last_user_message: Option<String>,
+    #[serde(default)]
+    pub wire: Option<WireIdentity>,
+}
+
+impl Activity {
+    /// The activity part of `info`.
+    pub fn of(info: &SessionInfo) -> Self {
+        Activity {
+            message_count: info.message_count,
+            last_prompt_at: info.last_prompt_at,
+            last_user_message: info.last_user_message.clone(),
+            wire: info.wire.clone(),
+        }
+    }
+
+    /// The listing info of a session whose header says `id` and `created` and whose newest entry
+    /// was written at `modified` with this activity.
+    pub fn into_info(self, id: String, created: DateTime<Utc>, modified: DateTime<Utc>) -> SessionInfo {
+        SessionInfo {
+            id,
+            created,
+            modified,
+            last_prompt_at: self.last_prompt_at,
+            message_count: self.message_count,
+            last_user_message: self.last_user_message,
+            wire: self.wire,
+        }
+    }
+}
+
+/// A compaction as the summary entry records it: the first kept message by entry id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct CompactionOnDisk {
+    /// The entry id of the first message kept verbatim after the summary; `null` when the
+    /// compaction kept nothing.
+    pub first_kept: Option<String>,
+    pub tokens_before: u64,
+    pub tokens_after: u64,
+}
+
+/// A message entry, as written.
+#[derive(Debug, Serialize)]
+pub(crate) struct EntryOut<'a> {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub id: &'a str,
+    pub parent_id: Option<&'a str>,
+    pub timestamp: DateTime<Utc>,
+    pub message: &'a Message,
+    pub usage: Option<Usage>,
+    pub wire: Option<&'a WireIdentity>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<&'a CompactionOnDisk>,
+    pub activity: &'a Activity,
+}
+
+/// A message entry, as read by `load` and by a writer reopening a session.
+#[derive(Debug, Deserialize)]
+pub(crate) struct EntryIn {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub id: String,
+    pub parent_id: Option<String>,
+    pub timestamp: DateTime<Utc>,
+    pub message: Message,
+    // `usage` and `wire` are provenance: the message carries its own usage, and the listing
+    // reads the wire identity from `activity`. They are accepted but not needed to rebuild the
+    // view, so serde skips them.
+    #[serde(default)]
+    pub compaction: Option<CompactionOnDisk>,
+    pub activity: Activity,
+}
+
+/// The newest entry as `list` reads it: everything but the message body, which serde skips
+/// without building it.
+#[derive(Debug, Deserialize)]
+pub(crate) struct TailEntry {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub timestamp: DateTime<Utc>,
+    pub activity: Activity,
+}
+
+/// A `CorruptSession` error for `location`.
+pub(crate) fn corrupt(location: impl Into<String>, message: impl Into<String>) -> Error {
+    Error::CorruptSession {
+        location: location.into(),
+        message: message.into(),
+    }
+}
+
+/// `<path>:<line>`, the location of a bad line.
+pub(crate) fn line_location(path: &Path, line: usize) -> String {
+    format!("{}:{line}", path.display())
+}
+
+/// Describes a serde_json error without its "at line 1 column N" suffix (a session line is one
+/// JSON line, so only the column means anything) and says which kind of problem it is.
+fn describe(e: &serde_json::Error) -> String {
+    let full = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    let what = full.strip_suffix(&suffix).unwrap_or(&full);
+    match e.classify() {
+        serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
+            format!("invalid JSON at column {}: {what}", e.column())
+        }
+        serde_json::error::Category::Data | serde_json::error::Category::Io => {
+            format!("bad entry at column {}: {what}", e.column())
+        }
+    }
+}
+
+/// Parses line 1. `location` names it for errors.
+pub(crate) fn parse_header(line: &[u8], location: &str) -> Result<HeaderIn> {
+    if line.is_empty() {
+        return Err(corrupt(location, "the header line is empty"));
+    }
+    let probe: HeaderProbe = serde_json::from_slice(line).map_err(|e| corrupt(location, describe(&e)))?;
+    match probe.kind.as_deref() {
+        Some(HEADER_TYPE) => {}
+        Some(other) => {
+            return Err(corrupt(
+                location,
+                format!("line 1 must be the session header (type \"{HEADER_TYPE}\"), found type \"{other}\""),
+            ))
+        }
+        None => {
+            return Err(corrupt(
+                location,
+                format!("line 1 must be the session header (type \"{HEADER_TYPE}\"), found no type"),
+            ))
+        }
+    }
+    match probe.version {
+        Some(serde_json::Value::Number(n)) if n.as_u64() == Some(VERSION) => {}
+        Some(other) => {
+            return Err(corrupt(
+                location,
+                format!("unsupported session format version {other}; this panto reads version {VERSION}"),
+            ))
+        }
+        None => return Err(corrupt(location, "the header has no `version` field")),
+    }
+    serde_json::from_slice(line).map_err(|e| corrupt(location, describe(&e)))
+}
+
+/// Parses an entry line (any line after the header). `location` names it for errors.
+pub(crate) fn parse_entry(line: &[u8], location: &str) -> Result<EntryIn> {
+    if line.is_empty() {
+        return Err(corrupt(location, "empty line"));
+    }
+    match serde_json::from_slice::<EntryIn>(line) {
+        Ok(entry) => {
+            check_entry_type(&entry.kind, location)?;
+            Ok(entry)
+        }
+        Err(e) => Err(explain_entry_error(line, location, &e)),
+    }
+}
+
+/// Parses the newest entry for a listing. `location` names it for errors.
+pub(crate) fn parse_tail(line: &[u8], location: &str) -> Result<TailEntry> {
+    if line.is_empty() {
+        return Err(corrupt(location, "empty line"));
+    }
+    match serde_json::from_slice::<TailEntry>(line) {
+        Ok(entry) => {
+            check_entry_type(&entry.kind, location)?;
+            Ok(entry)
+        }
+        Err(e) => Err(explain_entry_error(line, location, &e)),
+    }
+}
+
+fn check_entry_type(kind: &str, location: &str) -> Result<()> {
+    match kind {
+        MESSAGE_TYPE => Ok(()),
+        HEADER_TYPE => Err(corrupt(
+            location,
+            "a second session header: type \"session\" is only valid on line 1",
+        )),
+        other => Err(corrupt(
+            location,
+            format!("unknown entry type \"{other}\" (this panto reads \"{MESSAGE_TYPE}\" entries)"),
+        )),
+    }
+}
+
+/// Turns a failed entry parse into the most useful error: a wrong `type` is named as such even
+/// when the rest of the line does not fit a message entry either.
+fn explain_entry_error(line: &[u8], location: &str, e: &serde_json::Error) -> Error {
+    if let Ok(TypeProbe { kind: Some(kind) }) = serde_json::from_slice::<TypeProbe>(line) {
+        if let Err(type_error) = check_entry_type(&kind, location) {
+            return type_error;
+        }
+    }
+    corrupt(location, describe(e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message_of(e: Error) -> String {
+        match e {
+            Error::CorruptSession { message, .. } => message,
+            other => panic!("expected CorruptSession, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn syntax_errors_name_the_column_only() {
+        let m = message_of(parse_entry(br#"{"type":"message","id":}"#, "f:2").unwrap_err());
+        assert!(m.starts_with("invalid JSON at column 24"), "{m}");
+        assert!(!m.contains("line 1"), "{m}");
+    }
+
+    #[test]
+    fn missing_fields_are_named() {
+        let m = message_of(parse_entry(br#"{"type":"message","id":"a"}"#, "f:2").unwrap_err());
+        assert!(m.contains("missing field `timestamp`"), "{m}");
+        assert!(m.starts_with("bad entry"), "{m}");
+    }
+
+    #[test]
+    fn unknown_types_win_over_shape_errors() {
+        let m = message_of(parse_entry(br#"{"type":"label","id":"a"}"#, "f:2").unwrap_err());
+        assert!(m.contains("unknown entry type \"label\""), "{m}");
+        let m = message_of(parse_entry(br#"{"type":"session","version":1}"#, "f:9").unwrap_err());
+        assert!(m.contains("only valid on line 1"), "{m}");
+    }
+
+    #[test]
+    fn header_version_is_checked_before_shape() {
+        let m = message_of(parse_header(br#"{"type":"session","version":2,"other":true}"#, "f:1").unwrap_err());
+        assert!(m.contains("version 2") && m.contains("reads version 1"), "{m}");
+        let m = message_of(parse_header(br#"{"type":"message"}"#, "f:1").unwrap_err());
+        assert!(m.contains("found type \"message\""), "{m}");
+    }
+}

@@ -1,0 +1,471 @@
+//! The write side of one session: the locked file, the last entry id and the model's current view
+//! as entry ids, and the all-or-nothing batch append.
+
+use std::collections::HashSet;
+use std::fs::{DirBuilder, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use fs4::fs_std::FileExt;
+use panto_core::{CompactionRecord, Error, Message, Result, Role, SessionInfo, Usage, WireIdentity};
+
+use crate::format::{Activity, CompactionOnDisk, EntryOut, HeaderOut, HEADER_TYPE, MESSAGE_TYPE, VERSION};
+use crate::log::{committed_len, parse_log};
+use crate::scan::io_error;
+
+/// When an append's bytes reach the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// `fsync` (`fdatasync`) after every batch: when `append` returns, the batch survives a
+    /// power loss. The default.
+    #[default]
+    Fsync,
+    /// Leave flushing to the operating system: a batch survives a crash of the process but may
+    /// be lost with the machine. For benchmarks and throwaway sessions.
+    None,
+}
+
+/// One message of a batch, owned so the batch can move to a blocking thread.
+#[derive(Debug, Clone)]
+pub(crate) struct Pending {
+    pub message: Message,
+    pub usage: Option<Usage>,
+    pub wire: Option<WireIdentity>,
+    pub compaction: Option<CompactionRecord>,
+}
+
+/// One message of the model's current view.
+#[derive(Debug, Clone)]
+struct ViewEntry {
+    id: String,
+    system: bool,
+}
+
+/// A session open for writing. Holds the exclusive advisory lock on its file for as long as it
+/// lives.
+#[derive(Debug)]
+pub(crate) struct Writer {
+    id: String,
+    path: PathBuf,
+    /// Opened for append, and locked.
+    file: File,
+    /// The committed length: every byte before it is whole lines.
+    len: u64,
+    /// True until the header is written (a new file, or one whose only line was torn).
+    needs_header: bool,
+    /// The newest entry: the parent of the next one.
+    last_id: Option<String>,
+    /// The messages the model sees, by entry id, so a compaction's index maps to an id in O(1).
+    view: Vec<ViewEntry>,
+    /// Every entry id in the file, so new ids are unique within it.
+    ids: HashSet<String>,
+    /// The activity as of the newest entry.
+    info: SessionInfo,
+    /// Set when the file's state is no longer known (a failed rollback, a vanished file); the
+    /// store then drops this writer and reopens on the next append.
+    pub broken: bool,
+}
+
+/// What an append undoes when its batch does not commit.
+struct Undo {
+    view_len: usize,
+    view: Option<Vec<ViewEntry>>,
+    last_id: Option<String>,
+    info: SessionInfo,
+    needs_header: bool,
+    new_ids: Vec<String>,
+}
+
+impl Writer {
+    /// Opens session `id` in `dir` for appending: creates the directory (0700) and file (0600) if
+    /// needed, takes the lock, cuts a torn final line and rebuilds the state from the file.
+    pub fn open(dir: &Path, id: &str, durability: Durability) -> Result<Writer> {
+        DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| io_error("creating the session directory", dir, e))?;
+        let path = dir.join(format!("{id}.jsonl"));
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| io_error("opening", &path, e))?;
+        match FileExt::try_lock_exclusive(&file) {
+            Ok(true) => {}
+            Ok(false) => return Err(Error::SessionInUse { id: id.to_owned() }),
+            Err(e) => return Err(io_error("locking", &path, e)),
+        }
+
+        // Read through the locked handle, so what is parsed is the file that is locked.
+        let mut bytes = Vec::new();
+        file.seek(SeekFrom::Start(0))
+            .and_then(|_| file.read_to_end(&mut bytes))
+            .map_err(|e| io_error("reading", &path, e))?;
+        let committed = committed_len(&bytes);
+        if committed < bytes.len() {
+            // A torn final line: a crash mid-write. It was never committed, so cut it before
+            // appending after it.
+            file.set_len(committed as u64)
+                .map_err(|e| io_error("cutting the torn last line of", &path, e))?;
+            if durability == Durability::Fsync {
+                file.sync_data().map_err(|e| io_error("syncing", &path, e))?;
+            }
+        }
+
+        let mut writer = Writer {
+            id: id.to_owned(),
+            path,
+            file,
+            len: committed as u64,
+            needs_header: committed == 0,
+            last_id: None,
+            view: Vec::new(),
+            ids: HashSet::new(),
+            info: SessionInfo::new(id, Utc::now()),
+            broken: false,
+        };
+        if committed > 0 {
+            let log = parse_log(&bytes[..committed], &writer.path, id)?;
+            writer.info = match log.entries.last() {
+                Some(last) => {
+                    last.entry
+                        .activity
+                        .clone()
+                        .into_info(id.to_owned(), log.header.created, last.entry.timestamp)
+                }
+                None => SessionInfo::new(id, log.header.created),
+            };
+            writer.view = log
+                .view
+                .iter()
+                .map(|&i| ViewEntry {
+                    id: log.entries[i].entry.id.clone(),
+                    system: log.entries[i].entry.message.role == Role::System,
+                })
+                .collect();
+            writer.last_id = log.entries.last().map(|e| e.entry.id.clone());
+            writer.ids = log.entries.into_iter().map(|e| e.entry.id).collect();
+        }
+        Ok(writer)
+    }
+
+    /// Appends `batch` as one write of whole lines (after the header, for a new file), then
+    /// syncs per `durability`. All or nothing: on error the file is cut back to its previous
+    /// length and the in-memory state is restored.
+    pub fn append(
+        &mut self,
+        batch: &[Pending],
+        metadata: Option<&str>,
+        now: DateTime<Utc>,
+        durability: Durability,
+    ) -> Result<()> {
+        self.check_still_there()?;
+        let mut undo = Undo {
+            view_len: self.view.len(),
+            // A compaction rewrites the view rather than extending it; only then is a copy kept.
+            view: batch.iter().any(|p| p.compaction.is_some()).then(|| self.view.clone()),
+            last_id: self.last_id.clone(),
+            info: self.info.clone(),
+            needs_header: self.needs_header,
+            new_ids: Vec::new(),
+        };
+        let staged = self.stage(batch, metadata, now, &mut undo.new_ids);
+        let committed = staged.and_then(|buf| self.commit(&buf, durability).map(|()| buf.len()));
+        match committed {
+            Ok(n) => {
+                self.len += n as u64;
+                Ok(())
+            }
+            Err(e) => {
+                self.restore(undo);
+                Err(e)
+            }
+        }
+    }
+
+    /// Serialises the batch into one buffer of whole lines, advancing the in-memory state.
+    fn stage(
+        &mut self,
+        batch: &[Pending],
+        metadata: Option<&str>,
+        now: DateTime<Utc>,
+        new_ids: &mut Vec<String>,
+    ) -> Result<Vec<u8>> {
+        let mut buf = Vec::new();
+        let serialise = |e: serde_json::Error| Error::store("serialising a session entry", e);
+        if self.needs_header {
+            let cwd = std::env::current_dir().ok();
+            let header = HeaderOut {
+                kind: HEADER_TYPE,
+                version: VERSION,
+                id: &self.id,
+                created: now,
+                cwd: cwd.as_deref().and_then(Path::to_str),
+                metadata,
+            };
+            serde_json::to_writer(&mut buf, &header).map_err(serialise)?;
+            buf.push(b'\n');
+            self.info = SessionInfo::new(self.id.clone(), now);
+            self.needs_header = false;
+        }
+        for pending in batch {
+            let id = self.mint_id();
+            self.ids.insert(id.clone());
+            new_ids.push(id.clone());
+            let compaction = pending.compaction.map(|c| self.compact(&id, &pending.message, &c));
+            if compaction.is_none() {
+                self.view.push(ViewEntry {
+                    id: id.clone(),
+                    system: pending.message.role == Role::System,
+                });
+            }
+            self.info.record(&pending.message, pending.wire.as_ref(), now);
+            let activity = Activity::of(&self.info);
+            let entry = EntryOut {
+                kind: MESSAGE_TYPE,
+                id: &id,
+                parent_id: self.last_id.as_deref(),
+                timestamp: now,
+                message: &pending.message,
+                usage: pending.usage,
+                wire: pending.wire.as_ref(),
+                compaction: compaction.as_ref(),
+                activity: &activity,
+            };
+            serde_json::to_writer(&mut buf, &entry).map_err(serialise)?;
+            buf.push(b'\n');
+            self.last_id = Some(id);
+        }
+        Ok(buf)
+    }
+
+    /// Applies a compaction whose summary is entry `id` to the view, and says how to record it:
+    /// the index of the first kept message becomes that message's entry id.
+    fn compact(&mut self, id: &str, summary: &Message, c: &CompactionRecord) -> CompactionOnDisk {
+        // An index past the end keeps nothing, as in `MemoryStore`.
+        let cut = c.first_kept.min(self.view.len());
+        let first_kept = self.view.get(cut).map(|v| v.id.clone());
+        let mut next: Vec<ViewEntry> = self.view[..cut].iter().filter(|v| v.system).cloned().collect();
+        next.push(ViewEntry {
+            id: id.to_owned(),
+            system: summary.role == Role::System,
+        });
+        next.extend_from_slice(&self.view[cut..]);
+        self.view = next;
+        CompactionOnDisk {
+            first_kept,
+            tokens_before: c.tokens_before,
+            tokens_after: c.tokens_after,
+        }
+    }
+
+    /// A new entry id: 8 hex digits from the random tail of a UUIDv7, unique within the file.
+    fn mint_id(&self) -> String {
+        loop {
+            let bytes = uuid::Uuid::now_v7().into_bytes();
+            // Bytes 12..16 are random in every UUIDv7 the uuid crate mints (its counter lives in
+            // the bits before them).
+            let id = format!("{:02x}{:02x}{:02x}{:02x}", bytes[12], bytes[13], bytes[14], bytes[15]);
+            if !self.ids.contains(&id) {
+                return id;
+            }
+        }
+    }
+
+    fn restore(&mut self, undo: Undo) {
+        match undo.view {
+            Some(view) => self.view = view,
+            None => self.view.truncate(undo.view_len),
+        }
+        for id in &undo.new_ids {
+            self.ids.remove(id);
+        }
+        self.last_id = undo.last_id;
+        self.info = undo.info;
+        self.needs_header = undo.needs_header;
+    }
+
+    /// Writes `buf` and syncs; on failure cuts the file back to its committed length. A new
+    /// file that never committed a line is removed again, so no empty file is left behind.
+    fn commit(&mut self, buf: &[u8], durability: Durability) -> Result<()> {
+        if buf.is_empty() {
+            return Ok(());
+        }
+        match commit_batch(&mut self.file, self.len, buf, durability) {
+            Ok(()) => Ok(()),
+            Err(CommitFailure { error, rollback }) => {
+                if let Some(rollback) = rollback {
+                    // The file may now hold part of the batch; its state is unknown.
+                    self.broken = true;
+                    return Err(Error::store(
+                        format!(
+                            "appending to {} failed ({error}) and cutting the partial batch off failed too",
+                            self.path.display()
+                        ),
+                        rollback,
+                    ));
+                }
+                if self.len == 0 {
+                    // Best effort: an empty file would otherwise be listed as a bad session.
+                    let _ = std::fs::remove_file(&self.path);
+                    self.broken = true;
+                }
+                Err(io_error("appending to", &self.path, error))
+            }
+        }
+    }
+
+    /// Fails with `SessionNotFound` when the file was deleted or replaced since it was opened:
+    /// appending to an unlinked file would lose the batch silently.
+    fn check_still_there(&mut self) -> Result<()> {
+        let same = match (std::fs::metadata(&self.path), self.file.metadata()) {
+            (Ok(on_disk), Ok(open)) => on_disk.dev() == open.dev() && on_disk.ino() == open.ino(),
+            (Err(e), _) if e.kind() == io::ErrorKind::NotFound => false,
+            (Err(e), _) | (_, Err(e)) => return Err(io_error("checking", &self.path, e)),
+        };
+        if same {
+            Ok(())
+        } else {
+            self.broken = true;
+            Err(Error::SessionNotFound(self.id.clone()))
+        }
+    }
+}
+
+/// A file a batch can be committed to; a trait so the rollback can be tested with failures.
+pub(crate) trait BatchTarget {
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()>;
+    fn sync_data(&mut self) -> io::Result<()>;
+    fn set_len(&mut self, len: u64) -> io::Result<()>;
+}
+
+impl BatchTarget for File {
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        Write::write_all(self, buf)
+    }
+    fn sync_data(&mut self) -> io::Result<()> {
+        File::sync_data(self)
+    }
+    fn set_len(&mut self, len: u64) -> io::Result<()> {
+        File::set_len(self, len)
+    }
+}
+
+/// Why a commit failed, and whether the rollback failed as well.
+#[derive(Debug)]
+pub(crate) struct CommitFailure {
+    pub error: io::Error,
+    pub rollback: Option<io::Error>,
+}
+
+/// Writes `buf` (whole lines) to a target whose committed length is `len` with one `write_all`,
+/// then syncs per `durability`. On failure the target is cut back to `len`, so no partial line
+/// is left.
+pub(crate) fn commit_batch<T: BatchTarget>(
+    target: &mut T,
+    len: u64,
+    buf: &[u8],
+    durability: Durability,
+) -> std::result::Result<(), CommitFailure> {
+    let written = target.write_all(buf).and_then(|()| match durability {
+        Durability::Fsync => target.sync_data(),
+        Durability::None => Ok(()),
+    });
+    match written {
+        Ok(()) => Ok(()),
+        Err(error) => {
+            let rollback = target
+                .set_len(len)
+                .and_then(|()| match durability {
+                    Durability::Fsync => target.sync_data(),
+                    Durability::None => Ok(()),
+                })
+                .err();
+            Err(CommitFailure { error, rollback })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An in-memory file that accepts `room` more bytes, then fails.
+    struct Disk {
+        data: Vec<u8>,
+        room: usize,
+        fail_sync: bool,
+        fail_set_len: bool,
+    }
+
+    impl BatchTarget for Disk {
+        fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+            let n = buf.len().min(self.room);
+            self.data.extend_from_slice(&buf[..n]);
+            self.room -= n;
+            if n < buf.len() {
+                return Err(io::Error::new(io::ErrorKind::StorageFull, "disk full"));
+            }
+            Ok(())
+        }
+        fn sync_data(&mut self) -> io::Result<()> {
+            if self.fail_sync {
+                Err(io::Error::other("sync failed"))
+            } else {
+                Ok(())
+            }
+        }
+        fn set_len(&mut self, len: u64) -> io::Result<()> {
+            if self.fail_set_len {
+                return Err(io::Error::other("set_len failed"));
+            }
+            self.data.truncate(len as usize);
+            Ok(())
+        }
+    }
+
+    fn disk(room: usize) -> Disk {
+        Disk {
+            data: b"header\nline\n".to_vec(),
+            room,
+            fail_sync: false,
+            fail_set_len: false,
+        }
+    }
+
+    #[test]
+    fn a_write_that_fails_midway_leaves_no_partial_line() {
+        let mut d = disk(5);
+        let err = commit_batch(&mut d, 12, b"one\ntwo\n", Durability::Fsync).unwrap_err();
+        assert_eq!(err.error.kind(), io::ErrorKind::StorageFull);
+        assert!(err.rollback.is_none());
+        assert_eq!(d.data, b"header\nline\n");
+    }
+
+    #[test]
+    fn a_failed_sync_rolls_the_batch_back() {
+        let mut d = disk(100);
+        d.fail_sync = true;
+        let err = commit_batch(&mut d, 12, b"one\n", Durability::Fsync).unwrap_err();
+        assert_eq!(err.error.to_string(), "sync failed");
+        assert_eq!(d.data, b"header\nline\n");
+        // Without fsync the same batch commits.
+        let mut d = disk(100);
+        d.fail_sync = true;
+        commit_batch(&mut d, 12, b"one\n", Durability::None).unwrap();
+        assert_eq!(d.data, b"header\nline\none\n");
+    }
+
+    #[test]
+    fn a_failed_rollback_is_reported() {
+        let mut d = disk(2);
+        d.fail_set_len = true;
+        let err = commit_batch(&mut d, 12, b"one\n", Durability::None).unwrap_err();
+        assert_eq!(err.rollback.unwrap().to_string(), "set_len failed");
+    }
+}

@@ -1,0 +1,15 @@
+//! Tests of `FileSystemJSONLStore`: the shared contract suite, and what only a file store can
+//! get wrong (torn lines, corrupt lines, locks, permissions, bounded listing, the format itself).
+
+mod fs {
+    mod common;
+
+    mod compaction;
+    mod contract;
+    mod corrupt;
+    mod format;
+    mod listing;
+    mod locking;
+    mod permissions;
+    mod torn;
+}

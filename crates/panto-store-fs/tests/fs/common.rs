@@ -1,0 +1,88 @@
+//! Helpers shared by the file store tests.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use panto_core::{Conversation, Error, Message, PersistentMessage, Result, SessionStore};
+use panto_store_fs::{Durability, FileSystemJSONLStore};
+use panto_testkit::store_contract::{anthropic_wire, tools};
+use serde_json::Value;
+
+/// A store over `dir` that does not fsync: these tests are about content, not power loss.
+pub fn fast_store(dir: &Path) -> Arc<FileSystemJSONLStore> {
+    FileSystemJSONLStore::with_durability(dir, Durability::None)
+}
+
+/// The store as the agent holds it.
+pub fn as_dyn(store: &Arc<FileSystemJSONLStore>) -> Arc<dyn SessionStore> {
+    store.clone()
+}
+
+/// Appends one message to session `id` as the agent would.
+pub async fn append_one(store: &FileSystemJSONLStore, id: &str, message: &Message) -> Result<()> {
+    let conversation = Conversation {
+        messages: vec![message.clone()],
+        metadata: None,
+    };
+    let wire = anthropic_wire();
+    let tools = tools();
+    store
+        .append(
+            id,
+            &[PersistentMessage {
+                message,
+                usage: message.usage,
+                wire: Some(&wire),
+                conversation: &conversation,
+                tools_available: &tools,
+                compaction: None,
+            }],
+        )
+        .await
+}
+
+/// The file of session `id`.
+pub fn session_file(store: &FileSystemJSONLStore, id: &str) -> PathBuf {
+    store.session_path(id).expect("a valid id")
+}
+
+/// Every line of the file, parsed; panics naming the line when one is not JSON or the file does
+/// not end with a line end.
+pub fn lines(path: &Path) -> Vec<Value> {
+    let text = std::fs::read_to_string(path).expect("read the session file");
+    assert!(text.ends_with('\n'), "{} does not end with a line end", path.display());
+    text.lines()
+        .enumerate()
+        .map(|(i, line)| {
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("{}:{}: {e}: {line}", path.display(), i + 1))
+        })
+        .collect()
+}
+
+/// Checks a session file is valid: a header, then entries with unique ids, each the child of
+/// the entry before it. Returns the entries.
+pub fn check_valid(path: &Path) -> Vec<Value> {
+    let mut all = lines(path);
+    assert!(!all.is_empty(), "{} is empty", path.display());
+    let header = all.remove(0);
+    assert_eq!(header["type"], "session", "{}: header {header}", path.display());
+    assert_eq!(header["version"], 1);
+    let mut parent = Value::Null;
+    let mut seen = std::collections::HashSet::new();
+    for (i, entry) in all.iter().enumerate() {
+        assert_eq!(entry["type"], "message", "line {}", i + 2);
+        assert_eq!(entry["parent_id"], parent, "line {}: the chain is broken", i + 2);
+        let id = entry["id"].as_str().expect("an entry id").to_owned();
+        assert!(seen.insert(id.clone()), "line {}: duplicate id {id}", i + 2);
+        parent = Value::String(id);
+    }
+    all
+}
+
+/// The location and message of a `CorruptSession` error; panics on anything else.
+pub fn corrupt_parts(result: Result<impl std::fmt::Debug>) -> (String, String) {
+    match result {
+        Err(Error::CorruptSession { location, message }) => (location, message),
+        other => panic!("expected CorruptSession, got {other:?}"),
+    }
+}

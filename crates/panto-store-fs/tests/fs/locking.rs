@@ -1,0 +1,120 @@
+//! One writer per session: a second store instance, or a second process, gets `SessionInUse`
+//! until the first store is dropped. Readers never lock.
+
+use std::process::Command;
+
+use panto_core::{Error, SessionStore};
+use panto_store_fs::FileSystemJSONLStore;
+use panto_testkit::store_contract::{reply, user, Driver};
+
+use super::common::{append_one, as_dyn, fast_store};
+
+/// Set in the child process: the directory and session the child appends to.
+const CHILD_DIR: &str = "PANTO_STORE_FS_TEST_CHILD_DIR";
+const CHILD_ID: &str = "PANTO_STORE_FS_TEST_CHILD_ID";
+const CHILD_TEST: &str = "fs::locking::child_process_appends";
+
+#[tokio::test]
+async fn a_second_store_instance_gets_session_in_use_until_the_first_is_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = fast_store(dir.path());
+    let mut d = Driver::new(&as_dyn(&first), None);
+    d.append(vec![user("mine")]).await;
+    let id = d.id();
+
+    let second = fast_store(dir.path());
+    match append_one(&second, &id, &user("theirs")).await {
+        Err(Error::SessionInUse { id: busy }) => assert_eq!(busy, id),
+        other => panic!("expected SessionInUse, got {other:?}"),
+    }
+    // Readers do not lock: the second store still lists and loads the session.
+    assert_eq!(second.list().await.unwrap()[0].id, id);
+    assert_eq!(as_dyn(&second).load(&id).await.unwrap().unwrap().messages.len(), 1);
+    // The first store keeps writing.
+    d.append(vec![reply("still mine")]).await;
+
+    drop(d);
+    drop(first);
+    append_one(&second, &id, &user("mine now")).await.unwrap();
+    let texts: Vec<String> = as_dyn(&second)
+        .load(&id)
+        .await
+        .unwrap()
+        .unwrap()
+        .messages
+        .iter()
+        .map(|m| m.text())
+        .collect();
+    assert_eq!(texts, ["mine", "still mine", "mine now"]);
+}
+
+/// Runs this test binary again as a child that appends one message to `id` in `dir`, and
+/// returns what it reported.
+fn run_child(dir: &std::path::Path, id: &str) -> String {
+    let output = Command::new(std::env::current_exe().unwrap())
+        .args([CHILD_TEST, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_DIR, dir)
+        .env(CHILD_ID, id)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "child failed: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+        .lines()
+        // The harness prints the test's name on the same line, so look anywhere in a line.
+        .find_map(|l| l.split_once("CHILD RESULT: ").map(|(_, result)| result))
+        .unwrap_or_else(|| panic!("the child reported nothing (did the test filter match?): {stdout}"))
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_process_gets_session_in_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = FileSystemJSONLStore::new(dir.path());
+    let mut d = Driver::new(&as_dyn(&store), None);
+    d.append(vec![user("parent")]).await;
+    let id = d.id();
+
+    let child_dir = dir.path().to_owned();
+    let child_id = id.clone();
+    let report = tokio::task::spawn_blocking(move || run_child(&child_dir, &child_id))
+        .await
+        .unwrap();
+    assert_eq!(report, format!("in use: {id}"));
+
+    // Once this process lets go, the child can write.
+    drop(d);
+    drop(store);
+    let child_dir = dir.path().to_owned();
+    let child_id = id.clone();
+    let report = tokio::task::spawn_blocking(move || run_child(&child_dir, &child_id))
+        .await
+        .unwrap();
+    assert_eq!(report, "appended");
+    let loaded = as_dyn(&fast_store(dir.path())).load(&id).await.unwrap().unwrap();
+    assert_eq!(
+        loaded.messages.iter().map(|m| m.text()).collect::<Vec<_>>(),
+        ["parent", "child"]
+    );
+}
+
+/// The child side of `a_second_process_gets_session_in_use`; does nothing in a normal run.
+#[tokio::test]
+#[allow(clippy::print_stdout)]
+async fn child_process_appends() {
+    let (Ok(dir), Ok(id)) = (std::env::var(CHILD_DIR), std::env::var(CHILD_ID)) else {
+        return;
+    };
+    let store = FileSystemJSONLStore::new(dir);
+    let result = match append_one(&store, &id, &user("child")).await {
+        Ok(()) => "appended".to_owned(),
+        Err(Error::SessionInUse { id }) => format!("in use: {id}"),
+        Err(e) => format!("error: {e}"),
+    };
+    // The parent reads this line from the child's stdout.
+    println!("CHILD RESULT: {result}");
+}

@@ -1,0 +1,73 @@
+//! Files 0600, directories 0700, and ids that could escape the directory never reach a path.
+
+use std::os::unix::fs::PermissionsExt;
+
+use panto_core::Error;
+use panto_store_fs::FileSystemJSONLStore;
+use panto_testkit::store_contract::{user, Driver};
+
+use super::common::{append_one, as_dyn, session_file};
+
+#[tokio::test]
+async fn the_directory_is_created_on_the_first_append_with_private_modes() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("state").join("sessions");
+    let store = FileSystemJSONLStore::new(&dir);
+    let dyn_store = as_dyn(&store);
+
+    // Nothing is created by reading, or by creating a session.
+    let session = dyn_store.clone().create();
+    assert!(dyn_store.list().await.unwrap().is_empty());
+    assert!(dyn_store.load(session.id()).await.unwrap().is_none());
+    assert!(dyn_store.clone().resolve(session.id()).await.unwrap().is_none());
+    assert!(dyn_store.clone().latest().await.unwrap().is_none());
+    assert!(!root.path().join("state").exists(), "a read created the directory");
+
+    let mut d = Driver::new(&dyn_store, None);
+    d.append(vec![user("hi")]).await;
+    let dir_mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+    assert_eq!(dir_mode, 0o700, "directory mode {dir_mode:o}");
+    let file_mode = std::fs::metadata(session_file(&store, &d.id()))
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(file_mode, 0o600, "file mode {file_mode:o}");
+}
+
+#[tokio::test]
+async fn invalid_ids_never_touch_the_filesystem() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("sessions");
+    let store = FileSystemJSONLStore::new(&dir);
+    let dyn_store = as_dyn(&store);
+    for bad in [
+        "../x",
+        "../../etc/passwd",
+        "a/b",
+        "/tmp/x",
+        "..",
+        "",
+        "ABC",
+        "x.jsonl",
+        &"a".repeat(37),
+    ] {
+        let is_invalid = |r: &Result<_, Error>| matches!(r, Err(Error::InvalidSessionId(id)) if id == bad);
+        assert!(
+            is_invalid(&append_one(&store, bad, &user("escape")).await.map(|_| ())),
+            "append {bad:?}"
+        );
+        assert!(is_invalid(&dyn_store.load(bad).await.map(|_| ())), "load {bad:?}");
+        assert!(
+            is_invalid(&dyn_store.clone().resolve(bad).await.map(|_| ())),
+            "resolve {bad:?}"
+        );
+        assert!(is_invalid(&store.session_path(bad).map(|_| ())), "session_path {bad:?}");
+    }
+    assert!(!dir.exists(), "an invalid id created the directory");
+    assert_eq!(
+        std::fs::read_dir(root.path()).unwrap().count(),
+        0,
+        "an invalid id wrote next to the directory"
+    );
+}

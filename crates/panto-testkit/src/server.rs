@@ -1,0 +1,354 @@
+//! The mock server: accept loop, request handling, control endpoints and response writing.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use panto_core::Error;
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::http::{self, ReadError, Request};
+use crate::recorded::RecordedRequest;
+use crate::reply::{Cut, Framing, Reply};
+use crate::validate::{self, Api};
+
+/// How long a finished connection waits for the client to close its side. Closing a socket
+/// with unread input makes the kernel send a reset, which can destroy a response the client
+/// has not read yet; draining first avoids that.
+const LINGER: Duration = Duration::from_secs(2);
+
+/// A scripted LLM server on `127.0.0.1`, serving on tokio tasks of the runtime it was started
+/// in. Dropping it stops the server and closes every open connection (stalled ones included).
+///
+/// Requests to `POST /v1/messages` (Anthropic) and `POST …/chat/completions` (OpenAI) are
+/// recorded, validated, and answered with the queued replies in order. When the queue is empty
+/// the answer is a 500 whose message says `mock: no scripted reply for request N`. Requests under
+/// `/__mock/` are control requests (see the `panto-mock` binary) and are not recorded.
+#[derive(Debug)]
+pub struct MockServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    /// Dropping this wakes every connection task, which then closes its socket.
+    _shutdown: watch::Sender<()>,
+    accept: JoinHandle<()>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    queue: Mutex<VecDeque<Reply>>,
+    requests: Mutex<Vec<RecordedRequest>>,
+    enforce: AtomicBool,
+    fixtures_dir: Mutex<PathBuf>,
+}
+
+/// Locks a mutex even if a panicking test thread poisoned it; the data stays consistent because
+/// every critical section here is a single push, pop or clone.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl MockServer {
+    /// Binds `127.0.0.1:0` and starts serving. Must be called inside a tokio runtime.
+    ///
+    /// # Panics
+    ///
+    /// When no port can be bound. This is for tests, where the panic is the failure; use
+    /// [`MockServer::try_start`] to handle the error.
+    pub async fn start() -> MockServer {
+        match MockServer::try_start().await {
+            Ok(server) => server,
+            Err(e) => panic!("panto-testkit: {e}"),
+        }
+    }
+
+    /// [`MockServer::start`], returning an error instead of panicking when binding fails.
+    pub async fn try_start() -> Result<MockServer, Error> {
+        let listener = TcpListener::bind(("127.0.0.1", 0))
+            .await
+            .map_err(|e| Error::InvalidState(format!("mock server cannot listen on 127.0.0.1: {e}")))?;
+        let addr = listener
+            .local_addr()
+            .map_err(|e| Error::InvalidState(format!("mock server has no local address: {e}")))?;
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(VecDeque::new()),
+            requests: Mutex::new(Vec::new()),
+            enforce: AtomicBool::new(true),
+            fixtures_dir: Mutex::new(crate::fixtures_dir()),
+        });
+        let (shutdown, watch) = watch::channel(());
+        let accept = tokio::spawn(accept_loop(listener, Arc::clone(&shared), watch));
+        Ok(MockServer {
+            addr,
+            shared,
+            _shutdown: shutdown,
+            accept,
+        })
+    }
+
+    /// The listening address.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The listening port.
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The Anthropic base URL, `http://127.0.0.1:PORT` (panto appends `/v1/messages`).
+    pub fn anthropic_base_url(&self) -> String {
+        self.base_url()
+    }
+
+    /// The OpenAI base URL, `http://127.0.0.1:PORT/v1` (panto appends `/chat/completions`).
+    pub fn openai_base_url(&self) -> String {
+        format!("{}/v1", self.base_url())
+    }
+
+    /// Queues a reply; replies are served in the order pushed, one per accepted request.
+    pub fn push(&self, reply: Reply) {
+        lock(&self.shared.queue).push_back(reply);
+    }
+
+    /// Every provider request received so far (since the last [`MockServer::reset`]), in order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        lock(&self.shared.requests).clone()
+    }
+
+    /// How many queued replies have not been served yet.
+    pub fn pending(&self) -> usize {
+        lock(&self.shared.queue).len()
+    }
+
+    /// Forgets the queued replies and the recorded requests (request numbers start at 1 again).
+    pub fn reset(&self) {
+        lock(&self.shared.queue).clear();
+        lock(&self.shared.requests).clear();
+    }
+
+    /// Whether a request that fails validation is refused with a 400 (the default) instead of
+    /// being served. The validation result is recorded either way.
+    pub fn set_validation(&self, enforce: bool) {
+        self.shared.enforce.store(enforce, Ordering::SeqCst);
+    }
+
+    /// Where control requests (`POST /__mock/push` with `"fixture"`) look for fixtures. Defaults
+    /// to [`fixtures_dir`](crate::fixtures_dir).
+    pub fn set_fixtures_dir(&self, dir: impl Into<PathBuf>) {
+        *lock(&self.shared.fixtures_dir) = dir.into();
+    }
+}
+
+impl Drop for MockServer {
+    fn drop(&mut self) {
+        // The connection tasks end when `_shutdown` is dropped right after this.
+        self.accept.abort();
+    }
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, watch: watch::Receiver<()>) {
+    let mut stop = watch.clone();
+    loop {
+        let accepted = tokio::select! {
+            _ = stop.changed() => return,
+            accepted = listener.accept() => accepted,
+        };
+        let Ok((mut stream, _)) = accepted else {
+            // Out of file descriptors or similar: back off instead of spinning.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
+        // Every write must leave at once so that chunking is visible to the client.
+        let _ = stream.set_nodelay(true);
+        let shared = Arc::clone(&shared);
+        let mut stop = watch.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = stop.changed() => {}
+                _ = serve(&mut stream, &shared) => {}
+            }
+        });
+    }
+}
+
+/// Handles one connection: one request, one response.
+async fn serve(stream: &mut TcpStream, shared: &Shared) {
+    let request = match http::read_request(stream).await {
+        Ok(request) => request,
+        Err(ReadError::Closed) => return,
+        Err(ReadError::Bad(status, message)) => {
+            let body = Api::error_body(None, "invalid_request_error", &format!("mock: {message}"));
+            let _ = write_reply(stream, &Reply::json(status, &body)).await;
+            return;
+        }
+    };
+    let reply = if request.path().starts_with("/__mock/") {
+        control(&request, shared)
+    } else {
+        provider(&request, shared)
+    };
+    let _ = write_reply(stream, &reply).await;
+}
+
+/// Records, validates and answers a provider request.
+fn provider(request: &Request, shared: &Shared) -> Reply {
+    let verdict = validate::validate(request);
+    let index = {
+        let mut requests = lock(&shared.requests);
+        let index = requests.len() + 1;
+        requests.push(RecordedRequest {
+            index,
+            method: request.method.clone(),
+            path: request.target.clone(),
+            headers: request.headers.clone(),
+            body: request.body.clone(),
+            validation: verdict.as_ref().err().map(|r| r.message.clone()),
+        });
+        index
+    };
+    if let Err(rejection) = &verdict {
+        if shared.enforce.load(Ordering::SeqCst) {
+            return Reply::json(rejection.status, &rejection.body());
+        }
+    }
+    let api = Api::of_path(request.path());
+    let server_error = |message: String| {
+        let error_type = if api == Some(Api::Anthropic) {
+            "api_error"
+        } else {
+            "server_error"
+        };
+        Reply::json(500, &Api::error_body(api, error_type, &message))
+    };
+    let Some(reply) = lock(&shared.queue).pop_front() else {
+        return server_error(format!(
+            "mock: no scripted reply for request {index} ({} {})",
+            request.method, request.target
+        ));
+    };
+    match reply.check() {
+        Ok(()) => reply,
+        Err(problem) => server_error(format!(
+            "mock: the scripted reply for request {index} cannot be sent: {problem}"
+        )),
+    }
+}
+
+/// The control API of the `panto-mock` binary (also served by every [`MockServer`]).
+fn control(request: &Request, shared: &Shared) -> Reply {
+    let error = |status: u16, message: String| Reply::json(status, &json!({ "error": message }));
+    match (request.method.as_str(), request.path()) {
+        ("POST", "/__mock/push") => {
+            let value: Value = match serde_json::from_slice(&request.body) {
+                Ok(v) => v,
+                Err(e) => return error(400, format!("mock: push body is not JSON: {e}")),
+            };
+            let dir = lock(&shared.fixtures_dir).clone();
+            match crate::spec::replies_from_json(&value, &dir) {
+                Ok(replies) => {
+                    let mut queue = lock(&shared.queue);
+                    queue.extend(replies);
+                    Reply::json(200, &json!({ "queued": queue.len() }))
+                }
+                Err(e) => error(400, format!("mock: bad reply: {e}")),
+            }
+        }
+        ("GET", "/__mock/requests") => {
+            let requests: Vec<Value> = lock(&shared.requests).iter().map(RecordedRequest::to_json).collect();
+            Reply::json(200, &Value::Array(requests))
+        }
+        ("POST", "/__mock/reset") => {
+            lock(&shared.queue).clear();
+            lock(&shared.requests).clear();
+            Reply::json(200, &json!({ "ok": true }))
+        }
+        ("POST", "/__mock/validation") => {
+            let enforce = serde_json::from_slice::<Value>(&request.body)
+                .ok()
+                .and_then(|v| v.get("enforce").and_then(Value::as_bool));
+            match enforce {
+                Some(enforce) => {
+                    shared.enforce.store(enforce, Ordering::SeqCst);
+                    Reply::json(200, &json!({ "enforce": enforce }))
+                }
+                None => error(400, "mock: expected {\"enforce\": true|false}".to_owned()),
+            }
+        }
+        ("GET", "/__mock/builders") => Reply::json(200, &json!(crate::script::BUILDERS)),
+        (method, path) => error(
+            404,
+            format!(
+                "mock: no control endpoint {method} {path} (POST /__mock/push, GET /__mock/requests, POST /__mock/reset, POST /__mock/validation, GET /__mock/builders)"
+            ),
+        ),
+    }
+}
+
+/// Writes `reply` as scripted: head, body writes with delays, then the scripted ending.
+async fn write_reply(stream: &mut TcpStream, reply: &Reply) -> std::io::Result<()> {
+    if reply.hang {
+        drain(stream).await;
+        return Ok(());
+    }
+    let body = reply.wire_body();
+    stream
+        .write_all(&http::response_head(
+            reply.status,
+            &reply.headers,
+            reply.framing,
+            body.len(),
+        ))
+        .await?;
+    stream.flush().await?;
+    let limit = match reply.cut {
+        Cut::Stall(n) | Cut::Close(n) => n.min(body.len()),
+        Cut::None | Cut::End(_) => body.len(),
+    };
+    for piece in reply.chunking.pieces(&body[..limit]) {
+        if !reply.delay.is_zero() {
+            tokio::time::sleep(reply.delay).await;
+        }
+        match reply.framing {
+            Framing::Chunked => stream.write_all(&http::chunk(piece)).await?,
+            Framing::Length => stream.write_all(piece).await?,
+        }
+        stream.flush().await?;
+    }
+    match reply.cut {
+        Cut::Stall(_) => drain(stream).await,
+        Cut::Close(_) => {
+            let _ = stream.shutdown().await;
+        }
+        Cut::None | Cut::End(_) => {
+            if reply.framing == Framing::Chunked {
+                stream.write_all(http::LAST_CHUNK).await?;
+                stream.flush().await?;
+            }
+            let _ = stream.shutdown().await;
+            let _ = tokio::time::timeout(LINGER, drain(stream)).await;
+        }
+    }
+    Ok(())
+}
+
+/// Reads and discards until the client closes the connection (or it fails).
+async fn drain(stream: &mut TcpStream) {
+    let mut sink = [0u8; 4096];
+    while let Ok(n) = stream.read(&mut sink).await {
+        if n == 0 {
+            break;
+        }
+    }
+}

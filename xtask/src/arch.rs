@@ -1,0 +1,179 @@
+//! Architecture invariants, checked over the source tree (see docs/ARCHITECTURE.md).
+//!
+//! The compiler enforces part of them already (`unsafe_code = "forbid"` and clippy's
+//! `print_stdout`/`print_stderr` are workspace lints); this check also catches a crate that opts out
+//! of the workspace lints, and filesystem I/O, which no lint covers.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+/// A rule: which source trees it covers, and the tokens they must not contain.
+struct Rule {
+    invariant: &'static str,
+    dirs: &'static [&'static str],
+    forbidden: &'static [&'static str],
+}
+
+const RULES: &[Rule] = &[
+    Rule {
+        invariant: "only panto-ffi has unsafe code",
+        dirs: &[
+            "crates/panto-core/src",
+            "crates/panto-store-fs/src",
+            "crates/panto-store-postgres/src",
+            "crates/panto-cli/src",
+            "crates/panto-testkit/src",
+        ],
+        forbidden: &["unsafe "],
+    },
+    Rule {
+        invariant: "only panto-cli prints",
+        dirs: &[
+            "crates/panto-core/src",
+            "crates/panto-store-fs/src",
+            "crates/panto-store-postgres/src",
+            "crates/panto-ffi/src",
+        ],
+        forbidden: &[
+            "println!",
+            "print!(",
+            "eprintln!",
+            "eprint!(",
+            "dbg!(",
+            "io::stdout()",
+            "io::stderr()",
+        ],
+    },
+    Rule {
+        invariant: "panto-core does no filesystem I/O of its own",
+        dirs: &["crates/panto-core/src"],
+        forbidden: &[
+            "std::fs",
+            "tokio::fs",
+            "File::open",
+            "File::create",
+            "OpenOptions",
+            "read_dir",
+        ],
+    },
+];
+
+/// Crates that must inherit the workspace lints (which forbid `unsafe`).
+const LINTED_CRATES: &[&str] = &[
+    "crates/panto-core",
+    "crates/panto-store-fs",
+    "crates/panto-cli",
+    "crates/panto-testkit",
+];
+
+pub fn check(root: &Path) -> Result<()> {
+    let mut violations = Vec::new();
+    for rule in RULES {
+        for dir in rule.dirs {
+            let dir = root.join(dir);
+            if !dir.exists() {
+                continue;
+            }
+            for file in rust_files(&dir)? {
+                let text = std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+                for (line, token) in find_forbidden(&text, rule.forbidden) {
+                    violations.push(format!(
+                        "{}:{line}: `{token}` breaks the invariant \"{}\"",
+                        file.strip_prefix(root).unwrap_or(&file).display(),
+                        rule.invariant
+                    ));
+                }
+            }
+        }
+    }
+    for krate in LINTED_CRATES {
+        let manifest = root.join(krate).join("Cargo.toml");
+        let text = std::fs::read_to_string(&manifest).with_context(|| format!("reading {}", manifest.display()))?;
+        if !inherits_workspace_lints(&text) {
+            violations.push(format!(
+                "{}: must inherit the workspace lints ([lints] workspace = true), which forbid unsafe code",
+                manifest.strip_prefix(root).unwrap_or(&manifest).display()
+            ));
+        }
+    }
+    if !violations.is_empty() {
+        bail!("architecture invariants broken:\n  {}", violations.join("\n  "));
+    }
+    println!("architecture invariants hold");
+    Ok(())
+}
+
+fn rust_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).with_context(|| format!("listing {}", dir.display()))? {
+            let path = entry?.path();
+            if path.is_dir() {
+                // Binaries under src/bin print by design (test-support tools).
+                if path.file_name().is_some_and(|n| n == "bin") {
+                    continue;
+                }
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Lines (1-based) where a forbidden token appears in code, ignoring `//` comments (doc comments
+/// included) and the contents of `#[cfg(test)]` modules at the end of a file.
+fn find_forbidden(text: &str, forbidden: &[&'static str]) -> Vec<(usize, &'static str)> {
+    let mut hits = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("#[cfg(test)]") {
+            break;
+        }
+        let code = match trimmed.find("//") {
+            Some(at) => &trimmed[..at],
+            None => trimmed,
+        };
+        for token in forbidden {
+            if code.contains(token) {
+                hits.push((i + 1, *token));
+            }
+        }
+    }
+    hits
+}
+
+fn inherits_workspace_lints(manifest: &str) -> bool {
+    let mut in_lints = false;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_lints = line == "[lints]";
+        } else if in_lints && line.replace(' ', "") == "workspace=true" {
+            return true;
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_tokens_in_code_but_not_in_comments_or_tests() {
+        let src = "fn a() {\n    println!(\"x\"); // fine?\n    // println!(\"comment\")\n}\n#[cfg(test)]\nmod tests { fn t() { println!(); } }\n";
+        assert_eq!(find_forbidden(src, &["println!"]), vec![(2, "println!")]);
+    }
+
+    #[test]
+    fn lints_table_detection() {
+        assert!(inherits_workspace_lints(
+            "[package]\nname=\"x\"\n\n[lints]\nworkspace = true\n"
+        ));
+        assert!(!inherits_workspace_lints("[package]\nworkspace = true\n"));
+    }
+}
