@@ -9,8 +9,8 @@ use std::time::Duration;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The provider answered with a non-success HTTP status. Returned by [`Stream::next`]
-    /// (crate::Stream::next) after retries are exhausted. Retryable when the status is 408, 429,
+    /// The provider answered with a non-success HTTP status. Returned by
+    /// [`Stream::next`](crate::Stream::next) after retries are exhausted. Retryable when the status is 408, 429,
     /// 5xx or 529.
     #[error("provider returned HTTP {status}{}: {message}", error_type.as_deref().map(|t| format!(" ({t})")).unwrap_or_default())]
     Http {

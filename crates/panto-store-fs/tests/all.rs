@@ -4,6 +4,7 @@
 mod fs {
     mod common;
 
+    mod agent;
     mod compaction;
     mod contract;
     mod corrupt;

@@ -11,7 +11,7 @@ use serde_json::{json, Map, Value};
 
 pub(crate) use decoder::AnthropicDecoder;
 
-use super::ProviderRequest;
+use super::{summary_text, ProviderRequest};
 use crate::config::ProviderConfig;
 use crate::conversation::{ContentBlock, Message, Role, ToolResultContent};
 
@@ -31,11 +31,6 @@ pub(crate) fn headers(config: &ProviderConfig) -> Vec<(String, String)> {
     headers.push(("anthropic-version".to_owned(), API_VERSION.to_owned()));
     headers.extend(config.extra_headers.iter().cloned());
     headers
-}
-
-/// The text a compaction summary is sent as, on both APIs: the model reads it as a user turn.
-pub(crate) fn summary_text(summary: &str) -> String {
-    format!("Summary of the conversation so far:\n\n<summary>{summary}</summary>")
 }
 
 /// The JSON body of a streaming Messages request.

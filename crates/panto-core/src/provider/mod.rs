@@ -72,6 +72,11 @@ pub(crate) trait Decoder: Send {
     fn is_done(&self) -> bool;
 }
 
+/// The text a compaction summary is sent as, on both APIs: the model reads it as a user turn.
+pub(crate) fn summary_text(summary: &str) -> String {
+    format!("Summary of the conversation so far:\n\n<summary>{summary}</summary>")
+}
+
 /// Builds the JSON body and the headers of a request.
 pub(crate) fn build_request(req: &ProviderRequest<'_>) -> (String, Vec<(String, String)>, serde_json::Value) {
     match req.config.api_style {

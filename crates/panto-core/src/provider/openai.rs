@@ -11,7 +11,7 @@ use serde_json::{json, Map, Value};
 
 pub(crate) use decoder::OpenAiDecoder;
 
-use super::anthropic::summary_text;
+use super::summary_text;
 use super::ProviderRequest;
 use crate::config::{ProviderConfig, ReasoningEffort};
 use crate::conversation::{ContentBlock, Message, Role, ToolResultContent};
