@@ -75,12 +75,14 @@ pub fn check(root: &Path) -> Result<()> {
             if !dir.exists() {
                 continue;
             }
-            for file in rust_files(&dir)? {
-                let text = std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+            let files = rust_files(&dir)?;
+            let test_only = test_only_files(&files)?;
+            for file in files.iter().filter(|f| !test_only.iter().any(|t| f.starts_with(t))) {
+                let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
                 for (line, token) in find_forbidden(&text, rule.forbidden) {
                     violations.push(format!(
                         "{}:{line}: `{token}` breaks the invariant \"{}\"",
-                        file.strip_prefix(root).unwrap_or(&file).display(),
+                        file.strip_prefix(root).unwrap_or(file).display(),
                         rule.invariant
                     ));
                 }
@@ -125,6 +127,46 @@ fn rust_files(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
+/// The files and directories of modules declared under `#[cfg(test)]` (`#[cfg(test)] mod x;`),
+/// which are compiled only into tests and may do what tests do.
+fn test_only_files(files: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
+        for name in test_only_modules(&text) {
+            // `lib.rs`, `main.rs` and `mod.rs` declare children beside them; `foo.rs` in `foo/`.
+            let stem = file.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+            let dir = match (file.parent(), stem) {
+                (Some(parent), "lib" | "main" | "mod") => parent.to_path_buf(),
+                (Some(parent), stem) => parent.join(stem),
+                (None, _) => continue,
+            };
+            out.push(dir.join(format!("{name}.rs")));
+            out.push(dir.join(name));
+        }
+    }
+    Ok(out)
+}
+
+/// Names of the modules a file declares right after a `#[cfg(test)]` attribute.
+fn test_only_modules(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut after_cfg_test = false;
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with("//") {
+            continue;
+        }
+        if after_cfg_test {
+            let decl = line.trim_start_matches("pub(crate) ").trim_start_matches("pub ");
+            if let Some(name) = decl.strip_prefix("mod ").and_then(|rest| rest.strip_suffix(';')) {
+                out.push(name.trim().to_owned());
+            }
+        }
+        after_cfg_test = line == "#[cfg(test)]";
+    }
+    out
+}
+
 /// Lines (1-based) where a forbidden token appears in code, ignoring `//` comments (doc comments
 /// included) and the contents of `#[cfg(test)]` modules at the end of a file.
 fn find_forbidden(text: &str, forbidden: &[&'static str]) -> Vec<(usize, &'static str)> {
@@ -167,6 +209,12 @@ mod tests {
     fn finds_tokens_in_code_but_not_in_comments_or_tests() {
         let src = "fn a() {\n    println!(\"x\"); // fine?\n    // println!(\"comment\")\n}\n#[cfg(test)]\nmod tests { fn t() { println!(); } }\n";
         assert_eq!(find_forbidden(src, &["println!"]), vec![(2, "println!")]);
+    }
+
+    #[test]
+    fn test_only_module_declarations() {
+        let src = "mod a;\n#[cfg(test)]\nmod testing;\n#[cfg(test)]\n// why\npub(crate) mod helpers;\nmod b;\n";
+        assert_eq!(test_only_modules(src), vec!["testing".to_owned(), "helpers".to_owned()]);
     }
 
     #[test]
