@@ -58,6 +58,25 @@ pub(crate) enum ProviderEvent {
     },
 }
 
+impl ProviderEvent {
+    /// The `MessageComplete` of `blocks`. Without a stop reason on the wire, a message with tool
+    /// calls stopped for them: tool calls are the one thing the agent must not miss.
+    pub(crate) fn message_complete(blocks: Vec<ContentBlock>, usage: Option<Usage>, stop: Option<StopReason>) -> Self {
+        let stop_reason = stop.unwrap_or_else(|| {
+            if blocks.iter().any(|b| matches!(b, ContentBlock::ToolUse { .. })) {
+                StopReason::ToolUse
+            } else {
+                StopReason::EndTurn
+            }
+        });
+        ProviderEvent::MessageComplete {
+            blocks,
+            usage,
+            stop_reason,
+        }
+    }
+}
+
 /// A decoder for one API's SSE payloads.
 pub(crate) trait Decoder: Send {
     /// Decodes one SSE event (`event` is the `event:` field, empty when absent) and pushes what it

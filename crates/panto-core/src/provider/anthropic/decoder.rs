@@ -371,20 +371,7 @@ impl AnthropicDecoder {
                 SlotState::Open(_) => None,
             })
             .collect();
-        // Without a stop reason on the wire, tool calls are the one thing the agent must not
-        // miss.
-        let stop_reason = self.stop_reason.take().unwrap_or_else(|| {
-            if blocks.iter().any(|b| matches!(b, ContentBlock::ToolUse { .. })) {
-                StopReason::ToolUse
-            } else {
-                StopReason::EndTurn
-            }
-        });
-        out.push_back(ProviderEvent::MessageComplete {
-            blocks,
-            usage: self.usage,
-            stop_reason,
-        });
+        out.push_back(ProviderEvent::message_complete(blocks, self.usage, self.stop_reason.take()));
         self.done = true;
         Ok(())
     }

@@ -427,18 +427,7 @@ impl OpenAiDecoder {
     fn complete(&mut self, offset: u64, out: &mut VecDeque<ProviderEvent>) -> Result<()> {
         self.close_open(offset, out)?;
         let blocks = std::mem::take(&mut self.blocks);
-        let stop_reason = self.finish_reason.take().unwrap_or_else(|| {
-            if blocks.iter().any(|b| matches!(b, ContentBlock::ToolUse { .. })) {
-                StopReason::ToolUse
-            } else {
-                StopReason::EndTurn
-            }
-        });
-        out.push_back(ProviderEvent::MessageComplete {
-            blocks,
-            usage: self.usage,
-            stop_reason,
-        });
+        out.push_back(ProviderEvent::message_complete(blocks, self.usage, self.finish_reason.take()));
         self.done = true;
         Ok(())
     }
