@@ -9,6 +9,8 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod arch;
+mod codegen;
+mod ffi_tests;
 mod sdk_check;
 
 use std::path::{Path, PathBuf};
@@ -23,6 +25,8 @@ fn main() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("ci") => ci(&root),
         Some("arch") => arch::check(&root),
+        Some("codegen") => codegen::main(&root, &args[1..]),
+        Some("ffi-test") => ffi_tests::main(&root, &args[1..]),
         Some("sdk-check") => sdk_check::run(&root),
         Some(other) => bail!("unknown task {other:?}\n\n{USAGE}"),
         None => {
@@ -38,6 +42,8 @@ tasks:
   ci         the whole check: fmt, clippy, tests, docs, invariants, SDK check
   arch       architecture invariants (unsafe only in panto-ffi, printing only in panto-cli,
              no filesystem I/O in panto-core)
+  codegen    generate include/panto.h from crates/panto-ffi (--check: fail if it is stale)
+  ffi-test   libpanto from C (plain, valgrind, ASan) and Go (also GOGC=1, -race); `c` or `go` alone
   sdk-check  validate the mock LLM server against the official anthropic/openai Python SDKs";
 
 fn workspace_root() -> PathBuf {
@@ -82,6 +88,9 @@ fn ci(root: &Path) -> Result<()> {
             }),
         ),
         ("test", Box::new(|| cargo(root, &["test", "--workspace"]))),
+        ("codegen-check", Box::new(|| codegen::run(root, true))),
+        ("ffi-c", Box::new(|| ffi_tests::c(root))),
+        ("ffi-go", Box::new(|| ffi_tests::go(root))),
         ("doc", Box::new(|| doc(root))),
         ("sdk-check", Box::new(|| sdk_check::run(root))),
     ];

@@ -1,1 +1,84 @@
-//! libpanto: the C ABI (being written).
+//! libpanto: the C ABI over panto-core.
+//!
+//! C (and Go, through cgo) programs link `libpanto.so` (or `libpanto.a`) and include
+//! `include/panto.h`, which `cargo xtask codegen` generates from this crate. The rules every
+//! function follows:
+//!
+//! - One prefix, `panto_`, for every exported symbol and type. Handles are opaque pointers; no
+//!   struct layout crosses the ABI. Each handle has a `_new`-style constructor and a `_free`;
+//!   `_free(NULL)` does nothing.
+//! - Fallible functions return a status (`PANTO_OK` = 0, negative = error, positive = a stream
+//!   state such as `PANTO_END` or `PANTO_TIMEOUT`) and hand back an owned `panto_error` through
+//!   their last argument (which may be NULL). There is no thread-local "last error".
+//! - Strings in are copied during the call and must be UTF-8; a NULL or invalid one has its own
+//!   status. Strings out are either borrowed from a handle (`const char *`, valid until the
+//!   handle is freed) or owned (`char **`, freed with `panto_string_free`).
+//! - Integer "enum" inputs are validated.
+//! - A panic never crosses the boundary: every export runs behind a guard that reports
+//!   `PANTO_ERR_PANIC`.
+//! - `panto_runtime` owns the tokio runtime; every other handle keeps it alive, so handles may be
+//!   freed in any order.
+//!
+//! docs/ffi.md is the guide: build and link flags, ownership, threads, events and their JSON.
+#![deny(missing_docs)]
+
+use std::ffi::c_char;
+
+mod agent;
+mod config;
+mod cstr;
+mod error;
+mod event;
+mod guard;
+mod run;
+mod runtime;
+mod session;
+mod status;
+mod store;
+mod tool;
+
+pub use agent::*;
+pub use config::{panto_config, panto_config_free, panto_config_new_json};
+pub use cstr::panto_string_free;
+pub use error::{panto_error, panto_error_code, panto_error_free, panto_error_message};
+pub use event::*;
+pub use run::*;
+pub use runtime::{panto_runtime, panto_runtime_free, panto_runtime_new};
+pub use session::*;
+pub use status::*;
+pub use store::*;
+pub use tool::*;
+
+/// The version of the C ABI. It changes only when a function's signature or meaning changes
+/// incompatibly; adding functions, event kinds or status codes does not change it.
+pub const PANTO_ABI_VERSION: u32 = 1;
+
+/// The library version, e.g. "0.1.0" (the `PANTO_VERSION` the header was generated with).
+///
+/// Ownership: a static string; never free it. Thread safety: callable from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn panto_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+/// The ABI version of the loaded library; compare it with `PANTO_ABI_VERSION` from the header
+/// you compiled against.
+///
+/// Thread safety: callable from any thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn panto_abi_version() -> u32 {
+    PANTO_ABI_VERSION
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn version_is_the_crate_version() {
+        // SAFETY: panto_version returns a static NUL-terminated string.
+        let v = unsafe { std::ffi::CStr::from_ptr(panto_version()) };
+        assert_eq!(v.to_str(), Ok(env!("CARGO_PKG_VERSION")));
+        assert_eq!(panto_abi_version(), PANTO_ABI_VERSION);
+    }
+}

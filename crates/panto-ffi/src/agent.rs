@@ -1,0 +1,491 @@
+//! `panto_agent`: one conversation with one model, its tools and its session.
+//!
+//! The Rust `Agent` is lent to a run for the length of a turn (`Stream` borrows it mutably). Over
+//! the ABI the agent handle keeps it in a slot: idle (here), running (moved into the run's task,
+//! which puts it back before the run reports its end), or gone (freed, or lost to a panic).
+
+use std::ffi::{c_char, CString};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use panto_core::{Agent, Conversation, PricingRegistry, Role, Usage, WireIdentity};
+use serde_json::json;
+
+use crate::config::panto_config;
+use crate::error::{panto_error, Failure};
+use crate::guard::{handle, take, ErrOut, Out};
+use crate::run::RunShared;
+use crate::runtime::{in_runtime, Rt};
+use crate::session::panto_session;
+use crate::status::{PANTO_ERR_BUSY, PANTO_OK};
+use crate::tool::{panto_tool, AgentTool};
+
+/// Where the Rust agent is.
+#[derive(Debug)]
+pub(crate) enum Slot {
+    /// Here, ready for a call.
+    Idle(Box<Agent>),
+    /// Lent to this run's task.
+    Running(Arc<RunShared>),
+    /// Freed, or lost; the text says which.
+    Gone(&'static str),
+}
+
+/// Usage and cost since the agent was made (including what a resumed conversation reports).
+#[derive(Debug)]
+struct Ledger {
+    usage: Usage,
+    /// Micro-cents; `None` once any message came from a model without known rates.
+    cost: Option<u64>,
+    wire: WireIdentity,
+    pricing: PricingRegistry,
+}
+
+impl Ledger {
+    fn add(&mut self, usage: &Usage) {
+        self.usage.accumulate(usage);
+        let cost = self.pricing.get(&self.wire).and_then(|p| p.cost(usage));
+        self.cost = match (self.cost, cost) {
+            (Some(total), Some(more)) => total.checked_add(more),
+            _ => None,
+        };
+    }
+}
+
+/// What the agent handle shares with its runs' tasks.
+#[derive(Debug)]
+pub(crate) struct AgentShared {
+    pub(crate) slot: Mutex<Slot>,
+    ledger: Mutex<Ledger>,
+    /// Tool calls of this agent still running on blocking threads.
+    pub(crate) inflight: Arc<tokio::sync::watch::Sender<usize>>,
+}
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding a lock is caught at the boundary and leaves consistent data (every
+    // critical section here is a plain move or counter update); keep serving it.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl AgentShared {
+    pub(crate) fn record_usage(&self, usage: &Usage) {
+        lock(&self.ledger).add(usage);
+    }
+
+    /// Runs `f` on the idle agent, holding the slot: `PANTO_ERR_BUSY` during a run.
+    fn with_idle<R>(&self, f: impl FnOnce(&mut Agent) -> Result<R, Failure>) -> Result<R, Failure> {
+        let mut slot = lock(&self.slot);
+        match &mut *slot {
+            Slot::Idle(agent) => f(agent),
+            Slot::Running(_) => Err(busy()),
+            Slot::Gone(why) => Err(Failure::state(format!("the agent is unusable: {why}"))),
+        }
+    }
+}
+
+pub(crate) fn busy() -> Failure {
+    Failure::new(
+        PANTO_ERR_BUSY,
+        "the agent has a live run; read it to PANTO_END (or cancel it) first",
+    )
+}
+
+/// An agent: a conversation with one model, the tools it may call, and the session that
+/// persists it.
+///
+/// Ownership: created by `panto_agent_new`, freed by `panto_agent_free`. Thread safety: every
+/// function may be called from any thread; calls are serialised internally. While a run is live
+/// (from `panto_agent_run` until its `panto_run_next_event` returns `PANTO_END` or an error, or
+/// the run is freed) the agent belongs to the run, and functions that need it fail with
+/// `PANTO_ERR_BUSY`; `panto_agent_usage_json` and `panto_agent_session_id` always work.
+#[allow(non_camel_case_types)]
+#[derive(Debug)]
+pub struct panto_agent {
+    pub(crate) rt: Arc<Rt>,
+    pub(crate) shared: Arc<AgentShared>,
+    session_id: CString,
+}
+
+fn resumed_usage(conversation: &Conversation, ledger: &mut Ledger) {
+    for message in &conversation.messages {
+        if message.role == Role::Assistant {
+            if let Some(usage) = &message.usage {
+                ledger.add(usage);
+            }
+        }
+    }
+}
+
+/// Creates an agent on `session` with `config`. A session that holds messages is resumed: the
+/// agent starts from its stored conversation (an interrupted tool call gets an "interrupted"
+/// result so the provider accepts the history). A new session starts empty.
+///
+/// Errors: `PANTO_ERR_NULL`, `PANTO_ERR_STORE` (the session cannot be read), `PANTO_ERR_OTHER`.
+///
+/// Ownership: `config` and `session` are borrowed for the call (the agent copies them). `*out`
+/// receives an owned agent (NULL on failure). Thread safety: callable from any thread; blocks
+/// while the session loads. Not callable from inside a tool callback.
+///
+/// # Safety
+/// `config` and `session` must be NULL or live handles; `out` and `err` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn panto_agent_new(
+    config: *const panto_config,
+    session: *const panto_session,
+    out: *mut *mut panto_agent,
+    err: *mut *mut panto_error,
+) -> i32 {
+    // SAFETY: the contract makes `err` NULL or writable.
+    let err = unsafe { ErrOut::new(err) };
+    // SAFETY: the contract makes `out` NULL or writable.
+    let out = unsafe { Out::new(out, "out") };
+    err.guard(|| {
+        out.check()?;
+        // SAFETY: the contract makes `config` NULL or live.
+        let config = unsafe { handle(config, "config") }?.config.clone();
+        // SAFETY: the contract makes `session` NULL or live.
+        let session = unsafe { handle(session, "session") }?;
+        let rt = session.rt.clone();
+        let stored = session.session.clone();
+        let conversation = rt.block_on("panto_agent_new", stored.store.load(stored.id()))??;
+        let mut ledger = Ledger {
+            usage: Usage::default(),
+            cost: Some(0),
+            wire: config.provider.wire_identity(),
+            pricing: PricingRegistry::new(),
+        };
+        if let Some(c) = &conversation {
+            resumed_usage(c, &mut ledger);
+        }
+        let session_id = crate::cstr::to_cstring(stored.id());
+        let agent = {
+            // The HTTP client is built inside the runtime, where its resolver expects to live.
+            let _entered = rt.handle()?.enter();
+            Agent::new(config, stored, conversation)?
+        };
+        let (inflight, _) = tokio::sync::watch::channel(0usize);
+        out.write_box(panto_agent {
+            rt,
+            shared: Arc::new(AgentShared {
+                slot: Mutex::new(Slot::Idle(Box::new(agent))),
+                ledger: Mutex::new(ledger),
+                inflight: Arc::new(inflight),
+            }),
+            session_id,
+        })
+    })
+}
+
+/// Frees an agent. A live run is cancelled first and this call waits for it to end, including
+/// any tool callback still running; after it returns no callback of this agent runs. Tools whose
+/// handles were already freed get their `drop` callback here. `panto_agent_free(NULL)` does
+/// nothing. Freeing the agent from inside one of its own tool callbacks does not wait: the agent
+/// is freed when that run ends.
+///
+/// Thread safety: callable from any thread, once per agent; never while another thread is still
+/// using the handle.
+///
+/// # Safety
+/// `agent` must be NULL or an agent from `panto_agent_new` not yet freed.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn panto_agent_free(agent: *mut panto_agent) {
+    crate::guard::guard_void(|| {
+        // SAFETY: the caller gives up a live agent handle (or NULL).
+        let Some(agent) = (unsafe { take(agent) }) else {
+            return;
+        };
+        loop {
+            let mut slot = lock(&agent.shared.slot);
+            match std::mem::replace(&mut *slot, Slot::Gone("it was freed")) {
+                Slot::Idle(inner) => {
+                    drop(slot);
+                    // Dropping the agent may close connections and session files; do it with
+                    // the runtime entered, as when they were made.
+                    let _entered = agent.rt.handle().ok().map(tokio::runtime::Handle::enter);
+                    drop(inner);
+                    return;
+                }
+                Slot::Running(run) => {
+                    *slot = Slot::Running(run.clone());
+                    if in_runtime() {
+                        // Waiting here would deadlock on our own callback: the run's task frees
+                        // the agent when it ends.
+                        run.free_agent_on_return();
+                        drop(slot);
+                        run.cancel();
+                        return;
+                    }
+                    drop(slot);
+                    run.cancel();
+                    run.wait_done();
+                }
+                Slot::Gone(_) => return,
+            }
+        }
+    })
+}
+
+/// Adds a tool the model may call on this agent's next turns. The agent keeps its own reference
+/// to the tool: the tool handle may be freed at once.
+///
+/// Errors: `PANTO_ERR_NULL`, `PANTO_ERR_TOOL` (the name is taken), `PANTO_ERR_BUSY`.
+///
+/// Thread safety: callable from any thread.
+///
+/// # Safety
+/// `agent` and `tool` must be NULL or live handles; `err` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn panto_agent_add_tool(
+    agent: *const panto_agent,
+    tool: *const panto_tool,
+    err: *mut *mut panto_error,
+) -> i32 {
+    // SAFETY: the contract makes `err` NULL or writable.
+    let err = unsafe { ErrOut::new(err) };
+    err.guard(|| {
+        // SAFETY: the contract makes `agent` NULL or live.
+        let agent = unsafe { handle(agent, "agent") }?;
+        // SAFETY: the contract makes `tool` NULL or live.
+        let tool = unsafe { handle(tool, "tool") }?;
+        let registered = Arc::new(AgentTool {
+            tool: tool.tool.clone(),
+            inflight: agent.shared.inflight.clone(),
+        });
+        agent.shared.with_idle(|a| {
+            a.register_tool(registered)?;
+            Ok(PANTO_OK)
+        })
+    })
+}
+
+/// Replaces the agent's configuration (provider, model, policies) between turns; tools and
+/// conversation are kept.
+///
+/// Errors: `PANTO_ERR_NULL`, `PANTO_ERR_BUSY`. Ownership: `config` is copied. Thread safety:
+/// callable from any thread.
+///
+/// # Safety
+/// `agent` and `config` must be NULL or live handles; `err` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn panto_agent_set_config(
+    agent: *const panto_agent,
+    config: *const panto_config,
+    err: *mut *mut panto_error,
+) -> i32 {
+    // SAFETY: the contract makes `err` NULL or writable.
+    let err = unsafe { ErrOut::new(err) };
+    err.guard(|| {
+        // SAFETY: the contract makes `agent` NULL or live.
+        let agent = unsafe { handle(agent, "agent") }?;
+        // SAFETY: the contract makes `config` NULL or live.
+        let config = unsafe { handle(config, "config") }?.config.clone();
+        let wire = config.provider.wire_identity();
+        agent.shared.with_idle(|a| {
+            a.set_config(config);
+            lock(&agent.shared.ledger).wire = wire;
+            Ok(PANTO_OK)
+        })
+    })
+}
+
+/// The conversation as JSON: `{"messages": [{"role", "content": [blocks...], "usage"?,
+/// "stop_reason"?, "metadata"?}...], "metadata"?}` (block shapes in docs/ffi.md).
+///
+/// Errors: `PANTO_ERR_NULL`, `PANTO_ERR_BUSY`. Ownership: `*json_out` receives an owned string
+/// (NULL on failure), freed with `panto_string_free`. Thread safety: callable from any thread.
+///
+/// # Safety
+/// `agent` must be NULL or a live agent; `json_out` and `err` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn panto_agent_conversation_json(
+    agent: *const panto_agent,
+    json_out: *mut *mut c_char,
+    err: *mut *mut panto_error,
+) -> i32 {
+    // SAFETY: the contract makes `err` NULL or writable.
+    let err = unsafe { ErrOut::new(err) };
+    // SAFETY: the contract makes `json_out` NULL or writable.
+    let out = unsafe { Out::new(json_out, "json_out") };
+    err.guard(|| {
+        out.check()?;
+        // SAFETY: the contract makes `agent` NULL or live.
+        let agent = unsafe { handle(agent, "agent") }?;
+        let json = agent.shared.with_idle(|a| {
+            serde_json::to_string(a.conversation())
+                .map_err(|e| Failure::state(format!("the conversation cannot be written as JSON: {e}")))
+        })?;
+        out.write(crate::cstr::owned(json))
+    })
+}
+
+/// Shared body of the system-prompt functions.
+///
+/// # Safety
+/// As for `panto_agent_add_system_message`.
+unsafe fn system(
+    agent: *const panto_agent,
+    text: *const c_char,
+    err: *mut *mut panto_error,
+    function: &'static str,
+    replace: bool,
+) -> i32 {
+    // SAFETY: forwarded contract.
+    let err = unsafe { ErrOut::new(err) };
+    err.guard(|| {
+        // SAFETY: forwarded contract.
+        let agent = unsafe { handle(agent, "agent") }?;
+        // SAFETY: forwarded contract.
+        let text = unsafe { crate::cstr::arg(text, "text") }?;
+        agent.shared.with_idle(|a| {
+            if replace {
+                agent.rt.block_on(function, a.set_system_prompt(text))??;
+            } else {
+                agent.rt.block_on(function, a.add_system_message(text))??;
+            }
+            Ok(PANTO_OK)
+        })
+    })
+}
+
+/// Appends `text` to the system prompt, and persists the change.
+///
+/// Errors: `PANTO_ERR_NULL`, `PANTO_ERR_UTF8`, `PANTO_ERR_BUSY`, store errors. Ownership: `text`
+/// is copied. Thread safety: callable from any thread; blocks while the session is written. Not
+/// callable from inside a tool callback.
+///
+/// # Safety
+/// `agent` must be NULL or a live agent; `text` NULL or NUL-terminated; `err` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn panto_agent_add_system_message(
+    agent: *const panto_agent,
+    text: *const c_char,
+    err: *mut *mut panto_error,
+) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe { system(agent, text, err, "panto_agent_add_system_message", false) }
+}
+
+/// Replaces the whole system prompt with `text`, and persists the change.
+///
+/// Errors, ownership and thread safety: as `panto_agent_add_system_message`.
+///
+/// # Safety
+/// `agent` must be NULL or a live agent; `text` NULL or NUL-terminated; `err` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn panto_agent_set_system_prompt(
+    agent: *const panto_agent,
+    text: *const c_char,
+    err: *mut *mut panto_error,
+) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe { system(agent, text, err, "panto_agent_set_system_prompt", true) }
+}
+
+/// Summarises the older part of the conversation (a request to the current model) and persists
+/// the result. `prompt` (may be NULL) replaces the configured summary instruction for this call;
+/// `extra_instructions` (may be NULL) is appended to the request.
+///
+/// `*result_json` (if `result_json` is not NULL) receives an owned JSON object `{"summary",
+/// "tokens_before", "tokens_after", "messages_summarized", "messages_kept"}`, freed with
+/// `panto_string_free`.
+///
+/// Errors: `PANTO_ERR_STATE` (nothing to compact), `PANTO_ERR_PROVIDER`, `PANTO_ERR_BUSY`, store
+/// errors; on error nothing changes. Ownership: the strings are copied. Thread safety: callable
+/// from any thread; blocks for the request. Not callable from inside a tool callback.
+///
+/// # Safety
+/// `agent` must be NULL or a live agent; `prompt` and `extra_instructions` NULL or
+/// NUL-terminated; `result_json` and `err` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn panto_agent_compact(
+    agent: *const panto_agent,
+    prompt: *const c_char,
+    extra_instructions: *const c_char,
+    result_json: *mut *mut c_char,
+    err: *mut *mut panto_error,
+) -> i32 {
+    // SAFETY: the contract makes `err` NULL or writable.
+    let err = unsafe { ErrOut::new(err) };
+    // SAFETY: the contract makes `result_json` NULL or writable.
+    let out = unsafe { Out::new(result_json, "result_json") };
+    err.guard(|| {
+        // SAFETY: the contract makes `agent` NULL or live.
+        let agent = unsafe { handle(agent, "agent") }?;
+        // SAFETY: the contract makes both strings NULL or NUL-terminated.
+        let (prompt, extra) = unsafe {
+            (
+                crate::cstr::opt_arg(prompt, "prompt")?,
+                crate::cstr::opt_arg(extra_instructions, "extra_instructions")?,
+            )
+        };
+        let result = agent.shared.with_idle(|a| {
+            Ok(agent
+                .rt
+                .block_on("panto_agent_compact", a.compact(prompt.as_deref(), extra.as_deref()))??)
+        })?;
+        if out.check().is_ok() {
+            let json = json!({
+                "summary": result.summary,
+                "tokens_before": result.tokens_before,
+                "tokens_after": result.tokens_after,
+                "messages_summarized": result.messages_summarized,
+                "messages_kept": result.messages_kept,
+            });
+            out.write(crate::cstr::owned(json.to_string()))?;
+        }
+        Ok(PANTO_OK)
+    })
+}
+
+/// The agent's session id (NULL when `agent` is NULL).
+///
+/// Ownership: borrowed from `agent`; valid until `panto_agent_free(agent)`. Thread safety:
+/// callable from any thread, also during a run.
+///
+/// # Safety
+/// `agent` must be NULL or a live agent.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn panto_agent_session_id(agent: *const panto_agent) -> *const c_char {
+    crate::guard::guard_or(std::ptr::null(), || {
+        // SAFETY: the contract makes `agent` NULL or live.
+        unsafe { agent.as_ref() }.map_or(std::ptr::null(), |a| a.session_id.as_ptr())
+    })
+}
+
+/// Token usage and cost so far, as JSON: `{"input_tokens", "output_tokens",
+/// "cache_read_tokens", "cache_write_tokens", "cost_micro_cents"}` summed over the resumed
+/// conversation and every message since. `cost_micro_cents` (millionths of a US cent) is null
+/// when a message came from a model without built-in rates.
+///
+/// Ownership: `*json_out` receives an owned string (NULL on failure), freed with
+/// `panto_string_free`. Thread safety: callable from any thread, also during a run (it then
+/// includes the messages completed so far).
+///
+/// # Safety
+/// `agent` must be NULL or a live agent; `json_out` and `err` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn panto_agent_usage_json(
+    agent: *const panto_agent,
+    json_out: *mut *mut c_char,
+    err: *mut *mut panto_error,
+) -> i32 {
+    // SAFETY: the contract makes `err` NULL or writable.
+    let err = unsafe { ErrOut::new(err) };
+    // SAFETY: the contract makes `json_out` NULL or writable.
+    let out = unsafe { Out::new(json_out, "json_out") };
+    err.guard(|| {
+        out.check()?;
+        // SAFETY: the contract makes `agent` NULL or live.
+        let agent = unsafe { handle(agent, "agent") }?;
+        let json = {
+            let ledger = lock(&agent.shared.ledger);
+            json!({
+                "input_tokens": ledger.usage.input_tokens,
+                "output_tokens": ledger.usage.output_tokens,
+                "cache_read_tokens": ledger.usage.cache_read_tokens,
+                "cache_write_tokens": ledger.usage.cache_write_tokens,
+                "cost_micro_cents": ledger.cost,
+            })
+        };
+        out.write(crate::cstr::owned(json.to_string()))
+    })
+}

@@ -1,0 +1,161 @@
+//! `panto_config`: an agent configuration built from JSON.
+//!
+//! The JSON shape is exactly that of `panto_core::Config` (see docs/ffi.md), plus one field the C
+//! ABI adds: `provider.api_key_env`, the name of an environment variable holding the API key, so
+//! that keys need not pass through the embedder's own strings.
+
+use std::ffi::c_char;
+
+use panto_core::Config;
+use serde_json::Value;
+
+use crate::error::{panto_error, Failure};
+use crate::guard::{take, ErrOut, Out};
+use crate::status::PANTO_ERR_CONFIG;
+
+/// An agent configuration: provider, model, base URL, key, retry, compaction, limits.
+///
+/// Ownership: created by `panto_config_new_json`, freed by `panto_config_free`. Functions that
+/// take a config copy it, so it may be freed right after. Thread safety: immutable; may be read
+/// from several threads at once, but not freed while another thread uses it.
+#[allow(non_camel_case_types)]
+#[derive(Debug)]
+pub struct panto_config {
+    pub(crate) config: Config,
+}
+
+fn config_error(message: impl Into<String>) -> Failure {
+    Failure::new(PANTO_ERR_CONFIG, message)
+}
+
+/// Parses a config document, resolving `provider.api_key_env` with `env` (the process
+/// environment in production, a map in tests).
+pub(crate) fn parse(json: &str, env: impl Fn(&str) -> Option<String>) -> Result<Config, Failure> {
+    let mut value: Value = serde_json::from_str(json).map_err(|e| config_error(format!("config is not JSON: {e}")))?;
+    let provider = value
+        .get_mut("provider")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| config_error("config: `provider` is missing or not an object"))?;
+    let key_env = match provider.remove("api_key_env") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(name)) => Some(name),
+        Some(other) => {
+            return Err(config_error(format!(
+                "config: provider.api_key_env must be a variable name (a string), got {other}"
+            )))
+        }
+    };
+    if let Some(name) = key_env {
+        if provider.get("api_key").is_some_and(|k| !k.is_null()) {
+            return Err(config_error(
+                "config: give provider.api_key or provider.api_key_env, not both",
+            ));
+        }
+        let key = env(&name).ok_or_else(|| {
+            config_error(format!(
+                "config: provider.api_key_env names the environment variable {name:?}, which is not set"
+            ))
+        })?;
+        provider.insert("api_key".to_owned(), Value::String(key));
+    }
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        config_error(format!("config: {path}: {}", e.into_inner()))
+    })
+}
+
+/// Builds a config from a JSON document (the shape is in docs/ffi.md), for example
+/// `{"provider": {"api_style": "anthropic-messages", "base_url": "https://api.anthropic.com",
+/// "model": "claude-sonnet-4-5", "api_key_env": "ANTHROPIC_API_KEY"}}`.
+///
+/// Errors: `PANTO_ERR_NULL`, `PANTO_ERR_UTF8`, and `PANTO_ERR_CONFIG` whose message names the
+/// offending field (`config: provider.api_style: unknown variant ...`), or says which variable
+/// `api_key_env` named that is not set.
+///
+/// Ownership: `json` is borrowed for the call only. `*out` receives an owned config (NULL on
+/// failure), freed with `panto_config_free`. Thread safety: callable from any thread (it reads
+/// the environment).
+///
+/// # Safety
+/// `json` must be NULL or a NUL-terminated string; `out` and `err` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn panto_config_new_json(
+    json: *const c_char,
+    out: *mut *mut panto_config,
+    err: *mut *mut panto_error,
+) -> i32 {
+    // SAFETY: the contract makes `err` NULL or writable.
+    let err = unsafe { ErrOut::new(err) };
+    // SAFETY: the contract makes `out` NULL or writable.
+    let out = unsafe { Out::new(out, "out") };
+    err.guard(|| {
+        out.check()?;
+        // SAFETY: the contract makes `json` NULL or NUL-terminated.
+        let json = unsafe { crate::cstr::arg(json, "json") }?;
+        let config = parse(&json, |name| std::env::var(name).ok())?;
+        out.write_box(panto_config { config })
+    })
+}
+
+/// Frees a config. `panto_config_free(NULL)` does nothing. Agents made with it keep their own
+/// copy.
+///
+/// Thread safety: callable from any thread, once per config.
+///
+/// # Safety
+/// `config` must be NULL or a config from `panto_config_new_json` not yet freed.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn panto_config_free(config: *mut panto_config) {
+    crate::guard::guard_void(|| {
+        // SAFETY: the caller gives up a live config handle (or NULL).
+        drop(unsafe { take(config) });
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    #[test]
+    fn api_key_env_is_resolved() {
+        let json = r#"{"provider":{"api_style":"anthropic-messages","base_url":"http://h","model":"m",
+                      "api_key_env":"MY_KEY"}, "retry": {"max_attempts": 1}}"#;
+        let config = parse(json, |name| (name == "MY_KEY").then(|| "sk-123".to_owned())).unwrap();
+        assert_eq!(config.provider.api_key, "sk-123");
+        assert_eq!(config.retry.max_attempts, 1);
+
+        let e = parse(json, no_env).unwrap_err();
+        assert_eq!(e.code, PANTO_ERR_CONFIG);
+        assert!(e.message.contains("\"MY_KEY\", which is not set"), "{}", e.message);
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let bad_style = r#"{"provider":{"api_style":"smoke-signals","base_url":"h","model":"m"}}"#;
+        let e = parse(bad_style, no_env).unwrap_err();
+        assert!(
+            e.message.starts_with("config: provider.api_style: unknown variant"),
+            "{}",
+            e.message
+        );
+
+        let missing = r#"{"provider":{"api_style":"openai-chat","base_url":"h"}}"#;
+        let e = parse(missing, no_env).unwrap_err();
+        assert!(e.message.contains("missing field `model`"), "{}", e.message);
+
+        let e = parse("{\"provider\": ", no_env).unwrap_err();
+        assert!(e.message.starts_with("config is not JSON: EOF"), "{}", e.message);
+
+        let both =
+            r#"{"provider":{"api_style":"openai-chat","base_url":"h","model":"m","api_key":"k","api_key_env":"K"}}"#;
+        let e = parse(both, |_| Some("x".into())).unwrap_err();
+        assert!(e.message.contains("not both"), "{}", e.message);
+
+        let e = parse(r#"{"retry":{}}"#, no_env).unwrap_err();
+        assert!(e.message.contains("`provider` is missing"), "{}", e.message);
+    }
+}

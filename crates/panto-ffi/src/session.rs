@@ -1,0 +1,185 @@
+//! `panto_session`: one session of a store, new or found again, to build an agent on.
+
+use std::ffi::{c_char, CString};
+use std::sync::Arc;
+
+use panto_core::Session;
+
+use crate::error::{panto_error, Failure};
+use crate::guard::{handle, take, ErrOut, Out};
+use crate::runtime::Rt;
+use crate::status::PANTO_ERR_SESSION_NOT_FOUND;
+use crate::store::{info_json, panto_store};
+
+/// A session: an id and what a listing shows of it, bound to its store.
+///
+/// Ownership: created by `panto_session_create`, `panto_session_resolve` or
+/// `panto_session_latest`; freed by `panto_session_free`. Agents made from it copy it, so it may
+/// be freed right after `panto_agent_new`. Thread safety: immutable; may be read from several
+/// threads at once.
+#[allow(non_camel_case_types)]
+#[derive(Debug)]
+pub struct panto_session {
+    pub(crate) rt: Arc<Rt>,
+    pub(crate) session: Session,
+    id: CString,
+}
+
+impl panto_session {
+    fn new(rt: Arc<Rt>, session: Session) -> Self {
+        let id = crate::cstr::to_cstring(session.id());
+        panto_session { rt, session, id }
+    }
+}
+
+/// Shared body of the functions that hand out a session.
+///
+/// # Safety
+/// `store` must be NULL or live; `out` and `err` NULL or writable.
+unsafe fn hand_out(
+    store: *const panto_store,
+    out: *mut *mut panto_session,
+    err: *mut *mut panto_error,
+    find: impl FnOnce(&panto_store) -> Result<Session, Failure>,
+) -> i32 {
+    // SAFETY: forwarded contract.
+    let err = unsafe { ErrOut::new(err) };
+    // SAFETY: forwarded contract.
+    let out = unsafe { Out::new(out, "out") };
+    err.guard(|| {
+        out.check()?;
+        // SAFETY: forwarded contract.
+        let store = unsafe { handle(store, "store") }?;
+        let session = find(store)?;
+        out.write_box(panto_session::new(store.rt.clone(), session))
+    })
+}
+
+/// A new session with a fresh id (a UUIDv7). Nothing is written until its first assistant
+/// message.
+///
+/// Ownership: `store` is borrowed for the call; `*out` receives an owned session (NULL on
+/// failure). Thread safety: callable from any thread.
+///
+/// # Safety
+/// `store` must be NULL or a live store; `out` and `err` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn panto_session_create(
+    store: *const panto_store,
+    out: *mut *mut panto_session,
+    err: *mut *mut panto_error,
+) -> i32 {
+    // SAFETY: forwarded contract.
+    unsafe { hand_out(store, out, err, |s| Ok(s.store.clone().create())) }
+}
+
+/// The session whose id is `id_or_prefix`, or else the only one whose id starts with it.
+///
+/// Errors: `PANTO_ERR_SESSION_NOT_FOUND` when none matches, `PANTO_ERR_SESSION_AMBIGUOUS` when
+/// several do (the message lists them), `PANTO_ERR_INVALID_ARGUMENT` when `id_or_prefix` could
+/// not be an id (ids are lowercase hex and `-`), `PANTO_ERR_STORE` when the store cannot be read.
+///
+/// Ownership: `store` and `id_or_prefix` are borrowed for the call; `*out` receives an owned
+/// session (NULL on failure). Thread safety: callable from any thread; blocks while the store
+/// reads. Not callable from inside a tool callback.
+///
+/// # Safety
+/// `store` must be NULL or a live store; `id_or_prefix` NULL or NUL-terminated; `out` and `err`
+/// NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn panto_session_resolve(
+    store: *const panto_store,
+    id_or_prefix: *const c_char,
+    out: *mut *mut panto_session,
+    err: *mut *mut panto_error,
+) -> i32 {
+    let find = |s: &panto_store| {
+        // SAFETY: the contract makes `id_or_prefix` NULL or NUL-terminated.
+        let id = unsafe { crate::cstr::arg(id_or_prefix, "id_or_prefix") }?;
+        let found = s.rt.block_on("panto_session_resolve", s.store.clone().resolve(&id))??;
+        found.ok_or_else(|| Failure::new(PANTO_ERR_SESSION_NOT_FOUND, format!("no session matches {id:?}")))
+    };
+    // SAFETY: forwarded contract.
+    unsafe { hand_out(store, out, err, find) }
+}
+
+/// The most recent session (by the last human prompt).
+///
+/// Errors: `PANTO_ERR_SESSION_NOT_FOUND` when the store holds no session, `PANTO_ERR_STORE` when
+/// it cannot be read.
+///
+/// Ownership and thread safety: as `panto_session_resolve`.
+///
+/// # Safety
+/// `store` must be NULL or a live store; `out` and `err` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn panto_session_latest(
+    store: *const panto_store,
+    out: *mut *mut panto_session,
+    err: *mut *mut panto_error,
+) -> i32 {
+    let find = |s: &panto_store| {
+        let found = s.rt.block_on("panto_session_latest", s.store.clone().latest())??;
+        found.ok_or_else(|| Failure::new(PANTO_ERR_SESSION_NOT_FOUND, "the store holds no sessions"))
+    };
+    // SAFETY: forwarded contract.
+    unsafe { hand_out(store, out, err, find) }
+}
+
+/// The session's id, or NULL when `session` is NULL.
+///
+/// Ownership: borrowed from `session`; valid until `panto_session_free(session)`. Thread safety:
+/// callable from any thread.
+///
+/// # Safety
+/// `session` must be NULL or a live session.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn panto_session_id(session: *const panto_session) -> *const c_char {
+    crate::guard::guard_or(std::ptr::null(), || {
+        // SAFETY: the contract makes `session` NULL or live.
+        match unsafe { session.as_ref() } {
+            Some(s) => s.id.as_ptr(),
+            None => std::ptr::null(),
+        }
+    })
+}
+
+/// What a listing shows of the session, as one JSON object (the element shape of
+/// `panto_store_list_json`), as of when the session handle was made.
+///
+/// Ownership: `*json_out` receives an owned string (NULL on failure), freed with
+/// `panto_string_free`. Thread safety: callable from any thread.
+///
+/// # Safety
+/// `session` must be NULL or a live session; `json_out` and `err` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn panto_session_info_json(
+    session: *const panto_session,
+    json_out: *mut *mut c_char,
+    err: *mut *mut panto_error,
+) -> i32 {
+    // SAFETY: the contract makes `err` NULL or writable.
+    let err = unsafe { ErrOut::new(err) };
+    // SAFETY: the contract makes `json_out` NULL or writable.
+    let out = unsafe { Out::new(json_out, "json_out") };
+    err.guard(|| {
+        out.check()?;
+        // SAFETY: the contract makes `session` NULL or live.
+        let session = unsafe { handle(session, "session") }?;
+        out.write(crate::cstr::owned(info_json(&session.session.info).to_string()))
+    })
+}
+
+/// Frees a session handle. `panto_session_free(NULL)` does nothing.
+///
+/// Thread safety: callable from any thread, once per session.
+///
+/// # Safety
+/// `session` must be NULL or a session not yet freed.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn panto_session_free(session: *mut panto_session) {
+    crate::guard::guard_void(|| {
+        // SAFETY: the caller gives up a live session handle (or NULL).
+        drop(unsafe { take(session) });
+    })
+}

@@ -1,0 +1,3 @@
+module panto.invalid/tests/go
+
+go 1.19

@@ -1,0 +1,236 @@
+// Package panto is a small idiomatic Go wrapper over libpanto, the C ABI of the panto agent
+// runtime: agents that stream a model's answer as events, call tools written in Go, and persist
+// sessions that can be resumed later, also by another process.
+//
+//	rt, _ := panto.NewRuntime(0)
+//	defer rt.Close()
+//	cfg, _ := panto.NewConfig(`{"provider": {"api_style": "anthropic-messages",
+//	    "base_url": "https://api.anthropic.com", "model": "claude-sonnet-4-5",
+//	    "api_key_env": "ANTHROPIC_API_KEY"}}`)
+//	defer cfg.Close()
+//	store, _ := panto.NewNullStore(rt)
+//	session, _ := store.Create()
+//	agent, _ := panto.NewAgent(cfg, session)
+//	defer agent.Close()
+//	run, _ := agent.Run(ctx, "Hello")
+//	for ev := range run.Events() {
+//	    fmt.Print(ev.Text())
+//	}
+//	if err := run.Err(); err != nil { ... }
+//
+// Every handle has a Close method that must be called once; handles may be closed in any order.
+// libpanto copies every string it is given during the call and never keeps a pointer into Go
+// memory, so nothing needs pinning.
+package panto
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../../../include
+#cgo LDFLAGS: -L${SRCDIR}/../../../target/debug -lpanto -Wl,-rpath,${SRCDIR}/../../../target/debug
+#include <stdlib.h>
+#include "panto.h"
+*/
+import "C"
+
+import (
+	"encoding/json"
+	"fmt"
+	"unsafe"
+)
+
+// Status codes of libpanto's errors (the PANTO_ERR_* constants).
+const (
+	CodeNull            = int(C.PANTO_ERR_NULL)
+	CodeUTF8            = int(C.PANTO_ERR_UTF8)
+	CodeInvalidArgument = int(C.PANTO_ERR_INVALID_ARGUMENT)
+	CodeConfig          = int(C.PANTO_ERR_CONFIG)
+	CodeSessionNotFound = int(C.PANTO_ERR_SESSION_NOT_FOUND)
+	CodeSessionInUse    = int(C.PANTO_ERR_SESSION_IN_USE)
+	CodeStore           = int(C.PANTO_ERR_STORE)
+	CodeProvider        = int(C.PANTO_ERR_PROVIDER)
+	CodeCancelled       = int(C.PANTO_ERR_CANCELLED)
+	CodeBusy            = int(C.PANTO_ERR_BUSY)
+	CodeTool            = int(C.PANTO_ERR_TOOL)
+	CodeState           = int(C.PANTO_ERR_STATE)
+)
+
+// Error is a libpanto error: a negative status code and a message saying what went wrong.
+type Error struct {
+	Code    int
+	Message string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("panto: %s (%s)", e.Message, C.GoString(C.panto_status_name(C.int32_t(e.Code))))
+}
+
+// HasCode reports whether err is a libpanto *Error with this code.
+func HasCode(err error, code int) bool {
+	e, ok := err.(*Error)
+	return ok && e.Code == code
+}
+
+// check turns a status and its error handle into a Go error, freeing the handle.
+func check(status C.int32_t, cerr *C.panto_error) error {
+	if cerr != nil {
+		defer C.panto_error_free(cerr)
+		return &Error{Code: int(C.panto_error_code(cerr)), Message: C.GoString(C.panto_error_message(cerr))}
+	}
+	if status < 0 {
+		return &Error{Code: int(status), Message: "no details"}
+	}
+	return nil
+}
+
+// cstring is a C copy of s; the caller frees it (libpanto copies it again during the call).
+func cstring(s string) *C.char { return C.CString(s) }
+
+func free(p *C.char) { C.free(unsafe.Pointer(p)) }
+
+// takeString copies an owned string from libpanto and frees it.
+func takeString(p *C.char) string {
+	defer C.panto_string_free(p)
+	return C.GoString(p)
+}
+
+// Version is the loaded library's version, e.g. "0.1.0".
+func Version() string { return C.GoString(C.panto_version()) }
+
+// HeaderVersion is the version of the header this package was compiled against.
+const HeaderVersion = C.PANTO_VERSION
+
+// Runtime owns the threads libpanto works on.
+type Runtime struct{ p *C.panto_runtime }
+
+// NewRuntime starts a runtime with this many worker threads (0: one per CPU).
+func NewRuntime(threads int) (*Runtime, error) {
+	var r Runtime
+	var cerr *C.panto_error
+	if err := check(C.panto_runtime_new(C.uint32_t(threads), &r.p, &cerr), cerr); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+// Close releases the runtime; it stops once every handle made from it is closed too.
+func (r *Runtime) Close() { C.panto_runtime_free(r.p); r.p = nil }
+
+// Config is an agent configuration (the JSON shape is in docs/ffi.md).
+type Config struct{ p *C.panto_config }
+
+// NewConfig parses a configuration document.
+func NewConfig(doc string) (*Config, error) {
+	cdoc := cstring(doc)
+	defer free(cdoc)
+	var c Config
+	var cerr *C.panto_error
+	if err := check(C.panto_config_new_json(cdoc, &c.p, &cerr), cerr); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// Close frees the configuration; agents keep their own copy.
+func (c *Config) Close() { C.panto_config_free(c.p); c.p = nil }
+
+// Store is where sessions are kept.
+type Store struct{ p *C.panto_store }
+
+// OpenFileStore opens the filesystem store over dir (one JSONL file per session).
+func OpenFileStore(rt *Runtime, dir string) (*Store, error) {
+	cdir := cstring(dir)
+	defer free(cdir)
+	var s Store
+	var cerr *C.panto_error
+	if err := check(C.panto_store_open_fs(rt.p, cdir, &s.p, &cerr), cerr); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// NewNullStore is a store that persists nothing.
+func NewNullStore(rt *Runtime) (*Store, error) {
+	var s Store
+	var cerr *C.panto_error
+	if err := check(C.panto_store_new_null(rt.p, &s.p, &cerr), cerr); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// Close releases the store handle; sessions and agents made from it keep the store open.
+func (s *Store) Close() { C.panto_store_free(s.p); s.p = nil }
+
+// SessionInfo is what a listing shows of a session.
+type SessionInfo struct {
+	ID              string          `json:"id"`
+	Created         string          `json:"created"`
+	Modified        string          `json:"modified"`
+	LastPromptAt    *string         `json:"last_prompt_at"`
+	MessageCount    int             `json:"message_count"`
+	LastUserMessage *string         `json:"last_user_message"`
+	Wire            json.RawMessage `json:"wire"`
+}
+
+// List returns the store's sessions, newest first.
+func (s *Store) List() ([]SessionInfo, error) {
+	var out *C.char
+	var cerr *C.panto_error
+	if err := check(C.panto_store_list_json(s.p, &out, &cerr), cerr); err != nil {
+		return nil, err
+	}
+	var infos []SessionInfo
+	if err := json.Unmarshal([]byte(takeString(out)), &infos); err != nil {
+		return nil, fmt.Errorf("panto: session list: %w", err)
+	}
+	return infos, nil
+}
+
+// Session is one session of a store.
+type Session struct{ p *C.panto_session }
+
+// Create makes a new session (nothing is written before its first answer).
+func (s *Store) Create() (*Session, error) {
+	var out Session
+	var cerr *C.panto_error
+	if err := check(C.panto_session_create(s.p, &out.p, &cerr), cerr); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Resolve finds a session by id or unique id prefix.
+func (s *Store) Resolve(idOrPrefix string) (*Session, error) {
+	cid := cstring(idOrPrefix)
+	defer free(cid)
+	var out Session
+	var cerr *C.panto_error
+	if err := check(C.panto_session_resolve(s.p, cid, &out.p, &cerr), cerr); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// Latest is the most recently prompted session.
+func (s *Store) Latest() (*Session, error) {
+	var out Session
+	var cerr *C.panto_error
+	if err := check(C.panto_session_latest(s.p, &out.p, &cerr), cerr); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
+// ID is the session id.
+func (s *Session) ID() string { return C.GoString(C.panto_session_id(s.p)) }
+
+// Close frees the session handle; agents made from it keep their own copy.
+func (s *Session) Close() { C.panto_session_free(s.p); s.p = nil }
+
+// Usage is the token usage and cost of an agent so far.
+type Usage struct {
+	InputTokens      int64  `json:"input_tokens"`
+	OutputTokens     int64  `json:"output_tokens"`
+	CacheReadTokens  int64  `json:"cache_read_tokens"`
+	CacheWriteTokens int64  `json:"cache_write_tokens"`
+	CostMicroCents   *int64 `json:"cost_micro_cents"`
+}

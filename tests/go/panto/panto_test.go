@@ -1,0 +1,336 @@
+package panto
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// fixture is an agent on a null store, with everything closed at the end of the test.
+func fixture(t *testing.T) *Agent {
+	t.Helper()
+	reset(t)
+	rt, err := NewRuntime(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := NewNullStore(rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	session, err := store.Create()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := mockConfig(t)
+	agent, err := NewAgent(cfg, session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Everything but the agent may go at once: the agent keeps what it needs.
+	cfg.Close()
+	session.Close()
+	store.Close()
+	rt.Close()
+	t.Cleanup(agent.Close)
+	return agent
+}
+
+// collect reads a run to its end.
+func collect(run *Run) (text string, kinds []EventKind) {
+	var b strings.Builder
+	for ev := range run.Events() {
+		kinds = append(kinds, ev.Kind)
+		b.WriteString(ev.Text())
+	}
+	return b.String(), kinds
+}
+
+func TestVersion(t *testing.T) {
+	if Version() != HeaderVersion {
+		t.Fatalf("library %s, header %s", Version(), HeaderVersion)
+	}
+}
+
+func TestTurn(t *testing.T) {
+	agent := fixture(t)
+	push(t, `{"builder": {"name": "anthropic_text", "args": {"text": "Hello from Go's mock."}}, "chunking": "every_byte"}`)
+	if err := agent.AddSystemMessage("You are a test."); err != nil {
+		t.Fatal(err)
+	}
+	run, err := agent.Run(context.Background(), "Say hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, kinds := collect(run)
+	if err := run.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if text != "Hello from Go's mock." {
+		t.Errorf("text %q", text)
+	}
+	if kinds[0] != BlockStart || kinds[len(kinds)-1] != TurnComplete {
+		t.Errorf("kinds %v", kinds)
+	}
+	usage, err := agent.Usage()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if usage.OutputTokens == 0 || usage.CostMicroCents == nil || *usage.CostMicroCents == 0 {
+		t.Errorf("usage %+v", usage)
+	}
+	reqs := requests(t)
+	if len(reqs) != 1 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	if err := contains(reqs[0].Body, `"Say hello"`, `You are a test.`); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestTools(t *testing.T) {
+	agent := fixture(t)
+	push(t, `[{"builder": {"name": "anthropic_tool_uses", "args": {"calls": [
+			{"id": "toolu_g1", "name": "get_weather", "input": {"city": "Paris"}},
+			{"id": "toolu_g2", "name": "broken", "input": {}}]}}},
+		{"builder": {"name": "anthropic_text", "args": {"text": "Sunny."}}}]`)
+	var calls int32
+	weather, err := NewTool("get_weather", "Weather for a city.", `{"type":"object"}`,
+		func(input json.RawMessage) (string, error) {
+			atomic.AddInt32(&calls, 1)
+			var args struct{ City string }
+			if err := json.Unmarshal(input, &args); err != nil {
+				return "", err
+			}
+			return "sunny in " + args.City, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken, err := NewTool("broken", "Always fails.", `{"type":"object"}`,
+		func(json.RawMessage) (string, error) {
+			atomic.AddInt32(&calls, 1)
+			return "", errors.New("the sensor is offline")
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range []*Tool{weather, broken} {
+		if err := agent.AddTool(tool); err != nil {
+			t.Fatal(err)
+		}
+		tool.Close()
+	}
+	if _, err := NewTool("bad name", "", `{}`, nil); !HasCode(err, CodeInvalidArgument) {
+		t.Errorf("a bad name gave %v", err)
+	}
+
+	run, err := agent.Run(context.Background(), "Weather?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, kinds := collect(run)
+	if err := run.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if text != "Sunny." || atomic.LoadInt32(&calls) != 2 {
+		t.Errorf("text %q, %d calls, kinds %v", text, calls, kinds)
+	}
+	reqs := requests(t)
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	if err := contains(reqs[1].Body, `"tool_use_id":"toolu_g1"`, `sunny in Paris`, `the sensor is offline`,
+		`"is_error":true`); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestResume writes a session, then resumes it in a second process (this test binary running
+// TestResumeChild) whose request must carry the history.
+func TestResume(t *testing.T) {
+	reset(t)
+	dir := t.TempDir()
+	push(t, `{"builder": {"name": "anthropic_text", "args": {"text": "I will remember 42."}}}`)
+	rt, err := NewRuntime(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	store, err := OpenFileStore(rt, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	session, err := store.Create()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := mockConfig(t)
+	agent, err := NewAgent(cfg, session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, err := agent.Run(context.Background(), "Remember the number 42.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	collect(run)
+	if err := run.Err(); err != nil {
+		t.Fatal(err)
+	}
+	id := agent.SessionID()
+	infos, err := store.List()
+	if err != nil || len(infos) != 1 || infos[0].ID != id || infos[0].MessageCount != 2 {
+		t.Fatalf("list: %+v, %v", infos, err)
+	}
+	// Close everything so the second process can take the session.
+	agent.Close()
+	session.Close()
+	store.Close()
+	cfg.Close()
+
+	child := exec.Command(os.Args[0], "-test.run=^TestResumeChild$", "-test.count=1")
+	child.Env = append(os.Environ(), "PANTO_RESUME_DIR="+dir, "PANTO_RESUME_PREFIX="+id[:13])
+	out, err := child.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "resumed "+id) {
+		t.Fatalf("the resuming process failed: %v\n%s", err, out)
+	}
+	reqs := requests(t)
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	if err := contains(reqs[1].Body, "Remember the number 42.", "I will remember 42.", "Which number?"); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestResumeChild(t *testing.T) {
+	dir := os.Getenv("PANTO_RESUME_DIR")
+	if dir == "" {
+		t.Skip("run by TestResume in a second process")
+	}
+	push(t, `{"builder": {"name": "anthropic_text", "args": {"text": "42."}}}`)
+	rt, err := NewRuntime(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	store, err := OpenFileStore(rt, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	session, err := store.Resolve(os.Getenv("PANTO_RESUME_PREFIX"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+	if _, err := store.Resolve("ffffffff"); !HasCode(err, CodeSessionNotFound) {
+		t.Errorf("an unknown session gave %v", err)
+	}
+	cfg := mockConfig(t)
+	defer cfg.Close()
+	agent, err := NewAgent(cfg, session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close()
+	conversation, err := agent.ConversationJSON()
+	if err != nil || !strings.Contains(conversation, "I will remember 42.") {
+		t.Fatalf("resumed conversation %s (%v)", conversation, err)
+	}
+	run, err := agent.Run(context.Background(), "Which number?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text, _ := collect(run); text != "42." || run.Err() != nil {
+		t.Fatalf("text %q, err %v", text, run.Err())
+	}
+	t.Log("resumed " + session.ID())
+	os.Stdout.WriteString("resumed " + session.ID() + "\n")
+}
+
+func TestCancel(t *testing.T) {
+	agent := fixture(t)
+
+	// Cancelling the context ends a turn whose provider never answers.
+	push(t, `{"hang": true}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	run, err := agent.Run(ctx, "Hello?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := agent.Run(context.Background(), "again"); !HasCode(err, CodeBusy) {
+		t.Errorf("a second run gave %v", err)
+	}
+	time.AfterFunc(100*time.Millisecond, cancel)
+	collect(run)
+	if !HasCode(run.Err(), CodeCancelled) {
+		t.Fatalf("expected a cancellation, got %v", run.Err())
+	}
+	run.Cancel() // after the end: harmless
+
+	// A cancel while a Go tool runs: the run ends only after the tool returns.
+	var returned atomic.Bool
+	started := make(chan struct{})
+	release := make(chan struct{})
+	var once sync.Once
+	slow, err := NewTool("slow", "Takes its time.", `{"type":"object"}`, func(json.RawMessage) (string, error) {
+		once.Do(func() { close(started) })
+		<-release
+		returned.Store(true)
+		return "done", nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Close()
+	if err := agent.AddTool(slow); err != nil {
+		t.Fatal(err)
+	}
+	push(t, `{"builder": {"name": "anthropic_tool_uses", "args": {"calls": [{"id": "toolu_s", "name": "slow", "input": {}}]}}}`)
+	run, err = agent.Run(context.Background(), "Slowly.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		<-started
+		run.Cancel()
+		time.Sleep(200 * time.Millisecond)
+		close(release)
+	}()
+	collect(run)
+	if !HasCode(run.Err(), CodeCancelled) {
+		t.Fatalf("expected a cancellation, got %v", run.Err())
+	}
+	if !returned.Load() {
+		t.Fatal("the run ended while its tool was still running")
+	}
+
+	// The agent takes the next turn.
+	push(t, `{"builder": {"name": "anthropic_text", "args": {"text": "Back."}}}`)
+	run, err = agent.Run(context.Background(), "Still there?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text, _ := collect(run); text != "Back." || run.Err() != nil {
+		t.Fatalf("text %q, err %v", text, run.Err())
+	}
+}
+
+func TestErrors(t *testing.T) {
+	if _, err := NewConfig(`{"provider": {"api_style": "openai-chat", "base_url": "x"}}`); !HasCode(err, CodeConfig) ||
+		!strings.Contains(err.Error(), "missing field `model`") {
+		t.Errorf("config error: %v", err)
+	}
+	if _, err := NewConfig("{\"provider\": \"\xff\"}"); !HasCode(err, CodeUTF8) {
+		t.Errorf("bad UTF-8: %v", err)
+	}
+}

@@ -1,0 +1,453 @@
+//! `cargo xtask ffi-test [c|go]`: libpanto as C and Go programs see it.
+//!
+//! C (`c`): checks that `libpanto.so` exports only `panto_` symbols, that `include/panto.h`
+//! compiles as C and as C++, that docs/ffi.md carries `tests/c/example.c` verbatim, and that a
+//! program links against the static library; then builds every program in `tests/c/` with
+//! `-Wall -Wextra -Werror` and runs each against its own `panto-mock`: plainly, under valgrind
+//! (no errors, nothing definitely lost, children traced), and built with AddressSanitizer.
+//!
+//! Go (`go`): `gofmt`, `go vet` and `go test` in `tests/go/`, then again with `GOGC=1` (a collection at
+//! nearly every allocation, so a pointer libpanto kept into Go memory would show) and with the
+//! race detector.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+/// Programs in tests/c that other programs run, not the harness (the documented example needs a
+/// provider; `example_driver` gives it the mock).
+const DRIVEN: &[&str] = &["example"];
+
+/// Sources linked into every program.
+const SHARED_SOURCES: &[&str] = &["common.c"];
+
+const CFLAGS: &[&str] = &["-std=c11", "-Wall", "-Wextra", "-Werror", "-g", "-O1"];
+
+/// How long one program may run (valgrind is slow).
+const PROGRAM_TIMEOUT: Duration = Duration::from_secs(300);
+
+pub(crate) fn main(root: &Path, args: &[String]) -> Result<()> {
+    match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+        [] => {
+            c(root)?;
+            go(root)
+        }
+        ["c"] => c(root),
+        ["go"] => go(root),
+        other => bail!("usage: cargo xtask ffi-test [c|go] (got {other:?})"),
+    }
+}
+
+/// Where the built library and mock are.
+struct Built {
+    lib_dir: PathBuf,
+    mock: PathBuf,
+}
+
+fn target_dir(root: &Path) -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => {
+            let dir = PathBuf::from(dir);
+            if dir.is_absolute() {
+                dir
+            } else {
+                root.join(dir)
+            }
+        }
+        None => root.join("target"),
+    }
+}
+
+fn build(root: &Path) -> Result<Built> {
+    crate::cargo(
+        root,
+        &[
+            "build",
+            "--quiet",
+            "-p",
+            "panto-ffi",
+            "-p",
+            "panto-testkit",
+            "--lib",
+            "--bin",
+            "panto-mock",
+        ],
+    )?;
+    let lib_dir = target_dir(root).join("debug");
+    let built = Built {
+        mock: lib_dir.join("panto-mock"),
+        lib_dir,
+    };
+    for file in [
+        built.lib_dir.join("libpanto.so"),
+        built.lib_dir.join("libpanto.a"),
+        built.mock.clone(),
+    ] {
+        if !file.exists() {
+            bail!("{} is missing after the build", file.display());
+        }
+    }
+    Ok(built)
+}
+
+fn tool_exists(name: &str) -> bool {
+    Command::new(name)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok()
+}
+
+/// The C checks and programs.
+pub(crate) fn c(root: &Path) -> Result<()> {
+    for tool in ["cc", "c++", "nm", "valgrind"] {
+        if !tool_exists(tool) {
+            bail!("`{tool}` is not installed; CI installs build-essential and valgrind (see .ci/run)");
+        }
+    }
+    let built = build(root)?;
+    check_exports(&built.lib_dir.join("libpanto.so"))?;
+    check_header(root)?;
+    check_docs_example(root)?;
+
+    let out = target_dir(root).join("ffi-tests").join("c");
+    let programs = c_programs(root)?;
+    let plain = compile_all(root, &built, &programs, &out.join("plain"), &[])?;
+    let asan = compile_all(
+        root,
+        &built,
+        &programs,
+        &out.join("asan"),
+        &["-fsanitize=address", "-fno-omit-frame-pointer"],
+    )?;
+    check_static_link(root, &built, &out)?;
+
+    let valgrind = [
+        "valgrind",
+        "-q",
+        "--error-exitcode=1",
+        "--leak-check=full",
+        "--errors-for-leak-kinds=definite",
+        "--show-leak-kinds=definite",
+        "--trace-children=yes",
+    ];
+    let scratch = out.join("scratch");
+    for (name, exe) in plain.iter().filter(|(n, _)| !DRIVEN.contains(&n.as_str())) {
+        run_program(&built, &scratch, name, "plain", &[], exe, &[])?;
+        run_program(&built, &scratch, name, "valgrind", &valgrind, exe, &[])?;
+    }
+    for (name, exe) in asan.iter().filter(|(n, _)| !DRIVEN.contains(&n.as_str())) {
+        // LeakSanitizer stays on: libpanto frees everything it allocates by the time its handles
+        // are freed, so a report is a real leak. (Where LSan cannot run, e.g. under ptrace
+        // restrictions, add detect_leaks=0; valgrind still checks leaks.)
+        run_program(
+            &built,
+            &scratch,
+            name,
+            "asan",
+            &[],
+            exe,
+            &[("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")],
+        )?;
+    }
+    println!(
+        "ffi-test c: {} programs passed plain, under valgrind and with ASan",
+        plain.len() - DRIVEN.len()
+    );
+    Ok(())
+}
+
+/// `nm -D` lists only `panto_` symbols among those the library defines.
+fn check_exports(lib: &Path) -> Result<()> {
+    let output = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(lib)
+        .output()
+        .context("could not run nm")?;
+    if !output.status.success() {
+        bail!(
+            "nm -D {} failed: {}",
+            lib.display(),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let listing = String::from_utf8_lossy(&output.stdout);
+    let symbols: Vec<&str> = listing.lines().filter_map(|l| l.split_whitespace().nth(2)).collect();
+    let foreign: Vec<&str> = symbols.iter().copied().filter(|s| !s.starts_with("panto_")).collect();
+    if symbols.is_empty() || !foreign.is_empty() {
+        bail!(
+            "{} must export only panto_ symbols; it also exports: {foreign:?} ({} in all)",
+            lib.display(),
+            symbols.len()
+        );
+    }
+    println!("ffi-test: libpanto.so exports {} symbols, all panto_", symbols.len());
+    Ok(())
+}
+
+/// The header compiles, warning-free and pedantic, as C and as C++.
+fn check_header(root: &Path) -> Result<()> {
+    let header = root.join(crate::codegen::HEADER);
+    crate::run(
+        Command::new("cc")
+            .args([
+                "-std=c99",
+                "-pedantic",
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                "-fsyntax-only",
+                "-x",
+                "c",
+            ])
+            .arg(&header),
+    )?;
+    crate::run(
+        Command::new("c++")
+            .args([
+                "-std=c++11",
+                "-pedantic",
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                "-fsyntax-only",
+                "-x",
+                "c++",
+            ])
+            .arg(&header),
+    )?;
+    println!("ffi-test: {} compiles as C99 and C++11", crate::codegen::HEADER);
+    Ok(())
+}
+
+/// docs/ffi.md shows tests/c/example.c exactly, so the documented example is the tested one.
+fn check_docs_example(root: &Path) -> Result<()> {
+    let example = std::fs::read_to_string(root.join("tests/c/example.c")).context("cannot read tests/c/example.c")?;
+    let docs = std::fs::read_to_string(root.join("docs/ffi.md")).context("cannot read docs/ffi.md")?;
+    if !docs.contains(&format!("```c\n{example}```")) {
+        bail!("docs/ffi.md must contain tests/c/example.c verbatim in a ```c block; copy the file into the guide");
+    }
+    Ok(())
+}
+
+/// Every `tests/c/*.c` but the shared sources, sorted, as (name, path).
+fn c_programs(root: &Path) -> Result<Vec<(String, PathBuf)>> {
+    let dir = root.join("tests/c");
+    let mut programs = Vec::new();
+    for entry in std::fs::read_dir(&dir).with_context(|| format!("cannot list {}", dir.display()))? {
+        let path = entry?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
+        if let Some(stem) = name.strip_suffix(".c") {
+            if !SHARED_SOURCES.contains(&name.as_str()) {
+                programs.push((stem.to_owned(), path));
+            }
+        }
+    }
+    programs.sort();
+    if programs.is_empty() {
+        bail!("no C programs in {}", dir.display());
+    }
+    Ok(programs)
+}
+
+fn compile_all(
+    root: &Path,
+    built: &Built,
+    programs: &[(String, PathBuf)],
+    out: &Path,
+    extra: &[&str],
+) -> Result<Vec<(String, PathBuf)>> {
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let mut exes = Vec::new();
+    for (name, source) in programs {
+        let exe = out.join(name);
+        let mut cmd = Command::new("cc");
+        cmd.args(CFLAGS)
+            .args(extra)
+            .arg("-I")
+            .arg(root.join("include"))
+            .arg("-I")
+            .arg(root.join("tests/c"))
+            .arg(source);
+        for shared in SHARED_SOURCES {
+            cmd.arg(root.join("tests/c").join(shared));
+        }
+        cmd.arg("-L")
+            .arg(&built.lib_dir)
+            .arg(format!("-Wl,-rpath,{}", built.lib_dir.display()))
+            .args(["-lpanto", "-lpthread", "-o"])
+            .arg(&exe);
+        crate::run(&mut cmd)?;
+        exes.push((name.clone(), exe));
+    }
+    Ok(exes)
+}
+
+/// The static library links too (with the system libraries Rust's std needs) and the result runs.
+fn check_static_link(root: &Path, built: &Built, out: &Path) -> Result<()> {
+    let exe = out.join("version-static");
+    crate::run(
+        Command::new("cc")
+            .args(CFLAGS)
+            .arg("-I")
+            .arg(root.join("include"))
+            .arg("-I")
+            .arg(root.join("tests/c"))
+            .arg(root.join("tests/c/version.c"))
+            .arg(root.join("tests/c/common.c"))
+            .arg(built.lib_dir.join("libpanto.a"))
+            .args(["-lpthread", "-ldl", "-lm", "-lrt", "-lgcc_s", "-lc", "-o"])
+            .arg(&exe),
+    )?;
+    crate::run(&mut Command::new(&exe))?;
+    println!("ffi-test: libpanto.a links statically");
+    Ok(())
+}
+
+/// A running `panto-mock`, stopped on drop by closing its stdin (it serves until then).
+struct Mock {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    url: String,
+}
+
+impl Mock {
+    fn start(binary: &Path) -> Result<Mock> {
+        let mut child = Command::new(binary)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .with_context(|| format!("cannot start {}", binary.display()))?;
+        let stdin = child.stdin.take();
+        let mut line = String::new();
+        if let Some(stdout) = child.stdout.take() {
+            BufReader::new(stdout).read_line(&mut line)?;
+        }
+        let Some(port) = line.trim().strip_prefix("PORT=").and_then(|p| p.parse::<u16>().ok()) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!("panto-mock did not print PORT=<n> first (it printed {line:?})");
+        };
+        Ok(Mock {
+            child,
+            stdin,
+            url: format!("http://127.0.0.1:{port}"),
+        })
+    }
+}
+
+impl Drop for Mock {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Runs one program (through `wrapper`, if any) against a fresh mock and scratch directory.
+fn run_program(
+    built: &Built,
+    scratch: &Path,
+    name: &str,
+    mode: &str,
+    wrapper: &[&str],
+    exe: &Path,
+    env: &[(&str, &str)],
+) -> Result<()> {
+    let started = Instant::now();
+    let mock = Mock::start(&built.mock)?;
+    let tmp = scratch.join(format!("{name}-{mode}"));
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp).with_context(|| format!("cannot clear {}", tmp.display()))?;
+    }
+    std::fs::create_dir_all(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+    let mut cmd = match wrapper.split_first() {
+        Some((program, args)) => {
+            let mut cmd = Command::new(program);
+            cmd.args(args).arg(exe);
+            cmd
+        }
+        None => Command::new(exe),
+    };
+    cmd.env("PANTO_MOCK_URL", &mock.url)
+        .env("PANTO_TEST_TMP", &tmp)
+        .envs(env.iter().copied());
+    let line = format!("{cmd:?}");
+    let mut child = cmd.spawn().with_context(|| format!("could not start {line}"))?;
+    let deadline = started + PROGRAM_TIMEOUT;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!("c/{name} ({mode}) did not finish within {PROGRAM_TIMEOUT:?}: {line}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    drop(mock);
+    if !status.success() {
+        bail!("c/{name} ({mode}) failed with {status}: {line}");
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+    println!(
+        "ffi-test: c/{name} ({mode}) ok in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// The Go wrapper's tests.
+pub(crate) fn go(root: &Path) -> Result<()> {
+    if !tool_exists("go") {
+        bail!("`go` is not installed; CI installs Debian's golang-go (see .ci/run)");
+    }
+    let built = build(root)?;
+    let dir = root.join("tests/go");
+    let go = |args: &[&str], env: &[(&str, &str)]| -> Result<()> {
+        let mut cmd = Command::new("go");
+        cmd.args(args)
+            .current_dir(&dir)
+            .env("PANTO_MOCK_BIN", &built.mock)
+            // The module has no dependencies: never reach for a proxy or a newer toolchain.
+            .env("GOPROXY", "off")
+            .env("GOTOOLCHAIN", "local")
+            .env("GOFLAGS", "-mod=mod")
+            .env_remove("PANTO_MOCK_URL")
+            .envs(env.iter().copied());
+        if built.lib_dir != root.join("target/debug") {
+            // The package's #cgo directives point at <root>/target/debug; add the real place.
+            let dir = built.lib_dir.display();
+            cmd.env("CGO_LDFLAGS", format!("-L{dir} -Wl,-rpath,{dir}"));
+        }
+        crate::run(&mut cmd)
+    };
+    let unformatted = Command::new("gofmt")
+        .args(["-l", "."])
+        .current_dir(&dir)
+        .output()
+        .context("could not run gofmt")?;
+    let unformatted = String::from_utf8_lossy(&unformatted.stdout).trim().to_owned();
+    if !unformatted.is_empty() {
+        bail!("gofmt would reformat these files in tests/go (run `gofmt -w tests/go`): {unformatted}");
+    }
+    go(&["vet", "./..."], &[])?;
+    go(&["test", "-count=1", "./..."], &[])?;
+    go(&["test", "-count=1", "./..."], &[("GOGC", "1")])?;
+    go(&["test", "-count=1", "-race", "./..."], &[])?;
+    println!("ffi-test go: passed, also with GOGC=1 and -race");
+    Ok(())
+}
