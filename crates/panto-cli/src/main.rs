@@ -1,5 +1,254 @@
-//! panto: the terminal REPL and print mode (being written).
+//! `panto`: the terminal front end of the panto agent runtime.
+//!
+//! One binary, three ways to use it:
+//!
+//! - **The REPL** (`panto`): a rustyline prompt with history, slash commands and tab completion.
+//!   Each line is one turn of the agent; its events are rendered as they stream (text, dimmed
+//!   thinking, tool calls and summarised results, a cost line per turn). Ctrl-C cancels a running
+//!   turn and keeps what already streamed.
+//! - **Print mode** (`panto -p PROMPT`): one turn, the answer on stdout, in `text`, `json` or
+//!   `stream-json` form, for scripts.
+//! - **Commands**: `panto sessions` (list, export), `panto models`, `panto completions SHELL`.
+//!
+//! The code is split by concept: [`config`] reads the TOML file, XDG paths and environment and
+//! picks the model; [`setup`] opens the session store, chooses or resumes the session and builds
+//! the [`panto_core::Agent`] with its system prompt and [`tools`]; [`print`](mod@print) and [`repl`] drive
+//! turns; [`render`] decides about colour and draws events; [`sessions`] lists and exports logs.
+//! The agent persists everything itself: this crate never calls a persist function.
+//!
+//! Startup stays fast: arguments are parsed before anything else happens, and nothing touches the
+//! network until the first turn.
+#![deny(missing_docs)]
+// Printing is the point of a command-line front end.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
-fn main() -> anyhow::Result<()> {
-    Ok(())
+mod completions;
+mod config;
+mod cost;
+mod exit;
+mod interrupt;
+mod print;
+mod prompt;
+mod render;
+mod repl;
+mod sessions;
+mod setup;
+mod terminal;
+mod tools;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::exit::{usage, Failure};
+use crate::tools::Approval;
+
+/// The command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "panto",
+    version,
+    about = "A terminal agent: chat with an LLM that can read, write, edit files and run commands.",
+    after_help = "Without -p, panto starts the interactive REPL. Exit codes: 0 success, 1 a turn or \
+                  an operation failed, 2 bad usage or configuration, 130 interrupted by Ctrl-C."
+)]
+pub struct Cli {
+    /// Print mode: run one turn with PROMPT and print the answer (`-` reads the prompt from stdin).
+    #[arg(short = 'p', long = "print", value_name = "PROMPT")]
+    print: Option<String>,
+
+    /// Output of print mode.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text, requires = "print")]
+    output_format: OutputFormat,
+
+    /// Continue the most recent session.
+    #[arg(short = 'c', long = "continue", conflicts_with = "resume")]
+    continue_last: bool,
+
+    /// Resume a session by id or unique id prefix; without ID, pick one from a numbered list.
+    #[arg(short = 'r', long, value_name = "ID", num_args = 0..=1)]
+    resume: Option<Option<String>>,
+
+    /// The model: a configured alias or, failing that, a model name for the provider in use.
+    #[arg(short = 'm', long, value_name = "NAME")]
+    model: Option<String>,
+
+    /// Tool approval: ask before write/edit/bash (REPL default), run everything, or refuse them
+    /// (print-mode default).
+    #[arg(long, value_enum, value_name = "MODE")]
+    approve: Option<Approval>,
+
+    /// The built-in tools offered to the model, comma separated (`none` for no tools).
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    tools: Option<Vec<String>>,
+
+    /// The config file (default: $XDG_CONFIG_HOME/panto/config.toml; env: PANTO_CONFIG).
+    #[arg(long, value_name = "FILE", global = true)]
+    config: Option<PathBuf>,
+
+    /// Where sessions are stored (default: $XDG_DATA_HOME/panto/sessions; env: PANTO_SESSION_DIR).
+    #[arg(long, value_name = "DIR", global = true)]
+    session_dir: Option<PathBuf>,
+
+    /// Persist nothing: the conversation lives only as long as the process.
+    #[arg(long, conflicts_with_all = ["continue_last", "resume"])]
+    no_session: bool,
+
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+/// How print mode writes its output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// The final assistant text.
+    Text,
+    /// One JSON result object.
+    Json,
+    /// One JSON object per event, one per line.
+    StreamJson,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List sessions, newest first, or export one.
+    Sessions(SessionsArgs),
+    /// List the configured model aliases and the default.
+    Models,
+    /// Print shell completions.
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+/// `panto sessions`.
+#[derive(Debug, Args)]
+struct SessionsArgs {
+    /// Print the listing as JSON.
+    #[arg(long)]
+    json: bool,
+    #[command(subcommand)]
+    command: Option<SessionsCommand>,
+}
+
+/// `panto sessions …`.
+#[derive(Debug, Subcommand)]
+enum SessionsCommand {
+    /// Print one session's conversation.
+    Export {
+        /// The session id or a unique prefix.
+        id: String,
+        /// The output format.
+        #[arg(long, value_enum, default_value_t = sessions::ExportFormat::Markdown)]
+        format: sessions::ExportFormat,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(failure) => failure.report(),
+    }
+}
+
+/// Dispatches the parsed command line.
+fn run(cli: Cli) -> Result<ExitCode, Failure> {
+    if let Some(Command::Completions { shell }) = &cli.command {
+        completions::print(*shell);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let env = config::Env::from_process();
+    let settings = config::Settings::load(cli.config.as_deref(), &env)?;
+    let tool_names = match &cli.tools {
+        Some(list) => tools::parse_list(list).map_err(usage)?,
+        None => settings.tools.enabled.clone(),
+    };
+    let session_dir = config::session_dir(cli.session_dir.as_deref(), &settings, &env)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::runtime(format!("cannot start the async runtime: {e}")))?;
+
+    match cli.command {
+        Some(Command::Completions { shell }) => {
+            completions::print(shell);
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Models) => {
+            sessions::print_models(&settings);
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Sessions(args)) => {
+            let store = setup::open_fs_store(&session_dir);
+            runtime.block_on(async {
+                match args.command {
+                    None => sessions::list_command(&store, args.json).await,
+                    Some(SessionsCommand::Export { id, format }) => sessions::export_command(store, &id, format).await,
+                }
+            })?;
+            Ok(ExitCode::SUCCESS)
+        }
+        None => {
+            let choice = if cli.continue_last {
+                setup::SessionChoice::Continue
+            } else {
+                match cli.resume {
+                    Some(Some(id)) => setup::SessionChoice::Resume(id),
+                    Some(None) => setup::SessionChoice::Pick,
+                    None => setup::SessionChoice::New,
+                }
+            };
+            let launch = setup::Launch {
+                settings,
+                env,
+                session_dir: (!cli.no_session).then_some(session_dir),
+                choice,
+                model: cli.model,
+                tools: tool_names,
+            };
+            match cli.print {
+                Some(prompt) => {
+                    let approval = print::approval(cli.approve)?;
+                    runtime.block_on(print::run(launch, &prompt, cli.output_format, approval))
+                }
+                None => {
+                    let approval = cli.approve.or(launch.settings.tools.approval).unwrap_or(Approval::Ask);
+                    repl::run(&runtime, launch, approval)
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn resume_takes_an_optional_id() {
+        let cli = Cli::try_parse_from(["panto", "-r"]).unwrap();
+        assert_eq!(cli.resume, Some(None));
+        let cli = Cli::try_parse_from(["panto", "-r", "0190ab"]).unwrap();
+        assert_eq!(cli.resume, Some(Some("0190ab".to_owned())));
+        assert!(Cli::try_parse_from(["panto", "-c", "-r", "x"]).is_err());
+        assert!(Cli::try_parse_from(["panto", "--no-session", "-c"]).is_err());
+    }
+
+    #[test]
+    fn output_format_needs_print_mode() {
+        assert!(Cli::try_parse_from(["panto", "--output-format", "json"]).is_err());
+        let cli = Cli::try_parse_from(["panto", "-p", "hi", "--output-format", "stream-json"]).unwrap();
+        assert_eq!(cli.output_format, OutputFormat::StreamJson);
+    }
 }

@@ -1,0 +1,175 @@
+//! Print mode: `panto -p PROMPT` runs one turn and prints the outcome for a script.
+//!
+//! `text` prints the final assistant text; `json` prints one result object; `stream-json` prints
+//! a `session` line, one line per event as it happens (flushed at once, so a `message_complete`
+//! line means that message is persisted), and a closing `result` line. Any failure also prints a
+//! one-line reason on stderr and exits non-zero.
+
+mod events;
+
+use std::io::{Read, Write};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use panto_core::{Event, Role, UserMessage};
+use serde_json::{json, Value};
+
+use crate::exit::Failure;
+use crate::setup::{self, Launch};
+use crate::tools::{Approval, Gate};
+use crate::OutputFormat;
+use events::{event_json, TurnResult};
+
+/// The approval mode of print mode: read-only unless `--approve auto`. `ask` has nobody to ask.
+pub fn approval(flag: Option<Approval>) -> Result<Approval, Failure> {
+    match flag {
+        None | Some(Approval::ReadOnly) => Ok(Approval::ReadOnly),
+        Some(Approval::Auto) => Ok(Approval::Auto),
+        Some(Approval::Ask) => Err(Failure::usage(
+            "--approve ask needs the interactive REPL; print mode takes --approve auto or read-only",
+        )),
+    }
+}
+
+/// Writes one line to stdout and flushes it. A closed stdout (the reader went away) is not an
+/// error worth more output.
+fn emit(value: &Value) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{value}");
+    let _ = out.flush();
+}
+
+/// The prompt: the argument, or all of stdin for `-`.
+fn read_prompt(arg: &str) -> Result<String, Failure> {
+    let prompt = if arg == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| Failure::usage(format!("cannot read the prompt from stdin: {e}")))?;
+        text
+    } else {
+        arg.to_owned()
+    };
+    if prompt.trim().is_empty() {
+        return Err(Failure::usage("the prompt is empty"));
+    }
+    Ok(prompt)
+}
+
+/// Runs print mode.
+pub async fn run(launch: Launch, prompt: &str, format: OutputFormat, approval: Approval) -> Result<ExitCode, Failure> {
+    let prompt = read_prompt(prompt)?;
+    let store = setup::store_for(&launch);
+    let gate = Arc::new(Gate::new(
+        approval,
+        None,
+        " (print mode is read-only unless --approve auto is given)",
+    ));
+    let ready = setup::start(&launch, &store, gate).await?;
+    for note in &ready.notes {
+        eprintln!("panto: {note}");
+    }
+    let pricing = launch.settings.pricing();
+    let wire = ready.selection.wire();
+    let mut agent = ready.agent;
+    let mut result = TurnResult {
+        session_id: agent.session_id().to_owned(),
+        persisted: launch.session_dir.is_some(),
+        model: ready.selection.model.clone(),
+        text: String::new(),
+        usage: Default::default(),
+        cost: None,
+        stop_reason: None,
+        steps: 0,
+        error: None,
+    };
+    if format == OutputFormat::StreamJson {
+        emit(&json!({
+            "type": "session",
+            "session_id": result.session_id,
+            "persisted": result.persisted,
+            "resumed": ready.resumed,
+            "model": ready.selection.model,
+            "alias": ready.selection.alias,
+            "api_style": ready.selection.provider.api_style.as_str(),
+        }));
+    }
+
+    let outcome = {
+        let mut stream = agent.run(UserMessage::text(prompt));
+        // Ctrl-C cancels the turn; the agent keeps and persists what streamed.
+        let watcher = crate::interrupt::cancel_on_interrupt(stream.cancel_token());
+        let outcome = loop {
+            match stream.next().await {
+                Ok(Some(event)) => {
+                    if let Event::TurnComplete {
+                        usage,
+                        steps,
+                        stop_reason,
+                    } = &event
+                    {
+                        result.usage = *usage;
+                        result.steps = *steps;
+                        result.stop_reason = Some(stop_reason.clone());
+                    }
+                    if format == OutputFormat::StreamJson {
+                        if let Some(line) = event_json(&event) {
+                            emit(&line);
+                        }
+                    }
+                }
+                Ok(None) => break Ok(()),
+                Err(e) => {
+                    result.usage = stream.usage();
+                    break Err(e);
+                }
+            }
+        };
+        watcher.abort();
+        outcome
+    };
+
+    result.cost = crate::cost::cost(&pricing, &wire, &result.usage);
+    if outcome.is_ok() {
+        result.text = agent
+            .conversation()
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.role == Role::Assistant)
+            .map(|m| m.text())
+            .unwrap_or_default();
+    }
+    let failure = outcome.err().map(Failure::from);
+    result.error = failure.as_ref().map(|f| f.message.clone());
+    match format {
+        OutputFormat::Text => {
+            if failure.is_none() {
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(result.text.as_bytes());
+                if !result.text.ends_with('\n') {
+                    let _ = out.write_all(b"\n");
+                }
+                let _ = out.flush();
+            }
+        }
+        OutputFormat::Json | OutputFormat::StreamJson => emit(&result.to_json()),
+    }
+    match failure {
+        Some(f) => Err(f),
+        None => Ok(ExitCode::SUCCESS),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn print_mode_is_read_only_unless_auto() {
+        assert_eq!(approval(None).unwrap(), Approval::ReadOnly);
+        assert_eq!(approval(Some(Approval::Auto)).unwrap(), Approval::Auto);
+        let e = approval(Some(Approval::Ask)).unwrap_err();
+        assert_eq!(e.code, crate::exit::EXIT_USAGE);
+    }
+}

@@ -1,0 +1,152 @@
+//! Terminal presentation: when to use colour, where decorations go, and how a turn is drawn.
+//!
+//! Two rules hold everywhere: colour only on a terminal and never when `NO_COLOR` is set; and
+//! when stdout is not a terminal, it receives only content (the model's text), while everything
+//! decorative (tool lines, summaries, notes) goes to stderr.
+
+mod spinner;
+mod turn;
+
+use std::io::{IsTerminal, Write};
+use std::sync::{Mutex, MutexGuard};
+
+pub use turn::TurnView;
+
+use crate::config::Env;
+
+/// Serialises everything written to the terminal: the turn's rendering, the spinner thread, and
+/// approval questions (which hold it from the question until the answer, so no tool line lands in
+/// the middle of a question).
+static CONSOLE: Mutex<()> = Mutex::new(());
+
+/// Takes the terminal for a sequence of writes that must not be interleaved.
+pub fn console() -> MutexGuard<'static, ()> {
+    // Writers keep no state under the lock, so a poisoned lock is still usable.
+    CONSOLE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// ANSI styling, or none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Style {
+    colour: bool,
+}
+
+impl Style {
+    /// Colour when the stream is a terminal and `NO_COLOR` is not set to a non-empty value.
+    pub fn detect(is_tty: bool, env: &Env) -> Style {
+        Style {
+            colour: is_tty && env.get("NO_COLOR").is_none(),
+        }
+    }
+
+    /// Whether this style emits escape sequences.
+    pub fn is_colour(self) -> bool {
+        self.colour
+    }
+
+    fn paint(self, code: &str, text: &str) -> String {
+        if self.colour {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_owned()
+        }
+    }
+
+    /// Dimmed (thinking, secondary information).
+    pub fn dim(self, text: &str) -> String {
+        self.paint("2", text)
+    }
+
+    /// Red (errors).
+    pub fn red(self, text: &str) -> String {
+        self.paint("31", text)
+    }
+
+    /// Yellow (questions, retries).
+    pub fn yellow(self, text: &str) -> String {
+        self.paint("33", text)
+    }
+
+    /// Cyan (tool names).
+    pub fn cyan(self, text: &str) -> String {
+        self.paint("36", text)
+    }
+
+    /// Bold.
+    pub fn bold(self, text: &str) -> String {
+        self.paint("1", text)
+    }
+}
+
+/// Where REPL output goes: content to stdout; decorations to stdout on a terminal, else stderr.
+#[derive(Debug, Clone, Copy)]
+pub struct Screen {
+    /// Style of content on stdout.
+    pub out: Style,
+    /// Style of decorations.
+    pub deco: Style,
+    /// Whether decorations share stdout (it is a terminal).
+    pub deco_on_stdout: bool,
+    /// Whether the decoration stream is a terminal (so a spinner may be drawn).
+    pub deco_is_tty: bool,
+}
+
+impl Screen {
+    /// Detects terminals and colour for the process's stdout and stderr.
+    pub fn detect(env: &Env) -> Screen {
+        let out_tty = std::io::stdout().is_terminal();
+        let err_tty = std::io::stderr().is_terminal();
+        let deco_is_tty = out_tty || err_tty;
+        Screen {
+            out: Style::detect(out_tty, env),
+            deco: Style::detect(deco_is_tty, env),
+            deco_on_stdout: out_tty,
+            deco_is_tty,
+        }
+    }
+
+    /// Writes `text` to the decoration stream, as is.
+    pub fn deco_raw(&self, text: &str) {
+        let _console = console();
+        if self.deco_on_stdout {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(text.as_bytes());
+            let _ = out.flush();
+        } else {
+            let mut err = std::io::stderr().lock();
+            let _ = err.write_all(text.as_bytes());
+            let _ = err.flush();
+        }
+    }
+
+    /// Writes one decoration line.
+    pub fn note(&self, line: &str) {
+        self.deco_raw(&format!("{line}\n"));
+    }
+
+    /// Writes content to stdout.
+    pub fn content(&self, text: &str) {
+        let _console = console();
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_color_and_pipes_disable_colour() {
+        let env = Env::from_pairs(&[]);
+        assert!(Style::detect(true, &env).is_colour());
+        assert!(!Style::detect(false, &env).is_colour());
+        let env = Env::from_pairs(&[("NO_COLOR", "1")]);
+        assert!(!Style::detect(true, &env).is_colour());
+        assert_eq!(Style::detect(true, &env).red("x"), "x");
+        // The spec: an empty NO_COLOR does not count.
+        let env = Env::from_pairs(&[("NO_COLOR", "")]);
+        assert!(Style::detect(true, &env).is_colour());
+    }
+}

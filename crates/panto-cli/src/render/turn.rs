@@ -1,0 +1,302 @@
+//! Drawing one turn's events in the REPL.
+//!
+//! Text streams to stdout as it arrives. Thinking is dimmed; tool calls show their name and
+//! arguments; tool results are summarised (first lines, size, errors in red). Those, the waiting
+//! indicator, retries and the closing cost line are decorations (see [`Screen`]).
+
+use panto_core::{BlockKind, ContentDelta, Event, ToolResultContent};
+
+use super::spinner::Spinner;
+use super::Screen;
+use crate::cost::thousands;
+
+/// How many lines of a tool result are shown.
+const RESULT_PREVIEW_LINES: usize = 4;
+/// How many characters of a tool call's arguments are shown.
+const ARGS_PREVIEW_CHARS: usize = 160;
+
+/// What the view last wrote, so blocks are separated by exactly one line end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Open {
+    Nothing,
+    Text,
+    Thinking,
+}
+
+/// The renderer of one turn.
+#[derive(Debug)]
+pub struct TurnView {
+    screen: Screen,
+    spinner: Option<Spinner>,
+    open: Open,
+    /// Whether the last character written to the open stream was a line end.
+    at_line_start: bool,
+    /// Tool calls dispatched and not yet complete.
+    running_tools: usize,
+}
+
+impl TurnView {
+    /// A view drawing on `screen`.
+    pub fn new(screen: Screen) -> Self {
+        TurnView {
+            screen,
+            spinner: None,
+            open: Open::Nothing,
+            at_line_start: true,
+            running_tools: 0,
+        }
+    }
+
+    /// Shows the waiting indicator (on a terminal only).
+    pub fn waiting(&mut self, label: &str) {
+        self.stop_spinner();
+        if self.screen.deco_is_tty {
+            self.spinner = Some(Spinner::start(self.screen, label));
+        }
+    }
+
+    fn stop_spinner(&mut self) {
+        if let Some(mut s) = self.spinner.take() {
+            s.stop();
+        }
+    }
+
+    /// Ends whatever block is open with a line end.
+    fn close_block(&mut self) {
+        if self.open != Open::Nothing && !self.at_line_start {
+            match self.open {
+                Open::Text => self.screen.content("\n"),
+                _ => self.screen.deco_raw("\n"),
+            }
+        }
+        self.open = Open::Nothing;
+        self.at_line_start = true;
+    }
+
+    /// Draws one event.
+    pub fn event(&mut self, event: &Event) {
+        self.stop_spinner();
+        match event {
+            Event::BlockStart { kind, .. } => match kind {
+                BlockKind::Text => {
+                    self.close_block();
+                    self.open = Open::Text;
+                }
+                BlockKind::Thinking => {
+                    self.close_block();
+                    self.open = Open::Thinking;
+                    if !self.screen.deco.is_colour() {
+                        // Without dimming, a label is what tells thinking from the answer.
+                        self.screen.deco_raw("[thinking] ");
+                        self.at_line_start = false;
+                    }
+                }
+                BlockKind::RedactedThinking => {
+                    self.close_block();
+                    self.screen.note(&self.screen.deco.dim("[redacted thinking]"));
+                }
+                _ => self.close_block(),
+            },
+            Event::Delta { delta, .. } => match delta {
+                ContentDelta::Text(text) if !text.is_empty() => {
+                    if self.open != Open::Text {
+                        self.close_block();
+                        self.open = Open::Text;
+                    }
+                    self.screen.content(text);
+                    self.at_line_start = text.ends_with('\n');
+                }
+                ContentDelta::Thinking(text) if !text.is_empty() => {
+                    if self.open != Open::Thinking {
+                        self.close_block();
+                        self.open = Open::Thinking;
+                    }
+                    self.screen.deco_raw(&self.screen.deco.dim(text));
+                    self.at_line_start = text.ends_with('\n');
+                }
+                _ => {}
+            },
+            Event::BlockComplete { .. } | Event::MessageComplete { .. } => self.close_block(),
+            Event::ToolDispatchStart { name, input, .. } => {
+                self.close_block();
+                self.running_tools += 1;
+                let args = compact(&input.to_string(), ARGS_PREVIEW_CHARS);
+                self.screen.note(&format!(
+                    "{} {} {}",
+                    self.screen.deco.cyan("●"),
+                    self.screen.deco.bold(name),
+                    self.screen.deco.dim(&args)
+                ));
+            }
+            Event::ToolDispatchComplete {
+                name,
+                content,
+                is_error,
+                ..
+            } => {
+                self.running_tools = self.running_tools.saturating_sub(1);
+                self.tool_result(name, content, *is_error);
+                if self.running_tools == 0 {
+                    self.waiting("waiting for the model…");
+                }
+            }
+            Event::ProviderRetry(info) => {
+                self.close_block();
+                let mut line = format!(
+                    "↻ retrying in {:.1}s (attempt {}): {}",
+                    info.delay.as_secs_f64(),
+                    info.attempt,
+                    info.reason
+                );
+                if info.discard_partial {
+                    line.push_str(" — the partial answer above is discarded");
+                }
+                self.screen.note(&self.screen.deco.yellow(&line));
+                self.waiting("waiting for the model…");
+            }
+            Event::CompactionStart { tokens_before } => {
+                self.close_block();
+                self.screen.note(&self.screen.deco.dim(&format!(
+                    "compacting the conversation (about {} tokens)…",
+                    thousands(*tokens_before)
+                )));
+                self.waiting("summarising…");
+            }
+            Event::CompactionComplete {
+                tokens_before,
+                tokens_after,
+            } => {
+                self.screen.note(&self.screen.deco.dim(&format!(
+                    "compacted: about {} → {} tokens",
+                    thousands(*tokens_before),
+                    thousands(*tokens_after)
+                )));
+                self.waiting("waiting for the model…");
+            }
+            Event::TurnComplete { .. } => self.close_block(),
+            _ => {}
+        }
+    }
+
+    fn tool_result(&mut self, name: &str, content: &[ToolResultContent], is_error: bool) {
+        let mut text = String::new();
+        let mut images = Vec::new();
+        for part in content {
+            match part {
+                ToolResultContent::Text { text: t } => {
+                    if !text.is_empty() {
+                        text.push('\n');
+                    }
+                    text.push_str(t);
+                }
+                ToolResultContent::Image { media_type, data } => {
+                    images.push(format!("[image {media_type}, about {} bytes]", data.len() / 4 * 3));
+                }
+            }
+        }
+        let deco = self.screen.deco;
+        let lines: Vec<&str> = text.lines().collect();
+        let size = format!(
+            "{} line{}, {} bytes",
+            lines.len(),
+            if lines.len() == 1 { "" } else { "s" },
+            thousands(text.len() as u64)
+        );
+        let head = if is_error {
+            deco.red(&format!("  ✗ {name} failed ({size})"))
+        } else {
+            deco.dim(&format!("  ✓ {name} ({size})"))
+        };
+        self.screen.note(&head);
+        // Errors usually say what went wrong at the end (an exit code, a last message), so an
+        // error shows its first and last lines; a success shows its first lines.
+        let paint = |line: &str| {
+            let shown = format!("    {}", compact(line, 200));
+            if is_error {
+                deco.red(&shown)
+            } else {
+                deco.dim(&shown)
+            }
+        };
+        let hidden = lines.len().saturating_sub(RESULT_PREVIEW_LINES);
+        let (head, tail) = if hidden == 0 {
+            (&lines[..], &lines[lines.len()..])
+        } else if is_error {
+            let half = RESULT_PREVIEW_LINES / 2;
+            (&lines[..half], &lines[lines.len() - half..])
+        } else {
+            (&lines[..RESULT_PREVIEW_LINES], &lines[lines.len()..])
+        };
+        for line in head {
+            self.screen.note(&paint(line));
+        }
+        if hidden > 0 {
+            let more = format!("    … {hidden} more line{}", if hidden == 1 { "" } else { "s" });
+            self.screen.note(&deco.dim(&more));
+        }
+        for line in tail {
+            self.screen.note(&paint(line));
+        }
+        for image in images {
+            self.screen.note(&deco.dim(&format!("    {image}")));
+        }
+    }
+
+    /// Ends the turn with `summary` (the token and cost line).
+    pub fn finish(&mut self, summary: &str) {
+        self.stop_spinner();
+        self.close_block();
+        self.screen.note(&self.screen.deco.dim(summary));
+    }
+
+    /// Ends the turn with an error.
+    pub fn failed(&mut self, message: &str) {
+        self.stop_spinner();
+        self.close_block();
+        self.screen.note(&self.screen.deco.red(&format!("error: {message}")));
+    }
+
+    /// Ends the turn after Ctrl-C.
+    pub fn cancelled(&mut self) {
+        self.stop_spinner();
+        self.close_block();
+        self.screen.note(
+            &self
+                .screen
+                .deco
+                .yellow("⎋ cancelled — what streamed so far is kept in the session"),
+        );
+    }
+}
+
+impl Drop for TurnView {
+    fn drop(&mut self) {
+        self.stop_spinner();
+    }
+}
+
+/// `text` on one line, cut to `max` characters with an ellipsis.
+fn compact(text: &str, max: usize) -> String {
+    let flat: String = text
+        .chars()
+        .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
+        .collect();
+    if flat.chars().count() > max {
+        let mut cut: String = flat.chars().take(max).collect();
+        cut.push('…');
+        cut
+    } else {
+        flat
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compact_flattens_and_cuts() {
+        assert_eq!(compact("a\nb", 10), "a b");
+        assert_eq!(compact("abcdef", 3), "abc…");
+    }
+}

@@ -1,0 +1,63 @@
+//! One REPL turn: stream the agent's events to the screen until the turn ends, fails, or Ctrl-C
+//! cancels it.
+
+use panto_core::{Agent, Error, Event, PricingRegistry, Usage, UserMessage, WireIdentity};
+
+use crate::cost::{cost, summary_line};
+use crate::render::{Screen, TurnView};
+
+/// What a turn cost.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TurnOutcome {
+    /// Tokens over every request of the turn.
+    pub usage: Usage,
+    /// Its cost, when pricing is known.
+    pub cost: Option<u64>,
+}
+
+/// Runs one turn with `text`. Errors are shown, not returned: the REPL goes on either way.
+pub async fn run(
+    agent: &mut Agent,
+    text: String,
+    screen: Screen,
+    pricing: &PricingRegistry,
+    wire: &WireIdentity,
+) -> TurnOutcome {
+    let mut view = TurnView::new(screen);
+    view.waiting("waiting for the model…");
+    let mut stream = agent.run(UserMessage::text(text));
+    // The terminal is in cooked mode while a turn runs, so Ctrl-C arrives as SIGINT. Cancelling
+    // through the token lets the agent salvage and persist what already streamed.
+    let watcher = crate::interrupt::cancel_on_interrupt(stream.cancel_token());
+    let mut ended = false;
+    loop {
+        match stream.next().await {
+            Ok(Some(event)) => {
+                if matches!(event, Event::TurnComplete { .. }) {
+                    ended = true;
+                }
+                view.event(&event);
+            }
+            Ok(None) => break,
+            Err(Error::Cancelled) => {
+                view.cancelled();
+                break;
+            }
+            Err(e) => {
+                view.failed(&e.to_string());
+                break;
+            }
+        }
+    }
+    watcher.abort();
+    let usage = stream.usage();
+    drop(stream);
+    let outcome = TurnOutcome {
+        usage,
+        cost: cost(pricing, wire, &usage),
+    };
+    if ended || usage != Usage::default() {
+        view.finish(&summary_line(&outcome.usage, outcome.cost));
+    }
+    outcome
+}

@@ -1,0 +1,403 @@
+//! `panto sessions` (listing and export), the `-r` picker, and `panto models`.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use chrono::{DateTime, Local, Utc};
+use panto_core::{ContentBlock, Conversation, Role, SessionInfo, SessionStore, SystemMode, ToolResultContent};
+use panto_store_fs::FileSystemJSONLStore;
+use serde_json::{json, Value};
+
+use crate::config::{default_context_window, Key, Settings};
+use crate::cost::thousands;
+use crate::exit::Failure;
+
+/// How `sessions export` writes a conversation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// A readable transcript.
+    Markdown,
+    /// One JSON message per line, as the model sees the conversation.
+    Jsonl,
+}
+
+/// How many sessions the picker and `/sessions` show.
+pub const RECENT: usize = 20;
+
+/// The shortest id prefix, at least 8 characters, that tells each listed session apart: UUIDv7
+/// ids share their leading (time) digits when created close together.
+pub fn short_ids(infos: &[SessionInfo]) -> Vec<String> {
+    let mut len = 8;
+    for a in infos {
+        for b in infos {
+            if a.id != b.id {
+                let common = a.id.chars().zip(b.id.chars()).take_while(|(x, y)| x == y).count();
+                len = len.max(common + 1);
+            }
+        }
+    }
+    infos
+        .iter()
+        .map(|i| i.id.chars().take(len.min(i.id.len())).collect())
+        .collect()
+}
+
+fn local_time(t: DateTime<Utc>) -> String {
+    t.with_timezone(&Local).format("%Y-%m-%d %H:%M").to_string()
+}
+
+fn one_line(text: &str, max: usize) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > max {
+        format!("{}…", flat.chars().take(max).collect::<String>())
+    } else {
+        flat
+    }
+}
+
+/// The table rows of a listing: short id, last prompt time, messages, model, last prompt.
+pub fn table(infos: &[SessionInfo]) -> Vec<String> {
+    let ids = short_ids(infos);
+    infos
+        .iter()
+        .zip(ids)
+        .map(|(info, id)| {
+            format!(
+                "{id}  {}  {:>4} msgs  {:<20}  {}",
+                local_time(info.recency()),
+                info.message_count,
+                info.wire.as_ref().map_or("-", |w| w.model.as_str()),
+                one_line(info.last_user_message.as_deref().unwrap_or(""), 60)
+            )
+        })
+        .collect()
+}
+
+fn info_json(info: &SessionInfo) -> Value {
+    json!({
+        "id": info.id,
+        "created": info.created.to_rfc3339(),
+        "modified": info.modified.to_rfc3339(),
+        "last_prompt_at": info.last_prompt_at.map(|t| t.to_rfc3339()),
+        "message_count": info.message_count,
+        "last_user_message": info.last_user_message,
+        "model": info.wire.as_ref().map(|w| w.model.clone()),
+        "api_style": info.wire.as_ref().map(|w| w.api_style.as_str()),
+        "base_url": info.wire.as_ref().map(|w| w.base_url.clone()),
+        "reasoning": info.wire.as_ref().map(|w| w.reasoning.as_str()),
+    })
+}
+
+/// `panto sessions [--json]`. Files that cannot be read are reported on stderr, never fatal.
+pub async fn list_command(store: &Arc<FileSystemJSONLStore>, as_json: bool) -> Result<(), Failure> {
+    let (infos, problems) = store.list_with_problems().await?;
+    for (path, error) in &problems {
+        eprintln!("panto: skipped {}: {error}", path.display());
+    }
+    let mut out = std::io::stdout().lock();
+    if as_json {
+        let list: Vec<Value> = infos.iter().map(info_json).collect();
+        let _ = writeln!(out, "{}", Value::Array(list));
+    } else if infos.is_empty() {
+        eprintln!("panto: no sessions in {}", store.dir().display());
+    } else {
+        for row in table(&infos) {
+            let _ = writeln!(out, "{row}");
+        }
+    }
+    let _ = out.flush();
+    Ok(())
+}
+
+/// `panto sessions export ID`.
+pub async fn export_command(store: Arc<FileSystemJSONLStore>, id: &str, format: ExportFormat) -> Result<(), Failure> {
+    let dyn_store: Arc<dyn SessionStore> = store.clone();
+    let session = match dyn_store.resolve(id.trim()).await {
+        Ok(Some(s)) => s,
+        Ok(None) => {
+            return Err(Failure::usage(format!(
+                "no session matches {id:?} in {}",
+                store.dir().display()
+            )))
+        }
+        Err(panto_core::Error::InvalidSessionId(_)) => {
+            return Err(Failure::usage(format!(
+                "{id:?} is not a session id or prefix (session ids are lowercase hex and `-`)"
+            )))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let conversation = session.load().await?;
+    let text = match format {
+        ExportFormat::Markdown => markdown(&session.info, &conversation),
+        ExportFormat::Jsonl => jsonl(&conversation)?,
+    };
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+    Ok(())
+}
+
+/// One JSON message per line.
+pub fn jsonl(conversation: &Conversation) -> Result<String, Failure> {
+    let mut out = String::new();
+    for m in &conversation.messages {
+        let line = serde_json::to_string(m).map_err(|e| Failure::runtime(format!("cannot encode a message: {e}")))?;
+        out.push_str(&line);
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+/// A fenced block that no backtick run inside `text` can close early.
+fn fenced(text: &str, lang: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest.max(2) + 1);
+    format!("{fence}{lang}\n{}\n{fence}\n", text.trim_end_matches('\n'))
+}
+
+/// A readable transcript.
+pub fn markdown(info: &SessionInfo, conversation: &Conversation) -> String {
+    let mut out = format!("# Session {}\n\n", info.id);
+    out.push_str(&format!("- created: {}\n", info.created.to_rfc3339()));
+    if let Some(w) = &info.wire {
+        out.push_str(&format!("- model: {} ({}, {})\n", w.model, w.api_style, w.base_url));
+    }
+    out.push_str(&format!("- messages: {}\n", conversation.messages.len()));
+    for message in &conversation.messages {
+        let heading = match message.role {
+            Role::User => "User",
+            Role::Assistant => "Assistant",
+            Role::System => "System",
+        };
+        let is_tool_results = message
+            .content
+            .iter()
+            .all(|b| matches!(b, ContentBlock::ToolResult { .. }));
+        out.push_str(&format!(
+            "\n## {}\n\n",
+            if is_tool_results && message.role == Role::User {
+                "Tool results"
+            } else {
+                heading
+            }
+        ));
+        for block in &message.content {
+            match block {
+                ContentBlock::Text { text } => {
+                    out.push_str(text.trim_end());
+                    out.push_str("\n\n");
+                }
+                ContentBlock::Thinking { thinking, .. } => {
+                    for line in thinking.lines() {
+                        out.push_str(&format!("> {line}\n"));
+                    }
+                    out.push('\n');
+                }
+                ContentBlock::RedactedThinking { .. } => out.push_str("> (redacted thinking)\n\n"),
+                ContentBlock::ToolUse { name, input, .. } => {
+                    out.push_str(&format!("**{name}**\n\n"));
+                    let args = serde_json::to_string_pretty(input).unwrap_or_else(|_| input.to_string());
+                    out.push_str(&fenced(&args, "json"));
+                    out.push('\n');
+                }
+                ContentBlock::ToolResult { content, is_error, .. } => {
+                    if *is_error {
+                        out.push_str("**error**\n\n");
+                    }
+                    for part in content {
+                        match part {
+                            ToolResultContent::Text { text } => out.push_str(&fenced(text, "")),
+                            ToolResultContent::Image { media_type, .. } => {
+                                out.push_str(&format!("(image, {media_type})\n"))
+                            }
+                        }
+                    }
+                    out.push('\n');
+                }
+                ContentBlock::System { text, mode } => {
+                    let label = match mode {
+                        SystemMode::Append => "system prompt (added)",
+                        SystemMode::Replace => "system prompt (replaced)",
+                    };
+                    out.push_str(&format!("*{label}*\n\n"));
+                    for line in text.lines() {
+                        out.push_str(&format!("> {line}\n"));
+                    }
+                    out.push('\n');
+                }
+                ContentBlock::CompactionSummary { summary } => {
+                    out.push_str("*summary of earlier conversation*\n\n");
+                    out.push_str(summary.trim_end());
+                    out.push_str("\n\n");
+                }
+                ContentBlock::Image { media_type, .. } => out.push_str(&format!("(image, {media_type})\n\n")),
+            }
+        }
+    }
+    out
+}
+
+/// The `-r` picker: a numbered list of recent sessions on stderr, the choice read from stdin.
+pub fn pick(infos: &[SessionInfo]) -> Result<String, Failure> {
+    if infos.is_empty() {
+        return Err(Failure::usage("no sessions to resume"));
+    }
+    if !crate::terminal::stdin_is_tty() {
+        return Err(Failure::usage(
+            "-r without an id needs a terminal to pick on; pass the session id (see `panto sessions`)",
+        ));
+    }
+    let shown = &infos[..infos.len().min(RECENT)];
+    let mut err = std::io::stderr().lock();
+    for (n, row) in table(shown).iter().enumerate() {
+        let _ = writeln!(err, "{:>3}. {row}", n + 1);
+    }
+    loop {
+        let _ = write!(err, "resume which session? [1-{}, empty to give up]: ", shown.len());
+        let _ = err.flush();
+        let Some(line) = crate::terminal::read_line(None) else {
+            return Err(Failure::usage("no session picked"));
+        };
+        let line = line.trim();
+        if line.is_empty() {
+            return Err(Failure::usage("no session picked"));
+        }
+        match line.parse::<usize>() {
+            Ok(n) if (1..=shown.len()).contains(&n) => return Ok(shown[n - 1].id.clone()),
+            _ => {
+                let _ = writeln!(err, "please type a number from 1 to {}", shown.len());
+            }
+        }
+    }
+}
+
+/// The rows of `panto models` and `/models`: every alias, the default marked with `*`.
+pub fn models_rows(settings: &Settings, current: Option<&str>) -> Vec<String> {
+    let default = settings.default_selection().ok();
+    let default_label = default.as_ref().map(|d| d.label().to_owned());
+    let mut rows = Vec::new();
+    for alias in &settings.models {
+        let mark = if Some(alias.name.as_str()) == default_label.as_deref() {
+            "*"
+        } else {
+            " "
+        };
+        let now = if Some(alias.name.as_str()) == current {
+            " (in use)"
+        } else {
+            ""
+        };
+        let style = settings.provider(&alias.provider).map(|p| p.api_style);
+        let window = alias
+            .context_window
+            .or_else(|| style.map(default_context_window))
+            .unwrap_or_default();
+        let price = alias
+            .pricing
+            .map(|p| format!("  ${}/${} per Mtok", p.input, p.output))
+            .unwrap_or_default();
+        let key = match settings.provider(&alias.provider).map(|p| &p.key) {
+            Some(Key::Missing(var)) => format!("  (key {var} not set)"),
+            _ => String::new(),
+        };
+        rows.push(format!(
+            "{mark} {:<14} {} via {}, reasoning {}, {} tokens context{price}{key}{now}",
+            alias.name,
+            alias.model,
+            alias.provider,
+            alias.reasoning,
+            thousands(window)
+        ));
+    }
+    if settings.models.is_empty() {
+        match default {
+            Some(d) => rows.push(format!(
+                "* {} via {} (no aliases configured; the default for {})",
+                d.model,
+                d.provider.name,
+                d.provider.key_env.as_deref().unwrap_or("this provider")
+            )),
+            None => rows.push(format!(
+                "no models: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or configure [models.NAME] in {}",
+                settings.config_path_display()
+            )),
+        }
+    }
+    rows
+}
+
+/// `panto models`.
+pub fn print_models(settings: &Settings) {
+    let mut out = std::io::stdout().lock();
+    for row in models_rows(settings, None) {
+        let _ = writeln!(out, "{row}");
+    }
+    let _ = out.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(id: &str) -> SessionInfo {
+        SessionInfo::new(id, Utc::now())
+    }
+
+    #[test]
+    fn short_ids_grow_until_unique() {
+        let infos = [
+            info("0190aaaa-1111-7000-8000-000000000000"),
+            info("0190aaaa-1122-7000-8000-000000000000"),
+        ];
+        assert_eq!(short_ids(&infos), ["0190aaaa-111", "0190aaaa-112"]);
+        assert_eq!(short_ids(&infos[..1]), ["0190aaaa"]);
+    }
+
+    #[test]
+    fn fences_outgrow_backticks_inside() {
+        assert_eq!(fenced("a", ""), "```\na\n```\n");
+        assert!(fenced("x ```` y", "").starts_with("`````\n"));
+    }
+
+    #[test]
+    fn markdown_has_roles_tools_and_results() {
+        let mut c = Conversation::new();
+        c.add_system_message("be brief");
+        c.add_user_message("list files");
+        c.add_assistant_message(
+            vec![ContentBlock::ToolUse {
+                id: "t".into(),
+                name: "bash".into(),
+                input: json!({"command": "ls"}),
+            }],
+            None,
+        );
+        c.messages.push(panto_core::Message::new(
+            Role::User,
+            vec![ContentBlock::ToolResult {
+                tool_use_id: "t".into(),
+                content: vec![ToolResultContent::Text { text: "a.txt".into() }],
+                is_error: false,
+            }],
+        ));
+        let md = markdown(&info("0190"), &c);
+        for needle in [
+            "# Session 0190",
+            "## System",
+            "> be brief",
+            "## User",
+            "list files",
+            "**bash**",
+            "\"command\": \"ls\"",
+            "## Tool results",
+            "a.txt",
+        ] {
+            assert!(md.contains(needle), "{needle} missing in\n{md}");
+        }
+        let lines = jsonl(&c).unwrap();
+        assert_eq!(lines.lines().count(), 4);
+        let back: panto_core::Message = serde_json::from_str(lines.lines().nth(1).unwrap()).unwrap();
+        assert_eq!(back, c.messages[1]);
+    }
+}

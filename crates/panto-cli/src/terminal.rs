@@ -1,0 +1,113 @@
+//! Terminal input outside rustyline: approval questions and the session picker.
+//!
+//! An approval question is asked while a turn runs, and Ctrl-C must be able to cancel the turn
+//! while the question waits. A plain blocking `read_line` cannot be interrupted, and a reader left
+//! blocked would swallow the next line meant for the prompt. So lines are read straight from file
+//! descriptor 0, after `poll` says one is ready, checking the cancel token between polls. Piped
+//! input is read through std's buffered stdin instead, the buffer rustyline reads pipes through.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::os::fd::AsFd;
+
+use nix::poll::{poll, PollFd, PollFlags};
+use panto_core::CancellationToken;
+
+use crate::render::Style;
+use crate::tools::{approval_answer, Answer, Asker};
+
+/// How long a question waits for pending tool lines to be drawn.
+const RENDER_GRACE: std::time::Duration = std::time::Duration::from_millis(40);
+
+/// How long one poll waits before the cancel token is checked again, in milliseconds.
+const POLL_MS: u16 = 100;
+
+/// Reads one line from stdin, returning `None` at end of input or when `cancel` fires first.
+/// The line is returned without its line end.
+pub fn read_line(cancel: Option<&CancellationToken>) -> Option<String> {
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        // Piped input: rustyline reads it through std's buffered stdin, which may already hold
+        // the next line, so read through the same buffer (a pipe is not typed at, so there is
+        // no Ctrl-C to wait for).
+        let mut line = String::new();
+        return match stdin.lock().read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => Some(line.trim_end_matches(['\n', '\r']).to_owned()),
+        };
+    }
+    let fd = stdin.as_fd();
+    let mut line = Vec::new();
+    loop {
+        if cancel.is_some_and(CancellationToken::is_cancelled) {
+            return None;
+        }
+        let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+        match poll(&mut fds, POLL_MS) {
+            Ok(0) => continue,
+            Ok(_) => {}
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(_) => return None,
+        }
+        // In canonical mode the terminal reports "readable" once a whole line is typed; reading
+        // a byte at a time never takes more than the line, so nothing meant for rustyline is
+        // consumed here.
+        let mut byte = [0u8; 1];
+        match nix::unistd::read(fd, &mut byte) {
+            Ok(0) => {
+                return (!line.is_empty()).then(|| String::from_utf8_lossy(&line).into_owned());
+            }
+            Ok(_) if byte[0] == b'\n' => {
+                if line.last() == Some(&b'\r') {
+                    line.pop();
+                }
+                return Some(String::from_utf8_lossy(&line).into_owned());
+            }
+            Ok(_) => line.push(byte[0]),
+            Err(nix::errno::Errno::EINTR | nix::errno::Errno::EAGAIN) => continue,
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Whether stdin is a terminal.
+pub fn stdin_is_tty() -> bool {
+    std::io::stdin().is_terminal()
+}
+
+/// Asks approval questions on stderr and reads the answers from stdin.
+#[derive(Debug)]
+pub struct TerminalAsker {
+    style: Style,
+}
+
+impl TerminalAsker {
+    /// An asker drawing with `style` (the colour decision for stderr).
+    pub fn new(style: Style) -> Self {
+        TerminalAsker { style }
+    }
+}
+
+impl Asker for TerminalAsker {
+    fn ask(&self, question: &str, cancel: &CancellationToken) -> Option<Answer> {
+        // The tool call's own line is queued for rendering when the tool starts; a moment's wait
+        // lets it reach the screen before the question about it.
+        std::thread::sleep(RENDER_GRACE);
+        let _console = crate::render::console();
+        let mut prompt = format!(
+            "\n{} {} ",
+            self.style.yellow(&format!("? {question}")),
+            self.style.dim("[y]es / [n]o / [a]lways:")
+        );
+        loop {
+            let _ = std::io::stdout().flush();
+            let mut err = std::io::stderr();
+            let _ = write!(err, "{prompt}");
+            let _ = err.flush();
+            let line = read_line(Some(cancel))?;
+            if let Some(answer) = approval_answer(&line) {
+                return Some(answer);
+            }
+            prompt = format!("{} ", self.style.dim("please answer y, n or a:"));
+        }
+    }
+}

@@ -1,0 +1,223 @@
+//! The approval gate: whether `write`, `edit` and `bash` may run.
+//!
+//! Tool calls of one assistant message run concurrently, so two calls may want approval at the
+//! same time; the gate asks one question at a time, and re-checks "always" after waiting its turn
+//! so a second call of a tool the user just allowed for good is not asked about again.
+
+use std::collections::HashSet;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use panto_core::CancellationToken;
+use serde::Deserialize;
+
+use super::ToolName;
+
+/// How tool calls that change things are approved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Approval {
+    /// Ask before each call: yes, no, or always for this tool.
+    Ask,
+    /// Run every call.
+    Auto,
+    /// Refuse write, edit and bash: they return an error result to the model.
+    ReadOnly,
+}
+
+impl Approval {
+    /// The name used on the command line and in the config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Approval::Ask => "ask",
+            Approval::Auto => "auto",
+            Approval::ReadOnly => "read-only",
+        }
+    }
+}
+
+impl fmt::Display for Approval {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A user's answer to an approval question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// Run this call.
+    Yes,
+    /// Do not run it.
+    No,
+    /// Run it and every later call of this tool.
+    Always,
+}
+
+/// Asks the user a question. Blocking: the gate calls it on a blocking thread. Returns `None` when
+/// `cancel` fired or input ended before an answer.
+pub trait Asker: Send + Sync + fmt::Debug {
+    /// Shows `question` and waits for an answer.
+    fn ask(&self, question: &str, cancel: &CancellationToken) -> Option<Answer>;
+}
+
+/// The gate in front of tools that change things.
+#[derive(Debug)]
+pub struct Gate {
+    mode: Approval,
+    always: Mutex<HashSet<ToolName>>,
+    /// Held while a question is on screen, so questions never interleave.
+    asking: tokio::sync::Mutex<()>,
+    asker: Option<Arc<dyn Asker>>,
+    /// Appended to the read-only refusal: how to get the tool allowed in this mode of panto.
+    read_only_hint: String,
+}
+
+impl Gate {
+    /// A gate in `mode`. Without an asker, `ask` refuses (there is nobody to ask).
+    pub fn new(mode: Approval, asker: Option<Arc<dyn Asker>>, read_only_hint: &str) -> Self {
+        Gate {
+            mode,
+            always: Mutex::new(HashSet::new()),
+            asking: tokio::sync::Mutex::new(()),
+            asker,
+            read_only_hint: read_only_hint.to_owned(),
+        }
+    }
+
+    /// The current mode.
+    pub fn mode(&self) -> Approval {
+        self.mode
+    }
+
+    /// Whether `tool` was allowed for good with "always".
+    pub fn always_allowed(&self, tool: ToolName) -> bool {
+        self.always.lock().unwrap_or_else(|e| e.into_inner()).contains(&tool)
+    }
+
+    /// Whether `tool` may run this call. `what` describes the call for the question (the command,
+    /// the path). `Err` holds the text of the error result the model gets.
+    pub async fn check(&self, tool: ToolName, what: &str, cancel: &CancellationToken) -> Result<(), String> {
+        if !tool.needs_approval() {
+            return Ok(());
+        }
+        match self.mode() {
+            Approval::Auto => Ok(()),
+            Approval::ReadOnly => Err(format!(
+                "the {tool} tool is not allowed: tool approval is read-only{}",
+                self.read_only_hint
+            )),
+            Approval::Ask => {
+                if self.always_allowed(tool) {
+                    return Ok(());
+                }
+                let Some(asker) = self.asker.clone() else {
+                    return Err(format!(
+                        "the {tool} tool needs approval, and there is no terminal to ask on"
+                    ));
+                };
+                let _turn = tokio::select! {
+                    guard = self.asking.lock() => guard,
+                    _ = cancel.cancelled() => return Err(declined(tool, "the turn was cancelled")),
+                };
+                if self.always_allowed(tool) {
+                    return Ok(());
+                }
+                let question = format!("allow {tool}: {what}");
+                let token = cancel.clone();
+                let answer = tokio::task::spawn_blocking(move || asker.ask(&question, &token))
+                    .await
+                    .unwrap_or(None);
+                match answer {
+                    Some(Answer::Yes) => Ok(()),
+                    Some(Answer::Always) => {
+                        self.always.lock().unwrap_or_else(|e| e.into_inner()).insert(tool);
+                        Ok(())
+                    }
+                    Some(Answer::No) => Err(declined(tool, "the user declined this call")),
+                    None if cancel.is_cancelled() => Err(declined(tool, "the turn was cancelled")),
+                    None => Err(declined(tool, "no answer (input ended)")),
+                }
+            }
+        }
+    }
+}
+
+fn declined(tool: ToolName, why: &str) -> String {
+    format!("the {tool} call did not run: {why}")
+}
+
+/// Parses an answer: `y`/`yes`, `n`/`no`, `a`/`always` (any case).
+pub fn parse_answer(line: &str) -> Option<Answer> {
+    match line.trim().to_ascii_lowercase().as_str() {
+        "y" | "yes" => Some(Answer::Yes),
+        "n" | "no" => Some(Answer::No),
+        "a" | "always" => Some(Answer::Always),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    #[derive(Debug)]
+    struct Scripted {
+        answer: Option<Answer>,
+        asked: AtomicUsize,
+    }
+
+    impl Asker for Scripted {
+        fn ask(&self, _question: &str, _cancel: &CancellationToken) -> Option<Answer> {
+            self.asked.fetch_add(1, Ordering::SeqCst);
+            self.answer
+        }
+    }
+
+    fn gate(answer: Option<Answer>) -> (Gate, Arc<Scripted>) {
+        let asker = Arc::new(Scripted {
+            answer,
+            asked: AtomicUsize::new(0),
+        });
+        (Gate::new(Approval::Ask, Some(asker.clone()), ""), asker)
+    }
+
+    #[tokio::test]
+    async fn read_only_refuses_with_the_hint_and_read_always_runs() {
+        let g = Gate::new(Approval::ReadOnly, None, " (use --approve auto)");
+        let cancel = CancellationToken::new();
+        let e = g.check(ToolName::Bash, "ls", &cancel).await.unwrap_err();
+        assert!(e.contains("read-only") && e.contains("--approve auto"), "{e}");
+        assert!(g.check(ToolName::Read, "x", &cancel).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn always_is_remembered_per_tool() {
+        let (g, asker) = gate(Some(Answer::Always));
+        let cancel = CancellationToken::new();
+        g.check(ToolName::Bash, "ls", &cancel).await.unwrap();
+        g.check(ToolName::Bash, "pwd", &cancel).await.unwrap();
+        assert_eq!(asker.asked.load(Ordering::SeqCst), 1);
+        g.check(ToolName::Write, "f", &cancel).await.unwrap();
+        assert_eq!(asker.asked.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn no_is_an_error_result_for_the_model() {
+        let (g, _) = gate(Some(Answer::No));
+        let e = g
+            .check(ToolName::Edit, "f", &CancellationToken::new())
+            .await
+            .unwrap_err();
+        assert!(e.contains("declined"), "{e}");
+    }
+
+    #[test]
+    fn answers_parse() {
+        assert_eq!(parse_answer(" Y\n"), Some(Answer::Yes));
+        assert_eq!(parse_answer("always"), Some(Answer::Always));
+        assert_eq!(parse_answer("no"), Some(Answer::No));
+        assert_eq!(parse_answer("maybe"), None);
+    }
+}

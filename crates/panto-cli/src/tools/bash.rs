@@ -1,0 +1,341 @@
+//! `bash`: run a command with `bash -c` in the working directory.
+//!
+//! The command runs in its own process group, so a timeout or a cancelled turn kills everything
+//! it started (pipelines, subshells), not just bash. Output is capped; the result states the cap
+//! when it cut something, so the model knows it saw only part.
+
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use panto_core::{Tool, ToolCall, ToolCallResult, ToolDecl, ToolError};
+use serde::Deserialize;
+use serde_json::json;
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+use super::{one_line, parse_input, ToolContext, ToolName};
+
+/// The longest timeout the model may ask for.
+const MAX_TIMEOUT_SECS: u64 = 600;
+/// How long to wait for output after bash exits, in case a background process keeps it open.
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+
+/// The `bash` tool.
+#[derive(Debug)]
+pub struct BashTool {
+    ctx: ToolContext,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Input {
+    command: String,
+    timeout_secs: Option<u64>,
+}
+
+impl BashTool {
+    /// A bash tool over `ctx`.
+    pub fn new(ctx: ToolContext) -> Self {
+        BashTool { ctx }
+    }
+}
+
+/// The first `cap` bytes of a stream, and how many bytes it had in all.
+#[derive(Debug, Default)]
+struct Captured {
+    head: Vec<u8>,
+    total: usize,
+}
+
+/// Reads `reader` to its end into `sink`, keeping at most `cap` bytes (so a flood of output cannot
+/// exhaust memory) and counting the rest. The sink is shared so that what arrived is still there
+/// when the reader is abandoned.
+async fn capture<R: AsyncRead + Unpin>(mut reader: R, cap: usize, sink: Arc<Mutex<Captured>>) {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        match reader.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                let mut captured = sink.lock().unwrap_or_else(|e| e.into_inner());
+                captured.total += n;
+                let room = cap.saturating_sub(captured.head.len());
+                captured.head.extend_from_slice(&buf[..n.min(room)]);
+            }
+        }
+    }
+}
+
+/// A stream being captured: the reader task and its sink.
+struct Capture {
+    task: tokio::task::JoinHandle<()>,
+    sink: Arc<Mutex<Captured>>,
+}
+
+impl Capture {
+    fn start<R: AsyncRead + Unpin + Send + 'static>(reader: Option<R>, cap: usize) -> Option<Capture> {
+        let sink = Arc::new(Mutex::new(Captured::default()));
+        let task = tokio::spawn(capture(reader?, cap, sink.clone()));
+        Some(Capture { task, sink })
+    }
+}
+
+/// Waits up to [`DRAIN_GRACE`] for a stream to end. Returns what it captured, and whether the
+/// stream was still open when the wait gave up.
+async fn drain(capture: Option<Capture>) -> (Captured, bool) {
+    let Some(mut capture) = capture else {
+        return (Captured::default(), false);
+    };
+    let open = tokio::time::timeout(DRAIN_GRACE, &mut capture.task).await.is_err();
+    if open {
+        capture.task.abort();
+    }
+    let captured = std::mem::take(&mut *capture.sink.lock().unwrap_or_else(|e| e.into_inner()));
+    (captured, open)
+}
+
+/// How the command ended.
+enum Ending {
+    Exited(std::process::ExitStatus),
+    TimedOut(Duration),
+    Cancelled,
+}
+
+/// Kills the process group led by `pid`. Failure means it is already gone.
+fn kill_group(pid: Option<u32>) {
+    if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
+        let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+    }
+}
+
+/// Assembles the result text: stdout, then stderr under a marker, then the exit status and what
+/// the cap cut.
+fn render(stdout: &Captured, stderr: &Captured, ending: &str, cap: usize, note: Option<&str>) -> String {
+    let mut out = String::new();
+    let mut shown = 0usize;
+    let out_text = String::from_utf8_lossy(&stdout.head);
+    let take = |text: &str, room: usize| -> String {
+        if text.len() <= room {
+            return text.to_owned();
+        }
+        let mut end = room;
+        while end > 0 && !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text[..end].to_owned()
+    };
+    let part = take(&out_text, cap);
+    shown += part.len();
+    out.push_str(&part);
+    let err_text = String::from_utf8_lossy(&stderr.head);
+    if !err_text.is_empty() {
+        if !out.is_empty() && !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str("[stderr]\n");
+        let part = take(&err_text, cap.saturating_sub(shown));
+        shown += part.len();
+        out.push_str(&part);
+    }
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    let total = stdout.total + stderr.total;
+    if total > shown {
+        out.push_str(&format!(
+            "[output truncated: {shown} of {total} bytes shown; bash output is capped at {cap} bytes]\n"
+        ));
+    }
+    if let Some(note) = note {
+        out.push_str(note);
+        out.push('\n');
+    }
+    out.push_str(ending);
+    out
+}
+
+#[async_trait]
+impl Tool for BashTool {
+    fn declaration(&self) -> ToolDecl {
+        ToolDecl {
+            name: ToolName::Bash.as_str().into(),
+            description: format!(
+                "Run a shell command with `bash -c` in the working directory, with no standard input. Returns \
+                 stdout, then stderr, then the exit code. Output beyond {} bytes is cut (the result says so). \
+                 The command is killed after `timeout_secs` (default {}, at most {MAX_TIMEOUT_SECS}).",
+                self.ctx.max_output_bytes,
+                self.ctx.bash_timeout.as_secs()
+            ),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "command": {"type": "string", "description": "The command line."},
+                    "timeout_secs": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_SECS,
+                                      "description": "Seconds before the command is killed."}
+                },
+                "required": ["command"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    async fn call(&self, call: ToolCall) -> Result<ToolCallResult, ToolError> {
+        let input: Input = parse_input(ToolName::Bash, &call.input)?;
+        if input.command.trim().is_empty() {
+            return Err("the command is empty".into());
+        }
+        let timeout = match input.timeout_secs {
+            Some(0) => return Err("timeout_secs must be at least 1".into()),
+            Some(s) => Duration::from_secs(s.min(MAX_TIMEOUT_SECS)),
+            None => self.ctx.bash_timeout,
+        };
+        self.ctx
+            .gate
+            .check(ToolName::Bash, &one_line(&input.command, 200), &call.cancel)
+            .await?;
+
+        let mut child = tokio::process::Command::new("bash")
+            .arg("-c")
+            .arg(&input.command)
+            .current_dir(&self.ctx.cwd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|e| format!("cannot start bash: {e}"))?;
+        let pid = child.id();
+        let cap = self.ctx.max_output_bytes;
+        let stdout = Capture::start(child.stdout.take(), cap);
+        let stderr = Capture::start(child.stderr.take(), cap);
+
+        let ending = tokio::select! {
+            status = child.wait() => match status {
+                Ok(status) => Ending::Exited(status),
+                Err(e) => {
+                    kill_group(pid);
+                    return Err(format!("waiting for bash failed: {e}").into());
+                }
+            },
+            _ = tokio::time::sleep(timeout) => Ending::TimedOut(timeout),
+            _ = call.cancel.cancelled() => Ending::Cancelled,
+        };
+        if !matches!(ending, Ending::Exited(_)) {
+            kill_group(pid);
+            let _ = child.wait().await;
+        }
+
+        // After bash exits, a background job may still hold the pipes; wait briefly, then report
+        // what arrived rather than hang the turn.
+        let (out, out_open) = drain(stdout).await;
+        let (err, err_open) = drain(stderr).await;
+        let note = (out_open || err_open)
+            .then_some("[a background process still holds the output open; it was not waited for]");
+
+        let (ending_text, is_error) = match ending {
+            Ending::Exited(status) => match status.code() {
+                Some(0) => ("[exit code 0]".to_owned(), false),
+                Some(code) => (format!("[exit code {code}]"), true),
+                None => ("[killed by a signal]".to_owned(), true),
+            },
+            Ending::TimedOut(t) => (
+                format!(
+                    "[timed out after {}s; the command and its children were killed]",
+                    t.as_secs()
+                ),
+                true,
+            ),
+            Ending::Cancelled => (
+                "[cancelled: the turn was interrupted; the command was killed]".to_owned(),
+                true,
+            ),
+        };
+        let text = render(&out, &err, &ending_text, cap, note);
+        Ok(ToolCallResult {
+            parts: vec![panto_core::ResultPart::Text(text)],
+            is_error,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use panto_core::CancellationToken;
+
+    use super::super::testing::{call, call_with, context, text};
+    use super::super::Approval;
+    use super::*;
+
+    fn tool(dir: &std::path::Path) -> BashTool {
+        BashTool::new(context(dir, Approval::Auto))
+    }
+
+    #[tokio::test]
+    async fn runs_in_the_working_directory_and_reports_both_streams() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("marker"), "").unwrap();
+        let r = call(&tool(dir.path()), json!({"command": "ls; echo oops >&2; exit 3"})).await;
+        let t = text(&r);
+        assert!(r.is_error);
+        assert!(t.starts_with("marker\n[stderr]\noops\n"), "{t}");
+        assert!(t.ends_with("[exit code 3]"), "{t}");
+    }
+
+    #[tokio::test]
+    async fn output_is_capped_and_the_cap_is_stated() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = call(
+            &tool(dir.path()),
+            json!({"command": "head -c 100000 /dev/zero | tr '\\0' x"}),
+        )
+        .await;
+        let t = text(&r);
+        assert!(!r.is_error, "{t}");
+        assert!(t.contains("4096 of 100000 bytes shown"), "{t}");
+        assert!(t.contains("capped at 4096 bytes"), "{t}");
+    }
+
+    #[tokio::test]
+    async fn timeout_kills_the_whole_process_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let started = Instant::now();
+        let r = call(
+            &tool(dir.path()),
+            json!({"command": "sleep 30 | cat; echo never", "timeout_secs": 1}),
+        )
+        .await;
+        let t = text(&r);
+        assert!(r.is_error && t.contains("timed out after 1s"), "{t}");
+        assert!(!t.contains("never"), "{t}");
+        assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+    }
+
+    #[tokio::test]
+    async fn cancel_stops_the_command() {
+        let dir = tempfile::tempdir().unwrap();
+        let cancel = CancellationToken::new();
+        let trigger = cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            trigger.cancel();
+        });
+        let started = Instant::now();
+        let r = call_with(&tool(dir.path()), json!({"command": "sleep 30"}), cancel).await;
+        assert!(r.is_error && text(&r).contains("cancelled"), "{}", text(&r));
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[tokio::test]
+    async fn read_only_refuses_to_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let t = BashTool::new(context(dir.path(), Approval::ReadOnly));
+        let r = call(&t, json!({"command": "touch made"})).await;
+        assert!(r.is_error && text(&r).contains("read-only"));
+        assert!(!dir.path().join("made").exists());
+    }
+}

@@ -1,0 +1,199 @@
+//! `edit`: replace an exact string in a file.
+//!
+//! The old text must occur exactly once (or `replace_all` must be set), so an edit never lands in
+//! the wrong place; when it does not, the error says which case it is so the model can fix its
+//! call.
+
+use async_trait::async_trait;
+use panto_core::{Tool, ToolCall, ToolCallResult, ToolDecl, ToolError};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{parse_input, resolve_path, ToolContext, ToolName};
+
+/// The `edit` tool.
+#[derive(Debug)]
+pub struct EditTool {
+    ctx: ToolContext,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Input {
+    path: String,
+    old_string: String,
+    new_string: String,
+    #[serde(default)]
+    replace_all: bool,
+}
+
+impl EditTool {
+    /// An edit tool over `ctx`.
+    pub fn new(ctx: ToolContext) -> Self {
+        EditTool { ctx }
+    }
+}
+
+/// The planned edit: the new content, how many replacements, and the line of the first.
+#[derive(Debug, PartialEq, Eq)]
+struct Plan {
+    content: String,
+    count: usize,
+    first_line: usize,
+}
+
+/// Applies the edit to `content` in memory, or says why it cannot.
+fn plan(content: &str, input: &Input) -> Result<Plan, String> {
+    if input.old_string.is_empty() {
+        return Err("old_string is empty; to create a file or replace all of it, use write".into());
+    }
+    if input.old_string == input.new_string {
+        return Err("old_string and new_string are the same; nothing would change".into());
+    }
+    let count = content.matches(&input.old_string).count();
+    if count == 0 {
+        return Err(format!(
+            "old_string was not found in {}; it must match exactly, including whitespace and indentation \
+             (read the file to copy the text)",
+            input.path
+        ));
+    }
+    if count > 1 && !input.replace_all {
+        return Err(format!(
+            "old_string occurs {count} times in {}; include more surrounding lines to make it unique, or set \
+             replace_all to replace every occurrence",
+            input.path
+        ));
+    }
+    let at = content.find(&input.old_string).unwrap_or(0);
+    let first_line = content[..at].matches('\n').count() + 1;
+    let content = if input.replace_all {
+        content.replace(&input.old_string, &input.new_string)
+    } else {
+        content.replacen(&input.old_string, &input.new_string, 1)
+    };
+    Ok(Plan {
+        content,
+        count,
+        first_line,
+    })
+}
+
+#[async_trait]
+impl Tool for EditTool {
+    fn declaration(&self) -> ToolDecl {
+        ToolDecl {
+            name: ToolName::Edit.as_str().into(),
+            description: "Replace `old_string` with `new_string` in a file. `old_string` must match the file \
+                          exactly (whitespace and indentation included) and occur exactly once, unless \
+                          `replace_all` is true. Read the file first to copy the exact text."
+                .into(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string", "description": "The file to edit."},
+                    "old_string": {"type": "string", "description": "The exact text to replace."},
+                    "new_string": {"type": "string", "description": "The replacement."},
+                    "replace_all": {"type": "boolean", "description": "Replace every occurrence.", "default": false}
+                },
+                "required": ["path", "old_string", "new_string"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    async fn call(&self, call: ToolCall) -> Result<ToolCallResult, ToolError> {
+        let input: Input = parse_input(ToolName::Edit, &call.input)?;
+        let path = resolve_path(&self.ctx.cwd, &input.path)?;
+        let read = || async {
+            tokio::fs::read_to_string(&path)
+                .await
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))
+        };
+        // Check before asking, so the user is never asked about an edit that cannot apply.
+        let first = plan(&read().await?, &input)?;
+        let what = format!(
+            "edit {} at line {} ({} occurrence{})",
+            input.path,
+            first.first_line,
+            first.count,
+            if first.count == 1 { "" } else { "s" }
+        );
+        self.ctx.gate.check(ToolName::Edit, &what, &call.cancel).await?;
+        // The file may have changed while the question was open: plan again on what is there now.
+        let done = plan(&read().await?, &input)?;
+        tokio::fs::write(&path, done.content.as_bytes())
+            .await
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        Ok(ToolCallResult::text(format!(
+            "edited {}: replaced {} occurrence{} (first at line {})",
+            input.path,
+            done.count,
+            if done.count == 1 { "" } else { "s" },
+            done.first_line
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{call, context, text};
+    use super::super::Approval;
+    use super::*;
+
+    async fn edit(dir: &std::path::Path, input: serde_json::Value) -> (bool, String) {
+        let tool = EditTool::new(context(dir, Approval::Auto));
+        let r = call(&tool, input).await;
+        (r.is_error, text(&r))
+    }
+
+    #[tokio::test]
+    async fn replaces_a_unique_string() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f.rs"), "fn a() {}\nfn b() {}\n").unwrap();
+        let (err, t) = edit(
+            dir.path(),
+            json!({"path": "f.rs", "old_string": "fn b", "new_string": "fn c"}),
+        )
+        .await;
+        assert!(!err, "{t}");
+        assert!(t.contains("line 2"), "{t}");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("f.rs")).unwrap(),
+            "fn a() {}\nfn c() {}\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn missing_and_ambiguous_text_fail_clearly_and_change_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let original = "x = 1\nx = 1\n";
+        std::fs::write(dir.path().join("f"), original).unwrap();
+        let (err, t) = edit(dir.path(), json!({"path": "f", "old_string": "y", "new_string": "z"})).await;
+        assert!(err && t.contains("not found"), "{t}");
+        let (err, t) = edit(
+            dir.path(),
+            json!({"path": "f", "old_string": "x = 1", "new_string": "x = 2"}),
+        )
+        .await;
+        assert!(err && t.contains("occurs 2 times"), "{t}");
+        assert_eq!(std::fs::read_to_string(dir.path().join("f")).unwrap(), original);
+        let (err, t) = edit(
+            dir.path(),
+            json!({"path": "f", "old_string": "x = 1", "new_string": "x = 2", "replace_all": true}),
+        )
+        .await;
+        assert!(!err && t.contains("2 occurrences"), "{t}");
+        assert_eq!(std::fs::read_to_string(dir.path().join("f")).unwrap(), "x = 2\nx = 2\n");
+    }
+
+    #[tokio::test]
+    async fn refused_in_read_only_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f"), "a").unwrap();
+        let tool = EditTool::new(context(dir.path(), Approval::ReadOnly));
+        let r = call(&tool, json!({"path": "f", "old_string": "a", "new_string": "b"})).await;
+        assert!(r.is_error && text(&r).contains("read-only"));
+        assert_eq!(std::fs::read_to_string(dir.path().join("f")).unwrap(), "a");
+    }
+}

@@ -1,0 +1,98 @@
+//! `panto sessions` (table, JSON, export) and `panto models`.
+
+use panto_testkit::{script, MockServer, Reply};
+
+use super::support::Home;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sessions_list_newest_first_and_export() {
+    let server = MockServer::start().await;
+    server.push(Reply::sse(script::anthropic_text("first answer")));
+    server.push(Reply::sse(script::anthropic_text("second answer")));
+    let mut home = Home::new();
+    home.anthropic(&server);
+    home.run(&["-p", "older question"], None).await.ok();
+    home.run(&["-p", "newer question"], None).await.ok();
+
+    let out = home.run(&["sessions", "--json"], None).await;
+    let list: serde_json::Value = serde_json::from_str(out.ok()).unwrap();
+    let list = list.as_array().unwrap();
+    assert_eq!(list.len(), 2);
+    assert_eq!(list[0]["last_user_message"], "newer question");
+    assert_eq!(list[1]["last_user_message"], "older question");
+    // system prompt, user prompt, assistant answer
+    assert_eq!(list[0]["message_count"], 3);
+    assert_eq!(list[0]["model"], "claude-sonnet-4-5");
+    assert_eq!(list[0]["api_style"], "anthropic-messages");
+    assert!(list[0]["last_prompt_at"].is_string());
+
+    let table = home.run(&["sessions"], None).await;
+    let rows: Vec<&str> = table.ok().lines().collect();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert!(
+        rows[0].contains("newer question") && rows[0].contains("claude-sonnet-4-5"),
+        "{rows:?}"
+    );
+    let newest = list[0]["id"].as_str().unwrap();
+    let short = rows[0].split_whitespace().next().unwrap();
+    assert!(
+        newest.starts_with(short) && short.len() >= 8,
+        "{short} is a prefix of {newest}"
+    );
+
+    let md = home.run(&["sessions", "export", newest], None).await;
+    let md = md.ok();
+    assert!(md.starts_with(&format!("# Session {newest}")), "{md}");
+    assert!(
+        md.contains("## User\n\nnewer question") && md.contains("## Assistant\n\nsecond answer"),
+        "{md}"
+    );
+
+    let jsonl = home
+        .run(&["sessions", "export", short, "--format", "jsonl"], None)
+        .await;
+    let messages: Vec<serde_json::Value> = jsonl.ok().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let roles: Vec<&str> = messages.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["system", "user", "assistant"]);
+
+    let missing = home.run(&["sessions", "export", "ffffffff"], None).await;
+    assert_eq!(missing.code, Some(2));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sessions_on_an_empty_store_and_a_custom_dir() {
+    let mut home = Home::new();
+    let out = home.run(&["sessions", "--json"], None).await;
+    assert_eq!(out.ok().trim(), "[]");
+    let custom = home.dir.path().join("elsewhere");
+    home.set("PANTO_SESSION_DIR", custom.to_str().unwrap());
+    let server = MockServer::start().await;
+    server.push(Reply::sse(script::openai_text("stored elsewhere")));
+    home.openai(&server);
+    home.run(&["-p", "q"], None).await.ok();
+    assert!(home.session_files().is_empty());
+    assert_eq!(super::support::files_under(&custom).len(), 1);
+    let out = home.run(&["sessions", "--json"], None).await;
+    let list: serde_json::Value = serde_json::from_str(out.ok()).unwrap();
+    assert_eq!(list.as_array().unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn models_lists_aliases_and_marks_the_default() {
+    let mut home = Home::new();
+    home.set("ANTHROPIC_API_KEY", "k");
+    home.write_config(
+        "default_model = \"big\"\n[models.small]\nprovider = \"anthropic\"\nmodel = \"claude-haiku-4-5\"\n[models.big]\nprovider = \"anthropic\"\nmodel = \"claude-opus-4-5\"\n",
+    );
+    let out = home.run(&["models"], None).await;
+    let rows: Vec<&str> = out.ok().lines().collect();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    assert!(
+        rows[0].starts_with("  small") && rows[0].contains("claude-haiku-4-5"),
+        "{rows:?}"
+    );
+    assert!(
+        rows[1].starts_with("* big") && rows[1].contains("claude-opus-4-5"),
+        "{rows:?}"
+    );
+}

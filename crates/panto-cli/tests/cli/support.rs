@@ -1,0 +1,227 @@
+//! The harness: a private home for each test, and a way to run `panto` in it.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use panto_testkit::{MockServer, RecordedRequest};
+use serde_json::Value;
+use tempfile::TempDir;
+use tokio::io::AsyncWriteExt;
+
+/// The API key every test uses; tests grep files for it.
+pub const KEY: &str = "sk-test-SECRET-4242-do-not-persist";
+
+/// The binary under test.
+pub fn panto_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_panto")
+}
+
+/// A private environment: `home/` (HOME and the XDG directories), `work/` (the working
+/// directory), and the variables set for `panto`.
+pub struct Home {
+    /// Keeps the directory alive.
+    pub dir: TempDir,
+    /// Extra variables.
+    pub vars: Vec<(String, String)>,
+}
+
+/// The output of one run.
+#[derive(Debug)]
+pub struct Run {
+    /// The exit code (`None` when killed by a signal).
+    pub code: Option<i32>,
+    /// Stdout.
+    pub stdout: String,
+    /// Stderr.
+    pub stderr: String,
+}
+
+impl Run {
+    /// Stdout parsed as JSON lines.
+    pub fn json_lines(&self) -> Vec<Value> {
+        self.stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l:?}: {e}")))
+            .collect()
+    }
+
+    /// Asserts success and returns stdout.
+    pub fn ok(&self) -> &str {
+        assert_eq!(
+            self.code,
+            Some(0),
+            "panto failed:\nstdout: {}\nstderr: {}",
+            self.stdout,
+            self.stderr
+        );
+        &self.stdout
+    }
+}
+
+impl Home {
+    /// A fresh home with an empty working directory.
+    pub fn new() -> Home {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        std::fs::create_dir_all(dir.path().join("home")).unwrap();
+        std::fs::create_dir_all(dir.path().join("work")).unwrap();
+        Home { dir, vars: Vec::new() }
+    }
+
+    /// `home/`.
+    pub fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    /// `work/`, the working directory of every run.
+    pub fn work(&self) -> PathBuf {
+        self.dir.path().join("work")
+    }
+
+    /// Where sessions land by the XDG default.
+    pub fn sessions_dir(&self) -> PathBuf {
+        self.home().join("data/panto/sessions")
+    }
+
+    /// Where the REPL history lands by the XDG default.
+    pub fn history_file(&self) -> PathBuf {
+        self.home().join("state/panto/history")
+    }
+
+    /// The default config file path.
+    pub fn config_file(&self) -> PathBuf {
+        self.home().join("config/panto/config.toml")
+    }
+
+    /// Writes the default config file.
+    pub fn write_config(&self, text: &str) {
+        let path = self.config_file();
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// Sets a variable.
+    pub fn set(&mut self, name: &str, value: &str) -> &mut Self {
+        self.vars.retain(|(n, _)| n != name);
+        self.vars.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// Zero config against `server` with the Anthropic API.
+    pub fn anthropic(&mut self, server: &MockServer) -> &mut Self {
+        self.set("ANTHROPIC_API_KEY", KEY)
+            .set("ANTHROPIC_BASE_URL", &server.anthropic_base_url())
+    }
+
+    /// Zero config against `server` with the OpenAI API.
+    pub fn openai(&mut self, server: &MockServer) -> &mut Self {
+        self.set("OPENAI_API_KEY", KEY)
+            .set("OPENAI_BASE_URL", &server.openai_base_url())
+    }
+
+    /// The variables of a run: nothing from the test's own environment but PATH, so a
+    /// developer's real keys or config never leak in.
+    pub fn env(&self) -> Vec<(String, String)> {
+        let mut env = vec![
+            ("PATH".to_owned(), std::env::var("PATH").unwrap_or_default()),
+            ("HOME".to_owned(), self.home().display().to_string()),
+            (
+                "XDG_CONFIG_HOME".to_owned(),
+                self.home().join("config").display().to_string(),
+            ),
+            (
+                "XDG_DATA_HOME".to_owned(),
+                self.home().join("data").display().to_string(),
+            ),
+            (
+                "XDG_STATE_HOME".to_owned(),
+                self.home().join("state").display().to_string(),
+            ),
+        ];
+        env.extend(self.vars.iter().cloned());
+        env
+    }
+
+    /// Runs `panto args` (stdin empty or `stdin`) to completion. Async, so the in-process mock
+    /// server keeps serving while the child runs.
+    pub async fn run(&self, args: &[&str], stdin: Option<&str>) -> Run {
+        let mut cmd = tokio::process::Command::new(panto_bin());
+        cmd.args(args)
+            .env_clear()
+            .envs(self.env())
+            .current_dir(self.work())
+            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        let mut child = cmd.spawn().expect("panto starts");
+        if let Some(text) = stdin {
+            let mut pipe = child.stdin.take().unwrap();
+            pipe.write_all(text.as_bytes()).await.unwrap();
+            drop(pipe);
+        }
+        let out = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait_with_output())
+            .await
+            .expect("panto finishes within a minute")
+            .expect("panto runs");
+        Run {
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Every file under the session directory.
+    pub fn session_files(&self) -> Vec<PathBuf> {
+        files_under(&self.sessions_dir())
+    }
+}
+
+/// Every regular file under `dir`, recursively (empty when it does not exist).
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(files_under(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The JSON body of a recorded request.
+pub fn body(request: &RecordedRequest) -> Value {
+    assert_eq!(request.validation, None, "the mock rejected request {}", request.index);
+    request.json().expect("a JSON body")
+}
+
+/// Every text found anywhere in a request's messages (text blocks, strings, tool results), for
+/// "the history holds X" checks.
+pub fn all_text(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items.iter().map(all_text).collect::<Vec<_>>().join("\n"),
+        Value::Object(map) => map.values().map(all_text).collect::<Vec<_>>().join("\n"),
+        _ => String::new(),
+    }
+}
+
+/// The `messages` of a request body as (role, all text) pairs.
+pub fn messages(body: &Value) -> Vec<(String, String)> {
+    body["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap_or("").to_owned(),
+                all_text(&m["content"]) + &all_text(&m["tool_calls"]),
+            )
+        })
+        .collect()
+}
