@@ -371,7 +371,11 @@ impl AnthropicDecoder {
                 SlotState::Open(_) => None,
             })
             .collect();
-        out.push_back(ProviderEvent::message_complete(blocks, self.usage, self.stop_reason.take()));
+        out.push_back(ProviderEvent::message_complete(
+            blocks,
+            self.usage,
+            self.stop_reason.take(),
+        ));
         self.done = true;
         Ok(())
     }

@@ -427,7 +427,11 @@ impl OpenAiDecoder {
     fn complete(&mut self, offset: u64, out: &mut VecDeque<ProviderEvent>) -> Result<()> {
         self.close_open(offset, out)?;
         let blocks = std::mem::take(&mut self.blocks);
-        out.push_back(ProviderEvent::message_complete(blocks, self.usage, self.finish_reason.take()));
+        out.push_back(ProviderEvent::message_complete(
+            blocks,
+            self.usage,
+            self.finish_reason.take(),
+        ));
         self.done = true;
         Ok(())
     }
