@@ -11,6 +11,7 @@
 mod arch;
 mod codegen;
 mod ffi_tests;
+mod postgres;
 mod sdk_check;
 
 use std::path::{Path, PathBuf};
@@ -27,6 +28,7 @@ fn main() -> Result<()> {
         Some("arch") => arch::check(&root),
         Some("codegen") => codegen::main(&root, &args[1..]),
         Some("ffi-test") => ffi_tests::main(&root, &args[1..]),
+        Some("postgres") => postgres::run(&root, &args[1..]),
         Some("sdk-check") => sdk_check::run(&root),
         Some(other) => bail!("unknown task {other:?}\n\n{USAGE}"),
         None => {
@@ -44,6 +46,7 @@ tasks:
              no filesystem I/O in panto-core)
   codegen    generate include/panto.h from crates/panto-ffi (--check: fail if it is stale)
   ffi-test   libpanto from C (plain, valgrind, ASan) and Go (also GOGC=1, -race); `c` or `go` alone
+  postgres   a throwaway PostgreSQL (prints PANTO_PG_URL; or -- CMD… runs CMD with it set)
   sdk-check  validate the mock LLM server against the official anthropic/openai Python SDKs";
 
 fn workspace_root() -> PathBuf {

@@ -1,0 +1,420 @@
+//! panto-store-postgres: panto's PostgreSQL session store, for services that run many agent
+//! workers on many machines against one database.
+//!
+//! [`PostgresStore`] implements [`SessionStore`] with the same behaviour as the file store
+//! (`panto-store-fs`), and keeps an audit trail the file store does not:
+//!
+//! - **Schema**: everything lives in the `panto` schema (`panto.sessions`, `panto.entries`,
+//!   `panto.tools`, `panto.schema_migrations`), created and migrated by versioned migrations
+//!   embedded in this crate and applied by [`PostgresStore::connect`]. Applying is idempotent
+//!   and safe when many processes connect at once.
+//! - **Listing**: each session row carries what a listing shows (message count, last human prompt
+//!   and its time, last wire identity), kept current by every append, so [`SessionStore::list`]
+//!   and [`SessionStore::latest`] read only the sessions table, ordered by an index on recency.
+//! - **History**: every message ever appended is an entry row (message and usage as `jsonb`,
+//!   wire identity, entry id and parent id, compaction record). [`SessionStore::load`] returns
+//!   the compacted view; [`PostgresStore::history`] the whole log.
+//! - **Provenance**: every entry records the tools offered with it as a list of content
+//!   addresses into `panto.tools`, which holds one row per distinct tool ([`ToolHash`]). The
+//!   [`AUDIT_QUERY`] (and [`PostgresStore::tools_offered`]) answers "which tools did the model
+//!   see at entry X".
+//! - **Atomic appends**: an append is one transaction; after an error none of the batch is
+//!   stored.
+//! - **One writer per session**, across processes and hosts: the first append takes a
+//!   PostgreSQL advisory lock on the session and holds it until the store is dropped or
+//!   [`PostgresStore::release`] is called; another writer gets [`Error::SessionInUse`], as with
+//!   the file store. Readers never lock.
+//!
+//! `docs/stores.md` explains both stores, how to choose, the schema, the audit query and how to
+//! move sessions from the file store ([`import_fs`]).
+//!
+//! # Example
+//! ```no_run
+//! use panto_core::{Conversation, PersistentMessage, SessionStore};
+//! use panto_store_postgres::PostgresStore;
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> panto_core::Result<()> {
+//! let store = PostgresStore::connect("postgres://panto@db.internal/panto").await?;
+//! let mut session = store.clone().create();
+//! let mut conversation = Conversation::new();
+//! conversation.add_user_message("What changed since yesterday?");
+//! session
+//!     .append(&[PersistentMessage {
+//!         message: &conversation.messages[0],
+//!         usage: None,
+//!         wire: None,
+//!         conversation: &conversation,
+//!         tools_available: &[],
+//!         compaction: None,
+//!     }])
+//!     .await?;
+//! assert_eq!(store.list().await?[0].id, session.id());
+//! // A service that is done with a session lets other workers resume it.
+//! store.release(session.id()).await?;
+//! # Ok(())
+//! # }
+//! ```
+#![deny(missing_docs)]
+
+/// The listing columns of `panto.sessions`, in the order `read::info_from_row` reads them. A
+/// macro so that queries can be assembled with `concat!` into `&'static str`s.
+macro_rules! info_columns {
+    () => {
+        "id, created, modified, last_prompt_at, message_count, last_user_message, \
+         wire_api_style, wire_base_url, wire_model, wire_reasoning"
+    };
+}
+
+mod db;
+mod import;
+mod lock;
+mod migrate;
+mod pool;
+mod read;
+mod tools;
+mod view;
+mod writer;
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use chrono::Utc;
+use panto_core::{
+    new_session_id, validate_session_id, Conversation, Error, PersistentMessage, Result, Session, SessionInfo,
+    SessionStore,
+};
+use tokio::sync::OwnedMutexGuard;
+use tokio_postgres::Config;
+
+pub use import::{import_fs, ImportReport};
+pub use lock::session_lock_key;
+pub use migrate::SCHEMA_VERSION;
+pub use read::{HistoryEntry, RecordedCompaction, ToolManifest, AUDIT_QUERY};
+pub use tools::{canonical_encoding, ToolHash};
+
+use crate::db::pg;
+use crate::lock::Locker;
+use crate::pool::{describe, Conn, Pool};
+use crate::writer::{CommitError, OpenSession};
+
+/// How a [`PostgresStore`] connects.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct PostgresOptions {
+    /// The most connections the store opens for reads and appends (the connection that holds
+    /// its session locks comes on top). Default 8.
+    pub pool_size: usize,
+}
+
+impl Default for PostgresOptions {
+    fn default() -> Self {
+        PostgresOptions { pool_size: 8 }
+    }
+}
+
+/// What the store knows of one session it writes: its lock and its open state.
+#[derive(Debug, Default)]
+struct Slot {
+    /// The generation of the lock connection that took the session's lock; `None` when this
+    /// store does not hold it.
+    lock: Option<u64>,
+    /// The open session, while it is known to match the database.
+    open: Option<OpenSession>,
+    /// Set when the slot was released and removed from the map; a task that waited on it
+    /// looks the session up again.
+    retired: bool,
+}
+
+type SlotRef = Arc<tokio::sync::Mutex<Slot>>;
+
+/// A [`SessionStore`] in a PostgreSQL database. See the [crate documentation](crate).
+///
+/// Connections are opened on the Tokio runtime that calls [`PostgresStore::connect`]; use the
+/// store on that runtime. Dropping the store closes its connections, which releases its session
+/// locks once the server sees them close (within milliseconds); [`PostgresStore::release_all`]
+/// releases them at once.
+pub struct PostgresStore {
+    config: Config,
+    pool: Pool,
+    locker: Locker,
+    /// This store's fencing token (see `writer.rs`).
+    token: String,
+    /// Sessions this store writes. The outer lock is held only to find a slot; each slot's lock
+    /// serialises the appends to its session.
+    slots: Mutex<HashMap<String, SlotRef>>,
+    /// Tools this store has seen committed to `panto.tools`; they are not sent again.
+    known_tools: Mutex<HashSet<ToolHash>>,
+}
+
+impl fmt::Debug for PostgresStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PostgresStore")
+            .field("database", &describe(&self.config))
+            .field("open_for_writing", &lock(&self.slots).len())
+            .finish()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // The maps are plain data that a panic cannot leave half-updated; keep serving them.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl PostgresStore {
+    /// Connects to the database at `url` (a `postgres://user:password@host:port/dbname` URL or
+    /// a `host=… dbname=…` string) and brings the schema up to date.
+    pub async fn connect(url: &str) -> Result<Arc<Self>> {
+        Self::connect_with(url, PostgresOptions::default()).await
+    }
+
+    /// [`PostgresStore::connect`] with options.
+    pub async fn connect_with(url: &str, options: PostgresOptions) -> Result<Arc<Self>> {
+        let config: Config = url
+            .parse()
+            .map_err(|e| pg("parsing the PostgreSQL connection string", e))?;
+        let mut conn = Conn::connect(&config).await?;
+        migrate::migrate(&mut conn.client).await?;
+        let pool = Pool::new(config.clone(), options.pool_size);
+        pool.put(conn);
+        Ok(Arc::new(PostgresStore {
+            locker: Locker::new(config.clone()),
+            config,
+            pool,
+            token: uuid::Uuid::now_v7().to_string(),
+            slots: Mutex::new(HashMap::new()),
+            known_tools: Mutex::new(HashSet::new()),
+        }))
+    }
+
+    /// Stops writing session `id`: releases its lock at once, so another process (or store)
+    /// can resume it. The next append through this store takes the lock again. A service that
+    /// keeps one store for many requests calls this when it is done with a session.
+    pub async fn release(&self, id: &str) -> Result<()> {
+        validate_session_id(id)?;
+        let slot = lock(&self.slots).get(id).cloned();
+        if let Some(slot) = slot {
+            self.retire(id, &slot).await;
+        }
+        Ok(())
+    }
+
+    /// Releases every session this store writes (see [`PostgresStore::release`]).
+    pub async fn release_all(&self) {
+        let slots: Vec<(String, SlotRef)> = lock(&self.slots)
+            .iter()
+            .map(|(id, slot)| (id.clone(), slot.clone()))
+            .collect();
+        for (id, slot) in slots {
+            self.retire(&id, &slot).await;
+        }
+        self.locker.unlock_all().await;
+    }
+
+    async fn retire(&self, id: &str, slot: &SlotRef) {
+        let mut guard = slot.clone().lock_owned().await;
+        self.retire_locked(id, &mut guard).await;
+    }
+
+    /// Releases the lock of session `id` (if this store holds it), forgets the session and
+    /// takes its slot out of the map. The slot is still locked meanwhile, so a task waiting on
+    /// it finds it retired and looks up a fresh one.
+    async fn retire_locked(&self, id: &str, guard: &mut OwnedMutexGuard<Slot>) {
+        if guard.retired {
+            return;
+        }
+        if let Some(generation) = guard.lock.take() {
+            self.locker.unlock(id, generation).await;
+        }
+        guard.open = None;
+        guard.retired = true;
+        let slot = OwnedMutexGuard::mutex(guard).clone();
+        let mut slots = lock(&self.slots);
+        if slots.get(id).is_some_and(|s| Arc::ptr_eq(s, &slot)) {
+            slots.remove(id);
+        }
+    }
+
+    /// The slot of session `id`, locked.
+    async fn slot(&self, id: &str) -> OwnedMutexGuard<Slot> {
+        loop {
+            let slot = lock(&self.slots).entry(id.to_owned()).or_default().clone();
+            let guard = slot.lock_owned().await;
+            if !guard.retired {
+                return guard;
+            }
+        }
+    }
+
+    /// Makes sure this store holds the lock of session `id`; [`Error::SessionInUse`] when
+    /// another writer does.
+    async fn ensure_locked(&self, id: &str, slot: &mut Slot) -> Result<()> {
+        if let Some(generation) = slot.lock {
+            if self.locker.holds(generation).await {
+                return Ok(());
+            }
+            // The lock connection was lost, and the lock with it: what this store knew of the
+            // session may be stale.
+            slot.lock = None;
+            slot.open = None;
+        }
+        match self.locker.try_lock(id).await? {
+            Some(generation) => {
+                slot.lock = Some(generation);
+                Ok(())
+            }
+            None => Err(Error::SessionInUse { id: id.to_owned() }),
+        }
+    }
+
+    /// The full history of session `id`, oldest first, compactions and the messages they hid
+    /// included; `None` when there is no such session.
+    pub async fn history(&self, id: &str) -> Result<Option<Vec<HistoryEntry>>> {
+        validate_session_id(id)?;
+        read::history(&self.pool, id).await
+    }
+
+    /// The tools the model was offered with entry `entry_id` of session `session_id` (as
+    /// [`HistoryEntry::id`] names it), reconstructed with the [`AUDIT_QUERY`]; `None` when there
+    /// is no such entry.
+    pub async fn tools_offered(&self, session_id: &str, entry_id: &str) -> Result<Option<ToolManifest>> {
+        validate_session_id(session_id)?;
+        read::tools_offered(&self.pool, session_id, entry_id).await
+    }
+
+    /// The server process id of the connection holding this store's session locks, if it is
+    /// open: what `pg_locks.pid` shows for them.
+    pub async fn lock_backend_pid(&self) -> Result<Option<i32>> {
+        self.locker.backend_pid().await
+    }
+
+    /// Writes an imported session under its lock; `false` when the database already holds it.
+    async fn import_session(&self, session: &import::FsSession) -> Result<bool> {
+        let id = session.id.as_str();
+        let mut slot = self.slot(id).await;
+        let held = slot.lock.is_some();
+        if let Err(e) = self.ensure_locked(id, &mut slot).await {
+            self.retire_locked(id, &mut slot).await;
+            return Err(e);
+        }
+        let result = import::write(&self.pool, session).await;
+        if held {
+            // What this store knew of the session may predate the import.
+            slot.open = None;
+        } else {
+            self.retire_locked(id, &mut slot).await;
+        }
+        result
+    }
+}
+
+#[async_trait]
+impl SessionStore for PostgresStore {
+    fn create(self: Arc<Self>) -> Session {
+        Session::new(SessionInfo::new(new_session_id(), Utc::now()), self)
+    }
+
+    async fn list(&self) -> Result<Vec<SessionInfo>> {
+        let conn = self.pool.get().await?;
+        let rows = conn
+            .client
+            .query(read::LIST, &[])
+            .await
+            .map_err(|e| pg("listing sessions", e))?;
+        rows.iter().map(read::info_from_row).collect()
+    }
+
+    async fn resolve(self: Arc<Self>, id_or_prefix: &str) -> Result<Option<Session>> {
+        validate_session_id(id_or_prefix)?;
+        let context = format!("resolving session {id_or_prefix:?}");
+        let found = {
+            let conn = self.pool.get().await?;
+            let exact = conn
+                .client
+                .query_opt(read::BY_ID, &[&id_or_prefix])
+                .await
+                .map_err(|e| pg(context.clone(), e))?;
+            match exact {
+                Some(row) => Some(read::info_from_row(&row)?),
+                None => {
+                    let rows = conn
+                        .client
+                        .query(read::BY_PREFIX, &[&id_or_prefix])
+                        .await
+                        .map_err(|e| pg(context.clone(), e))?;
+                    match rows.as_slice() {
+                        [] => None,
+                        [row] => Some(read::info_from_row(row)?),
+                        _ => {
+                            return Err(Error::AmbiguousSession {
+                                prefix: id_or_prefix.to_owned(),
+                                candidates: rows.iter().map(|r| r.get(0)).collect(),
+                            })
+                        }
+                    }
+                }
+            }
+        };
+        Ok(found.map(|info| Session::new(info, self)))
+    }
+
+    async fn latest(self: Arc<Self>) -> Result<Option<Session>> {
+        let found = {
+            let conn = self.pool.get().await?;
+            let row = conn
+                .client
+                .query_opt(read::LATEST, &[])
+                .await
+                .map_err(|e| pg("finding the latest session", e))?;
+            row.as_ref().map(read::info_from_row).transpose()?
+        };
+        Ok(found.map(|info| Session::new(info, self)))
+    }
+
+    async fn load(&self, id: &str) -> Result<Option<Conversation>> {
+        validate_session_id(id)?;
+        read::load(&self.pool, id).await
+    }
+
+    async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> Result<()> {
+        validate_session_id(id)?;
+        let context = format!("appending to session {id}");
+        let mut slot = self.slot(id).await;
+        // A store that cannot write a session (another writer has it, or the database cannot
+        // be reached) keeps nothing of it.
+        if let Err(e) = self.ensure_locked(id, &mut slot).await {
+            self.retire_locked(id, &mut slot).await;
+            return Err(e);
+        }
+        let mut open = match slot.open.take() {
+            Some(open) => open,
+            None => match writer::open(&self.pool, id, &self.token).await {
+                Ok(open) => open,
+                Err(e) => {
+                    self.retire_locked(id, &mut slot).await;
+                    return Err(e);
+                }
+            },
+        };
+        // From here on `open` is put back only if the batch commits: a failed batch leaves the
+        // slot empty, and the next append rebuilds the state from the database.
+        let staged = writer::stage(&mut open, &context, messages, db::now())?;
+        let known = |h: &ToolHash| lock(&self.known_tools).contains(h);
+        match writer::commit(&self.pool, &context, &open, &self.token, &staged, &known).await {
+            Ok(()) => {
+                lock(&self.known_tools).extend(staged.tools.keys().copied());
+                open.exists = true;
+                slot.open = Some(open);
+                Ok(())
+            }
+            Err(CommitError::Fenced) => {
+                self.retire_locked(id, &mut slot).await;
+                Err(Error::SessionInUse { id: id.to_owned() })
+            }
+            Err(CommitError::Gone) => Err(Error::SessionNotFound(id.to_owned())),
+            Err(CommitError::Failed(e)) => Err(e),
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! A small connection pool: at most `size` connections, each with its prepared statements.
+//!
+//! Small on purpose: the store needs only "borrow a connection, run a transaction, give it
+//! back", and a pool crate would add more build time than this file has lines.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use panto_core::Result;
+use tokio::sync::{Semaphore, SemaphorePermit};
+use tokio_postgres::{Client, Config, NoTls, Statement};
+
+use crate::db::pg;
+
+/// How long a connection attempt may take when the connection string does not say.
+const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One connection and the statements prepared on it.
+pub(crate) struct Conn {
+    /// The client.
+    pub client: Client,
+    /// Prepared statements by their SQL text. Preparing costs a round trip; the store runs the
+    /// same few statements over and over.
+    statements: HashMap<&'static str, Statement>,
+}
+
+impl Conn {
+    /// Opens a connection and runs its I/O task on the current runtime.
+    pub async fn connect(config: &Config) -> Result<Conn> {
+        let mut config = config.clone();
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
+        }
+        let (client, connection) = config
+            .connect(NoTls)
+            .await
+            .map_err(|e| pg(format!("connecting to PostgreSQL at {}", describe(&config)), e))?;
+        // The connection task ends when the client is dropped or the server goes away; either
+        // way every query on the client then fails with the reason, so its result is not needed.
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        Ok(Conn {
+            client,
+            statements: HashMap::new(),
+        })
+    }
+
+    /// The prepared statement for `sql`, preparing it on first use.
+    pub async fn statement(&mut self, sql: &'static str) -> Result<Statement, tokio_postgres::Error> {
+        if let Some(statement) = self.statements.get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = self.client.prepare(sql).await?;
+        self.statements.insert(sql, statement.clone());
+        Ok(statement)
+    }
+}
+
+/// Where a configuration points, for messages: hosts, ports, database and user, never the
+/// password.
+pub(crate) fn describe(config: &Config) -> String {
+    let hosts: Vec<String> = config
+        .get_hosts()
+        .iter()
+        .map(|h| match h {
+            tokio_postgres::config::Host::Tcp(name) => name.clone(),
+            tokio_postgres::config::Host::Unix(path) => path.display().to_string(),
+        })
+        .collect();
+    let ports: Vec<String> = config.get_ports().iter().map(u16::to_string).collect();
+    format!(
+        "host={} port={} dbname={} user={}",
+        if hosts.is_empty() {
+            "localhost".to_owned()
+        } else {
+            hosts.join(",")
+        },
+        if ports.is_empty() {
+            "5432".to_owned()
+        } else {
+            ports.join(",")
+        },
+        config.get_dbname().unwrap_or("(default)"),
+        config.get_user().unwrap_or("(default)"),
+    )
+}
+
+/// The pool.
+pub(crate) struct Pool {
+    config: Config,
+    idle: Mutex<Vec<Conn>>,
+    permits: Semaphore,
+}
+
+impl Pool {
+    /// A pool of at most `size` connections to `config`; connections open on demand.
+    pub fn new(config: Config, size: usize) -> Self {
+        Pool {
+            config,
+            idle: Mutex::new(Vec::new()),
+            permits: Semaphore::new(size.max(1)),
+        }
+    }
+
+    /// Puts an already open connection in the pool.
+    pub fn put(&self, conn: Conn) {
+        lock(&self.idle).push(conn);
+    }
+
+    /// A connection: an idle one that is still open, else a new one. Waits while `size`
+    /// connections are out.
+    pub async fn get(&self) -> Result<Pooled<'_>> {
+        let permit = self
+            .permits
+            .acquire()
+            .await
+            .map_err(|e| panto_core::Error::store("waiting for a PostgreSQL connection", e))?;
+        loop {
+            let conn = lock(&self.idle).pop();
+            match conn {
+                Some(conn) if conn.client.is_closed() => continue,
+                Some(conn) => {
+                    return Ok(Pooled {
+                        pool: self,
+                        conn: Some(conn),
+                        _permit: permit,
+                    })
+                }
+                None => break,
+            }
+        }
+        let conn = Conn::connect(&self.config).await?;
+        Ok(Pooled {
+            pool: self,
+            conn: Some(conn),
+            _permit: permit,
+        })
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // The idle list is plain data a panic cannot leave half-updated.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A connection borrowed from the pool; it goes back when dropped, unless it has closed.
+///
+/// A transaction left open by a cancelled future is rolled back by tokio-postgres before the
+/// connection runs anything else, so a returned connection is always outside a transaction.
+pub(crate) struct Pooled<'a> {
+    pool: &'a Pool,
+    conn: Option<Conn>,
+    _permit: SemaphorePermit<'a>,
+}
+
+impl std::ops::Deref for Pooled<'_> {
+    type Target = Conn;
+    fn deref(&self) -> &Conn {
+        // Always `Some` until drop.
+        self.conn
+            .as_ref()
+            .unwrap_or_else(|| unreachable!("a pooled connection is present until drop"))
+    }
+}
+
+impl std::ops::DerefMut for Pooled<'_> {
+    fn deref_mut(&mut self) -> &mut Conn {
+        self.conn
+            .as_mut()
+            .unwrap_or_else(|| unreachable!("a pooled connection is present until drop"))
+    }
+}
+
+impl Drop for Pooled<'_> {
+    fn drop(&mut self) {
+        if let Some(conn) = self.conn.take() {
+            if !conn.client.is_closed() {
+                self.pool.put(conn);
+            }
+        }
+    }
+}

@@ -1,0 +1,345 @@
+//! The read side: listings from the sessions table, the model's view and the full history from
+//! the entries, and the audit of the tools offered with an entry.
+
+use std::collections::{HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
+use panto_core::{Conversation, Error, Message, Result, SessionInfo, ToolDecl, Usage, WireIdentity};
+use tokio_postgres::{IsolationLevel, Row, Transaction};
+
+use crate::db::{pg, unsigned, wire_from_columns};
+use crate::pool::Pool;
+use crate::tools::ToolHash;
+use crate::view::{compact_recorded, ViewEntry};
+
+/// Every session, newest first by recency (the last human prompt, else creation), ties broken
+/// by the newer id: the order of `SessionInfo::recency` and `sort_by_recency`, served by the
+/// `sessions_recency_idx` index.
+pub(crate) const LIST: &str = concat!(
+    "select ",
+    info_columns!(),
+    " from panto.sessions order by coalesce(last_prompt_at, created) desc, id desc"
+);
+
+/// The first session of [`LIST`]: one probe of the recency index.
+pub(crate) const LATEST: &str = concat!(
+    "select ",
+    info_columns!(),
+    " from panto.sessions order by coalesce(last_prompt_at, created) desc, id desc limit 1"
+);
+
+/// One session by id.
+pub(crate) const BY_ID: &str = concat!("select ", info_columns!(), " from panto.sessions where id = $1");
+
+/// Every session whose id starts with `$1`. Ids are lowercase hex and `-`, all below `~`, so the
+/// range is exactly the prefix and is served by the primary key.
+pub(crate) const BY_PREFIX: &str = concat!(
+    "select ",
+    info_columns!(),
+    " from panto.sessions where id >= $1::text and id < $1::text || '~' order by id"
+);
+
+/// The columns the view is replayed from, oldest first.
+pub(crate) const VIEW_ENTRIES: &str = "select seq, id, role = 'system', compaction_first_kept, \
+     compaction_tokens_before is not null from panto.entries where session_id = $1 order by seq";
+
+const MESSAGES_AT: &str = "select seq, coalesce(message_raw, message::text) from panto.entries \
+     where session_id = $1 and seq = any($2)";
+
+const METADATA: &str = "select metadata from panto.sessions where id = $1";
+
+const HISTORY: &str = "select seq, id, parent_id, ts, coalesce(message_raw, message::text), usage::text, \
+     wire_api_style, wire_base_url, wire_model, wire_reasoning, compaction_first_kept, \
+     compaction_tokens_before, compaction_tokens_after, tool_hashes \
+     from panto.entries where session_id = $1 order by seq";
+
+const ENTRY_TOOLS: &str = "select cardinality(tool_hashes) from panto.entries where session_id = $1 and id = $2";
+
+/// The audit query: the tools the model was offered with entry `$2` of session `$1`, in the
+/// order they were offered. This exact text is in `docs/stores.md` and is what
+/// [`PostgresStore::tools_offered`](crate::PostgresStore::tools_offered) runs.
+pub const AUDIT_QUERY: &str = "select t.name, t.description, t.schema
+from panto.entries e
+cross join lateral unnest(e.tool_hashes) with ordinality as offered(hash, position)
+join panto.tools t on t.hash = offered.hash
+where e.session_id = $1 and e.id = $2
+order by offered.position";
+
+/// A listing row (the columns of `info_columns!`) as a [`SessionInfo`].
+pub(crate) fn info_from_row(row: &Row) -> Result<SessionInfo> {
+    let id: String = row.get(0);
+    let location = || format!("panto.sessions row {id}");
+    let count = unsigned(&location, "message_count", row.get(4))?;
+    let wire = wire_from_columns(&location, row.get(6), row.get(7), row.get(8), row.get(9))?;
+    Ok(SessionInfo {
+        created: row.get(1),
+        modified: row.get(2),
+        last_prompt_at: row.get(3),
+        message_count: usize::try_from(count).map_err(|_| Error::CorruptSession {
+            location: location(),
+            message: format!("message_count {count} does not fit this machine's usize"),
+        })?,
+        last_user_message: row.get(5),
+        wire,
+        id,
+    })
+}
+
+/// The view and ids replayed from [`VIEW_ENTRIES`] rows.
+#[derive(Debug, Default)]
+pub(crate) struct Replayed {
+    /// What the model sees.
+    pub view: Vec<ViewEntry>,
+    /// Every entry id.
+    pub ids: HashSet<String>,
+    /// The newest entry's position and id.
+    pub last: Option<(i64, String)>,
+}
+
+/// Replays the history of session `session` from its [`VIEW_ENTRIES`] rows.
+pub(crate) fn replay(session: &str, rows: &[Row]) -> Result<Replayed> {
+    let mut out = Replayed {
+        ids: HashSet::with_capacity(rows.len()),
+        ..Replayed::default()
+    };
+    for row in rows {
+        let seq: i64 = row.get(0);
+        let id: String = row.get(1);
+        let entry = ViewEntry {
+            id: id.clone(),
+            system: row.get(2),
+            seq,
+        };
+        if row.get::<_, bool>(4) {
+            let first_kept: Option<String> = row.get(3);
+            compact_recorded(&mut out.view, first_kept.as_deref(), entry).map_err(|message| Error::CorruptSession {
+                location: entry_location(session, &id, seq),
+                message,
+            })?;
+        } else {
+            out.view.push(entry);
+        }
+        out.ids.insert(id.clone());
+        out.last = Some((seq, id));
+    }
+    Ok(out)
+}
+
+/// Where an entry is, for errors.
+pub(crate) fn entry_location(session: &str, id: &str, seq: i64) -> String {
+    format!("panto.entries session {session} entry {id} (position {seq})")
+}
+
+/// Parses a stored message.
+fn parse_message(location: impl Fn() -> String, text: &str) -> Result<Message> {
+    serde_json::from_str(text).map_err(|e| Error::CorruptSession {
+        location: location(),
+        message: format!("the message is not a panto message: {e}"),
+    })
+}
+
+/// A read-only transaction on one snapshot, so that a session's row and entries agree even
+/// while its writer appends.
+async fn snapshot<'a>(conn: &'a mut tokio_postgres::Client, context: &str) -> Result<Transaction<'a>> {
+    conn.build_transaction()
+        .isolation_level(IsolationLevel::RepeatableRead)
+        .read_only(true)
+        .start()
+        .await
+        .map_err(|e| pg(context.to_owned(), e))
+}
+
+/// The conversation of session `id` as the model sees it.
+pub(crate) async fn load(pool: &Pool, id: &str) -> Result<Option<Conversation>> {
+    let context = format!("loading session {id}");
+    let mut conn = pool.get().await?;
+    let txn = snapshot(&mut conn.client, &context).await?;
+    let Some(row) = txn
+        .query_opt(METADATA, &[&id])
+        .await
+        .map_err(|e| pg(context.clone(), e))?
+    else {
+        return Ok(None);
+    };
+    let metadata: Option<String> = row.get(0);
+    let rows = txn
+        .query(VIEW_ENTRIES, &[&id])
+        .await
+        .map_err(|e| pg(context.clone(), e))?;
+    let view = replay(id, &rows)?.view;
+    let seqs: Vec<i64> = view.iter().map(|v| v.seq).collect();
+    // Only the messages in the view are fetched: a long history that compaction hid is not
+    // read again.
+    let bodies = txn
+        .query(MESSAGES_AT, &[&id, &seqs])
+        .await
+        .map_err(|e| pg(context.clone(), e))?;
+    txn.commit().await.map_err(|e| pg(context.clone(), e))?;
+    let mut by_seq: HashMap<i64, String> = bodies.iter().map(|r| (r.get(0), r.get(1))).collect();
+    let mut messages = Vec::with_capacity(view.len());
+    for v in &view {
+        let text = by_seq.remove(&v.seq).ok_or_else(|| Error::CorruptSession {
+            location: entry_location(id, &v.id, v.seq),
+            message: "the entry vanished while the session was read".to_owned(),
+        })?;
+        messages.push(parse_message(|| entry_location(id, &v.id, v.seq), &text)?);
+    }
+    Ok(Some(Conversation { messages, metadata }))
+}
+
+/// A compaction as its summary entry records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedCompaction {
+    /// The entry id of the first message kept verbatim after the summary; `None` when the
+    /// compaction kept nothing.
+    pub first_kept: Option<String>,
+    /// Estimated context tokens before compaction.
+    pub tokens_before: u64,
+    /// Estimated context tokens after.
+    pub tokens_after: u64,
+}
+
+/// One entry of a session's full history: everything the store keeps of one appended message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryEntry {
+    /// The entry's position in the session, from 0.
+    pub seq: u64,
+    /// The entry id: 8 lowercase hex digits, unique within the session.
+    pub id: String,
+    /// The entry this one follows; `None` for the first.
+    pub parent_id: Option<String>,
+    /// When the batch holding the entry was appended (microsecond precision).
+    pub timestamp: DateTime<Utc>,
+    /// The message.
+    pub message: Message,
+    /// The usage the agent reported with it.
+    pub usage: Option<Usage>,
+    /// Who produced it on the wire; `None` for system messages.
+    pub wire: Option<WireIdentity>,
+    /// Set on compaction summaries.
+    pub compaction: Option<RecordedCompaction>,
+    /// The content addresses of the tools offered with it, in order; `None` when they were not
+    /// recorded (entries imported from the file store).
+    pub tools: Option<Vec<ToolHash>>,
+}
+
+/// The full history of session `id`, compactions included, oldest first.
+pub(crate) async fn history(pool: &Pool, id: &str) -> Result<Option<Vec<HistoryEntry>>> {
+    let context = format!("reading the history of session {id}");
+    let mut conn = pool.get().await?;
+    let txn = snapshot(&mut conn.client, &context).await?;
+    if txn
+        .query_opt(METADATA, &[&id])
+        .await
+        .map_err(|e| pg(context.clone(), e))?
+        .is_none()
+    {
+        return Ok(None);
+    }
+    let rows = txn.query(HISTORY, &[&id]).await.map_err(|e| pg(context.clone(), e))?;
+    txn.commit().await.map_err(|e| pg(context.clone(), e))?;
+    rows.iter()
+        .map(|row| history_entry(id, row))
+        .collect::<Result<Vec<_>>>()
+        .map(Some)
+}
+
+fn history_entry(session: &str, row: &Row) -> Result<HistoryEntry> {
+    let seq: i64 = row.get(0);
+    let id: String = row.get(1);
+    let location = || entry_location(session, &id, seq);
+    let corrupt = |message: String| Error::CorruptSession {
+        location: location(),
+        message,
+    };
+    let message = parse_message(location, row.get(4))?;
+    let usage = row
+        .get::<_, Option<&str>>(5)
+        .map(serde_json::from_str::<Usage>)
+        .transpose()
+        .map_err(|e| corrupt(format!("the usage is not a panto usage: {e}")))?;
+    let wire = wire_from_columns(&location, row.get(6), row.get(7), row.get(8), row.get(9))?;
+    let compaction = match (row.get::<_, Option<i64>>(11), row.get::<_, Option<i64>>(12)) {
+        (Some(before), Some(after)) => Some(RecordedCompaction {
+            first_kept: row.get(10),
+            tokens_before: unsigned(&location, "compaction_tokens_before", before)?,
+            tokens_after: unsigned(&location, "compaction_tokens_after", after)?,
+        }),
+        _ => None,
+    };
+    let tools = row
+        .get::<_, Option<Vec<Vec<u8>>>>(13)
+        .map(|hashes| {
+            hashes
+                .into_iter()
+                .map(|h| {
+                    <[u8; 32]>::try_from(h.as_slice())
+                        .map(ToolHash)
+                        .map_err(|_| corrupt(format!("a tool hash is {} bytes, not 32", h.len())))
+                })
+                .collect::<Result<Vec<_>>>()
+        })
+        .transpose()?;
+    Ok(HistoryEntry {
+        seq: unsigned(&location, "seq", seq)?,
+        id,
+        parent_id: row.get(2),
+        timestamp: row.get(3),
+        message,
+        usage,
+        wire,
+        compaction,
+        tools,
+    })
+}
+
+/// The tools offered with one entry, as the audit trail recorded them.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolManifest {
+    /// The tools offered, in the order they were offered (empty when none were).
+    Recorded(Vec<ToolDecl>),
+    /// The entry came from a store that did not record the tools offered (an import from the
+    /// file store).
+    NotRecorded,
+}
+
+/// The tools offered with entry `entry` of session `session`.
+pub(crate) async fn tools_offered(pool: &Pool, session: &str, entry: &str) -> Result<Option<ToolManifest>> {
+    let context = format!("auditing entry {entry} of session {session}");
+    let mut conn = pool.get().await?;
+    let txn = snapshot(&mut conn.client, &context).await?;
+    let Some(row) = txn
+        .query_opt(ENTRY_TOOLS, &[&session, &entry])
+        .await
+        .map_err(|e| pg(context.clone(), e))?
+    else {
+        return Ok(None);
+    };
+    let Some(expected) = row.get::<_, Option<i32>>(0) else {
+        return Ok(Some(ToolManifest::NotRecorded));
+    };
+    let rows = txn
+        .query(AUDIT_QUERY, &[&session, &entry])
+        .await
+        .map_err(|e| pg(context.clone(), e))?;
+    txn.commit().await.map_err(|e| pg(context.clone(), e))?;
+    // `cardinality` of an empty array is 0; a NULL array was handled above.
+    if rows.len() != usize::try_from(expected).unwrap_or(usize::MAX) {
+        return Err(Error::CorruptSession {
+            location: format!("panto.entries session {session} entry {entry}"),
+            message: format!(
+                "the entry offers {expected} tools but panto.tools holds only {} of them",
+                rows.len()
+            ),
+        });
+    }
+    Ok(Some(ToolManifest::Recorded(
+        rows.iter()
+            .map(|r| ToolDecl {
+                name: r.get(0),
+                description: r.get(1),
+                input_schema: r.get(2),
+            })
+            .collect(),
+    )))
+}

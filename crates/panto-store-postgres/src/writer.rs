@@ -1,0 +1,477 @@
+//! The write side of one session: the state a store keeps while it has the session open, the
+//! rows an append writes, and the transaction that writes them.
+//!
+//! # Fencing
+//! The advisory lock (see `lock.rs`) keeps a second writer out, but it lives on a connection
+//! that can die, and with it the lock, while this store still believes it writes. So the
+//! session row also carries a *fencing token*: the writer column names the store that opened
+//! the session last. Opening a session claims the row; every append updates the row only
+//! `where writer = <this store's token>`, in the same transaction as its entries. A store that
+//! lost its lock to another writer therefore fails its next append with `SessionInUse` instead
+//! of interleaving with the other writer.
+
+use std::collections::{BTreeMap, HashSet};
+
+use chrono::{DateTime, Utc};
+use panto_core::{Error, Message, PersistentMessage, Result, Role, SessionInfo, ToolDecl};
+use tokio_postgres::{GenericClient, Statement};
+
+use crate::db::{bigint, invalid, pg, pg_text, preview_text, wire_columns};
+use crate::pool::Pool;
+use crate::read::{info_from_row, replay, VIEW_ENTRIES};
+use crate::tools::{canonical_json, ToolHash};
+use crate::view::{compact_at, ViewEntry};
+
+/// What a store knows of a session it has open for writing. Valid only while the store holds
+/// the session's lock; dropped (and rebuilt from the database) after any failed append.
+#[derive(Debug)]
+pub(crate) struct OpenSession {
+    /// Whether the session row exists yet.
+    pub exists: bool,
+    /// The listing info, as the row holds it after the last append.
+    pub info: SessionInfo,
+    /// The entries the model sees.
+    pub view: Vec<ViewEntry>,
+    /// The newest entry's id.
+    pub last_id: Option<String>,
+    /// Every entry id in the session.
+    pub ids: HashSet<String>,
+    /// The next entry's position.
+    pub next_seq: i64,
+}
+
+/// One entry row, as written by an append or an import.
+#[derive(Debug)]
+pub(crate) struct EntryRow {
+    pub seq: i64,
+    pub id: String,
+    pub parent_id: Option<String>,
+    pub ts: DateTime<Utc>,
+    pub role: &'static str,
+    /// The message as JSON for the jsonb column, or `None` when it goes to `message_raw`.
+    pub message: Option<String>,
+    pub message_raw: Option<String>,
+    pub usage: Option<String>,
+    pub wire: (
+        Option<&'static str>,
+        Option<String>,
+        Option<String>,
+        Option<&'static str>,
+    ),
+    pub compaction_first_kept: Option<String>,
+    pub compaction_tokens: Option<(i64, i64)>,
+    /// `None` when the tools offered are not known (imports).
+    pub tool_hashes: Option<Vec<Vec<u8>>>,
+}
+
+/// The session row's columns, as written when a session is created.
+#[derive(Debug)]
+pub(crate) struct NewSession<'a> {
+    pub info: &'a SessionInfo,
+    pub metadata: Option<&'a str>,
+    pub cwd: Option<&'a str>,
+    pub writer: Option<&'a str>,
+}
+
+/// The role column's value.
+pub(crate) fn role_str(role: Role) -> &'static str {
+    match role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::System => "system",
+    }
+}
+
+/// The message columns: JSON for jsonb, or the raw text when jsonb cannot hold it (jsonb
+/// refuses `\u0000`; a false alarm on a literal backslash-u only moves the message to the raw
+/// column, which round-trips just as exactly).
+pub(crate) fn message_columns(context: &str, message: &Message) -> Result<(Option<String>, Option<String>)> {
+    let json =
+        serde_json::to_string(message).map_err(|e| Error::store(format!("{context}: serialising a message"), e))?;
+    Ok(if json.contains("\\u0000") {
+        (None, Some(json))
+    } else {
+        (Some(json), None)
+    })
+}
+
+/// The metadata bag as jsonb, when it is JSON that jsonb can hold; `None` otherwise (it is
+/// still kept verbatim in the text column).
+pub(crate) fn metadata_json(metadata: Option<&str>) -> Option<&str> {
+    metadata.filter(|m| !m.contains("\\u0000") && serde_json::from_str::<serde::de::IgnoredAny>(m).is_ok())
+}
+
+const INSERT_SESSION: &str = "insert into panto.sessions (id, created, modified, last_prompt_at, message_count, \
+     last_user_message, wire_api_style, wire_base_url, wire_model, wire_reasoning, metadata, metadata_json, cwd, writer) \
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::text::jsonb, $13, $14) \
+     on conflict (id) do nothing";
+
+const UPDATE_SESSION: &str = "update panto.sessions set modified = $2, last_prompt_at = $3, message_count = $4, \
+     last_user_message = $5, wire_api_style = $6, wire_base_url = $7, wire_model = $8, wire_reasoning = $9 \
+     where id = $1 and writer = $10";
+
+const WRITER_OF: &str = "select writer from panto.sessions where id = $1";
+
+pub(crate) const INSERT_ENTRY: &str =
+    "insert into panto.entries (session_id, seq, id, parent_id, ts, role, message, message_raw, \
+     usage, wire_api_style, wire_base_url, wire_model, wire_reasoning, compaction_first_kept, \
+     compaction_tokens_before, compaction_tokens_after, tool_hashes) \
+     values ($1, $2, $3, $4, $5, $6, $7::text::jsonb, $8, $9::text::jsonb, $10, $11, $12, $13, $14, $15, $16, $17)";
+
+const INSERT_TOOLS: &str = "insert into panto.tools (hash, name, description, schema) \
+     select h, n, d, s::jsonb from unnest($1::bytea[], $2::text[], $3::text[], $4::text[]) as t(h, n, d, s) \
+     order by h \
+     on conflict (hash) do nothing";
+
+const OPEN_SESSION: &str = concat!(
+    "select ",
+    info_columns!(),
+    " from panto.sessions where id = $1 for update"
+);
+
+const CLAIM_SESSION: &str = "update panto.sessions set writer = $2 where id = $1";
+
+/// Inserts a new session row; `false` when a row with that id already exists.
+pub(crate) async fn insert_session<C: GenericClient + Sync>(
+    client: &C,
+    context: &str,
+    new: &NewSession<'_>,
+) -> Result<bool> {
+    let info = new.info;
+    if let Some(m) = new.metadata {
+        pg_text(context, "the conversation metadata", m)?;
+    }
+    let preview = info.last_user_message.as_deref().map(preview_text);
+    let count = bigint(context, "the message count", info.message_count as u64)?;
+    let wire = wire_columns(context, info.wire.as_ref())?;
+    let json = metadata_json(new.metadata);
+    let n = client
+        .execute(
+            INSERT_SESSION,
+            &[
+                &info.id,
+                &info.created,
+                &info.modified,
+                &info.last_prompt_at,
+                &count,
+                &preview,
+                &wire.0,
+                &wire.1,
+                &wire.2,
+                &wire.3,
+                &new.metadata,
+                &json,
+                &new.cwd,
+                &new.writer,
+            ],
+        )
+        .await
+        .map_err(|e| pg(format!("{context}: creating the session row"), e))?;
+    Ok(n == 1)
+}
+
+/// Inserts entry rows for session `id` with the prepared [`INSERT_ENTRY`] statement, one
+/// execution each, on one connection.
+pub(crate) async fn insert_entries<C: GenericClient + Sync>(
+    client: &C,
+    statement: &Statement,
+    context: &str,
+    id: &str,
+    rows: &[EntryRow],
+) -> Result<()> {
+    for row in rows {
+        let (before, after) = row.compaction_tokens.unzip();
+        client
+            .execute(
+                statement,
+                &[
+                    &id,
+                    &row.seq,
+                    &row.id,
+                    &row.parent_id,
+                    &row.ts,
+                    &row.role,
+                    &row.message,
+                    &row.message_raw,
+                    &row.usage,
+                    &row.wire.0,
+                    &row.wire.1,
+                    &row.wire.2,
+                    &row.wire.3,
+                    &row.compaction_first_kept,
+                    &before,
+                    &after,
+                    &row.tool_hashes,
+                ],
+            )
+            .await
+            .map_err(|e| {
+                pg(
+                    format!("{context}: inserting entry {} (position {})", row.id, row.seq),
+                    e,
+                )
+            })?;
+    }
+    Ok(())
+}
+
+/// Opens session `id` for writing: claims its row for `token` (if it exists) and rebuilds the
+/// view, ids and position from its entries. The caller holds the session's lock.
+pub(crate) async fn open(pool: &Pool, id: &str, token: &str) -> Result<OpenSession> {
+    let context = format!("opening session {id} for writing");
+    let mut conn = pool.get().await?;
+    let txn = conn.client.transaction().await.map_err(|e| pg(context.clone(), e))?;
+    let row = txn
+        .query_opt(OPEN_SESSION, &[&id])
+        .await
+        .map_err(|e| pg(context.clone(), e))?;
+    let Some(row) = row else {
+        txn.commit().await.map_err(|e| pg(context.clone(), e))?;
+        return Ok(OpenSession {
+            exists: false,
+            info: SessionInfo::new(id, crate::db::now()),
+            view: Vec::new(),
+            last_id: None,
+            ids: HashSet::new(),
+            next_seq: 0,
+        });
+    };
+    let info = info_from_row(&row)?;
+    txn.execute(CLAIM_SESSION, &[&id, &token])
+        .await
+        .map_err(|e| pg(context.clone(), e))?;
+    let rows = txn
+        .query(VIEW_ENTRIES, &[&id])
+        .await
+        .map_err(|e| pg(context.clone(), e))?;
+    txn.commit().await.map_err(|e| pg(context.clone(), e))?;
+    let replayed = replay(id, &rows)?;
+    Ok(OpenSession {
+        exists: true,
+        info,
+        view: replayed.view,
+        next_seq: replayed.last.as_ref().map_or(0, |(seq, _)| seq + 1),
+        last_id: replayed.last.map(|(_, id)| id),
+        ids: replayed.ids,
+    })
+}
+
+/// A batch, staged: the rows to write and the tools to record.
+#[derive(Debug)]
+pub(crate) struct Staged<'a> {
+    pub rows: Vec<EntryRow>,
+    /// Every distinct tool offered in the batch, by address (sorted, so that concurrent appends
+    /// insert shared tools in the same order and cannot deadlock).
+    pub tools: BTreeMap<ToolHash, &'a ToolDecl>,
+    /// The conversation metadata, for a session's first append.
+    pub metadata: Option<String>,
+}
+
+/// Stages `messages` onto `open`: mints entry ids, applies compactions to the view and folds
+/// the listing info, exactly as the file store does. Mutates `open`; the caller discards it if
+/// the batch does not commit.
+pub(crate) fn stage<'a>(
+    open: &mut OpenSession,
+    context: &str,
+    messages: &[PersistentMessage<'a>],
+    now: DateTime<Utc>,
+) -> Result<Staged<'a>> {
+    if !open.exists {
+        open.info = SessionInfo::new(open.info.id.clone(), now);
+    }
+    let mut rows = Vec::with_capacity(messages.len());
+    let mut tools = BTreeMap::new();
+    for m in messages {
+        let id = mint_id(&open.ids);
+        let seq = open.next_seq;
+        let entry = ViewEntry {
+            id: id.clone(),
+            system: m.message.role == Role::System,
+            seq,
+        };
+        let (compaction_first_kept, compaction_tokens) = match m.compaction {
+            Some(c) => {
+                let tokens = (
+                    bigint(context, "the compaction's tokens_before", c.tokens_before)?,
+                    bigint(context, "the compaction's tokens_after", c.tokens_after)?,
+                );
+                (compact_at(&mut open.view, c.first_kept, entry), Some(tokens))
+            }
+            None => {
+                open.view.push(entry);
+                (None, None)
+            }
+        };
+        let mut hashes = Vec::with_capacity(m.tools_available.len());
+        for tool in m.tools_available {
+            let hash = ToolHash::of(tool);
+            hashes.push(hash.0.to_vec());
+            tools.entry(hash).or_insert(tool);
+        }
+        let (message, message_raw) = message_columns(context, m.message)?;
+        let usage = m
+            .usage
+            .map(|u| serde_json::to_string(&u))
+            .transpose()
+            .map_err(|e| Error::store(format!("{context}: serialising usage"), e))?;
+        let (a, b, c, d) = wire_columns(context, m.wire)?;
+        rows.push(EntryRow {
+            seq,
+            id: id.clone(),
+            parent_id: open.last_id.clone(),
+            ts: now,
+            role: role_str(m.message.role),
+            message,
+            message_raw,
+            usage,
+            wire: (a, b.map(str::to_owned), c.map(str::to_owned), d),
+            compaction_first_kept,
+            compaction_tokens,
+            tool_hashes: Some(hashes),
+        });
+        open.info.record(m.message, m.wire, now);
+        open.ids.insert(id.clone());
+        open.last_id = Some(id);
+        open.next_seq += 1;
+    }
+    for tool in tools.values() {
+        pg_text(context, &format!("the name of tool {:?}", tool.name), &tool.name)?;
+        pg_text(
+            context,
+            &format!("the description of tool {:?}", tool.name),
+            &tool.description,
+        )?;
+        if canonical_json(&tool.input_schema).contains("\\u0000") {
+            return Err(invalid(
+                context,
+                format!(
+                    "the input schema of tool {:?} contains a NUL character (U+0000), which PostgreSQL jsonb cannot store",
+                    tool.name
+                ),
+            ));
+        }
+    }
+    let metadata = messages.first().and_then(|m| m.conversation.metadata.clone());
+    Ok(Staged { rows, tools, metadata })
+}
+
+/// A new entry id: 8 hex digits from the random tail of a UUIDv7, unique within the session (as
+/// in the file store, so imported and native sessions look alike).
+fn mint_id(ids: &HashSet<String>) -> String {
+    loop {
+        let bytes = uuid::Uuid::now_v7().into_bytes();
+        // Bytes 12..16 are random in every UUIDv7 the uuid crate mints.
+        let id = format!("{:02x}{:02x}{:02x}{:02x}", bytes[12], bytes[13], bytes[14], bytes[15]);
+        if !ids.contains(&id) {
+            return id;
+        }
+    }
+}
+
+/// Why an append's transaction did not commit.
+#[derive(Debug)]
+pub(crate) enum CommitError {
+    /// Another store claimed the session: this store's lock was lost.
+    Fenced,
+    /// The session row is gone: deleted while this store had it open.
+    Gone,
+    /// Anything else.
+    Failed(Error),
+}
+
+impl From<Error> for CommitError {
+    fn from(e: Error) -> Self {
+        CommitError::Failed(e)
+    }
+}
+
+/// Writes a staged batch in one transaction: the session row (created or updated under the
+/// fencing token), the tools not yet known to be stored, and the entries. `open` is the state
+/// after staging; `known` filters tools this store has already seen committed.
+pub(crate) async fn commit(
+    pool: &Pool,
+    context: &str,
+    open: &OpenSession,
+    token: &str,
+    staged: &Staged<'_>,
+    known: &(dyn Fn(&ToolHash) -> bool + Sync),
+) -> Result<(), CommitError> {
+    let id = open.info.id.as_str();
+    let mut conn = pool.get().await?;
+    let failed = |what: &str, e| CommitError::Failed(pg(format!("{context}: {what}"), e));
+    let update = conn
+        .statement(UPDATE_SESSION)
+        .await
+        .map_err(|e| failed("preparing", e))?;
+    let insert_entry = conn.statement(INSERT_ENTRY).await.map_err(|e| failed("preparing", e))?;
+    let insert_tools = conn.statement(INSERT_TOOLS).await.map_err(|e| failed("preparing", e))?;
+    let txn = conn
+        .client
+        .transaction()
+        .await
+        .map_err(|e| failed("starting the transaction", e))?;
+
+    if open.exists {
+        let info = &open.info;
+        let preview = info.last_user_message.as_deref().map(preview_text);
+        let count = bigint(context, "the message count", info.message_count as u64)?;
+        let wire = wire_columns(context, info.wire.as_ref())?;
+        let n = txn
+            .execute(
+                &update,
+                &[
+                    &id,
+                    &info.modified,
+                    &info.last_prompt_at,
+                    &count,
+                    &preview,
+                    &wire.0,
+                    &wire.1,
+                    &wire.2,
+                    &wire.3,
+                    &token,
+                ],
+            )
+            .await
+            .map_err(|e| failed("updating the session row", e))?;
+        if n == 0 {
+            // Not ours any more: find out whether it was taken over or deleted.
+            let writer = txn
+                .query_opt(WRITER_OF, &[&id])
+                .await
+                .map_err(|e| failed("checking the session's writer", e))?;
+            return Err(if writer.is_some() {
+                CommitError::Fenced
+            } else {
+                CommitError::Gone
+            });
+        }
+    } else {
+        let cwd = std::env::current_dir().ok();
+        let new = NewSession {
+            info: &open.info,
+            metadata: staged.metadata.as_deref(),
+            cwd: cwd.as_deref().and_then(|p| p.to_str()).filter(|p| !p.contains('\0')),
+            writer: Some(token),
+        };
+        if !insert_session(&txn, context, &new).await? {
+            // Someone created the session while this store believed it held the lock.
+            return Err(CommitError::Fenced);
+        }
+    }
+
+    let new_tools: Vec<(&ToolHash, &&ToolDecl)> = staged.tools.iter().filter(|(h, _)| !known(h)).collect();
+    if !new_tools.is_empty() {
+        let hashes: Vec<&[u8]> = new_tools.iter().map(|(h, _)| h.0.as_slice()).collect();
+        let names: Vec<&str> = new_tools.iter().map(|(_, t)| t.name.as_str()).collect();
+        let descriptions: Vec<&str> = new_tools.iter().map(|(_, t)| t.description.as_str()).collect();
+        let schemas: Vec<String> = new_tools.iter().map(|(_, t)| canonical_json(&t.input_schema)).collect();
+        txn.execute(&insert_tools, &[&hashes, &names, &descriptions, &schemas])
+            .await
+            .map_err(|e| failed("recording the tools offered", e))?;
+    }
+
+    insert_entries(&txn, &insert_entry, context, id, &staged.rows).await?;
+    txn.commit().await.map_err(|e| failed("committing", e))?;
+    Ok(())
+}

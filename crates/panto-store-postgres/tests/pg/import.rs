@@ -1,0 +1,192 @@
+//! Moving sessions from the file store: `import_fs` copies every readable session with its full
+//! history, reports the files it cannot read, and can be run again.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use panto_core::{Error, SessionInfo, SessionStore, SystemMode};
+use panto_store_fs::{Durability, FileSystemJSONLStore};
+use panto_store_postgres::{import_fs, ToolManifest};
+use panto_testkit::store_contract::{assistant, local_openai_wire, reply, system, tick, tool_result, user, Driver};
+
+use super::common::{fresh_store, texts};
+
+/// `pg` is `fs` rounded up to PostgreSQL's microsecond.
+fn same_time(pg: DateTime<Utc>, fs: DateTime<Utc>, what: &str) {
+    let delta = (pg - fs).num_nanoseconds().unwrap_or(i64::MAX);
+    assert!(
+        (0..1_000).contains(&delta),
+        "{what}: {pg} is not {fs} rounded up to the microsecond"
+    );
+}
+
+fn same_info(pg: &SessionInfo, fs: &SessionInfo) {
+    assert_eq!(
+        (&pg.id, pg.message_count, &pg.last_user_message, &pg.wire),
+        (&fs.id, fs.message_count, &fs.last_user_message, &fs.wire)
+    );
+    same_time(pg.created, fs.created, "created");
+    same_time(pg.modified, fs.modified, "modified");
+    match (pg.last_prompt_at, fs.last_prompt_at) {
+        (Some(p), Some(f)) => same_time(p, f, "last_prompt_at"),
+        (p, f) => assert_eq!(p, f, "last_prompt_at"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sessions_move_from_the_file_store_with_their_whole_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FileSystemJSONLStore::with_durability(dir.path(), Durability::None);
+    let fs_dyn: Arc<dyn SessionStore> = fs.clone();
+
+    // A session with system prompts, a tool call, a provider switch and a compaction.
+    let mut a = Driver::new(&fs_dyn, Some(r#"{"ticket":"PAN-8"}"#));
+    a.append(vec![system("Be brief.", SystemMode::Append), user("list the files")])
+        .await;
+    a.append(vec![assistant(
+        vec![panto_core::ContentBlock::ToolUse {
+            id: "toolu_1".to_owned(),
+            name: "bash".to_owned(),
+            input: serde_json::json!({"command": "ls"}),
+        }],
+        panto_core::StopReason::ToolUse,
+    )])
+    .await;
+    a.append(vec![tool_result("toolu_1", "a\nb\n", false), reply("two files")])
+        .await;
+    a.wire = local_openai_wire();
+    a.append(vec![user("and now?"), reply("still two")]).await;
+    a.compact(5, "The user listed two files.").await;
+    tick().await;
+    // A plain session, whose file ends in a torn line (a crash mid-write).
+    let mut b = Driver::new(&fs_dyn, None);
+    b.append(vec![user("hello"), reply("hi")]).await;
+    let b_path = fs.session_path(&b.id()).unwrap();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&b_path)
+        .unwrap()
+        .write_all(br#"{"type":"message","id":"torn"#)
+        .unwrap();
+    // A corrupt session and a file whose name is not a session id.
+    let corrupt_id = panto_core::new_session_id();
+    let corrupt_path = dir.path().join(format!("{corrupt_id}.jsonl"));
+    std::fs::copy(&b_path, &corrupt_path).unwrap();
+    let mut text = std::fs::read_to_string(&corrupt_path).unwrap();
+    text = text.replacen(&b.id(), &corrupt_id, 1);
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[1] = "{not json";
+    std::fs::write(&corrupt_path, lines.join("\n") + "\n").unwrap();
+    std::fs::write(dir.path().join("notes.jsonl"), "{}\n").unwrap();
+
+    let (pg, _) = fresh_store().await;
+    let report = import_fs(dir.path(), &pg).await.unwrap();
+    let mut want = vec![a.id(), b.id()];
+    want.sort();
+    assert_eq!(report.imported, want);
+    assert!(report.skipped.is_empty());
+    let problems: Vec<(String, String)> = report
+        .problems
+        .iter()
+        .map(|(path, e)| match e {
+            Error::CorruptSession { location, .. } => (path.display().to_string(), location.clone()),
+            other => panic!("{}: expected CorruptSession, got {other:?}", path.display()),
+        })
+        .collect();
+    let notes = dir.path().join("notes.jsonl").display().to_string();
+    let corrupt = corrupt_path.display().to_string();
+    let mut expected = vec![(corrupt.clone(), format!("{corrupt}:2")), (notes.clone(), notes)];
+    expected.sort();
+    assert_eq!(problems, expected);
+
+    // The sessions list and load as they did from the files.
+    let (fs_list, _) = fs.list_with_problems().await.unwrap();
+    let pg_list = pg.list().await.unwrap();
+    assert_eq!(
+        pg_list.iter().map(|i| &i.id).collect::<Vec<_>>(),
+        fs_list
+            .iter()
+            .filter(|i| i.id != corrupt_id)
+            .map(|i| &i.id)
+            .collect::<Vec<_>>()
+    );
+    for info in &pg_list {
+        let fs_info = fs_list.iter().find(|i| i.id == info.id).unwrap();
+        same_info(info, fs_info);
+        assert_eq!(
+            pg.load(&info.id).await.unwrap(),
+            fs.load(&info.id).await.unwrap(),
+            "session {}",
+            info.id
+        );
+    }
+
+    // The whole history came along: entry ids, usage, and the compaction's first kept entry.
+    let fs_lines: Vec<serde_json::Value> = std::fs::read_to_string(fs.session_path(&a.id()).unwrap())
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let history = pg.history(&a.id()).await.unwrap().unwrap();
+    assert_eq!(history.len(), fs_lines.len());
+    for (entry, line) in history.iter().zip(&fs_lines) {
+        assert_eq!(entry.id, line["id"].as_str().unwrap());
+        assert_eq!(entry.usage, serde_json::from_value(line["usage"].clone()).unwrap());
+        assert_eq!(entry.tools, None, "the file store records no tools");
+    }
+    let compaction = history.last().unwrap().compaction.as_ref().unwrap();
+    assert_eq!(
+        compaction.first_kept.as_deref(),
+        fs_lines.last().unwrap()["compaction"]["first_kept"].as_str()
+    );
+    assert_eq!(
+        pg.tools_offered(&a.id(), &history[0].id).await.unwrap(),
+        Some(ToolManifest::NotRecorded)
+    );
+
+    // Running it again changes nothing.
+    let again = import_fs(dir.path(), &pg).await.unwrap();
+    assert!(again.imported.is_empty());
+    assert_eq!(again.skipped, want);
+    assert_eq!(pg.history(&a.id()).await.unwrap().unwrap().len(), history.len());
+
+    // The imported session goes on in PostgreSQL, compacted view and chain included.
+    let mut resumed = pg.clone().resolve(&a.id()).await.unwrap().unwrap();
+    let more = user("one more");
+    let conversation = panto_core::Conversation::new();
+    resumed
+        .append(&[panto_core::PersistentMessage {
+            message: &more,
+            usage: None,
+            wire: Some(&a.wire),
+            conversation: &conversation,
+            tools_available: &[],
+            compaction: None,
+        }])
+        .await
+        .unwrap();
+    let mut want_texts: Vec<String> = fs
+        .load(&a.id())
+        .await
+        .unwrap()
+        .unwrap()
+        .messages
+        .iter()
+        .map(|m| m.text())
+        .collect();
+    want_texts.push("one more".to_owned());
+    assert_eq!(texts(&pg, &a.id()).await, want_texts);
+    let history = pg.history(&a.id()).await.unwrap().unwrap();
+    let last = history.last().unwrap();
+    assert_eq!(last.parent_id.as_deref(), Some(history[history.len() - 2].id.as_str()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn importing_a_directory_that_does_not_exist_is_an_error_naming_it() {
+    let (pg, _) = fresh_store().await;
+    let missing = std::env::temp_dir().join("panto-no-such-directory-for-import");
+    let e = import_fs(&missing, &pg).await.unwrap_err();
+    assert!(e.to_string().contains(&missing.display().to_string()), "{e}");
+}

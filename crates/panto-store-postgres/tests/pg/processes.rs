@@ -1,0 +1,200 @@
+//! Several processes against one database, as a service runs them: a second process cannot
+//! write a session another has open; two processes write their own sessions while a third
+//! lists and loads them, and every listing is consistent.
+//!
+//! The child processes are this test binary run again with a filter that selects one of the
+//! `child_*` tests below, which do nothing in a normal run.
+
+use std::collections::HashMap;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use panto_core::{Error, SessionStore};
+use panto_store_postgres::PostgresStore;
+use panto_testkit::store_contract::{reply, user, Driver};
+
+use super::common::{append_one, as_dyn, fresh_store, texts};
+use super::support::{server, URL_ENV};
+
+/// Set in a child: the database, the session and how many batches to write.
+const CHILD_DB: &str = "PANTO_PG_TEST_CHILD_DB";
+const CHILD_ID: &str = "PANTO_PG_TEST_CHILD_ID";
+const CHILD_BATCHES: &str = "PANTO_PG_TEST_CHILD_BATCHES";
+
+/// Starts this test binary as a child running test `test` against database `db`.
+fn spawn_child(test: &str, db: &str, id: &str, batches: usize) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(URL_ENV, &server().base_url)
+        .env(CHILD_DB, db)
+        .env(CHILD_ID, id)
+        .env(CHILD_BATCHES, batches.to_string())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits for a child and returns what it reported.
+fn report(child: Child) -> String {
+    let output = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "child failed: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+        .lines()
+        // The harness prints the test's name on the same line, so look anywhere in a line.
+        .find_map(|l| l.split_once("CHILD RESULT: ").map(|(_, result)| result))
+        .unwrap_or_else(|| panic!("the child reported nothing (did the test filter match?): {stdout}"))
+        .to_owned()
+}
+
+async fn wait_for(child: Child) -> String {
+    tokio::task::spawn_blocking(move || report(child)).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_process_gets_session_in_use() {
+    let (store, db) = fresh_store().await;
+    let mut d = Driver::new(&as_dyn(&store), None);
+    d.append(vec![user("parent")]).await;
+    let id = d.id();
+
+    let child = spawn_child("pg::processes::child_appends", &db, &id, 1);
+    assert_eq!(wait_for(child).await, format!("in use: {id}"));
+
+    // Once this process lets go, the child can write.
+    store.release(&id).await.unwrap();
+    let child = spawn_child("pg::processes::child_appends", &db, &id, 1);
+    assert_eq!(wait_for(child).await, "appended");
+    assert_eq!(texts(&store, &id).await, ["parent", "child"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_write_while_a_third_lists_and_loads() {
+    const BATCHES: usize = 40;
+    let (store, db) = fresh_store().await;
+    let ids = [panto_core::new_session_id(), panto_core::new_session_id()];
+    let children: Vec<Child> = ids
+        .iter()
+        .map(|id| spawn_child("pg::processes::child_writes", &db, id, BATCHES))
+        .collect();
+    let waiting = tokio::spawn(async move {
+        let mut reports = Vec::new();
+        for child in children {
+            reports.push(wait_for(child).await);
+        }
+        reports
+    });
+
+    // List and load while the children write. Each batch is a prompt and its reply, so a
+    // listing or a load that saw half a batch would show an odd count.
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut partial_views = 0;
+    while !waiting.is_finished() {
+        let list = store.list().await.unwrap();
+        for info in list.iter().filter(|i| ids.contains(&i.id)) {
+            assert_eq!(info.message_count % 2, 0, "a listing saw half a batch: {info:?}");
+            let before = seen.insert(info.id.clone(), info.message_count).unwrap_or(0);
+            assert!(before <= info.message_count, "the message count went down: {info:?}");
+            if info.message_count < 2 * BATCHES {
+                partial_views += 1;
+            }
+            let loaded = store.load(&info.id).await.unwrap().expect("a listed session loads");
+            assert_eq!(loaded.messages.len() % 2, 0, "a load saw half a batch");
+            assert!(loaded.messages.len() >= info.message_count, "a load went back in time");
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    let reports = waiting.await.unwrap();
+    assert_eq!(reports, [format!("wrote {BATCHES}"), format!("wrote {BATCHES}")]);
+    assert!(partial_views > 0, "the listing never overlapped the writes");
+
+    let list = store.list().await.unwrap();
+    assert_eq!(list.len(), 2);
+    for id in &ids {
+        let info = list.iter().find(|i| &i.id == id).expect("both sessions are listed");
+        assert_eq!(info.message_count, 2 * BATCHES);
+        assert_eq!(
+            info.last_user_message.as_deref(),
+            Some(format!("prompt {}", BATCHES - 1).as_str())
+        );
+        let want: Vec<String> = (0..BATCHES)
+            .flat_map(|i| [format!("prompt {i}"), format!("answer {i}")])
+            .collect();
+        assert_eq!(texts(&store, id).await, want);
+    }
+    // Newest prompt first, as every store orders them.
+    let mut sorted = list.clone();
+    panto_core::sort_by_recency(&mut sorted);
+    assert_eq!(list, sorted);
+}
+
+/// The child side of `a_second_process_gets_session_in_use`; does nothing in a normal run.
+#[tokio::test]
+#[allow(clippy::print_stdout)]
+async fn child_appends() {
+    let (Ok(db), Ok(id)) = (std::env::var(CHILD_DB), std::env::var(CHILD_ID)) else {
+        return;
+    };
+    let store = PostgresStore::connect(&db).await.unwrap();
+    let result = match append_one(&store, &id, &user("child")).await {
+        Ok(()) => "appended".to_owned(),
+        Err(Error::SessionInUse { id }) => format!("in use: {id}"),
+        Err(e) => format!("error: {e}"),
+    };
+    // The parent reads this line from the child's stdout.
+    println!("CHILD RESULT: {result}");
+}
+
+/// The child side of `two_processes_write_while_a_third_lists_and_loads`: writes its session
+/// in batches of a prompt and a reply, a little apart. Does nothing in a normal run.
+#[tokio::test]
+#[allow(clippy::print_stdout)]
+async fn child_writes() {
+    let (Ok(db), Ok(id), Ok(batches)) = (
+        std::env::var(CHILD_DB),
+        std::env::var(CHILD_ID),
+        std::env::var(CHILD_BATCHES),
+    ) else {
+        return;
+    };
+    let batches: usize = batches.parse().unwrap();
+    let store = PostgresStore::connect(&db).await.unwrap();
+    let store: std::sync::Arc<dyn SessionStore> = store;
+    let mut session = match store.clone().resolve(&id).await.unwrap() {
+        Some(s) => s,
+        None => panto_core::Session::new(
+            panto_core::SessionInfo::new(id.clone(), chrono::Utc::now()),
+            store.clone(),
+        ),
+    };
+    let mut conversation = panto_core::Conversation::new();
+    let wire = panto_testkit::store_contract::anthropic_wire();
+    let tools = panto_testkit::store_contract::tools();
+    let mut result = format!("wrote {batches}");
+    for i in 0..batches {
+        let batch = [user(&format!("prompt {i}")), reply(&format!("answer {i}"))];
+        conversation.messages.extend(batch.iter().cloned());
+        let persistent: Vec<panto_core::PersistentMessage<'_>> = batch
+            .iter()
+            .map(|m| panto_core::PersistentMessage {
+                message: m,
+                usage: m.usage,
+                wire: Some(&wire),
+                conversation: &conversation,
+                tools_available: &tools,
+                compaction: None,
+            })
+            .collect();
+        if let Err(e) = session.append(&persistent).await {
+            result = format!("error at batch {i}: {e}");
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    println!("CHILD RESULT: {result}");
+}
