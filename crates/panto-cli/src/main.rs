@@ -91,6 +91,11 @@ pub struct Cli {
     #[arg(long, value_name = "DIR", global = true)]
     session_dir: Option<PathBuf>,
 
+    /// Keep sessions in this PostgreSQL database instead of the session directory (env:
+    /// PANTO_STORE; config: [store] url).
+    #[arg(long, value_name = "postgres://…", global = true)]
+    store: Option<String>,
+
     /// Persist nothing: the conversation lives only as long as the process.
     #[arg(long, conflicts_with_all = ["continue_last", "resume"])]
     no_session: bool,
@@ -146,6 +151,12 @@ enum SessionsCommand {
         #[arg(long, value_enum, default_value_t = sessions::ExportFormat::Markdown)]
         format: sessions::ExportFormat,
     },
+    /// Copy every session of a session directory into the PostgreSQL store (--store): whole
+    /// histories, ids kept; sessions already there are skipped, so it can be run again.
+    Import {
+        /// The session directory to read.
+        dir: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -169,6 +180,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         None => settings.tools.enabled.clone(),
     };
     let session_dir = config::session_dir(cli.session_dir.as_deref(), &settings, &env)?;
+    let store_url = config::store_url(cli.store.as_deref(), &settings, &env)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -183,16 +195,14 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             sessions::print_models(&settings);
             Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Sessions(args)) => {
-            let store = setup::open_fs_store(&session_dir);
-            runtime.block_on(async {
-                match args.command {
-                    None => sessions::list_command(&store, args.json).await,
-                    Some(SessionsCommand::Export { id, format }) => sessions::export_command(store, &id, format).await,
-                }
-            })?;
-            Ok(ExitCode::SUCCESS)
-        }
+        Some(Command::Sessions(args)) => runtime.block_on(async {
+            let catalog = sessions::Catalog::open(store_url.as_deref(), &session_dir).await?;
+            match args.command {
+                None => sessions::list_command(&catalog, args.json).await,
+                Some(SessionsCommand::Export { id, format }) => sessions::export_command(&catalog, &id, format).await,
+                Some(SessionsCommand::Import { dir }) => sessions::import_command(store_url.as_deref(), &dir).await,
+            }
+        }),
         None => {
             let choice = if cli.continue_last {
                 setup::SessionChoice::Continue
@@ -207,6 +217,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 settings,
                 env,
                 session_dir: (!cli.no_session).then_some(session_dir),
+                store_url,
                 choice,
                 model: cli.model,
                 tools: tool_names,

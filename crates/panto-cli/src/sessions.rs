@@ -1,11 +1,14 @@
 //! `panto sessions` (listing and export), the `-r` picker, and `panto models`.
 
 use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
 use std::sync::Arc;
 
 use chrono::{DateTime, Local, Utc};
 use panto_core::{ContentBlock, Conversation, Role, SessionInfo, SessionStore, SystemMode, ToolResultContent};
 use panto_store_fs::FileSystemJSONLStore;
+use panto_store_postgres::PostgresStore;
 use serde_json::{json, Value};
 
 use crate::config::{default_context_window, Key, Settings};
@@ -88,45 +91,67 @@ fn info_json(info: &SessionInfo) -> Value {
     })
 }
 
-/// `panto sessions [--json]`. Files that cannot be read are reported on stderr, never fatal.
-pub async fn list_command(store: &Arc<FileSystemJSONLStore>, as_json: bool) -> Result<(), Failure> {
-    let (infos, problems) = store.list_with_problems().await?;
-    for (path, error) in &problems {
-        eprintln!("panto: skipped {}: {error}", path.display());
+/// The session store the `sessions` commands read: the session directory, or a PostgreSQL
+/// database.
+pub struct Catalog {
+    store: Arc<dyn SessionStore>,
+    /// The file store, when sessions are files: its listing also reports unreadable files.
+    files: Option<Arc<FileSystemJSONLStore>>,
+    place: String,
+}
+
+impl Catalog {
+    /// The store at `url` if given, else the directory `dir`.
+    pub async fn open(url: Option<&str>, dir: &Path) -> Result<Catalog, Failure> {
+        let place = crate::setup::store_place(url, Some(dir));
+        Ok(match url {
+            Some(url) => Catalog {
+                store: PostgresStore::connect(url).await?,
+                files: None,
+                place,
+            },
+            None => {
+                let files = crate::setup::open_fs_store(dir);
+                Catalog {
+                    store: files.clone(),
+                    files: Some(files),
+                    place,
+                }
+            }
+        })
     }
+}
+
+/// `panto sessions [--json]`. Files that cannot be read are reported on stderr, never fatal.
+pub async fn list_command(catalog: &Catalog, as_json: bool) -> Result<ExitCode, Failure> {
+    let infos = match &catalog.files {
+        Some(files) => {
+            let (infos, problems) = files.list_with_problems().await?;
+            for (path, error) in &problems {
+                eprintln!("panto: skipped {}: {error}", path.display());
+            }
+            infos
+        }
+        None => catalog.store.list().await?,
+    };
     let mut out = std::io::stdout().lock();
     if as_json {
         let list: Vec<Value> = infos.iter().map(info_json).collect();
         let _ = writeln!(out, "{}", Value::Array(list));
     } else if infos.is_empty() {
-        eprintln!("panto: no sessions in {}", store.dir().display());
+        eprintln!("panto: no sessions in {}", catalog.place);
     } else {
         for row in table(&infos) {
             let _ = writeln!(out, "{row}");
         }
     }
     let _ = out.flush();
-    Ok(())
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `panto sessions export ID`.
-pub async fn export_command(store: Arc<FileSystemJSONLStore>, id: &str, format: ExportFormat) -> Result<(), Failure> {
-    let dyn_store: Arc<dyn SessionStore> = store.clone();
-    let session = match dyn_store.resolve(id.trim()).await {
-        Ok(Some(s)) => s,
-        Ok(None) => {
-            return Err(Failure::usage(format!(
-                "no session matches {id:?} in {}",
-                store.dir().display()
-            )))
-        }
-        Err(panto_core::Error::InvalidSessionId(_)) => {
-            return Err(Failure::usage(format!(
-                "{id:?} is not a session id or prefix (session ids are lowercase hex and `-`)"
-            )))
-        }
-        Err(e) => return Err(e.into()),
-    };
+pub async fn export_command(catalog: &Catalog, id: &str, format: ExportFormat) -> Result<ExitCode, Failure> {
+    let session = crate::setup::resolve(&catalog.store, id, &catalog.place).await?;
     let conversation = session.load().await?;
     let text = match format {
         ExportFormat::Markdown => markdown(&session.info, &conversation),
@@ -135,7 +160,36 @@ pub async fn export_command(store: Arc<FileSystemJSONLStore>, id: &str, format: 
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
-    Ok(())
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `panto sessions import DIR`: every session of `dir` into the PostgreSQL store at `url`. Exits
+/// non-zero when a file could not be imported (the others are imported all the same).
+pub async fn import_command(url: Option<&str>, dir: &Path) -> Result<ExitCode, Failure> {
+    let url = url.ok_or_else(|| {
+        Failure::usage(
+            "panto sessions import needs a PostgreSQL store: --store postgres://…, PANTO_STORE or [store] url",
+        )
+    })?;
+    if !dir.is_dir() {
+        return Err(Failure::usage(format!("{} is not a directory", dir.display())));
+    }
+    let store = PostgresStore::connect(url).await?;
+    let report = panto_store_postgres::import_fs(dir, &store).await?;
+    println!(
+        "imported {} session(s) into {}; {} already there",
+        report.imported.len(),
+        crate::setup::redact_password(url),
+        report.skipped.len()
+    );
+    for (path, error) in &report.problems {
+        eprintln!("panto: not imported: {}: {error}", path.display());
+    }
+    Ok(if report.problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
 }
 
 /// One JSON message per line.

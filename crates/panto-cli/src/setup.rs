@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use panto_core::{Agent, Conversation, Error, NullStore, Session, SessionStore};
 use panto_store_fs::FileSystemJSONLStore;
+use panto_store_postgres::PostgresStore;
 
 use crate::config::{Env, Selection, Settings};
 use crate::exit::Failure;
@@ -33,6 +34,9 @@ pub struct Launch {
     pub env: Env,
     /// The session directory; `None` with `--no-session`.
     pub session_dir: Option<PathBuf>,
+    /// A PostgreSQL URL: sessions go there instead of the session directory (ignored with
+    /// `--no-session`).
+    pub store_url: Option<String>,
     /// The session to work in.
     pub choice: SessionChoice,
     /// `-m NAME`.
@@ -59,24 +63,58 @@ pub fn open_fs_store(dir: &Path) -> Arc<FileSystemJSONLStore> {
     FileSystemJSONLStore::new(dir)
 }
 
-/// The store a launch writes to: the filesystem one, or [`NullStore`] with `--no-session`.
-pub fn store_for(launch: &Launch) -> Arc<dyn SessionStore> {
-    match &launch.session_dir {
-        Some(dir) => open_fs_store(dir),
-        None => NullStore::shared(),
+impl Launch {
+    /// Where sessions are, for messages (a database URL without its password).
+    pub fn store_place(&self) -> String {
+        store_place(self.store_url.as_deref(), self.session_dir.as_deref())
     }
 }
 
-/// Where sessions are, for messages.
-fn dir_text(launch_dir: Option<&Path>) -> String {
-    launch_dir.map_or_else(|| "(no session store)".to_owned(), |d| d.display().to_string())
+/// The store a launch writes to: PostgreSQL with a store URL, else the session directory, or
+/// [`NullStore`] with `--no-session`.
+pub async fn store_for(launch: &Launch) -> Result<Arc<dyn SessionStore>, Failure> {
+    open_store(launch.store_url.as_deref(), launch.session_dir.as_deref()).await
+}
+
+/// The store at `url` (PostgreSQL) or else in `dir`; with neither, [`NullStore`].
+pub async fn open_store(url: Option<&str>, dir: Option<&Path>) -> Result<Arc<dyn SessionStore>, Failure> {
+    Ok(match (dir, url) {
+        (None, _) => NullStore::shared(),
+        (Some(_), Some(url)) => PostgresStore::connect(url).await?,
+        (Some(dir), None) => open_fs_store(dir),
+    })
+}
+
+/// Where sessions are, for messages: the database (without its password), the directory, or
+/// none.
+pub fn store_place(url: Option<&str>, dir: Option<&Path>) -> String {
+    match (dir, url) {
+        (None, _) => "(no session store)".to_owned(),
+        (Some(_), Some(url)) => redact_password(url),
+        (Some(dir), None) => dir.display().to_string(),
+    }
+}
+
+/// `postgres://user:secret@host/db` as `postgres://user:***@host/db`: a database password is as
+/// secret as an API key and must not reach a terminal or a log.
+pub fn redact_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let Some((credentials, host)) = rest.split_once('@') else {
+        return url.to_owned();
+    };
+    match credentials.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
+        None => url.to_owned(),
+    }
 }
 
 /// Finds the session `choice` names and loads its conversation (`None` for a new session).
 pub async fn open_session(
     store: &Arc<dyn SessionStore>,
     choice: &SessionChoice,
-    dir: Option<&Path>,
+    place: &str,
 ) -> Result<(Session, Option<Conversation>), Failure> {
     let session = match choice {
         SessionChoice::New => return Ok((store.clone().create(), None)),
@@ -84,12 +122,12 @@ pub async fn open_session(
             .clone()
             .latest()
             .await?
-            .ok_or_else(|| Failure::usage(format!("no session to continue in {}", dir_text(dir))))?,
-        SessionChoice::Resume(id) => resolve(store, id, dir).await?,
+            .ok_or_else(|| Failure::usage(format!("no session to continue in {place}")))?,
+        SessionChoice::Resume(id) => resolve(store, id, place).await?,
         SessionChoice::Pick => {
             let infos = store.list().await?;
             let id = crate::sessions::pick(&infos)?;
-            resolve(store, &id, dir).await?
+            resolve(store, &id, place).await?
         }
     };
     let conversation = session.load().await?;
@@ -97,14 +135,11 @@ pub async fn open_session(
 }
 
 /// The session whose id is or starts with `id`.
-async fn resolve(store: &Arc<dyn SessionStore>, id: &str, dir: Option<&Path>) -> Result<Session, Failure> {
+pub async fn resolve(store: &Arc<dyn SessionStore>, id: &str, place: &str) -> Result<Session, Failure> {
     let id = id.trim();
     match store.clone().resolve(id).await {
         Ok(Some(session)) => Ok(session),
-        Ok(None) => Err(Failure::usage(format!(
-            "no session matches {id:?} in {}",
-            dir_text(dir)
-        ))),
+        Ok(None) => Err(Failure::usage(format!("no session matches {id:?} in {place}"))),
         Err(Error::InvalidSessionId(_)) => Err(Failure::usage(format!(
             "{id:?} is not a session id or prefix (session ids are lowercase hex and `-`)"
         ))),
@@ -174,7 +209,7 @@ pub async fn build_agent(
 pub async fn start(launch: &Launch, store: &Arc<dyn SessionStore>, gate: Arc<Gate>) -> Result<Ready, Failure> {
     let cwd =
         std::env::current_dir().map_err(|e| Failure::runtime(format!("cannot read the working directory: {e}")))?;
-    let (session, conversation) = open_session(store, &launch.choice, launch.session_dir.as_deref()).await?;
+    let (session, conversation) = open_session(store, &launch.choice, &launch.store_place()).await?;
     let resumed = conversation.is_some();
     let mut notes = Vec::new();
     let selection = choose_model(&launch.settings, &session, resumed, launch.model.as_deref(), &mut notes)?;
@@ -204,5 +239,24 @@ pub fn tool_context(settings: &Settings, cwd: PathBuf, gate: Arc<Gate>) -> ToolC
         gate,
         bash_timeout: settings.tools.bash_timeout,
         max_output_bytes: settings.tools.max_output_bytes,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_passwords_never_reach_messages() {
+        assert_eq!(
+            redact_password("postgres://panto:s3cret@db:5432/panto"),
+            "postgres://panto:***@db:5432/panto"
+        );
+        assert_eq!(
+            redact_password("postgres://panto@db/panto"),
+            "postgres://panto@db/panto"
+        );
+        assert!(!store_place(Some("postgres://u:pw@h/d"), Some(Path::new("/x"))).contains("pw"));
+        assert_eq!(store_place(None, None), "(no session store)");
     }
 }

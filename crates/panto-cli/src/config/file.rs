@@ -50,6 +50,17 @@ pub struct FileConfig {
     /// Built-in tools.
     #[serde(default)]
     pub tools: ToolsEntry,
+    /// Where sessions are stored, when not in the session directory.
+    #[serde(default)]
+    pub store: StoreEntry,
+}
+
+/// `[store]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreEntry {
+    /// A `postgres://…` URL: sessions go to that PostgreSQL database instead of files.
+    pub url: Option<Spanned<String>>,
 }
 
 /// `[providers.NAME]`.

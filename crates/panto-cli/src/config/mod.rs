@@ -182,6 +182,8 @@ pub struct Settings {
     pub agents_md: bool,
     /// `session_dir` from the file, expanded.
     pub session_dir: Option<PathBuf>,
+    /// `[store] url` from the file.
+    pub store_url: Option<String>,
     /// Retry policy.
     pub retry: RetryConfig,
     /// Compaction policy (its `context_window` is set per model).
@@ -466,8 +468,20 @@ fn resolve(file: FileConfig, path: Option<PathBuf>, source: &str, env: &Env) -> 
         None => DEFAULT_MAX_OUTPUT_BYTES,
     };
 
+    let store_url = match &file.store.url {
+        Some(url) if !is_postgres_url(url.get_ref()) => {
+            return Err(at(
+                url.span(),
+                "store.url must be a postgres:// or postgresql:// URL".into(),
+            ))
+        }
+        Some(url) => Some(url.get_ref().clone()),
+        None => None,
+    };
+
     Ok(Settings {
         config_path: path,
+        store_url,
         providers,
         models,
         default_model,
@@ -486,6 +500,27 @@ fn resolve(file: FileConfig, path: Option<PathBuf>, source: &str, env: &Env) -> 
             max_output_bytes,
         },
     })
+}
+
+/// Whether `url` names a PostgreSQL database.
+fn is_postgres_url(url: &str) -> bool {
+    url.starts_with("postgres://") || url.starts_with("postgresql://")
+}
+
+/// The PostgreSQL store URL: `--store`, else `PANTO_STORE`, else `[store] url` from the file;
+/// `None` keeps sessions in the session directory.
+pub fn store_url(flag: Option<&str>, settings: &Settings, env: &Env) -> Result<Option<String>, Failure> {
+    let (url, source) = match (flag, env.get("PANTO_STORE")) {
+        (Some(url), _) => (url.to_owned(), "--store"),
+        (None, Some(url)) if !url.is_empty() => (url.to_owned(), "PANTO_STORE"),
+        _ => return Ok(settings.store_url.clone()),
+    };
+    if !is_postgres_url(&url) {
+        return Err(Failure::usage(format!(
+            "{source} must be a postgres:// or postgresql:// URL (sessions in files need no store URL)"
+        )));
+    }
+    Ok(Some(url))
 }
 
 /// The session directory: `--session-dir`, else `PANTO_SESSION_DIR`, else `session_dir` from the
@@ -622,5 +657,24 @@ model = "a"
             s.provider("work-proxy").unwrap().headers,
             [("x-team".to_owned(), "platform".to_owned())]
         );
+        assert_eq!(s.store_url.as_deref(), Some("postgres://panto@db.internal/panto"));
+    }
+
+    #[test]
+    fn a_store_url_must_be_postgres_and_names_its_line() {
+        let err = load("[store]\nurl = \"mysql://x\"\n", &[("ANTHROPIC_API_KEY", "a")]).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains(":2:") && text.contains("store.url must be a postgres://"),
+            "{text}"
+        );
+        let s = load("", &[("ANTHROPIC_API_KEY", "a")]).unwrap();
+        let env = Env::from_pairs(&[("PANTO_STORE", "postgresql://h/db")]);
+        assert_eq!(store_url(None, &s, &env).unwrap().as_deref(), Some("postgresql://h/db"));
+        assert_eq!(
+            store_url(Some("postgres://flag/db"), &s, &env).unwrap().as_deref(),
+            Some("postgres://flag/db")
+        );
+        assert!(store_url(None, &s, &Env::from_pairs(&[("PANTO_STORE", "sqlite://x")])).is_err());
     }
 }

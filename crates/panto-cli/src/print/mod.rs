@@ -59,7 +59,7 @@ fn read_prompt(arg: &str) -> Result<String, Failure> {
 /// Runs print mode.
 pub async fn run(launch: Launch, prompt: &str, format: OutputFormat, approval: Approval) -> Result<ExitCode, Failure> {
     let prompt = read_prompt(prompt)?;
-    let store = setup::store_for(&launch);
+    let store = setup::store_for(&launch).await?;
     let gate = Arc::new(Gate::new(
         approval,
         None,

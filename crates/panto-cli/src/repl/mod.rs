@@ -67,6 +67,8 @@ struct Repl<'r> {
     rt: &'r tokio::runtime::Runtime,
     settings: Settings,
     session_dir: Option<PathBuf>,
+    /// Where sessions are, for messages.
+    place: String,
     store: Arc<dyn SessionStore>,
     gate: Arc<Gate>,
     tools: Vec<ToolName>,
@@ -96,7 +98,8 @@ pub fn run(rt: &tokio::runtime::Runtime, launch: Launch, approval: Approval) -> 
     // From here on Ctrl-C never kills the REPL: outside a turn (a slash command running) it is
     // ignored, inside one the turn's own listener cancels the turn.
     rt.block_on(async { crate::interrupt::ignore_interrupts() });
-    let store = setup::store_for(&launch);
+    let store = rt.block_on(setup::store_for(&launch))?;
+    let place = launch.store_place();
     let ready = rt.block_on(setup::start(&launch, &store, gate.clone()))?;
     let cwd =
         std::env::current_dir().map_err(|e| Failure::runtime(format!("cannot read the working directory: {e}")))?;
@@ -107,6 +110,7 @@ pub fn run(rt: &tokio::runtime::Runtime, launch: Launch, approval: Approval) -> 
         ctx: setup::tool_context(&launch.settings, cwd, gate.clone()),
         pricing: launch.settings.pricing(),
         settings: launch.settings,
+        place,
         session_dir: launch.session_dir,
         store,
         gate,
@@ -390,8 +394,7 @@ impl Repl<'_> {
     fn switch(&mut self, choice: SessionChoice, keep: Option<Selection>) {
         let rt = self.rt;
         let opened = rt.block_on(async {
-            let (session, conversation) =
-                setup::open_session(&self.store, &choice, self.session_dir.as_deref()).await?;
+            let (session, conversation) = setup::open_session(&self.store, &choice, &self.place).await?;
             let resumed = conversation.is_some();
             let mut notes = Vec::new();
             let selection = match keep {
