@@ -5,12 +5,18 @@
 //!   mock server's SDK check, and the generated-header and C/Go checks once they exist).
 //! - `arch`: the architecture invariants alone.
 //! - `sdk-check`: drive the mock LLM server with the official Python SDKs.
+//! - `bench`, `bench-data`: the performance targets, measured (docs/performance.md).
+//! - `crash-test`: the kill-9 crash harness (docs/robustness.md).
+//! - `fuzz`: run a fuzz target of `fuzz/` for a while.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod arch;
+mod bench;
 mod codegen;
+mod crash;
 mod ffi_tests;
+mod fuzz;
 mod postgres;
 mod sdk_check;
 
@@ -26,8 +32,12 @@ fn main() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("ci") => ci(&root),
         Some("arch") => arch::check(&root),
+        Some("bench") => bench::bench(&root, &args[1..]),
+        Some("bench-data") => bench::bench_data(&root, &args[1..]),
+        Some("crash-test") => crash::main(&root, &args[1..]),
         Some("codegen") => codegen::main(&root, &args[1..]),
         Some("ffi-test") => ffi_tests::main(&root, &args[1..]),
+        Some("fuzz") => fuzz::fuzz(&root, &args[1..]),
         Some("postgres") => postgres::run(&root, &args[1..]),
         Some("sdk-check") => sdk_check::run(&root),
         Some(other) => bail!("unknown task {other:?}\n\n{USAGE}"),
@@ -41,11 +51,15 @@ fn main() -> Result<()> {
 const USAGE: &str = "usage: cargo xtask <task>
 
 tasks:
-  ci         the whole check: fmt, clippy, tests, docs, invariants, SDK check
+  ci         the whole check: fmt, invariants, clippy, tests, header, C/Go, crash harness, docs, SDK check
   arch       architecture invariants (unsafe only in panto-ffi, printing only in panto-cli,
              no filesystem I/O in panto-core)
+  bench      run every benchmark and print the table of targets (--only B, --cold)
+  bench-data build the benchmark data sets under target/bench-data (--large, --force)
   codegen    generate include/panto.h from crates/panto-ffi (--check: fail if it is stale)
+  crash-test SIGKILL panto at random moments and check the sessions it leaves (--trials N, --seed S)
   ffi-test   libpanto from C (plain, valgrind, ASan) and Go (also GOGC=1, -race); `c` or `go` alone
+  fuzz       fuzz TARGET SECONDS: sse_parser or jsonl_loader (cargo-fuzz on nightly, else a driver)
   postgres   a throwaway PostgreSQL (prints PANTO_PG_URL; or -- CMD… runs CMD with it set)
   sdk-check  validate the mock LLM server against the official anthropic/openai Python SDKs";
 
@@ -94,6 +108,7 @@ fn ci(root: &Path) -> Result<()> {
         ("codegen-check", Box::new(|| codegen::run(root, true))),
         ("ffi-c", Box::new(|| ffi_tests::c(root))),
         ("ffi-go", Box::new(|| ffi_tests::go(root))),
+        ("crash-test", Box::new(|| crash::run(root, 50))),
         ("doc", Box::new(|| doc(root))),
         ("sdk-check", Box::new(|| sdk_check::run(root))),
     ];

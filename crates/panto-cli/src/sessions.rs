@@ -9,7 +9,6 @@ use chrono::{DateTime, Local, Utc};
 use panto_core::{ContentBlock, Conversation, Role, SessionInfo, SessionStore, SystemMode, ToolResultContent};
 use panto_store_fs::FileSystemJSONLStore;
 use panto_store_postgres::PostgresStore;
-use serde_json::{json, Value};
 
 use crate::config::{default_context_window, Key, Settings};
 use crate::cost::thousands;
@@ -30,15 +29,15 @@ pub const RECENT: usize = 20;
 /// The shortest id prefix, at least 8 characters, that tells each listed session apart: UUIDv7
 /// ids share their leading (time) digits when created close together.
 pub fn short_ids(infos: &[SessionInfo]) -> Vec<String> {
-    let mut len = 8;
-    for a in infos {
-        for b in infos {
-            if a.id != b.id {
-                let common = a.id.chars().zip(b.id.chars()).take_while(|(x, y)| x == y).count();
-                len = len.max(common + 1);
-            }
-        }
-    }
+    // The longest prefix any two ids share is shared by two ids that sort next to each other, so
+    // comparing neighbours after a sort finds it: comparing every pair took seconds for 10,000.
+    let mut sorted: Vec<&str> = infos.iter().map(|i| i.id.as_str()).collect();
+    sorted.sort_unstable();
+    let len = sorted
+        .windows(2)
+        .filter(|w| w[0] != w[1])
+        .map(|w| w[0].chars().zip(w[1].chars()).take_while(|(x, y)| x == y).count() + 1)
+        .fold(8, usize::max);
     infos
         .iter()
         .map(|i| i.id.chars().take(len.min(i.id.len())).collect())
@@ -76,19 +75,39 @@ pub fn table(infos: &[SessionInfo]) -> Vec<String> {
         .collect()
 }
 
-fn info_json(info: &SessionInfo) -> Value {
-    json!({
-        "id": info.id,
-        "created": info.created.to_rfc3339(),
-        "modified": info.modified.to_rfc3339(),
-        "last_prompt_at": info.last_prompt_at.map(|t| t.to_rfc3339()),
-        "message_count": info.message_count,
-        "last_user_message": info.last_user_message,
-        "model": info.wire.as_ref().map(|w| w.model.clone()),
-        "api_style": info.wire.as_ref().map(|w| w.api_style.as_str()),
-        "base_url": info.wire.as_ref().map(|w| w.base_url.clone()),
-        "reasoning": info.wire.as_ref().map(|w| w.reasoning.as_str()),
-    })
+/// One session of `panto sessions --json` (docs/cli.md). Serialised straight from the listing,
+/// borrowing its strings: building a `Value` per session cost more than reading the files of
+/// small sessions. Fields are in alphabetical order, the order the output has always had.
+#[derive(serde::Serialize)]
+struct InfoJson<'a> {
+    api_style: Option<&'a str>,
+    base_url: Option<&'a str>,
+    created: String,
+    id: &'a str,
+    last_prompt_at: Option<String>,
+    last_user_message: Option<&'a str>,
+    message_count: usize,
+    model: Option<&'a str>,
+    modified: String,
+    reasoning: Option<&'a str>,
+}
+
+impl<'a> InfoJson<'a> {
+    fn of(info: &'a SessionInfo) -> Self {
+        let wire = info.wire.as_ref();
+        InfoJson {
+            api_style: wire.map(|w| w.api_style.as_str()),
+            base_url: wire.map(|w| w.base_url.as_str()),
+            created: info.created.to_rfc3339(),
+            id: &info.id,
+            last_prompt_at: info.last_prompt_at.map(|t| t.to_rfc3339()),
+            last_user_message: info.last_user_message.as_deref(),
+            message_count: info.message_count,
+            model: wire.map(|w| w.model.as_str()),
+            modified: info.modified.to_rfc3339(),
+            reasoning: wire.map(|w| w.reasoning.as_str()),
+        }
+    }
 }
 
 /// The session store the `sessions` commands read: the session directory, or a PostgreSQL
@@ -136,8 +155,13 @@ pub async fn list_command(catalog: &Catalog, as_json: bool) -> Result<ExitCode, 
     };
     let mut out = std::io::stdout().lock();
     if as_json {
-        let list: Vec<Value> = infos.iter().map(info_json).collect();
-        let _ = writeln!(out, "{}", Value::Array(list));
+        let list: Vec<InfoJson<'_>> = infos.iter().map(InfoJson::of).collect();
+        // Encoded whole and written at once: formatting straight into stdout's line buffer
+        // issued one write per KiB, thousands for a long listing.
+        let mut text =
+            serde_json::to_vec(&list).map_err(|e| Failure::runtime(format!("cannot encode the listing: {e}")))?;
+        text.push(b'\n');
+        let _ = out.write_all(&text);
     } else if infos.is_empty() {
         eprintln!("panto: no sessions in {}", catalog.place);
     } else {
@@ -392,10 +416,49 @@ pub fn print_models(settings: &Settings) {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn info(id: &str) -> SessionInfo {
         SessionInfo::new(id, Utc::now())
+    }
+
+    #[test]
+    fn listing_json_has_every_documented_field_in_order() {
+        let mut full = info("0190aaaa-1111-7000-8000-000000000000");
+        full.message_count = 3;
+        full.last_user_message = Some("fix the \"parser\"".into());
+        full.last_prompt_at = Some(full.created);
+        full.wire = Some(panto_core::WireIdentity {
+            api_style: panto_core::ApiStyle::OpenAiChat,
+            base_url: "http://127.0.0.1:9/v1".into(),
+            model: "gpt-4o".into(),
+            reasoning: panto_core::ReasoningEffort::High,
+        });
+        let created = full.created.to_rfc3339();
+        let text = serde_json::to_string(&InfoJson::of(&full)).unwrap();
+        let expected = json!({
+            "api_style": "openai-chat", "base_url": "http://127.0.0.1:9/v1", "created": created,
+            "id": "0190aaaa-1111-7000-8000-000000000000", "last_prompt_at": created,
+            "last_user_message": "fix the \"parser\"", "message_count": 3, "model": "gpt-4o",
+            "modified": full.modified.to_rfc3339(), "reasoning": "high",
+        });
+        assert_eq!(text, expected.to_string(), "same keys, values and order as before");
+
+        let bare = info("0190aaaa-2222-7000-8000-000000000000");
+        let value = serde_json::to_value(InfoJson::of(&bare)).unwrap();
+        for key in [
+            "api_style",
+            "base_url",
+            "last_prompt_at",
+            "last_user_message",
+            "model",
+            "reasoning",
+        ] {
+            assert_eq!(value[key], serde_json::Value::Null, "{key}");
+        }
+        assert_eq!(value["message_count"], 0);
     }
 
     #[test]
@@ -406,6 +469,21 @@ mod tests {
         ];
         assert_eq!(short_ids(&infos), ["0190aaaa-111", "0190aaaa-112"]);
         assert_eq!(short_ids(&infos[..1]), ["0190aaaa"]);
+    }
+
+    #[test]
+    fn short_ids_find_the_closest_pair_in_any_order() {
+        // The two ids that need the longest prefix are neither first nor adjacent in the input.
+        let infos = [
+            info("0190aaaa-1122-7000-8000-000000000000"),
+            info("0190bbbb-0000-7000-8000-000000000000"),
+            info("0190aaaa-1000-7000-8000-000000000000"),
+            info("0190aaaa-1122-7000-8000-000000000001"),
+            info("0190aaaa-1122-7000-8000-000000000000"),
+        ];
+        let ids = short_ids(&infos);
+        assert!(ids.iter().all(|id| id.len() == 36), "{ids:?}");
+        assert_eq!(short_ids(&infos[..3]), ["0190aaaa-11", "0190bbbb-00", "0190aaaa-10"]);
     }
 
     #[test]

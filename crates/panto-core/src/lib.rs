@@ -49,6 +49,11 @@
 //! ```
 #![deny(missing_docs)]
 
+/// Benchmark and fuzzing entry points into the private wire layer; not part of the API.
+#[cfg(feature = "bench-internals")]
+#[doc(hidden)]
+#[path = "bench_internals.rs"]
+pub mod __bench;
 mod agent;
 mod config;
 mod conversation;

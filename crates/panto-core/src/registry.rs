@@ -225,6 +225,10 @@ impl ToolRegistry {
 }
 
 #[cfg(test)]
+#[path = "registry_proptests.rs"]
+mod proptests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 

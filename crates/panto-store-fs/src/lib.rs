@@ -80,7 +80,7 @@ use panto_core::{
 pub use writer::Durability;
 
 use crate::format::corrupt;
-use crate::log::parse_log;
+use crate::log::load_conversation;
 use crate::scan::{io_error, read_info};
 use crate::writer::{Pending, Writer};
 
@@ -272,21 +272,7 @@ impl Inner {
     }
 
     fn load(&self, id: &str) -> Result<Option<Conversation>> {
-        let path = self.path_of(id);
-        let bytes = match std::fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(io_error("reading", &path, e)),
-        };
-        let log = parse_log(&bytes, &path, id)?;
-        let mut messages: Vec<Option<panto_core::Message>> =
-            log.entries.into_iter().map(|e| Some(e.entry.message)).collect();
-        // Each entry appears in the view at most once, so each message is taken once.
-        let view = log.view.iter().filter_map(|&i| messages[i].take()).collect();
-        Ok(Some(Conversation {
-            messages: view,
-            metadata: log.header.metadata,
-        }))
+        load_conversation(&self.path_of(id), id)
     }
 
     fn append(&self, id: &str, batch: &[Pending], metadata: Option<&str>) -> Result<()> {

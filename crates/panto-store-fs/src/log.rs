@@ -1,24 +1,70 @@
 //! Reading a whole session file: every line checked, the chain to the newest entry followed, and
 //! compactions applied to produce the view the model sees.
+//!
+//! A session can be hundreds of megabytes, most of it tool output that a compaction has hidden
+//! from the model. So reading is two passes that never hold the file in memory:
+//!
+//! 1. [`scan_log`] streams the file once through a bounded buffer and parses each entry as a
+//!    [`Skeleton`]: everything but the message's content, which serde skips without building
+//!    it. That is enough to check every line's JSON and entry fields, follow the chain and apply
+//!    compactions, and it is all a writer reopening the file needs.
+//! 2. [`read_view`] reads back only the lines of the view, by offset, and parses their messages
+//!    in full.
+//!
+//! Memory is bounded by the longest line plus the view, not by the file. The cost of this split
+//! is that the content of a message no longer in the view (compacted away) is checked as JSON
+//! but not as a message; `load` still checks in full every message it returns.
 
 use std::collections::HashMap;
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use panto_core::{Result, Role};
+use chrono::{DateTime, Utc};
+use panto_core::{Message, Result, Role};
+use serde::Deserialize;
 
-use crate::format::{corrupt, line_location, parse_entry, parse_header, EntryIn, HeaderIn};
-use crate::scan::check_header_id;
+use crate::format::{corrupt, line_location, parse_entry, parse_header, Activity, CompactionOnDisk, HeaderIn};
+use crate::scan::{check_header_id, io_error};
 
-/// One entry and the line it came from.
+/// How many bytes each read of the first pass asks for; lines longer than this grow the buffer.
+const CHUNK: usize = 1024 * 1024;
+
+/// An entry without its message content: what the first pass keeps of every line.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Skeleton {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub id: String,
+    pub parent_id: Option<String>,
+    pub timestamp: DateTime<Utc>,
+    pub message: MessageRole,
+    #[serde(default)]
+    pub compaction: Option<CompactionOnDisk>,
+    pub activity: Activity,
+}
+
+/// The role of an entry's message; its content is skipped.
+#[derive(Debug, Deserialize)]
+pub(crate) struct MessageRole {
+    pub role: Role,
+}
+
+/// One entry's skeleton and where its line is.
 #[derive(Debug)]
 pub(crate) struct LoggedEntry {
     /// The 1-based line number, for errors.
     pub line: usize,
-    /// The entry.
-    pub entry: EntryIn,
+    /// Byte offset of the line in the file.
+    pub offset: u64,
+    /// Length of the line without its `\n`.
+    pub len: usize,
+    /// The entry, without its message content.
+    pub entry: Skeleton,
 }
 
-/// A session file, parsed.
+/// A session file, scanned.
 #[derive(Debug)]
 pub(crate) struct ParsedLog {
     /// Line 1.
@@ -28,59 +74,245 @@ pub(crate) struct ParsedLog {
     /// Indices into `entries` of the messages the model sees: the chain ending at the newest
     /// entry, with compactions applied.
     pub view: Vec<usize>,
+    /// The committed length: everything up to and including the last `\n`. Bytes after it are a
+    /// torn line that a crash left behind.
+    pub committed: u64,
 }
 
-/// The length of the committed part of `bytes`: everything up to and including the last `\n`.
-/// What follows is a torn line that a crash left behind.
-pub(crate) fn committed_len(bytes: &[u8]) -> usize {
-    memchr::memrchr(b'\n', bytes).map_or(0, |i| i + 1)
+/// Splits a byte stream into `\n`-terminated lines through one reused buffer. Bytes after the
+/// last `\n` (a torn line) are never returned.
+struct Lines<R> {
+    reader: R,
+    buf: Vec<u8>,
+    /// Start of the unconsumed bytes in `buf`.
+    start: usize,
+    /// Bytes of `buf` holding data.
+    end: usize,
+    /// Where the search for the next `\n` resumes: the bytes from `start` up to here hold none,
+    /// so a long line is scanned once, not once per read.
+    scanned: usize,
+    /// Stream offset of `buf[0]`.
+    base: u64,
+    eof: bool,
 }
 
-/// Parses the session file at `path` (for errors), whose name says it is session `id`, from its
-/// bytes. A torn final line is skipped; any other bad line is an error naming the line.
-pub(crate) fn parse_log(bytes: &[u8], path: &Path, id: &str) -> Result<ParsedLog> {
-    let committed = &bytes[..committed_len(bytes)];
-    let header_location = line_location(path, 1);
-    if committed.is_empty() {
-        let message = if bytes.is_empty() {
-            "the file is empty: it has no session header"
-        } else {
-            "the header line is incomplete (no line end): the first write was interrupted"
-        };
-        return Err(corrupt(header_location, message));
+impl<R: Read> Lines<R> {
+    fn new(reader: R) -> Self {
+        Lines {
+            reader,
+            buf: vec![0; CHUNK],
+            start: 0,
+            end: 0,
+            scanned: 0,
+            base: 0,
+            eof: false,
+        }
     }
-    // `committed` ends with `\n`, so every piece but the (empty) last one is a whole line.
-    let mut lines = committed[..committed.len() - 1].split(|&b| b == b'\n');
-    let header = parse_header(lines.next().unwrap_or_default(), &header_location)?;
+
+    /// The next whole line (without `\n`) and its offset, or `None` at the end of the committed
+    /// bytes.
+    fn next_line(&mut self) -> io::Result<Option<(u64, &[u8])>> {
+        loop {
+            let from = self.scanned.max(self.start);
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[from..self.end]) {
+                let line_start = self.start;
+                let line_end = from + i;
+                self.start = line_end + 1;
+                self.scanned = self.start;
+                let offset = self.base + line_start as u64;
+                return Ok(Some((offset, &self.buf[line_start..line_end])));
+            }
+            self.scanned = self.end;
+            if self.eof {
+                return Ok(None);
+            }
+            self.refill()?;
+        }
+    }
+
+    /// Moves the partial line to the front (growing the buffer when the line fills it) and
+    /// reads more after it.
+    fn refill(&mut self) -> io::Result<()> {
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.base += self.start as u64;
+            self.end -= self.start;
+            self.scanned -= self.start;
+            self.start = 0;
+        }
+        if self.end == self.buf.len() {
+            let grown = self.buf.len() * 2;
+            self.buf.resize(grown, 0);
+        }
+        loop {
+            match self.reader.read(&mut self.buf[self.end..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    return Ok(());
+                }
+                Ok(n) => {
+                    self.end += n;
+                    return Ok(());
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Stream offset just past the last `\n` returned, once `next_line` has returned `None`.
+    fn committed(&self) -> u64 {
+        self.base + self.start as u64
+    }
+
+    /// Whether bytes were read that no line end followed.
+    fn has_torn_tail(&self) -> bool {
+        self.end > self.start
+    }
+}
+
+/// What the first pass found.
+#[derive(Debug)]
+pub(crate) enum Scanned {
+    /// The file is empty.
+    Empty,
+    /// The file holds bytes but no line end: the header write was torn.
+    TornHeader,
+    /// A header and the entries after it.
+    Log(ParsedLog),
+}
+
+impl Scanned {
+    /// The log, or the error a reader gives for a file without a complete header line.
+    pub fn into_log(self, path: &Path) -> Result<ParsedLog> {
+        let message = match self {
+            Scanned::Log(log) => return Ok(log),
+            Scanned::Empty => "the file is empty: it has no session header",
+            Scanned::TornHeader => "the header line is incomplete (no line end): the first write was interrupted",
+        };
+        Err(corrupt(line_location(path, 1), message))
+    }
+}
+
+/// The first pass: scans the session file read from `reader` (positioned at its start), at
+/// `path` (for errors), whose name says it is session `id`. A torn final line is skipped; any
+/// other bad line is an error naming the line.
+pub(crate) fn scan_log<R: Read>(reader: R, path: &Path, id: &str) -> Result<Scanned> {
+    let mut lines = Lines::new(reader);
+    let read_error = |e| io_error("reading", path, e);
+    let header_location = line_location(path, 1);
+    let header = match lines.next_line().map_err(read_error)? {
+        Some((_, line)) => Some(parse_header(line, &header_location)?),
+        None => None,
+    };
+    let Some(header) = header else {
+        return Ok(if lines.has_torn_tail() {
+            Scanned::TornHeader
+        } else {
+            Scanned::Empty
+        });
+    };
     check_header_id(&header.id, id, &header_location)?;
 
     let mut entries: Vec<LoggedEntry> = Vec::new();
     let mut by_id: HashMap<String, usize> = HashMap::new();
-    for (i, line) in lines.enumerate() {
-        let number = i + 2;
-        let location = line_location(path, number);
-        let entry = parse_entry(line, &location)?;
+    let mut number = 1;
+    while let Some((offset, line)) = lines.next_line().map_err(read_error)? {
+        number += 1;
+        let entry = parse_skeleton(line, &line_location(path, number))?;
         if let Some(earlier) = by_id.get(&entry.id) {
             let first = entries[*earlier].line;
             return Err(corrupt(
-                location,
+                line_location(path, number),
                 format!("duplicate entry id \"{}\" (first used on line {first})", entry.id),
             ));
         }
         if let Some(parent) = &entry.parent_id {
             if !by_id.contains_key(parent) {
                 return Err(corrupt(
-                    location,
+                    line_location(path, number),
                     format!("parent_id \"{parent}\" names no earlier entry"),
                 ));
             }
         }
         by_id.insert(entry.id.clone(), entries.len());
-        entries.push(LoggedEntry { line: number, entry });
+        entries.push(LoggedEntry {
+            line: number,
+            offset,
+            len: line.len(),
+            entry,
+        });
     }
-
+    let committed = lines.committed();
     let view = build_view(&entries, &by_id, path)?;
-    Ok(ParsedLog { header, entries, view })
+    Ok(Scanned::Log(ParsedLog {
+        header,
+        entries,
+        view,
+        committed,
+    }))
+}
+
+/// Parses an entry line without its message content. A line this rejects is parsed again in
+/// full, so the error is the one [`parse_entry`] gives (naming the field or the column).
+fn parse_skeleton(line: &[u8], location: &str) -> Result<Skeleton> {
+    match serde_json::from_slice::<Skeleton>(line) {
+        Ok(skeleton) if skeleton.kind == crate::format::MESSAGE_TYPE => Ok(skeleton),
+        Ok(_) | Err(_) => match parse_entry(line, location) {
+            Err(e) => Err(e),
+            // The full parse accepted what the skeleton did not; that cannot happen for a
+            // well-formed entry, so name the line rather than guess.
+            Ok(_) => Err(corrupt(location, "the entry could not be read")),
+        },
+    }
+}
+
+/// Reads session `id` from the file at `path` for `load`: the metadata bag and the messages of
+/// the view. `None` when there is no such file.
+pub(crate) fn load_conversation(path: &Path, id: &str) -> Result<Option<panto_core::Conversation>> {
+    let file = match File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io_error("opening", path, e)),
+    };
+    let log = scan_log(&file, path, id)?.into_log(path)?;
+    let messages = read_view(&file, path, &log)?;
+    Ok(Some(panto_core::Conversation {
+        messages,
+        metadata: log.header.metadata,
+    }))
+}
+
+/// The second pass: the messages of the view, in view order, read from `file` by offset and
+/// parsed in full.
+pub(crate) fn read_view(file: &File, path: &Path, log: &ParsedLog) -> Result<Vec<Message>> {
+    // Read in file order, so a view that is most of the file is read front to back.
+    let mut order: Vec<(usize, usize)> = log.view.iter().copied().enumerate().collect();
+    order.sort_by_key(|&(_, entry)| log.entries[entry].offset);
+    let mut messages: Vec<Option<Message>> = (0..log.view.len()).map(|_| None).collect();
+    let mut buf = Vec::new();
+    for (position, entry) in order {
+        let logged = &log.entries[entry];
+        buf.resize(logged.len, 0);
+        file.read_exact_at(&mut buf, logged.offset)
+            .map_err(|e| io_error("reading", path, e))?;
+        let location = line_location(path, logged.line);
+        let parsed = parse_entry(&buf, &location)?;
+        // The line read back must be the line scanned: a file replaced between the passes would
+        // otherwise mix two logs into one conversation.
+        let e = &logged.entry;
+        let same = parsed.id == e.id
+            && parsed.parent_id == e.parent_id
+            && parsed.timestamp == e.timestamp
+            && parsed.compaction == e.compaction
+            && parsed.activity == e.activity;
+        if !same {
+            return Err(corrupt(location, "the file changed while it was being read"));
+        }
+        messages[position] = Some(parsed.message);
+    }
+    // Every position was filled above, each exactly once.
+    Ok(messages.into_iter().flatten().collect())
 }
 
 /// Follows parent ids back from the newest entry, then replays that chain oldest first,
@@ -125,4 +357,56 @@ fn build_view(entries: &[LoggedEntry], by_id: &HashMap<String, usize>, path: &Pa
         view = compacted;
     }
     Ok(view)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A reader that hands out at most `step` bytes per read, to cross every buffer boundary.
+    struct Trickle<'a> {
+        data: &'a [u8],
+        step: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            let n = self.step.min(out.len()).min(self.data.len());
+            out[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    fn all_lines(data: &[u8], step: usize) -> (Vec<(u64, Vec<u8>)>, u64) {
+        let mut lines = Lines::new(Trickle { data, step });
+        let mut out = Vec::new();
+        while let Some((offset, line)) = lines.next_line().unwrap() {
+            out.push((offset, line.to_vec()));
+        }
+        (out, lines.committed())
+    }
+
+    #[test]
+    fn lines_are_the_same_however_the_bytes_arrive_and_a_torn_tail_is_dropped() {
+        let long = "x".repeat(3 * CHUNK + 5);
+        let data = format!("a\n\nbc\n{long}\nd\ntorn");
+        // Byte-at-a-time reads of a short body cross every boundary a line can have.
+        let (lines, committed) = all_lines(b"a\n\nbc\nd\ntorn", 1);
+        let short: Vec<&[u8]> = lines.iter().map(|(_, l)| l.as_slice()).collect();
+        assert_eq!(short, [&b"a"[..], b"", b"bc", b"d"]);
+        assert_eq!(committed, 8);
+        let expected = vec![
+            (0, b"a".to_vec()),
+            (2, b"".to_vec()),
+            (3, b"bc".to_vec()),
+            (6, long.clone().into_bytes()),
+            ((7 + long.len()) as u64, b"d".to_vec()),
+        ];
+        for step in [4093, CHUNK, usize::MAX] {
+            let (lines, committed) = all_lines(data.as_bytes(), step);
+            assert_eq!(lines, expected, "step {step}");
+            assert_eq!(committed as usize, data.len() - 4, "step {step}");
+        }
+    }
 }

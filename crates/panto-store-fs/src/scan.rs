@@ -6,14 +6,28 @@
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use panto_core::{Error, Result, SessionInfo};
 
-use crate::format::{corrupt, line_location, parse_header, parse_tail};
+use crate::format::{corrupt, line_location, parse_header, parse_tail, TailEntry, MESSAGE_TYPE};
 
 /// How many bytes each read takes. Most entries are shorter, so the tail usually costs one read.
 const BLOCK: usize = 8 * 1024;
+
+/// Files up to this size are read whole with one read: cheaper than two reads at either end.
+const SMALL_FILE: u64 = 16 * 1024;
+
+/// How much of a larger file's start is read to find the header line.
+const HEAD_PROBE: usize = 1024;
+
+/// How much of a larger file's end is read to find the last line (a final answer with its
+/// thinking usually fits).
+const TAIL_PROBE: usize = 4 * 1024;
+
+/// The second, larger tail probe, for a last line longer than [`TAIL_PROBE`].
+const LONG_TAIL_PROBE: usize = 32 * 1024;
 
 /// The first line of a file.
 #[derive(Debug, PartialEq, Eq)]
@@ -104,8 +118,62 @@ pub(crate) fn io_error(doing: &str, path: &Path, e: io::Error) -> Error {
 pub(crate) fn read_info(path: &Path, id: &str) -> Result<SessionInfo> {
     let mut file = File::open(path).map_err(|e| io_error("opening", path, e))?;
     let len = file.metadata().map_err(|e| io_error("reading", path, e))?.len();
+    if len <= SMALL_FILE {
+        // Exactly `len` bytes: one read, without a second one to find the end of the file.
+        let mut bytes = vec![0; len as usize];
+        file.read_exact(&mut bytes).map_err(|e| io_error("reading", path, e))?;
+        let first = match memchr::memchr(b'\n', &bytes) {
+            Some(i) => FirstLine::Line(bytes[..i].to_vec()),
+            None if bytes.is_empty() => FirstLine::Empty,
+            None => FirstLine::Torn,
+        };
+        let last = read_last_complete_line(&mut io::Cursor::new(&bytes), bytes.len() as u64)
+            .map_err(|e| io_error("reading", path, e))?;
+        return info_from(path, id, first, last);
+    }
+    let read = |e| io_error("reading", path, e);
+    // One positioned read at each end finds both lines in almost every session; the block
+    // readers take over when a line is longer than its probe.
+    let mut head = vec![0; HEAD_PROBE];
+    file.read_exact_at(&mut head, 0).map_err(read)?;
+    let first = match memchr::memchr(b'\n', &head) {
+        Some(i) => {
+            head.truncate(i);
+            FirstLine::Line(head)
+        }
+        None => {
+            file.seek(SeekFrom::Start(0)).map_err(read)?;
+            read_first_line(&mut file).map_err(read)?
+        }
+    };
+    // A final answer fits the first tail probe; an interrupted session may end in a long tool
+    // result, which the second, larger probe usually covers.
+    let mut last = None;
+    for probe in [TAIL_PROBE, LONG_TAIL_PROBE] {
+        let size = probe.min(len as usize);
+        let probe_start = len - size as u64;
+        let mut tail = vec![0; size];
+        file.read_exact_at(&mut tail, probe_start).map_err(read)?;
+        let found = memchr::memrchr(b'\n', &tail).and_then(|end| {
+            let start = memchr::memrchr(b'\n', &tail[..end])? + 1;
+            Some((probe_start + start as u64, tail[start..end].to_vec()))
+        });
+        if found.is_some() {
+            last = found;
+            break;
+        }
+    }
+    let last = match last {
+        Some(found) => Some(found),
+        None => read_last_complete_line(&mut file, len).map_err(read)?,
+    };
+    info_from(path, id, first, last)
+}
+
+/// The listing info from the first line and the last complete line (with its offset).
+fn info_from(path: &Path, id: &str, first: FirstLine, last: Option<(u64, Vec<u8>)>) -> Result<SessionInfo> {
     let header_location = line_location(path, 1);
-    let header = match read_first_line(&mut file).map_err(|e| io_error("reading", path, e))? {
+    let header = match first {
         FirstLine::Empty => return Err(corrupt(header_location, "the file is empty: it has no session header")),
         FirstLine::Torn => {
             return Err(corrupt(
@@ -116,14 +184,139 @@ pub(crate) fn read_info(path: &Path, id: &str) -> Result<SessionInfo> {
         FirstLine::Line(line) => parse_header(&line, &header_location)?,
     };
     check_header_id(&header.id, id, &header_location)?;
-    match read_last_complete_line(&mut file, len).map_err(|e| io_error("reading", path, e))? {
+    match last {
         // Only the header is complete: a session created by an empty batch, or whose first
         // entry was torn.
         None | Some((0, _)) => Ok(SessionInfo::new(header.id, header.created)),
         Some((start, line)) => {
-            let location = format!("{}: last line (at byte {start})", path.display());
-            let tail = parse_tail(&line, &location)?;
+            let tail = match skim_tail(&line) {
+                Some(tail) => tail,
+                None => {
+                    let location = format!("{}: last line (at byte {start})", path.display());
+                    parse_tail(&line, &location)?
+                }
+            };
             Ok(tail.activity.into_info(header.id, header.created, tail.timestamp))
+        }
+    }
+}
+
+/// The listing fields of an entry line, found without parsing its message: the line is walked
+/// at its top level, values are skipped by structure (strings with `memchr`, at memory speed),
+/// and only `type`, `timestamp` and `activity` are parsed.
+///
+/// The message is most of a line, often tens of kilobytes of tool output, and `list` needs none
+/// of it. `None` whenever the line is anything but a plain message entry (a syntax error, a
+/// duplicate field, another type): the caller then parses it in full, which gives the error its
+/// usual wording. Unlike that full parse, this does not check the JSON grammar inside the values
+/// it skips; `load` does.
+pub(crate) fn skim_tail(line: &[u8]) -> Option<TailEntry> {
+    let mut pos = skip_ws(line, 0);
+    if line.get(pos) != Some(&b'{') {
+        return None;
+    }
+    pos += 1;
+    let (mut kind, mut timestamp, mut activity) = (None, None, None);
+    loop {
+        pos = skip_ws(line, pos);
+        if line.get(pos) != Some(&b'"') {
+            return None;
+        }
+        let key_end = skip_string(line, pos)?;
+        let key = &line[pos + 1..key_end - 1];
+        pos = skip_ws(line, key_end);
+        if line.get(pos) != Some(&b':') {
+            return None;
+        }
+        pos = skip_ws(line, pos + 1);
+        let value_end = skip_value(line, pos)?;
+        let value = &line[pos..value_end];
+        let slot = match key {
+            b"type" => Some(&mut kind),
+            b"timestamp" => Some(&mut timestamp),
+            b"activity" => Some(&mut activity),
+            _ => None,
+        };
+        if let Some(slot) = slot {
+            if slot.replace(value).is_some() {
+                return None;
+            }
+        }
+        pos = skip_ws(line, value_end);
+        match line.get(pos) {
+            Some(b',') => pos += 1,
+            Some(b'}') => break,
+            _ => return None,
+        }
+    }
+    if skip_ws(line, pos + 1) != line.len() {
+        return None;
+    }
+    let kind: String = serde_json::from_slice(kind?).ok()?;
+    if kind != MESSAGE_TYPE {
+        return None;
+    }
+    Some(TailEntry {
+        kind,
+        timestamp: serde_json::from_slice(timestamp?).ok()?,
+        activity: serde_json::from_slice(activity?).ok()?,
+    })
+}
+
+fn skip_ws(line: &[u8], mut pos: usize) -> usize {
+    while matches!(line.get(pos), Some(b' ' | b'\t' | b'\r' | b'\n')) {
+        pos += 1;
+    }
+    pos
+}
+
+/// The position after the string starting at `pos` (which holds its opening quote).
+fn skip_string(line: &[u8], pos: usize) -> Option<usize> {
+    // Search for quotes only: tool output is dense with escapes (every newline is one), and
+    // stopping at each backslash would cost a search per line of output. A quote closes the
+    // string unless an odd number of backslashes precedes it.
+    let mut at = pos + 1;
+    loop {
+        at += memchr::memchr(b'"', line.get(at..)?)?;
+        let backslashes = line[pos + 1..at].iter().rev().take_while(|&&b| b == b'\\').count();
+        if backslashes % 2 == 0 {
+            return Some(at + 1);
+        }
+        at += 1;
+    }
+}
+
+/// The position after the JSON value starting at `pos`, found by structure alone.
+fn skip_value(line: &[u8], pos: usize) -> Option<usize> {
+    match *line.get(pos)? {
+        b'"' => skip_string(line, pos),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut at = pos;
+            loop {
+                match *line.get(at)? {
+                    b'"' => {
+                        at = skip_string(line, at)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(at + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                at += 1;
+            }
+        }
+        _ => {
+            let end = line[pos..]
+                .iter()
+                .position(|b| matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\r' | b'\n'))
+                .map_or(line.len(), |n| pos + n);
+            (end > pos).then_some(end)
         }
     }
 }
@@ -221,6 +414,104 @@ mod tests {
         let data = format!("{first}\n{last}\n");
         let (found, _) = tail(data.as_bytes());
         assert_eq!(found, Some((BLOCK as u64, last.into_bytes())));
+    }
+
+    #[test]
+    fn the_tail_skim_agrees_with_the_full_parse_and_declines_what_it_cannot_read() {
+        let activity =
+            r#"{"message_count":3,"last_prompt_at":null,"last_user_message":"a \"quoted\" }]{[ prompt","wire":null}"#;
+        let message = r#"{"role":"user","content":[{"type":"text","text":"x \\\" } ] { [ , \u00e9 \n"}],"metadata":"{\"a\":[1,2]}"}"#;
+        let good = format!(
+            r#"{{"type":"message","id":"0a0b0c0d","parent_id":null,"timestamp":"2026-01-02T03:04:05Z","message":{message},"usage":{{"input_tokens":1}},"wire":null,"activity":{activity}}}"#
+        );
+        let skimmed = skim_tail(good.as_bytes()).expect("a plain entry is skimmed");
+        let full = parse_tail(good.as_bytes(), "f").unwrap();
+        assert_eq!(
+            (skimmed.kind, skimmed.timestamp, skimmed.activity),
+            (full.kind, full.timestamp, full.activity)
+        );
+        // Field order does not matter, and whitespace between tokens is allowed.
+        let reordered = format!(
+            r#" {{ "activity" : {activity} , "message":{message}, "timestamp":"2026-01-02T03:04:05Z","type":"message"}} "#
+        );
+        assert!(skim_tail(reordered.as_bytes()).is_some());
+        // Anything unusual goes to the full parse.
+        let declined = [
+            good.replace(r#""type":"message""#, r#""type":"session""#),
+            good.replace(r#""wire":null"#, r#""activity":{},"wire":null"#),
+            good[..good.len() - 1].to_owned(),
+            format!("{good}x"),
+            good.replace(r#""usage":{"input_tokens":1}"#, r#""usage":{"input_tokens":1"#),
+            "not json".to_owned(),
+            String::new(),
+        ];
+        for line in declined {
+            assert!(skim_tail(line.as_bytes()).is_none(), "{line}");
+        }
+    }
+
+    /// Lists a session whose header and last line have the given sizes, through `read_info`, and
+    /// through a full scan of the file: the two must agree.
+    fn info_both_ways(header_extra: usize, last_len: usize) -> (SessionInfo, SessionInfo) {
+        use panto_core::{Conversation, Message, PersistentMessage, Role, SessionStore};
+
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::FileSystemJSONLStore::with_durability(dir.path(), crate::Durability::None);
+        let conversation = Conversation::with_metadata("m".repeat(header_extra));
+        let id = crate::new_session_id();
+        let filler = Message::new(Role::User, vec![panto_core::ContentBlock::text("f".repeat(20_000))]);
+        let last = Message::new(
+            Role::Assistant,
+            vec![panto_core::ContentBlock::text("l".repeat(last_len))],
+        );
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        for m in [&filler, &last] {
+            let entry = PersistentMessage {
+                message: m,
+                usage: None,
+                wire: None,
+                conversation: &conversation,
+                tools_available: &[],
+                compaction: None,
+            };
+            rt.block_on(store.append(&id, &[entry])).unwrap();
+        }
+        let path = store.session_path(&id).unwrap();
+        let listed = read_info(&path, &id).unwrap();
+        let file = File::open(&path).unwrap();
+        let log = crate::log::scan_log(&file, &path, &id)
+            .unwrap()
+            .into_log(&path)
+            .unwrap();
+        let newest = log.entries.last().unwrap();
+        let scanned =
+            newest
+                .entry
+                .activity
+                .clone()
+                .into_info(log.header.id.clone(), log.header.created, newest.entry.timestamp);
+        (listed, scanned)
+    }
+
+    #[test]
+    fn every_probe_path_lists_what_a_full_scan_reads() {
+        // Short lines (the probes), a long header, and last lines that need the second probe
+        // and the block reader.
+        for (header_extra, last_len) in [
+            (10, 100),
+            (3000, 100),
+            (10, 3000),
+            (10, 20_000),
+            (10, 100_000),
+            (5000, 100_000),
+        ] {
+            let (listed, scanned) = info_both_ways(header_extra, last_len);
+            assert_eq!(listed, scanned, "header +{header_extra}, last line {last_len}");
+            assert_eq!(listed.message_count, 2);
+        }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 use std::fs::{DirBuilder, File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Seek, SeekFrom, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -12,7 +12,7 @@ use fs4::fs_std::FileExt;
 use panto_core::{CompactionRecord, Error, Message, Result, Role, SessionInfo, Usage, WireIdentity};
 
 use crate::format::{Activity, CompactionOnDisk, EntryOut, HeaderOut, HEADER_TYPE, MESSAGE_TYPE, VERSION};
-use crate::log::{committed_len, parse_log};
+use crate::log::{scan_log, Scanned};
 use crate::scan::io_error;
 
 /// When an append's bytes reach the disk.
@@ -101,16 +101,21 @@ impl Writer {
             Err(e) => return Err(io_error("locking", &path, e)),
         }
 
-        // Read through the locked handle, so what is parsed is the file that is locked.
-        let mut bytes = Vec::new();
+        // Read through the locked handle, so what is parsed is the file that is locked. Only the
+        // entries' skeletons are needed to append: ids, roles, compactions and the activity.
+        let len = file.metadata().map_err(|e| io_error("reading", &path, e))?.len();
         file.seek(SeekFrom::Start(0))
-            .and_then(|_| file.read_to_end(&mut bytes))
             .map_err(|e| io_error("reading", &path, e))?;
-        let committed = committed_len(&bytes);
-        if committed < bytes.len() {
+        let log = match scan_log(&file, &path, id)? {
+            Scanned::Log(log) => Some(log),
+            // A new file, or one whose header write was torn: start it again.
+            Scanned::Empty | Scanned::TornHeader => None,
+        };
+        let committed = log.as_ref().map_or(0, |log| log.committed);
+        if committed < len {
             // A torn final line: a crash mid-write. It was never committed, so cut it before
             // appending after it.
-            file.set_len(committed as u64)
+            file.set_len(committed)
                 .map_err(|e| io_error("cutting the torn last line of", &path, e))?;
             if durability == Durability::Fsync {
                 file.sync_data().map_err(|e| io_error("syncing", &path, e))?;
@@ -121,7 +126,7 @@ impl Writer {
             id: id.to_owned(),
             path,
             file,
-            len: committed as u64,
+            len: committed,
             needs_header: committed == 0,
             last_id: None,
             view: Vec::new(),
@@ -129,8 +134,7 @@ impl Writer {
             info: SessionInfo::new(id, Utc::now()),
             broken: false,
         };
-        if committed > 0 {
-            let log = parse_log(&bytes[..committed], &writer.path, id)?;
+        if let Some(log) = log {
             writer.info = match log.entries.last() {
                 Some(last) => {
                     last.entry

@@ -12,5 +12,6 @@ mod fs {
     mod listing;
     mod locking;
     mod permissions;
+    mod proptests;
     mod torn;
 }

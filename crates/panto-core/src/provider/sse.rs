@@ -304,6 +304,8 @@ impl SseParser {
 }
 
 #[cfg(test)]
+mod proptests;
+#[cfg(test)]
 pub(crate) mod testing;
 #[cfg(test)]
 mod tests;

@@ -4,6 +4,7 @@
 //! than by a serde-tagged enum over the `type` field: a tagged enum buffers the whole object
 //! first and is markedly slower. String fields borrow from the event data where they can.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 
 use serde::Deserialize;
@@ -200,7 +201,13 @@ impl Decoder for AnthropicDecoder {
                 Ok(())
             }
             "content_block_start" => self.block_start(parse(name, data, offset)?, offset, out),
-            "content_block_delta" => self.block_delta(parse(name, data, offset)?, offset, out),
+            "content_block_delta" => {
+                let delta = match fast_text_delta(data) {
+                    Some(delta) => delta,
+                    None => parse(name, data, offset)?,
+                };
+                self.block_delta(delta, offset, out)
+            }
             "content_block_stop" => {
                 let stop: BlockStop = parse(name, data, offset)?;
                 self.block_stop(stop.index, offset, out)
@@ -475,6 +482,49 @@ impl AnthropicDecoder {
     }
 }
 
+/// A `content_block_delta` carrying a `text_delta`, read without serde when it has the exact
+/// compact shape Anthropic sends and its text needs no unescaping; `None` for anything else,
+/// which serde then parses.
+///
+/// Text deltas are nearly every event of a response, and serde's general path (keys matched one
+/// by one, the unknown `type` skipped) is most of their decoding cost. What this accepts, serde
+/// parses to the same value: the keys and punctuation are matched byte for byte, the index is
+/// plain digits, and the text is a string with no escape and no control character (a string
+/// serde would borrow as is). Whitespace is allowed only where the API pads, before the closing
+/// braces.
+fn fast_text_delta(data: &str) -> Option<BlockDelta<'_>> {
+    const HEAD: &str = r#"{"type":"content_block_delta","index":"#;
+    const MID: &str = r#","delta":{"type":"text_delta","text":""#;
+    let rest = data.strip_prefix(HEAD)?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    // JSON forbids leading zeros; 18 digits always fit a u64.
+    if digits == 0 || digits > 18 || (digits > 1 && rest.starts_with('0')) {
+        return None;
+    }
+    let index: u64 = rest[..digits].parse().ok()?;
+    let rest = rest[digits..].strip_prefix(MID)?;
+    let end = memchr::memchr2(b'"', b'\\', rest.as_bytes())?;
+    if rest.as_bytes()[end] != b'"' {
+        return None;
+    }
+    let text = &rest[..end];
+    if text.bytes().any(|b| b < 0x20) {
+        return None;
+    }
+    let json_ws = |c: char| matches!(c, ' ' | '\t' | '\n' | '\r');
+    let tail = rest[end + 1..].strip_prefix('}')?.trim_start_matches(json_ws);
+    if !tail.strip_prefix('}')?.trim_start_matches(json_ws).is_empty() {
+        return None;
+    }
+    Some(BlockDelta {
+        index,
+        delta: WireDelta {
+            kind: Str(Cow::Borrowed("text_delta")),
+            value: Some(Str(Cow::Borrowed(text))),
+        },
+    })
+}
+
 /// Whether a raw JSON value is `{}` (the placeholder `input` of a streamed tool_use start).
 fn is_empty_object(raw: &str) -> bool {
     let inner = raw.trim().strip_prefix('{').and_then(|s| s.strip_suffix('}'));
@@ -506,4 +556,64 @@ fn partial_name(partial: &Partial) -> &'static str {
 
 fn protocol(offset: u64, message: String) -> Error {
     Error::Protocol { offset, message }
+}
+
+#[cfg(test)]
+mod fast_path_tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// What serde makes of a delta: index, delta type and value.
+    fn by_serde(data: &str) -> Option<(u64, String, Option<String>)> {
+        let d: BlockDelta<'_> = parse("content_block_delta", data, 0).ok()?;
+        Some((
+            d.index,
+            d.delta.kind.as_str().to_owned(),
+            d.delta.value.map(|v| v.as_str().to_owned()),
+        ))
+    }
+
+    #[test]
+    fn recorded_text_deltas_take_the_fast_path() {
+        for data in [
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" day!"}   }"#,
+            r#"{"type":"content_block_delta","index":12,"delta":{"type":"text_delta","text":"68°F an"}}"#,
+        ] {
+            let fast = fast_text_delta(data).expect("the fast path takes it");
+            let fast = (
+                fast.index,
+                fast.delta.kind.as_str().to_owned(),
+                fast.delta.value.map(|v| v.as_str().to_owned()),
+            );
+            assert_eq!(Some(fast), by_serde(data));
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2048, ..ProptestConfig::default() })]
+
+        /// Whatever the fast path accepts, serde parses to the same delta.
+        #[test]
+        fn the_fast_path_agrees_with_serde(
+            lead in prop_oneof![Just(""), Just(" ")],
+            index in prop_oneof!["0", "[1-9][0-9]{0,19}", "0[0-9]", "-1", "1e2", "1.0"],
+            kind in prop_oneof![Just("text_delta"), Just("thinking_delta")],
+            text in prop_oneof![
+                "[a-z °é🦀]{0,12}".prop_map(|t| format!("\"{t}\"")),
+                any::<String>().prop_map(|t| serde_json::to_string(&t).unwrap_or_default()),
+                "[a-z\"\\\\\t\n]{0,8}".prop_map(|t| format!("\"{t}\"")),
+            ],
+            inner in "[ \t\r\n]{0,3}",
+            pad in "[ \t\r\nx]{0,6}",
+        ) {
+            let data = format!(
+                r#"{lead}{{"type":"content_block_delta","index":{index},"delta":{{"type":"{kind}","text":{text}}}{inner}}}{pad}"#
+            );
+            if let Some(fast) = fast_text_delta(&data) {
+                let fast = (fast.index, fast.delta.kind.as_str().to_owned(), fast.delta.value.map(|v| v.as_str().to_owned()));
+                prop_assert_eq!(Some(fast), by_serde(&data), "{}", data);
+            }
+        }
+    }
 }

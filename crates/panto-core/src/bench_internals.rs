@@ -1,0 +1,117 @@
+//! Hidden entry points into the wire layer, for benchmarks and fuzz targets only.
+//!
+//! The SSE parser and the two decoders are private to the crate (they are not part of the API),
+//! but their speed and robustness are what the benchmarks and fuzzers must measure. This module
+//! exposes exactly the path the agent's provider stream drives, without the network, behind the
+//! `bench-internals` cargo feature. It is `#[doc(hidden)]` and carries no stability promise.
+
+use std::collections::VecDeque;
+
+use crate::config::ApiStyle;
+use crate::error::Result;
+use crate::provider::anthropic::AnthropicDecoder;
+use crate::provider::openai::OpenAiDecoder;
+use crate::provider::sse::SseParser;
+use crate::provider::{Decoder, ProviderEvent};
+
+/// What decoding one response body produced.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WireCounts {
+    /// SSE events the parser dispatched.
+    pub sse_events: usize,
+    /// Provider events the decoder produced (block starts, deltas, block completions and the
+    /// final message).
+    pub provider_events: usize,
+    /// Whether the decoder saw the stream's terminal event.
+    pub complete: bool,
+}
+
+fn decoder_for(style: ApiStyle) -> Box<dyn Decoder> {
+    match style {
+        ApiStyle::AnthropicMessages => Box::new(AnthropicDecoder::default()),
+        ApiStyle::OpenAiChat => Box::new(OpenAiDecoder::default()),
+    }
+}
+
+/// Decodes a response body delivered as `chunks` the way a live response is decoded: each chunk
+/// is fed to the SSE parser, every complete event goes to `style`'s decoder, and every provider
+/// event is taken off the queue one at a time. At end of body the parser is finished and the
+/// decoder told, so a truncated body is an error here as it is on the wire.
+pub fn decode<'a>(style: ApiStyle, chunks: impl IntoIterator<Item = &'a [u8]>) -> Result<WireCounts> {
+    let mut decoder = decoder_for(style);
+    let mut parser = SseParser::new();
+    let mut pending: VecDeque<ProviderEvent> = VecDeque::new();
+    let mut counts = WireCounts::default();
+    for chunk in chunks {
+        if decoder.is_done() {
+            break;
+        }
+        parser.feed(chunk);
+        while let Some(ev) = parser.next_event()? {
+            counts.sse_events += 1;
+            decoder.on_event(ev.event, ev.data, ev.offset, &mut pending)?;
+            drain(&mut pending, &mut counts);
+            if decoder.is_done() {
+                break;
+            }
+        }
+    }
+    if !decoder.is_done() {
+        if let Some(ev) = parser.finish()? {
+            counts.sse_events += 1;
+            decoder.on_event(ev.event, ev.data, ev.offset, &mut pending)?;
+        }
+        if !decoder.is_done() {
+            decoder.on_eof(&mut pending)?;
+        }
+        drain(&mut pending, &mut counts);
+    }
+    Ok(counts)
+}
+
+/// Takes every queued provider event off the queue, as the agent's stream does one by one.
+fn drain(pending: &mut VecDeque<ProviderEvent>, counts: &mut WireCounts) {
+    while let Some(event) = pending.pop_front() {
+        // Reading the event keeps the optimiser from discarding the decoding work.
+        if matches!(event, ProviderEvent::MessageComplete { .. }) {
+            counts.complete = true;
+        }
+        counts.provider_events += 1;
+    }
+}
+
+/// One SSE event as the parser dispatched it: `event` field, data, and byte offset in the body.
+pub type SseRecord = (String, String, u64);
+
+/// Splits a body delivered as `chunks` into SSE events (no decoding), draining after every chunk
+/// and finishing at end of body. Returns the events before the first error and that error, so
+/// that two chunkings of one body can be compared even when the body is invalid.
+pub fn sse_events<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> (Vec<SseRecord>, Option<String>) {
+    let mut parser = SseParser::new();
+    let mut out = Vec::new();
+    let mut push = |ev: crate::provider::sse::SseEvent<'_>| {
+        out.push((ev.event.to_owned(), ev.data.to_owned(), ev.offset));
+    };
+    for chunk in chunks {
+        parser.feed(chunk);
+        loop {
+            match parser.next_event() {
+                Ok(Some(ev)) => push(ev),
+                Ok(None) => break,
+                Err(e) => return (out, Some(e.to_string())),
+            }
+        }
+    }
+    match parser.finish() {
+        Ok(Some(ev)) => push(ev),
+        Ok(None) => {}
+        Err(e) => return (out, Some(e.to_string())),
+    }
+    loop {
+        match parser.next_event() {
+            Ok(Some(ev)) => push(ev),
+            Ok(None) => return (out, None),
+            Err(e) => return (out, Some(e.to_string())),
+        }
+    }
+}

@@ -1,0 +1,607 @@
+//! `cargo xtask bench` and `cargo xtask bench-data`: the performance targets of issue 7, measured
+//! and checked.
+//!
+//! `bench-data` builds the data sets under `target/bench-data/` through the real
+//! `FileSystemJSONLStore` (the `bench_data` bench of panto-store-fs does the writing; about
+//! 1.3 GB, or 12 GB more with `--large`).
+//!
+//! `bench` builds the default data sets if needed, runs every criterion bench, and prints one
+//! table of measured numbers against the targets. Criterion keeps the timings
+//! (`target/criterion/<id>/new/estimates.json`); each bench binary adds the facts criterion
+//! does not know (bytes and events per body, latency percentiles, peak RSS) in
+//! `target/bench-results/<bench>.tsv`. The table is also written to
+//! `target/bench-results/summary.md` for `docs/performance.md`.
+//!
+//! Times are criterion's **median** estimate: the machine is shared, and the median is the
+//! number least moved by another process's burst.
+//!
+//! Whole-process targets (`panto -p`, resume and list through the CLI) are rows to be added by
+//! [`process_rows`] once the CLI exists; everything here is shaped so that they slot in.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+
+use crate::run;
+
+/// The benches, by package: `(package, bench targets)`.
+const BENCHES: &[(&str, &[&str])] = &[
+    ("panto-core", &["sse", "turn"]),
+    ("panto-store-fs", &["append", "list", "load"]),
+];
+
+const BENCH_USAGE: &str = "usage: cargo xtask bench [--cold] [--only <bench>...]
+       cargo xtask bench-data [--large] [--force]
+
+bench:       build the default data sets if needed, run every bench, print the targets table
+  --cold     list and resolve with the page cache dropped before each iteration (root only)
+  --only B   run only bench B (sse, turn, append, list, load); repeatable; the table still
+             shows every target, from the latest results on disk
+bench-data:  build the data sets under target/bench-data (about 1.3 GB)
+  --large    also the 10,000 × 1 MB set (about 11 GB; checks free space first)
+  --force    rebuild sets that are already there";
+
+/// `cargo xtask bench-data [--large] [--force]`.
+pub fn bench_data(root: &Path, args: &[String]) -> Result<()> {
+    let mut pass = vec!["--generate".to_owned()];
+    for arg in args {
+        match arg.as_str() {
+            "--large" | "--force" => pass.push(arg.clone()),
+            "-h" | "--help" => {
+                println!("{BENCH_USAGE}");
+                return Ok(());
+            }
+            other => bail!("unknown option {other:?}\n\n{BENCH_USAGE}"),
+        }
+    }
+    let mut cmd = cargo_cmd(root);
+    cmd.args(["bench", "-p", "panto-store-fs", "--bench", "bench_data", "--"])
+        .args(&pass);
+    run(&mut cmd)
+}
+
+/// `cargo xtask bench [--cold] [--only <bench>...]`.
+pub fn bench(root: &Path, args: &[String]) -> Result<()> {
+    let mut cold = false;
+    let mut only: Vec<String> = Vec::new();
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--cold" => cold = true,
+            "--only" => only.push(it.next().context("--only needs a bench name")?.clone()),
+            "-h" | "--help" => {
+                println!("{BENCH_USAGE}");
+                return Ok(());
+            }
+            other => bail!("unknown option {other:?}\n\n{BENCH_USAGE}"),
+        }
+    }
+    let known: Vec<&str> = BENCHES.iter().flat_map(|(_, b)| b.iter().copied()).collect();
+    if let Some(bad) = only.iter().find(|b| !known.contains(&b.as_str())) {
+        bail!("unknown bench {bad:?}; benches: {}", known.join(", "));
+    }
+    let wanted = |b: &str| only.is_empty() || only.iter().any(|o| o == b);
+
+    // The store benches would build missing sets themselves; building them first keeps that
+    // time out of the first bench's output.
+    if ["list", "load"].iter().any(|b| wanted(b)) {
+        bench_data(root, &[])?;
+    }
+    for (package, benches) in BENCHES {
+        let selected: Vec<&str> = benches.iter().copied().filter(|b| wanted(b)).collect();
+        if selected.is_empty() {
+            continue;
+        }
+        let mut cmd = cargo_cmd(root);
+        cmd.args(["bench", "-p", package]);
+        for b in &selected {
+            cmd.args(["--bench", b]);
+        }
+        if cold {
+            cmd.env("PANTO_BENCH_COLD", "1");
+        }
+        run(&mut cmd)?;
+    }
+
+    let results = Results::read(&target_dir(root))?;
+    let mut rows = library_rows(&results);
+    rows.extend(process_rows(&results));
+    let table = render(&rows, &machine());
+    println!("\n{table}");
+    let summary = target_dir(root).join("bench-results").join("summary.md");
+    std::fs::write(&summary, &table).with_context(|| format!("writing {}", summary.display()))?;
+    println!("(also written to {})", summary.display());
+    let missed: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.status() == Status::Missed)
+        .map(|r| r.name.as_str())
+        .collect();
+    if !missed.is_empty() {
+        println!("targets missed: {}", missed.join("; "));
+    }
+    Ok(())
+}
+
+fn cargo_cmd(root: &Path) -> Command {
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(root);
+    cmd
+}
+
+fn target_dir(root: &Path) -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"))
+}
+
+/// What the benches left on disk.
+#[derive(Debug, Default)]
+pub(crate) struct Results {
+    /// Criterion median estimates in nanoseconds, by benchmark id (`group/function[/value]`).
+    medians: BTreeMap<String, f64>,
+    /// Facts by benchmark id, then key.
+    facts: BTreeMap<String, BTreeMap<String, f64>>,
+}
+
+impl Results {
+    fn read(target: &Path) -> Result<Self> {
+        let mut results = Results::default();
+        let criterion = target.join("criterion");
+        if criterion.is_dir() {
+            collect_estimates(&criterion, &criterion, &mut results.medians)?;
+        }
+        let facts = target.join("bench-results");
+        if let Ok(entries) = std::fs::read_dir(&facts) {
+            for entry in entries {
+                let path = entry?.path();
+                if path.extension().is_some_and(|e| e == "tsv") {
+                    let text = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+                    for line in text.lines() {
+                        let mut cols = line.split('\t');
+                        if let (Some(id), Some(key), Some(value)) = (cols.next(), cols.next(), cols.next()) {
+                            if let Ok(v) = value.parse::<f64>() {
+                                results
+                                    .facts
+                                    .entry(id.to_owned())
+                                    .or_default()
+                                    .insert(key.to_owned(), v);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(results)
+    }
+
+    /// Criterion's median for `id`, in nanoseconds.
+    pub(crate) fn median_ns(&self, id: &str) -> Option<f64> {
+        self.medians.get(id).copied()
+    }
+
+    /// A fact the bench recorded for `id`.
+    pub(crate) fn fact(&self, id: &str, key: &str) -> Option<f64> {
+        self.facts.get(id)?.get(key).copied()
+    }
+}
+
+/// Walks `target/criterion`, reading every `new/estimates.json`.
+fn collect_estimates(base: &Path, dir: &Path, out: &mut BTreeMap<String, f64>) -> Result<()> {
+    for entry in std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
+        let path = entry?.path();
+        if !path.is_dir() {
+            continue;
+        }
+        if path.file_name().is_some_and(|n| n == "new") {
+            let estimates = path.join("estimates.json");
+            if let Ok(text) = std::fs::read_to_string(&estimates) {
+                let id = dir
+                    .strip_prefix(base)
+                    .unwrap_or(dir)
+                    .to_string_lossy()
+                    .replace('\\', "/");
+                if let Some(median) = json_number_after(&text, &["\"median\"", "\"point_estimate\""]) {
+                    out.insert(id, median);
+                }
+            }
+        } else if path
+            .file_name()
+            .is_some_and(|n| n != "report" && n != "base" && n != "change")
+        {
+            collect_estimates(base, &path, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// The number after the last of `keys`, each searched for after the one before: enough JSON for
+/// criterion's flat estimates files without a JSON dependency in xtask.
+fn json_number_after(text: &str, keys: &[&str]) -> Option<f64> {
+    let mut at = 0;
+    for key in keys {
+        at += text[at..].find(key)? + key.len();
+    }
+    let rest = text[at..].trim_start().strip_prefix(':')?.trim_start();
+    let end = rest
+        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E')))
+        .unwrap_or(rest.len());
+    rest[..end].parse().ok()
+}
+
+/// How a measured value compares to its limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Bound {
+    /// The value must be at most the limit.
+    AtMost,
+    /// The value must be at least the limit.
+    AtLeast,
+    /// No target; shown for context.
+    Info,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    Met,
+    Missed,
+    NotMeasured,
+    Info,
+}
+
+/// One line of the table.
+#[derive(Debug, Clone)]
+pub(crate) struct Row {
+    pub name: String,
+    pub value: Option<f64>,
+    pub unit: &'static str,
+    pub bound: Bound,
+    pub limit: f64,
+    /// How it was measured, in a few words.
+    pub how: String,
+}
+
+impl Row {
+    fn status(&self) -> Status {
+        match (self.value, self.bound) {
+            (None, Bound::Info) => Status::Info,
+            (None, _) => Status::NotMeasured,
+            (Some(_), Bound::Info) => Status::Info,
+            (Some(v), Bound::AtMost) if v <= self.limit => Status::Met,
+            (Some(v), Bound::AtLeast) if v >= self.limit => Status::Met,
+            (Some(_), _) => Status::Missed,
+        }
+    }
+}
+
+fn row(name: &str, value: Option<f64>, unit: &'static str, bound: Bound, limit: f64, how: &str) -> Row {
+    Row {
+        name: name.to_owned(),
+        value,
+        unit,
+        bound,
+        limit,
+        how: how.to_owned(),
+    }
+}
+
+/// The SSE input names and chunkings the `sse` bench measures.
+const SSE_CASES: &[&str] = &[
+    "anthropic-recorded/whole",
+    "openai-recorded/whole",
+    "anthropic-recorded-10k-deltas/whole",
+    "anthropic-recorded-10k-deltas/segments",
+    "openai-recorded-10k-deltas/whole",
+    "openai-recorded-10k-deltas/segments",
+];
+
+const NS_PER_MS: f64 = 1e6;
+const NS_PER_US: f64 = 1e3;
+
+/// The targets the library benches measure.
+pub(crate) fn library_rows(r: &Results) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for case in SSE_CASES {
+        let id = format!("sse/{case}");
+        let median = r.median_ns(&id);
+        let mbps = median.zip(r.fact(&id, "bytes")).map(|(ns, b)| b / (ns / 1e9) / 1e6);
+        let per_event = median.zip(r.fact(&id, "sse_events")).map(|(ns, e)| ns / e / NS_PER_US);
+        rows.push(row(
+            &format!("SSE decode {case}: throughput"),
+            mbps,
+            "MB/s",
+            Bound::AtLeast,
+            400.0,
+            "wire bytes / median time",
+        ));
+        rows.push(row(
+            &format!("SSE decode {case}: per event"),
+            per_event,
+            "µs",
+            Bound::AtMost,
+            1.0,
+            "median time / SSE events",
+        ));
+    }
+
+    let agent = r.median_ns("turn/agent-100k-deltas");
+    let bare = r.median_ns("turn/bare-reqwest-100k-deltas");
+    let deltas = r.fact("turn/agent-100k-deltas", "deltas");
+    rows.push(row(
+        "turn, 100k deltas: Agent + reqwest",
+        agent.map(|ns| ns / NS_PER_MS),
+        "ms",
+        Bound::Info,
+        0.0,
+        "median",
+    ));
+    rows.push(row(
+        "turn, 100k deltas: bare reqwest read",
+        bare.map(|ns| ns / NS_PER_MS),
+        "ms",
+        Bound::Info,
+        0.0,
+        "median",
+    ));
+    let overhead = match (agent, bare, deltas) {
+        (Some(a), Some(b), Some(d)) => Some((a - b) / d / NS_PER_US),
+        _ => None,
+    };
+    rows.push(row(
+        "turn: agent overhead per event",
+        overhead,
+        "µs",
+        Bound::AtMost,
+        2.0,
+        "(agent − bare) / deltas",
+    ));
+
+    let p99 = |id: &str| r.fact(id, "p99_ns").map(|ns| ns / NS_PER_MS);
+    rows.push(row(
+        "append one tool turn, fsync: p99",
+        p99("append/turn-fsync"),
+        "ms",
+        Bound::AtMost,
+        20.0,
+        "every append timed",
+    ));
+    rows.push(row(
+        "append one tool turn, no fsync: median",
+        r.median_ns("append/turn-no-fsync").map(|ns| ns / NS_PER_US),
+        "µs",
+        Bound::AtMost,
+        50.0,
+        "criterion median",
+    ));
+    rows.push(row(
+        "append one tool turn, no fsync: p99",
+        r.fact("append/turn-no-fsync", "p99_ns").map(|ns| ns / NS_PER_US),
+        "µs",
+        Bound::Info,
+        0.0,
+        "every append timed",
+    ));
+    rows.push(row(
+        "append one text turn, no fsync: median",
+        r.median_ns("append/text-turn-no-fsync").map(|ns| ns / NS_PER_US),
+        "µs",
+        Bound::AtMost,
+        50.0,
+        "criterion median",
+    ));
+    rows.push(row(
+        "append one message, no fsync: median",
+        r.median_ns("append/message-no-fsync").map(|ns| ns / NS_PER_US),
+        "µs",
+        Bound::AtMost,
+        50.0,
+        "criterion median",
+    ));
+    rows.push(row(
+        "append one message, fsync: p99",
+        p99("append/message-fsync"),
+        "ms",
+        Bound::AtMost,
+        20.0,
+        "every append timed",
+    ));
+
+    let ms = |id: &str| r.median_ns(id).map(|ns| ns / NS_PER_MS);
+    for suffix in ["", "-cold"] {
+        let label = if suffix.is_empty() { "warm cache" } else { "cold cache" };
+        let k1 = ms(&format!("list/sessions-1k-1mb{suffix}"));
+        let small = ms(&format!("list/sessions-10k-1kb{suffix}"));
+        let large = ms(&format!("list/sessions-10k-1mb{suffix}"));
+        if suffix == "-cold" && k1.is_none() && small.is_none() {
+            continue;
+        }
+        rows.push(row(
+            &format!("list 1,000 × 1 MB ({label})"),
+            k1,
+            "ms",
+            Bound::AtMost,
+            30.0,
+            "median",
+        ));
+        rows.push(row(
+            &format!("list 10,000 × 1 KB ({label})"),
+            small,
+            "ms",
+            Bound::AtMost,
+            150.0,
+            "median",
+        ));
+        rows.push(row(
+            &format!("list 10,000 × 1 MB ({label})"),
+            large,
+            "ms",
+            Bound::AtMost,
+            150.0,
+            "median; needs bench-data --large",
+        ));
+        rows.push(row(
+            &format!("list 10,000 × 1 MB / 10,000 × 1 KB ({label})"),
+            large.zip(small).map(|(l, s)| l / s),
+            "×",
+            Bound::AtMost,
+            1.5,
+            "ratio of medians",
+        ));
+        rows.push(row(
+            &format!("resolve prefix among 1,000 × 1 MB ({label})"),
+            ms(&format!("resolve/prefix-sessions-1k-1mb{suffix}")),
+            "ms",
+            Bound::Info,
+            0.0,
+            "median",
+        ));
+    }
+
+    let compacted = "load/session-128mb-compacted";
+    let full = "load/session-128mb-full";
+    let mb = |id: &str, key: &str| r.fact(id, key).map(|b| b / 1e6);
+    rows.push(row(
+        "load 128 MB, compacted late",
+        ms(compacted),
+        "ms",
+        Bound::AtMost,
+        300.0,
+        "median",
+    ));
+    rows.push(row(
+        "load 128 MB, compacted late: peak RSS",
+        mb(compacted, "peak_rss_bytes"),
+        "MB",
+        Bound::AtMost,
+        mb(compacted, "file_bytes").unwrap_or(0.0),
+        "VmHWM of a fresh process; limit = file size",
+    ));
+    rows.push(row(
+        "load 128 MB, never compacted",
+        ms(full),
+        "ms",
+        Bound::AtMost,
+        1000.0,
+        "median",
+    ));
+    rows.push(row(
+        "load 128 MB, never compacted: peak RSS",
+        mb(full, "peak_rss_bytes"),
+        "MB",
+        Bound::Info,
+        0.0,
+        "VmHWM of a fresh process",
+    ));
+    rows.push(row(
+        "first append after resume, 128 MB compacted",
+        ms(&format!("{compacted}-reopen-append")),
+        "ms",
+        Bound::Info,
+        0.0,
+        "median; reopens the file for writing",
+    ));
+    rows.push(row(
+        "first append after resume, 128 MB never compacted",
+        ms(&format!("{full}-reopen-append")),
+        "ms",
+        Bound::Info,
+        0.0,
+        "median; reopens the file for writing",
+    ));
+    rows
+}
+
+/// Whole-process targets (issue 7, part B): `panto -p hi`, `panto --version`, resume by prefix
+/// and `panto sessions --json` through the CLI. None yet; they are measured from the CLI binary
+/// and added here as rows.
+pub(crate) fn process_rows(_results: &Results) -> Vec<Row> {
+    Vec::new()
+}
+
+/// The machine, for the table's heading.
+fn machine() -> String {
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, m)| m.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default();
+    format!("{cpus} CPUs ({model}), load average {load}")
+}
+
+fn render(rows: &[Row], machine: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "Machine: {machine}\n");
+    let _ = writeln!(out, "| target | measured | limit | status | how |");
+    let _ = writeln!(out, "| --- | ---: | ---: | --- | --- |");
+    for r in rows {
+        let value = r
+            .value
+            .map_or("not measured".to_owned(), |v| format!("{} {}", fmt(v), r.unit));
+        let limit = match r.bound {
+            Bound::AtMost => format!("≤ {} {}", fmt(r.limit), r.unit),
+            Bound::AtLeast => format!("≥ {} {}", fmt(r.limit), r.unit),
+            Bound::Info => String::new(),
+        };
+        let status = match r.status() {
+            Status::Met => "met",
+            Status::Missed => "**MISSED**",
+            Status::NotMeasured => "not measured",
+            Status::Info => "info",
+        };
+        let _ = writeln!(out, "| {} | {value} | {limit} | {status} | {} |", r.name, r.how);
+    }
+    out
+}
+
+/// Three significant figures, without exponent notation.
+fn fmt(v: f64) -> String {
+    let a = v.abs();
+    if a >= 100.0 {
+        format!("{v:.0}")
+    } else if a >= 10.0 {
+        format!("{v:.1}")
+    } else if a >= 1.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_criterion_medians() {
+        let text = r#"{"mean":{"confidence_interval":{"lower_bound":1.0},"point_estimate":12.5},"median":{"confidence_interval":{"confidence_level":0.95,"lower_bound":3.0,"upper_bound":5.0},"point_estimate":4.25e3,"standard_error":1.0}}"#;
+        assert_eq!(
+            json_number_after(text, &["\"median\"", "\"point_estimate\""]),
+            Some(4250.0)
+        );
+        assert_eq!(json_number_after(text, &["\"slope\"", "\"point_estimate\""]), None);
+    }
+
+    #[test]
+    fn statuses_follow_the_bound() {
+        let at_most = row("x", Some(2.0), "ms", Bound::AtMost, 3.0, "");
+        assert_eq!(at_most.status(), Status::Met);
+        let missed = row("x", Some(4.0), "ms", Bound::AtMost, 3.0, "");
+        assert_eq!(missed.status(), Status::Missed);
+        let at_least = row("x", Some(399.0), "MB/s", Bound::AtLeast, 400.0, "");
+        assert_eq!(at_least.status(), Status::Missed);
+        assert_eq!(
+            row("x", None, "ms", Bound::AtMost, 1.0, "").status(),
+            Status::NotMeasured
+        );
+    }
+}

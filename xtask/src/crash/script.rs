@@ -1,0 +1,240 @@
+//! What a trial runs: the config file and the scripted provider replies, for either API style.
+//!
+//! The first run is one turn of four model requests and a compaction:
+//!
+//! 1. text, then two parallel tool calls: `bash` running `sleep 0.3` (the slow tool) and `read`;
+//! 2. text and a `write` call, reporting enough input tokens to cross the compaction threshold
+//!    of the tiny context window the config sets;
+//! 3. the compaction summary (the agent summarises before its next request);
+//! 4. text and a `read` of the file just written;
+//! 5. the final text.
+//!
+//! Every reply streams in small pieces with a short pause between them, so a kill at a random
+//! moment lands anywhere: mid-stream, between a message and its tools, inside the slow tool,
+//! inside the compaction, or after the end.
+
+use serde_json::{json, Value};
+
+/// The API a trial speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// The Anthropic Messages API.
+    Anthropic,
+    /// The OpenAI Chat Completions API.
+    OpenAi,
+}
+
+impl Style {
+    /// The style of trial `n`: they alternate.
+    pub fn of_trial(n: u64) -> Style {
+        if n % 2 == 1 {
+            Style::Anthropic
+        } else {
+            Style::OpenAi
+        }
+    }
+
+    /// A short name for output.
+    pub fn name(self) -> &'static str {
+        match self {
+            Style::Anthropic => "anthropic",
+            Style::OpenAi => "openai",
+        }
+    }
+
+    fn api_style(self) -> &'static str {
+        match self {
+            Style::Anthropic => "anthropic-messages",
+            Style::OpenAi => "openai-chat",
+        }
+    }
+
+    fn model(self) -> &'static str {
+        match self {
+            Style::Anthropic => "claude-sonnet-4-5",
+            Style::OpenAi => "gpt-4o",
+        }
+    }
+
+    fn base_url(self, port: u16) -> String {
+        match self {
+            Style::Anthropic => format!("http://127.0.0.1:{port}"),
+            Style::OpenAi => format!("http://127.0.0.1:{port}/v1"),
+        }
+    }
+
+    fn call_id(self, name: &str, n: usize) -> String {
+        match self {
+            Style::Anthropic => format!("toolu_crash_{name}_{n}"),
+            Style::OpenAi => format!("call_crash_{name}_{n}"),
+        }
+    }
+}
+
+/// The prompt of the first run.
+pub const PROMPT: &str = "Run the crash drill: read the notes, write a plan, and check it.";
+
+/// The prompt of the resume.
+pub const RESUME_PROMPT: &str = "continue";
+
+/// The compaction summary the mock returns; the log must hold exactly this.
+pub const SUMMARY: &str =
+    "SUMMARY: the user asked for the crash drill; the notes were read and a two-step plan was written to out/plan.txt.";
+
+/// The content of `notes.txt` in each trial's working directory.
+pub const NOTES: &str = "The notes say: keep every committed message, and close what a crash left open.\n";
+
+/// The header that tags every request with the run that sent it, so a late request from a
+/// killed run can never be mistaken for one of the resume.
+pub const RUN_HEADER: &str = "x-crash-run";
+
+/// The config file of a trial. The context window is tiny so that the second request's usage
+/// crosses the compaction threshold; retries are off so that a problem shows at once.
+pub fn config(style: Style, port: u16, run_tag: &str) -> String {
+    format!(
+        r#"default_model = "crash"
+system_prompt = "You are the crash-test agent. Be brief."
+agents_md = false
+max_steps = 20
+idle_timeout_secs = 20
+
+[providers.mock]
+api_style = "{api_style}"
+base_url = "{base_url}"
+api_key = "sk-crash-test"
+headers = {{ "{RUN_HEADER}" = "{run_tag}" }}
+
+[models.crash]
+provider = "mock"
+model = "{model}"
+context_window = 1000
+max_tokens = 1024
+
+[retry]
+max_attempts = 1
+
+[compaction]
+enabled = true
+threshold = 0.5
+keep_recent_tokens = 60
+
+[tools]
+bash_timeout_secs = 20
+"#,
+        api_style = style.api_style(),
+        base_url = style.base_url(port),
+        model = style.model(),
+    )
+}
+
+/// How every reply is paced: pieces of 128 bytes, 2 ms apart.
+fn paced(builder: Value) -> Value {
+    json!({"builder": builder, "chunking": "fixed:128", "delay_ms": 2})
+}
+
+fn usage(input: u64, output: u64) -> Value {
+    json!({"input_tokens": input, "output_tokens": output})
+}
+
+fn text_reply(style: Style, text: &str, usage: Option<Value>) -> Value {
+    let mut args = json!({"text": text});
+    if let Some(u) = usage {
+        args["usage"] = u;
+    }
+    let name = match style {
+        Style::Anthropic => "anthropic_text",
+        Style::OpenAi => "openai_text",
+    };
+    paced(json!({"name": name, "args": args}))
+}
+
+fn tool_reply(style: Style, text: &str, calls: &[(String, &str, Value)], usage: Value) -> Value {
+    let (name, input_key) = match style {
+        Style::Anthropic => ("anthropic_tool_uses", "input"),
+        Style::OpenAi => ("openai_tool_calls", "arguments"),
+    };
+    let calls: Vec<Value> = calls
+        .iter()
+        .map(|(id, tool, input)| json!({"id": id, "name": tool, input_key: input}))
+        .collect();
+    paced(json!({"name": name, "args": {"text": text, "calls": calls, "usage": usage}}))
+}
+
+/// The replies of the first run, in order.
+pub fn first_run(style: Style) -> Value {
+    json!([
+        tool_reply(
+            style,
+            "Let me read the notes and take a slow look around the working directory before I write anything down.",
+            &[
+                (
+                    style.call_id("bash", 1),
+                    "bash",
+                    json!({"command": "sleep 0.3; echo slow-done"})
+                ),
+                (style.call_id("read", 1), "read", json!({"path": "notes.txt"})),
+            ],
+            usage(220, 30),
+        ),
+        tool_reply(
+            style,
+            "The notes are clear. Now I will write the plan down in a file so that it survives whatever happens next.",
+            &[(
+                style.call_id("write", 2),
+                "write",
+                json!({"path": "out/plan.txt", "content": "step one: keep every committed message\nstep two: close what a crash left open\n"}),
+            )],
+            usage(640, 40),
+        ),
+        text_reply(style, SUMMARY, None),
+        tool_reply(
+            style,
+            "Let me read the plan back to check that it was written correctly.",
+            &[(style.call_id("read", 3), "read", json!({"path": "out/plan.txt"}))],
+            usage(120, 20),
+        ),
+        text_reply(
+            style,
+            "All done: the plan is written to out/plan.txt and I checked that it reads back correctly.",
+            Some(usage(180, 25)),
+        ),
+    ])
+}
+
+/// The answer of every resume reply (and so the summary, when the resume compacts).
+pub const RESUME_ANSWER: &str = "Resumed: everything from before is still here.";
+
+/// The replies of the resume: a plain answer, three times, since the resume may compact first
+/// (one reply for the summary) and a late request of the killed run may take one.
+pub fn resume(style: Style) -> Value {
+    let reply = text_reply(style, RESUME_ANSWER, Some(usage(90, 10)));
+    json!([reply.clone(), reply.clone(), reply])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn styles_alternate_and_replies_name_their_builders() {
+        assert_ne!(Style::of_trial(1), Style::of_trial(2));
+        assert_eq!(Style::of_trial(1), Style::of_trial(3));
+        let a = first_run(Style::Anthropic);
+        let o = first_run(Style::OpenAi);
+        assert_eq!(a.as_array().map(Vec::len), Some(5));
+        assert_eq!(a[0]["builder"]["name"], "anthropic_tool_uses");
+        assert_eq!(
+            o[0]["builder"]["args"]["calls"][0]["arguments"]["command"],
+            "sleep 0.3; echo slow-done"
+        );
+        assert_eq!(o[2]["builder"]["args"]["text"], SUMMARY);
+    }
+
+    #[test]
+    fn config_points_at_the_mock_and_tags_the_run() {
+        let c = config(Style::OpenAi, 4242, "t7-first");
+        assert!(c.contains("base_url = \"http://127.0.0.1:4242/v1\""), "{c}");
+        assert!(c.contains("\"x-crash-run\" = \"t7-first\""), "{c}");
+        assert!(config(Style::Anthropic, 1, "x").contains("base_url = \"http://127.0.0.1:1\""));
+    }
+}
