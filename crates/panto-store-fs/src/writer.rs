@@ -27,13 +27,45 @@ pub enum Durability {
     None,
 }
 
-/// One message of a batch, owned so the batch can move to a blocking thread.
-#[derive(Debug, Clone)]
-pub(crate) struct Pending {
-    pub message: Message,
+/// The largest serialisation buffer a writer keeps for its next append.
+const MAX_SCRATCH: usize = 1 << 20;
+
+/// One message of a batch: what of a `PersistentMessage` this store keeps, borrowed.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Pending<'a> {
+    pub message: &'a Message,
     pub usage: Option<Usage>,
-    pub wire: Option<WireIdentity>,
+    pub wire: Option<&'a WireIdentity>,
     pub compaction: Option<CompactionRecord>,
+}
+
+/// An owned copy of one message of a batch, so the batch can move to a blocking thread.
+#[derive(Debug)]
+pub(crate) struct OwnedPending {
+    message: Message,
+    usage: Option<Usage>,
+    wire: Option<WireIdentity>,
+    compaction: Option<CompactionRecord>,
+}
+
+impl OwnedPending {
+    pub fn of(p: Pending<'_>) -> Self {
+        OwnedPending {
+            message: p.message.clone(),
+            usage: p.usage,
+            wire: p.wire.cloned(),
+            compaction: p.compaction,
+        }
+    }
+
+    pub fn borrow(&self) -> Pending<'_> {
+        Pending {
+            message: &self.message,
+            usage: self.usage,
+            wire: self.wire.as_ref(),
+            compaction: self.compaction,
+        }
+    }
 }
 
 /// One message of the model's current view.
@@ -63,6 +95,9 @@ pub(crate) struct Writer {
     ids: HashSet<String>,
     /// The activity as of the newest entry.
     info: SessionInfo,
+    /// The buffer a batch is serialised into, kept between appends so that a steady stream of
+    /// turns does not grow a new one each time.
+    scratch: Vec<u8>,
     /// Set when the file's state is no longer known (a failed rollback, a vanished file); the
     /// store then drops this writer and reopens on the next append.
     pub broken: bool,
@@ -132,6 +167,7 @@ impl Writer {
             view: Vec::new(),
             ids: HashSet::new(),
             info: SessionInfo::new(id, Utc::now()),
+            scratch: Vec::new(),
             broken: false,
         };
         if let Some(log) = log {
@@ -163,7 +199,7 @@ impl Writer {
     /// length and the in-memory state is restored.
     pub fn append(
         &mut self,
-        batch: &[Pending],
+        batch: &[Pending<'_>],
         metadata: Option<&str>,
         now: DateTime<Utc>,
         durability: Durability,
@@ -178,8 +214,16 @@ impl Writer {
             needs_header: self.needs_header,
             new_ids: Vec::new(),
         };
-        let staged = self.stage(batch, metadata, now, &mut undo.new_ids);
-        let committed = staged.and_then(|buf| self.commit(&buf, durability).map(|()| buf.len()));
+        let mut buf = std::mem::take(&mut self.scratch);
+        buf.clear();
+        let committed = self
+            .stage(&mut buf, batch, metadata, now, &mut undo.new_ids)
+            .and_then(|()| self.commit(&buf, durability))
+            .map(|()| buf.len());
+        // A buffer grown by one huge batch is not kept.
+        if buf.capacity() <= MAX_SCRATCH {
+            self.scratch = buf;
+        }
         match committed {
             Ok(n) => {
                 self.len += n as u64;
@@ -192,15 +236,15 @@ impl Writer {
         }
     }
 
-    /// Serialises the batch into one buffer of whole lines, advancing the in-memory state.
+    /// Serialises the batch into `buf` as whole lines, advancing the in-memory state.
     fn stage(
         &mut self,
-        batch: &[Pending],
+        buf: &mut Vec<u8>,
+        batch: &[Pending<'_>],
         metadata: Option<&str>,
         now: DateTime<Utc>,
         new_ids: &mut Vec<String>,
-    ) -> Result<Vec<u8>> {
-        let mut buf = Vec::new();
+    ) -> Result<()> {
         let serialise = |e: serde_json::Error| Error::store("serialising a session entry", e);
         if self.needs_header {
             let cwd = std::env::current_dir().ok();
@@ -212,7 +256,7 @@ impl Writer {
                 cwd: cwd.as_deref().and_then(Path::to_str),
                 metadata,
             };
-            serde_json::to_writer(&mut buf, &header).map_err(serialise)?;
+            crate::json::to_writer(buf, &header).map_err(serialise)?;
             buf.push(b'\n');
             self.info = SessionInfo::new(self.id.clone(), now);
             self.needs_header = false;
@@ -221,31 +265,31 @@ impl Writer {
             let id = self.mint_id();
             self.ids.insert(id.clone());
             new_ids.push(id.clone());
-            let compaction = pending.compaction.map(|c| self.compact(&id, &pending.message, &c));
+            let compaction = pending.compaction.map(|c| self.compact(&id, pending.message, &c));
             if compaction.is_none() {
                 self.view.push(ViewEntry {
                     id: id.clone(),
                     system: pending.message.role == Role::System,
                 });
             }
-            self.info.record(&pending.message, pending.wire.as_ref(), now);
+            self.info.record(pending.message, pending.wire, now);
             let activity = Activity::of(&self.info);
             let entry = EntryOut {
                 kind: MESSAGE_TYPE,
                 id: &id,
                 parent_id: self.last_id.as_deref(),
                 timestamp: now,
-                message: &pending.message,
+                message: pending.message,
                 usage: pending.usage,
-                wire: pending.wire.as_ref(),
+                wire: pending.wire,
                 compaction: compaction.as_ref(),
                 activity: &activity,
             };
-            serde_json::to_writer(&mut buf, &entry).map_err(serialise)?;
+            crate::json::to_writer(buf, &entry).map_err(serialise)?;
             buf.push(b'\n');
             self.last_id = Some(id);
         }
-        Ok(buf)
+        Ok(())
     }
 
     /// Applies a compaction whose summary is entry `id` to the view, and says how to record it:
