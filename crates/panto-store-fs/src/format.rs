@@ -109,18 +109,22 @@ pub(crate) struct CompactionOnDisk {
 }
 
 /// A message entry, as written.
+///
+/// Fields are written in this order, and the listing fields (`timestamp`, `activity`) come last
+/// on purpose: `list` then finds them in the last few hundred bytes of a file, however long the
+/// message before them (see `scan::skim_tail_end`). Readers do not depend on the order.
 #[derive(Debug, Serialize)]
 pub(crate) struct EntryOut<'a> {
     #[serde(rename = "type")]
     pub kind: &'static str,
     pub id: &'a str,
     pub parent_id: Option<&'a str>,
-    pub timestamp: DateTime<Utc>,
     pub message: &'a Message,
     pub usage: Option<Usage>,
     pub wire: Option<&'a WireIdentity>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compaction: Option<&'a CompactionOnDisk>,
+    pub timestamp: DateTime<Utc>,
     pub activity: &'a Activity,
 }
 

@@ -16,7 +16,9 @@
 //!   holds it until the store is dropped; a second writer, in this process or another, gets
 //!   [`Error::SessionInUse`]. Readers never lock.
 //! - A crash mid-append leaves at most a torn final line: reads skip it and the next writer cuts
-//!   it off. A bad line anywhere else is [`Error::CorruptSession`] naming the file and line.
+//!   it off. A crash between creating a new session's file and its first write leaves an empty
+//!   file, which holds no session. A bad line anywhere else is [`Error::CorruptSession`] naming
+//!   the file and line.
 //!
 //! The format is specified in `docs/session-format.md`.
 //!
@@ -82,7 +84,7 @@ pub use writer::Durability;
 
 use crate::format::corrupt;
 use crate::log::load_conversation;
-use crate::scan::{io_error, read_info};
+use crate::scan::{holds_no_session, io_error, read_info};
 use crate::writer::{OwnedPending, Pending, Writer};
 
 /// Files in the session directory that could not be read as sessions, each with why: what
@@ -236,7 +238,8 @@ impl Inner {
         let mut infos = Vec::with_capacity(files.len());
         for (id, path) in files {
             match read_info(&path, &id) {
-                Ok(info) => infos.push(info),
+                Ok(Some(info)) => infos.push(info),
+                Ok(None) => {}
                 Err(e) => problems.push((path, e)),
             }
         }
@@ -255,11 +258,12 @@ impl Inner {
                 .filter(|(id, _)| id.starts_with(id_or_prefix))
                 .collect(),
         };
+        matches.retain(|(_, path)| !holds_no_session(path));
         match matches.len() {
             0 => Ok(None),
             1 => {
                 let (id, path) = matches.remove(0);
-                read_info(&path, &id).map(Some)
+                read_info(&path, &id)
             }
             _ => {
                 let mut candidates: Vec<String> = matches.into_iter().map(|(id, _)| id).collect();

@@ -275,7 +275,11 @@ pub(crate) fn load_conversation(path: &Path, id: &str) -> Result<Option<panto_co
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(io_error("opening", path, e)),
     };
-    let log = scan_log(&file, path, id)?.into_log(path)?;
+    let log = match scan_log(&file, path, id)? {
+        // An empty file holds no session (see `scan::holds_no_session`).
+        Scanned::Empty => return Ok(None),
+        scanned => scanned.into_log(path)?,
+    };
     let messages = read_view(&file, path, &log)?;
     Ok(Some(panto_core::Conversation {
         messages,

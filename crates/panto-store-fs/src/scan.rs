@@ -23,11 +23,8 @@ const SMALL_FILE: u64 = 16 * 1024;
 const HEAD_PROBE: usize = 1024;
 
 /// How much of a larger file's end is read to find the last line (a final answer with its
-/// thinking usually fits).
+/// thinking usually fits) or, for a longer line, its listing fields.
 const TAIL_PROBE: usize = 4 * 1024;
-
-/// The second, larger tail probe, for a last line longer than [`TAIL_PROBE`].
-const LONG_TAIL_PROBE: usize = 32 * 1024;
 
 /// The first line of a file.
 #[derive(Debug, PartialEq, Eq)]
@@ -114,10 +111,27 @@ pub(crate) fn io_error(doing: &str, path: &Path, e: io::Error) -> Error {
 }
 
 /// The listing info of the session stored at `path`, whose file name says it is session `id`,
-/// from its header line and its last complete line only.
-pub(crate) fn read_info(path: &Path, id: &str) -> Result<SessionInfo> {
-    let mut file = File::open(path).map_err(|e| io_error("opening", path, e))?;
+/// from its header line and its last complete line only. `None` for an empty file, which holds
+/// no session (see [`holds_no_session`]).
+pub(crate) fn read_info(path: &Path, id: &str) -> Result<Option<SessionInfo>> {
+    let file = File::open(path).map_err(|e| io_error("opening", path, e))?;
     let len = file.metadata().map_err(|e| io_error("reading", path, e))?.len();
+    if len == 0 {
+        return Ok(None);
+    }
+    read_info_of(file, len, path, id).map(Some)
+}
+
+/// Whether the file at `path` is empty. An empty session file is what a process leaves when it
+/// is killed between creating a session's file and writing its first batch (the store never
+/// leaves one otherwise): nothing was committed, so there is no session to list, resolve or
+/// load, and the next append to that id writes the file from its start. It is left in place,
+/// because its creator may be about to write it.
+pub(crate) fn holds_no_session(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.len() == 0)
+}
+
+fn read_info_of(mut file: File, len: u64, path: &Path, id: &str) -> Result<SessionInfo> {
     if len <= SMALL_FILE {
         // Exactly `len` bytes: one read, without a second one to find the end of the file.
         let mut bytes = vec![0; len as usize];
@@ -129,7 +143,7 @@ pub(crate) fn read_info(path: &Path, id: &str) -> Result<SessionInfo> {
         };
         let last = read_last_complete_line(&mut io::Cursor::new(&bytes), bytes.len() as u64)
             .map_err(|e| io_error("reading", path, e))?;
-        return info_from(path, id, first, last);
+        return info_from(path, id, first, Last::from(last));
     }
     let read = |e| io_error("reading", path, e);
     // One positioned read at each end finds both lines in almost every session; the block
@@ -146,32 +160,46 @@ pub(crate) fn read_info(path: &Path, id: &str) -> Result<SessionInfo> {
             read_first_line(&mut file).map_err(read)?
         }
     };
-    // A final answer fits the first tail probe; an interrupted session may end in a long tool
-    // result, which the second, larger probe usually covers.
-    let mut last = None;
-    for probe in [TAIL_PROBE, LONG_TAIL_PROBE] {
-        let size = probe.min(len as usize);
-        let probe_start = len - size as u64;
-        let mut tail = vec![0; size];
-        file.read_exact_at(&mut tail, probe_start).map_err(read)?;
-        let found = memchr::memrchr(b'\n', &tail).and_then(|end| {
-            let start = memchr::memrchr(b'\n', &tail[..end])? + 1;
-            Some((probe_start + start as u64, tail[start..end].to_vec()))
-        });
-        if found.is_some() {
-            last = found;
-            break;
-        }
-    }
-    let last = match last {
-        Some(found) => Some(found),
+    // A final answer fits the tail probe. A longer last line (an interrupted session may end in
+    // a long tool result) ends with its listing fields, which the probe holds all the same.
+    let size = TAIL_PROBE.min(len as usize);
+    let probe_start = len - size as u64;
+    let mut tail = vec![0; size];
+    file.read_exact_at(&mut tail, probe_start).map_err(read)?;
+    let last = match memchr::memrchr(b'\n', &tail) {
+        Some(end) => match memchr::memrchr(b'\n', &tail[..end]) {
+            Some(start) => Some((probe_start + start as u64 + 1, tail[start + 1..end].to_vec())),
+            None => match skim_tail_end(&tail[..end]) {
+                Some(skimmed) => return info_from(path, id, first, Last::Skimmed(skimmed)),
+                None => read_last_complete_line(&mut file, len).map_err(read)?,
+            },
+        },
         None => read_last_complete_line(&mut file, len).map_err(read)?,
     };
-    info_from(path, id, first, last)
+    info_from(path, id, first, Last::from(last))
 }
 
-/// The listing info from the first line and the last complete line (with its offset).
-fn info_from(path: &Path, id: &str, first: FirstLine, last: Option<(u64, Vec<u8>)>) -> Result<SessionInfo> {
+/// The newest entry of a file, as far as `read_info` read it.
+enum Last {
+    /// No complete line at all.
+    None,
+    /// The last complete line: its byte offset and its bytes.
+    Line(u64, Vec<u8>),
+    /// The listing fields, read from the end of a line too long to read whole.
+    Skimmed(TailEntry),
+}
+
+impl From<Option<(u64, Vec<u8>)>> for Last {
+    fn from(found: Option<(u64, Vec<u8>)>) -> Self {
+        match found {
+            Some((start, line)) => Last::Line(start, line),
+            None => Last::None,
+        }
+    }
+}
+
+/// The listing info from the first line and the newest entry.
+fn info_from(path: &Path, id: &str, first: FirstLine, last: Last) -> Result<SessionInfo> {
     let header_location = line_location(path, 1);
     let header = match first {
         FirstLine::Empty => return Err(corrupt(header_location, "the file is empty: it has no session header")),
@@ -184,21 +212,20 @@ fn info_from(path: &Path, id: &str, first: FirstLine, last: Option<(u64, Vec<u8>
         FirstLine::Line(line) => parse_header(&line, &header_location)?,
     };
     check_header_id(&header.id, id, &header_location)?;
-    match last {
+    let tail = match last {
         // Only the header is complete: a session created by an empty batch, or whose first
         // entry was torn.
-        None | Some((0, _)) => Ok(SessionInfo::new(header.id, header.created)),
-        Some((start, line)) => {
-            let tail = match skim_tail(&line) {
-                Some(tail) => tail,
-                None => {
-                    let location = format!("{}: last line (at byte {start})", path.display());
-                    parse_tail(&line, &location)?
-                }
-            };
-            Ok(tail.activity.into_info(header.id, header.created, tail.timestamp))
-        }
-    }
+        Last::None | Last::Line(0, _) => return Ok(SessionInfo::new(header.id, header.created)),
+        Last::Skimmed(tail) => tail,
+        Last::Line(start, line) => match skim_tail(&line) {
+            Some(tail) => tail,
+            None => {
+                let location = format!("{}: last line (at byte {start})", path.display());
+                parse_tail(&line, &location)?
+            }
+        },
+    };
+    Ok(tail.activity.into_info(header.id, header.created, tail.timestamp))
 }
 
 /// The listing fields of an entry line, found without parsing its message: the line is walked
@@ -211,12 +238,61 @@ fn info_from(path: &Path, id: &str, first: FirstLine, last: Option<(u64, Vec<u8>
 /// usual wording. Unlike that full parse, this does not check the JSON grammar inside the values
 /// it skips; `load` does.
 pub(crate) fn skim_tail(line: &[u8]) -> Option<TailEntry> {
-    let mut pos = skip_ws(line, 0);
+    let pos = skip_ws(line, 0);
     if line.get(pos) != Some(&b'{') {
         return None;
     }
-    pos += 1;
-    let (mut kind, mut timestamp, mut activity) = (None, None, None);
+    let fields = skim_fields(line, pos + 1)?;
+    let kind: String = serde_json::from_slice(fields.kind?).ok()?;
+    if kind != MESSAGE_TYPE {
+        return None;
+    }
+    fields.into_tail(kind)
+}
+
+/// The listing fields of an entry line from its **last bytes** alone: `end` is the end of the
+/// line (without its `\n`) and may start anywhere inside it.
+///
+/// The writer puts `timestamp` and `activity` last (see `format::EntryOut`), so the last
+/// `,"timestamp":"` in the line starts them: in valid JSON those bytes can only be a key (a
+/// quote inside a string is escaped), and no key inside `activity` is `timestamp`. From there the
+/// remaining fields are walked as in [`skim_tail`] and must close the line. So a listing reads
+/// the same few hundred bytes whether the message before them is 100 bytes or 100 KB.
+///
+/// Nothing before `timestamp` is seen, the line's `type` included: only message entries follow
+/// the header of a version 1 file, and a line damaged there lists but fails when loaded. `None`
+/// when the bytes do not end that way (a line from an older writer with another field order, a
+/// damaged line): the caller then reads the whole line.
+pub(crate) fn skim_tail_end(end: &[u8]) -> Option<TailEntry> {
+    const KEY: &[u8] = b",\"timestamp\":\"";
+    let at = memchr::memmem::rfind(end, KEY)?;
+    let fields = skim_fields(end, at + 1)?;
+    fields.into_tail(MESSAGE_TYPE.to_owned())
+}
+
+/// The raw values of the fields a listing needs.
+#[derive(Default)]
+struct Fields<'a> {
+    kind: Option<&'a [u8]>,
+    timestamp: Option<&'a [u8]>,
+    activity: Option<&'a [u8]>,
+}
+
+impl Fields<'_> {
+    fn into_tail(self, kind: String) -> Option<TailEntry> {
+        Some(TailEntry {
+            kind,
+            timestamp: serde_json::from_slice(self.timestamp?).ok()?,
+            activity: serde_json::from_slice(self.activity?).ok()?,
+        })
+    }
+}
+
+/// Walks `"key":value` pairs from `pos` (just after a `{` or a `,`) to the `}` that must end
+/// `line`, keeping the values of `type`, `timestamp` and `activity`. `None` on anything
+/// unexpected, a field seen twice included.
+fn skim_fields(line: &[u8], mut pos: usize) -> Option<Fields<'_>> {
+    let mut fields = Fields::default();
     loop {
         pos = skip_ws(line, pos);
         if line.get(pos) != Some(&b'"') {
@@ -232,9 +308,9 @@ pub(crate) fn skim_tail(line: &[u8]) -> Option<TailEntry> {
         let value_end = skip_value(line, pos)?;
         let value = &line[pos..value_end];
         let slot = match key {
-            b"type" => Some(&mut kind),
-            b"timestamp" => Some(&mut timestamp),
-            b"activity" => Some(&mut activity),
+            b"type" => Some(&mut fields.kind),
+            b"timestamp" => Some(&mut fields.timestamp),
+            b"activity" => Some(&mut fields.activity),
             _ => None,
         };
         if let Some(slot) = slot {
@@ -249,18 +325,7 @@ pub(crate) fn skim_tail(line: &[u8]) -> Option<TailEntry> {
             _ => return None,
         }
     }
-    if skip_ws(line, pos + 1) != line.len() {
-        return None;
-    }
-    let kind: String = serde_json::from_slice(kind?).ok()?;
-    if kind != MESSAGE_TYPE {
-        return None;
-    }
-    Some(TailEntry {
-        kind,
-        timestamp: serde_json::from_slice(timestamp?).ok()?,
-        activity: serde_json::from_slice(activity?).ok()?,
-    })
+    (skip_ws(line, pos + 1) == line.len()).then_some(fields)
 }
 
 fn skip_ws(line: &[u8], mut pos: usize) -> usize {
@@ -450,6 +515,43 @@ mod tests {
         }
     }
 
+    #[test]
+    fn the_end_of_a_line_gives_its_listing_fields() {
+        let activity =
+            r#"{"message_count":3,"last_prompt_at":null,"last_user_message":"say \",\"timestamp\":\" }","wire":null}"#;
+        // A tool input with a `timestamp` key of its own, before the entry's.
+        let message = r#"{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"n","input":{"a":1,"timestamp":"2020-01-01T00:00:00Z","activity":{}}}]}"#;
+        let line = format!(
+            r#"{{"type":"message","id":"0a0b0c0d","parent_id":null,"message":{message},"usage":null,"wire":null,"timestamp":"2026-01-02T03:04:05Z","activity":{activity}}}"#
+        );
+        let full = parse_tail(line.as_bytes(), "f").unwrap();
+        // Whatever part of the line is read, as long as it holds the listing fields.
+        let from = line.find(r#","timestamp":"2026"#).unwrap();
+        for start in [0, 1, 40, from] {
+            let skimmed = skim_tail_end(&line.as_bytes()[start..]).expect("the listing fields are found");
+            assert_eq!(
+                (skimmed.kind.as_str(), skimmed.timestamp, &skimmed.activity),
+                (full.kind.as_str(), full.timestamp, &full.activity),
+                "from byte {start}"
+            );
+        }
+        // Too little of the line, an older field order, and damaged ends are declined.
+        let older = format!(
+            r#"{{"type":"message","id":"0a0b0c0d","parent_id":null,"timestamp":"2026-01-02T03:04:05Z","message":{message},"usage":null,"wire":null,"activity":{activity}}}"#
+        );
+        let declined = [
+            line[from + 1..].to_owned(),
+            older,
+            line[..line.len() - 1].to_owned(),
+            format!("{line}}}"),
+            line.replace(r#""message_count":3,"#, ""),
+            line.replace(r#","activity""#, r#","activity":{},"activity""#),
+        ];
+        for bytes in declined {
+            assert!(skim_tail_end(bytes.as_bytes()).is_none(), "{bytes}");
+        }
+    }
+
     /// Lists a session whose header and last line have the given sizes, through `read_info`, and
     /// through a full scan of the file: the two must agree.
     fn info_both_ways(header_extra: usize, last_len: usize) -> (SessionInfo, SessionInfo) {
@@ -480,7 +582,7 @@ mod tests {
             rt.block_on(store.append(&id, &[entry])).unwrap();
         }
         let path = store.session_path(&id).unwrap();
-        let listed = read_info(&path, &id).unwrap();
+        let listed = read_info(&path, &id).unwrap().unwrap();
         let file = File::open(&path).unwrap();
         let log = crate::log::scan_log(&file, &path, &id)
             .unwrap()

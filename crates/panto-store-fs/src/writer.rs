@@ -23,7 +23,9 @@ pub enum Durability {
     #[default]
     Fsync,
     /// Leave flushing to the operating system: a batch survives a crash of the process but may
-    /// be lost with the machine. For benchmarks and throwaway sessions.
+    /// be lost with the machine. For benchmarks and throwaway sessions. An append to a session
+    /// the store already has open then runs on the calling thread (it is one `write` into the
+    /// page cache), not on a blocking thread.
     None,
 }
 

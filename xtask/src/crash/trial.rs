@@ -231,18 +231,35 @@ fn run_inner(ctx: &Harness<'_>, plan: &Plan, ev: &mut Evidence) -> Result<Passed
     let store = FileSystemJSONLStore::new(&sessions);
     if !log1.has_header {
         // Killed between creating the file and writing its first batch: nothing was
-        // committed, and listing must go on working, reporting the file but no session.
+        // committed, and listing must go on working without listing a session. An empty file
+        // (the only kind a kill can leave: a batch is one `write`) is no session at all, so it
+        // is not reported either, and resolving its id finds nothing.
         if t1.committed_anything() {
             return Err(anyhow!(
                 "the run reported committed messages but the session file has no header"
             ));
         }
-        let listed = ctx
+        let (listed, problems) = ctx
             .runtime
-            .block_on(store.list())
+            .block_on(store.list_with_problems())
             .map_err(|e| anyhow!("listing fails over a session file without a header: {e}"))?;
         if listed.iter().any(|info| info.id == id) {
             return Err(anyhow!("a session file without a header is listed as a session"));
+        }
+        if bytes1.is_empty() {
+            if let Some((path, e)) = problems.first() {
+                return Err(anyhow!(
+                    "an empty session file is reported as a problem: {}: {e}",
+                    path.display()
+                ));
+            }
+            let resolved = ctx
+                .runtime
+                .block_on(store.clone().resolve(&id))
+                .map_err(|e| anyhow!("resolving the id of an empty session file: {e}"))?;
+            if resolved.is_some() {
+                return Err(anyhow!("an empty session file resolves as a session"));
+            }
         }
         return Ok(passed(
             format!(

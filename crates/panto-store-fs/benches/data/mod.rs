@@ -28,8 +28,9 @@ pub const KIB: u64 = 1024;
 /// One MiB.
 pub const MIB: u64 = 1024 * KIB;
 
-/// Bump when the generator changes, so stale sets are rebuilt.
-const GENERATOR_VERSION: u32 = 3;
+/// Bump when the generator or the store's writer changes, so stale sets are rebuilt. (4: the
+/// writer puts `timestamp` and `activity` last on every line.)
+const GENERATOR_VERSION: u32 = 4;
 
 /// How a set's sessions use compaction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

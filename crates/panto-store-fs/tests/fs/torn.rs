@@ -102,6 +102,47 @@ async fn a_torn_header_is_reported_and_the_next_append_starts_the_file_again() {
     }
 }
 
+/// A process killed between creating a new session's file and writing its first batch leaves
+/// an empty file (found by `cargo xtask crash-test`). Nothing was committed, so there is no
+/// session: it is not listed, reported, resolved or loaded, and the next append to its id
+/// writes the file from the start.
+#[tokio::test]
+async fn an_empty_session_file_is_no_session_and_the_next_append_starts_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = fast_store(dir.path());
+    let mut d = Driver::new(&as_dyn(&store), None);
+    d.append(vec![user("a real session")]).await;
+    let real = d.id();
+    // An id that shares the real session's first 13 characters (its millisecond timestamp), so
+    // a prefix of both is not ambiguous just because of the empty file.
+    let empty_id = format!("{}{}", &real[..14], "7000-8000-000000000000");
+    let path = session_file(&store, &empty_id);
+    std::fs::write(&path, b"").unwrap();
+
+    let (good, problems) = store.list_with_problems().await.unwrap();
+    assert_eq!(good.iter().map(|i| i.id.as_str()).collect::<Vec<_>>(), [real.as_str()]);
+    assert!(problems.is_empty(), "{problems:?}");
+    assert!(as_dyn(&store).load(&empty_id).await.unwrap().is_none());
+    assert!(store.clone().resolve(&empty_id).await.unwrap().is_none());
+    let by_prefix = store
+        .clone()
+        .resolve(&real[..13])
+        .await
+        .unwrap()
+        .expect("the real session");
+    assert_eq!(by_prefix.id(), real);
+    // The empty file is left in place: its creator may be about to write it.
+    assert!(path.exists());
+
+    append_one(&fast_store(dir.path()), &empty_id, &user("written after all"))
+        .await
+        .unwrap();
+    assert_eq!(check_valid(&path).len(), 1);
+    let loaded = as_dyn(&store).load(&empty_id).await.unwrap().unwrap();
+    assert_eq!(loaded.messages[0].text(), "written after all");
+    assert_eq!(store.list().await.unwrap().len(), 2);
+}
+
 #[tokio::test]
 async fn a_vanished_session_file_is_not_written_into_the_void() {
     let dir = tempfile::tempdir().unwrap();
