@@ -15,8 +15,9 @@
 //! Times are criterion's **median** estimate: the machine is shared, and the median is the
 //! number least moved by another process's burst.
 //!
-//! Whole-process targets (`panto -p`, resume and list through the CLI) are rows to be added by
-//! [`process_rows`] once the CLI exists; everything here is shaped so that they slot in.
+//! Whole-process targets (`panto --version`, `panto -p hi`, resume by prefix and `panto sessions
+//! --json`) come from the `process` bench of panto-cli, which runs the release binary against
+//! the loopback mock server and records each child's peak RSS.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -31,6 +32,7 @@ use crate::run;
 const BENCHES: &[(&str, &[&str])] = &[
     ("panto-core", &["sse", "turn"]),
     ("panto-store-fs", &["append", "list", "load"]),
+    ("panto-cli", &["process"]),
 ];
 
 const BENCH_USAGE: &str = "usage: cargo xtask bench [--cold] [--only <bench>...]
@@ -38,7 +40,7 @@ const BENCH_USAGE: &str = "usage: cargo xtask bench [--cold] [--only <bench>...]
 
 bench:       build the default data sets if needed, run every bench, print the targets table
   --cold     list and resolve with the page cache dropped before each iteration (root only)
-  --only B   run only bench B (sse, turn, append, list, load); repeatable; the table still
+  --only B   run only bench B (sse, turn, append, list, load, process); repeatable; the table still
              shows every target, from the latest results on disk
 bench-data:  build the data sets under target/bench-data (about 1.3 GB)
   --large    also the 10,000 × 1 MB set (about 11 GB; checks free space first)
@@ -87,7 +89,7 @@ pub fn bench(root: &Path, args: &[String]) -> Result<()> {
 
     // The store benches would build missing sets themselves; building them first keeps that
     // time out of the first bench's output.
-    if ["list", "load"].iter().any(|b| wanted(b)) {
+    if ["list", "load", "process"].iter().any(|b| wanted(b)) {
         bench_data(root, &[])?;
     }
     for (package, benches) in BENCHES {
@@ -512,11 +514,98 @@ pub(crate) fn library_rows(r: &Results) -> Vec<Row> {
     rows
 }
 
-/// Whole-process targets (issue 7, part B): `panto -p hi`, `panto --version`, resume by prefix
-/// and `panto sessions --json` through the CLI. None yet; they are measured from the CLI binary
-/// and added here as rows.
-pub(crate) fn process_rows(_results: &Results) -> Vec<Row> {
-    Vec::new()
+/// Whole-process targets: the release `panto` binary, run by the `process` bench of panto-cli.
+pub(crate) fn process_rows(r: &Results) -> Vec<Row> {
+    let ms = |id: &str| r.median_ns(id).map(|ns| ns / NS_PER_MS);
+    let mib = |id: &str| r.fact(id, "peak_rss_bytes").map(|b| b / (1024.0 * 1024.0));
+    let new_session = ms("process/print_new_session");
+    let resume = ms("process/resume_prefix/1000_sessions");
+    let small = ms("process/sessions_json/10000");
+    let large = ms("process/sessions_json/10000_1mb");
+    vec![
+        row(
+            "panto --version",
+            ms("process/version"),
+            "ms",
+            Bound::AtMost,
+            5.0,
+            "median",
+        ),
+        row(
+            "panto -p hi, new session",
+            new_session,
+            "ms",
+            Bound::AtMost,
+            30.0,
+            "median, loopback mock server",
+        ),
+        row(
+            "panto -p hi, new session: peak RSS",
+            mib("process/print_new_session"),
+            "MiB",
+            Bound::AtMost,
+            30.0,
+            "getrusage of the child",
+        ),
+        row(
+            "panto -r PREFIX -p hi among 1,000 × 1 MB",
+            resume,
+            "ms",
+            Bound::Info,
+            0.0,
+            "median",
+        ),
+        row(
+            "resume among 1,000 × 1 MB: over a new session",
+            resume.zip(new_session).map(|(r, n)| r - n),
+            "ms",
+            Bound::AtMost,
+            20.0,
+            "difference of medians",
+        ),
+        row(
+            "resume: peak RSS, 1,000 sessions in the directory",
+            mib("process/resume_prefix/1000_sessions"),
+            "MiB",
+            Bound::AtMost,
+            // Memory must not grow with the directory: the limit is the same resume among 10
+            // sessions, plus 10% for noise.
+            mib("process/resume_prefix/10_sessions").map_or(0.0, |m| m * 1.1),
+            "limit: the same among 10 sessions + 10%",
+        ),
+        row(
+            "panto sessions --json, 1,000 × 1 MB",
+            ms("process/sessions_json/1000"),
+            "ms",
+            Bound::AtMost,
+            30.0,
+            "median",
+        ),
+        row(
+            "panto sessions --json, 10,000 × 1 KB",
+            small,
+            "ms",
+            Bound::AtMost,
+            150.0,
+            "median",
+        ),
+        row(
+            "panto sessions --json, 10,000 × 1 MB",
+            large,
+            "ms",
+            Bound::Info,
+            0.0,
+            "median; needs bench-data --large",
+        ),
+        row(
+            "panto sessions --json, 10,000 × 1 MB / × 1 KB",
+            large.zip(small).map(|(l, s)| l / s),
+            "×",
+            Bound::AtMost,
+            1.5,
+            "ratio of medians",
+        ),
+    ]
 }
 
 /// The machine, for the table's heading.
@@ -589,6 +678,42 @@ mod tests {
             Some(4250.0)
         );
         assert_eq!(json_number_after(text, &["\"slope\"", "\"point_estimate\""]), None);
+    }
+
+    #[test]
+    fn process_rows_compare_resume_and_listing_against_their_baselines() {
+        let mut r = Results::default();
+        for (id, ms) in [
+            ("process/version", 1.5),
+            ("process/print_new_session", 3.5),
+            ("process/resume_prefix/1000_sessions", 30.0),
+            ("process/sessions_json/1000", 18.0),
+            ("process/sessions_json/10000", 100.0),
+            ("process/sessions_json/10000_1mb", 160.0),
+        ] {
+            r.medians.insert(id.to_owned(), ms * NS_PER_MS);
+        }
+        let mib = 1024.0 * 1024.0;
+        for (id, rss) in [
+            ("process/resume_prefix/10_sessions", 12.0),
+            ("process/resume_prefix/1000_sessions", 12.5),
+        ] {
+            r.facts
+                .entry(id.to_owned())
+                .or_default()
+                .insert("peak_rss_bytes".to_owned(), rss * mib);
+        }
+        let rows = process_rows(&r);
+        let find = |name: &str| rows.iter().find(|row| row.name.starts_with(name)).unwrap();
+        let over = find("resume among 1,000 × 1 MB: over a new session");
+        assert_eq!(over.value, Some(26.5));
+        assert_eq!(over.status(), Status::Missed);
+        assert_eq!(find("resume: peak RSS").status(), Status::Met);
+        let ratio = find("panto sessions --json, 10,000 × 1 MB / × 1 KB");
+        assert_eq!(ratio.value, Some(1.6));
+        assert_eq!(ratio.status(), Status::Missed);
+        assert_eq!(find("panto --version").status(), Status::Met);
+        assert_eq!(find("panto -p hi, new session: peak RSS").status(), Status::NotMeasured);
     }
 
     #[test]
