@@ -338,49 +338,28 @@ impl<'a, 'o> Compound<'a, 'o> {
     }
 }
 
-impl ser::SerializeSeq for Compound<'_, '_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Error> {
-        self.finish()
-    }
+/// The compound traits whose items are values: each writes its items as array elements.
+macro_rules! elements {
+    ($($kind:ident :: $method:ident),*) => {$(
+        impl ser::$kind for Compound<'_, '_> {
+            type Ok = ();
+            type Error = Error;
+            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
+                self.element(value)
+            }
+            fn end(self) -> Result<(), Error> {
+                self.finish()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Compound<'_, '_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Error> {
-        self.finish()
-    }
-}
-
-impl ser::SerializeTupleStruct for Compound<'_, '_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Error> {
-        self.finish()
-    }
-}
-
-impl ser::SerializeTupleVariant for Compound<'_, '_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Error> {
-        self.finish()
-    }
-}
+elements!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 impl ser::SerializeMap for Compound<'_, '_> {
     type Ok = ();
@@ -413,27 +392,23 @@ impl ser::SerializeMap for Compound<'_, '_> {
     }
 }
 
-impl ser::SerializeStruct for Compound<'_, '_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), Error> {
-        self.field(key, value)
-    }
-    fn end(self) -> Result<(), Error> {
-        self.finish()
-    }
+/// The compound traits whose items are named: each writes its items as object fields.
+macro_rules! fields {
+    ($($kind:ident),*) => {$(
+        impl ser::$kind for Compound<'_, '_> {
+            type Ok = ();
+            type Error = Error;
+            fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), Error> {
+                self.field(key, value)
+            }
+            fn end(self) -> Result<(), Error> {
+                self.finish()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeStructVariant for Compound<'_, '_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), Error> {
-        self.field(key, value)
-    }
-    fn end(self) -> Result<(), Error> {
-        self.finish()
-    }
-}
+fields!(SerializeStruct, SerializeStructVariant);
 
 #[cfg(test)]
 mod tests {
