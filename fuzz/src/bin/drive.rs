@@ -242,11 +242,14 @@ fn write_seeds(dir: &Path) -> ExitCode {
             is_error: false,
         }],
     );
-    let steps: [(&str, usize, &Conversation); 4] = [
+    // "interrupted" ends on the long tool result: a last line longer than the tail that `list`
+    // reads, whose listing fields it finds from the line's end.
+    let steps: [(&str, usize, &Conversation); 5] = [
         ("short", 2, &conversation),
         ("tools", 5, &conversation),
         ("compacted", 6, &conversation),
         ("long", 6, &long),
+        ("interrupted", 4, &long),
     ];
     for (name, upto, conversation) in steps {
         let store = FileSystemJSONLStore::with_durability(&scratch, Durability::None);
