@@ -185,23 +185,30 @@ struct WireUsage {
 #[derive(Debug, Deserialize)]
 struct PromptTokensDetails {
     cached_tokens: Option<u64>,
+    /// OpenRouter's count of prompt tokens written to the provider's cache (Anthropic's
+    /// `cache_creation_input_tokens`), which it reports within `prompt_tokens`.
+    cache_write_tokens: Option<u64>,
 }
 
 impl WireUsage {
-    /// panto's usage: OpenAI's `prompt_tokens` include the cached ones, panto's
-    /// `input_tokens` do not.
+    /// panto's usage: OpenAI's `prompt_tokens` include the cached ones (and, on OpenRouter,
+    /// the ones written to the cache); panto's `input_tokens` include neither, as Anthropic's.
     fn to_usage(&self) -> Usage {
-        let cached = self
-            .prompt_tokens_details
-            .as_ref()
+        let details = self.prompt_tokens_details.as_ref();
+        let cached = details
             .and_then(|d| d.cached_tokens)
             .or(self.prompt_cache_hit_tokens)
             .unwrap_or(0);
+        let written = details.and_then(|d| d.cache_write_tokens).unwrap_or(0);
         Usage {
-            input_tokens: self.prompt_tokens.unwrap_or(0).saturating_sub(cached),
+            input_tokens: self
+                .prompt_tokens
+                .unwrap_or(0)
+                .saturating_sub(cached)
+                .saturating_sub(written),
             output_tokens: self.completion_tokens.unwrap_or(0),
             cache_read_tokens: cached,
-            cache_write_tokens: 0,
+            cache_write_tokens: written,
         }
     }
 }

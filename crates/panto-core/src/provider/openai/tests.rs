@@ -602,6 +602,27 @@ fn deepseek_cache_hits_and_block_switching() {
 }
 
 #[test]
+fn openrouter_cache_writes_are_split_out_of_the_prompt_tokens() {
+    // An Anthropic model through OpenRouter: prompt_tokens counts everything sent, the cache
+    // reads and the cache writes included.
+    let stream = body(&[
+        r#"{"choices":[{"index":0,"delta":{"content":"ok"}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":1000,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":600,"cache_write_tokens":300,"audio_tokens":0}}}"#,
+        "[DONE]",
+    ]);
+    let decoded = decode_every_way::<OpenAiDecoder>("openrouter cache", &stream);
+    assert_eq!(
+        decoded.message().1,
+        Some(Usage {
+            input_tokens: 100,
+            output_tokens: 5,
+            cache_read_tokens: 600,
+            cache_write_tokens: 300,
+        })
+    );
+}
+
+#[test]
 fn bad_chunks_are_errors() {
     let prefix = body(&[
         r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"calc","arguments":"{\"a\": "}}]}}]}"#,
