@@ -181,6 +181,38 @@ impl FileSystemJSONLStore {
         Ok(self.inner.path_of(id))
     }
 
+    /// Stops writing session `id`: closes its file, which releases its lock at once, so another
+    /// process (or store) can resume it. The next append through this store opens the file
+    /// again (reading its log). A service that keeps one store for many sessions calls this when
+    /// it is done with one; otherwise every session it wrote stays open until the store is
+    /// dropped. Call it when no append to the session is in flight: an append that races it
+    /// still lands, in a file opened for that append alone.
+    pub async fn release(&self, id: &str) -> Result<()> {
+        validate_session_id(id)?;
+        let inner = self.inner.clone();
+        let id = id.to_owned();
+        // An append in flight holds the slot's lock while it writes; wait for it off the async
+        // threads.
+        blocking(move || {
+            inner.release(&id);
+            Ok(())
+        })
+        .await
+    }
+
+    /// Releases every session this store writes (see [`FileSystemJSONLStore::release`]).
+    pub async fn release_all(&self) -> Result<()> {
+        let inner = self.inner.clone();
+        blocking(move || {
+            let ids: Vec<String> = lock(&inner.writers).keys().cloned().collect();
+            for id in ids {
+                inner.release(&id);
+            }
+            Ok(())
+        })
+        .await
+    }
+
     /// Every session that could be read, newest first by [`SessionInfo::recency`], and every
     /// `*.jsonl` file that could not, with why, sorted by path.
     ///
@@ -278,6 +310,21 @@ impl Inner {
 
     fn load(&self, id: &str) -> Result<Option<Conversation>> {
         load_conversation(&self.path_of(id), id)
+    }
+
+    /// Closes session `id`'s writer, if open, and forgets its slot. The slot stays locked
+    /// until it is out of the map, so an append waiting on it finds no writer and opens the file
+    /// for itself.
+    fn release(&self, id: &str) {
+        let Some(slot) = lock(&self.writers).get(id).cloned() else {
+            return;
+        };
+        let mut guard = lock_slot(&slot);
+        *guard = None;
+        let mut writers = lock(&self.writers);
+        if writers.get(id).is_some_and(|current| Arc::ptr_eq(current, &slot)) {
+            writers.remove(id);
+        }
     }
 
     /// Appends on the caller's thread when that is cheaper than handing the batch to a blocking

@@ -48,6 +48,48 @@ async fn a_second_store_instance_gets_session_in_use_until_the_first_is_dropped(
     assert_eq!(texts, ["mine", "still mine", "mine now"]);
 }
 
+#[tokio::test]
+async fn release_hands_a_session_to_another_store_without_dropping_the_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = fast_store(dir.path());
+    let mut d = Driver::new(&as_dyn(&first), None);
+    d.append(vec![user("one")]).await;
+    let id = d.id();
+    let second = fast_store(dir.path());
+    assert!(matches!(
+        append_one(&second, &id, &user("too early")).await,
+        Err(Error::SessionInUse { .. })
+    ));
+
+    first.release(&id).await.unwrap();
+    append_one(&second, &id, &user("two")).await.unwrap();
+    // Now the second store holds it, and the first one is the one turned away.
+    assert!(matches!(
+        append_one(&first, &id, &user("not yet")).await,
+        Err(Error::SessionInUse { .. })
+    ));
+    second.release_all().await.unwrap();
+    append_one(&first, &id, &user("three")).await.unwrap();
+
+    let texts: Vec<String> = as_dyn(&first)
+        .load(&id)
+        .await
+        .unwrap()
+        .unwrap()
+        .messages
+        .iter()
+        .map(|m| m.text())
+        .collect();
+    assert_eq!(texts, ["one", "two", "three"]);
+    // Releasing a session the store never opened, or twice, is fine; a bad id is not.
+    first.release(&panto_core::new_session_id()).await.unwrap();
+    second.release(&id).await.unwrap();
+    assert!(matches!(first.release("../x").await, Err(Error::InvalidSessionId(_))));
+    assert!(format!("{first:?}").contains("open_for_writing: 1"), "{first:?}");
+    first.release_all().await.unwrap();
+    assert!(format!("{first:?}").contains("open_for_writing: 0"), "{first:?}");
+}
+
 /// Runs this test binary again as a child that appends one message to `id` in `dir`, and
 /// returns what it reported.
 fn run_child(dir: &std::path::Path, id: &str) -> String {
