@@ -411,8 +411,8 @@ int32_t panto_agent_set_system_prompt(const struct panto_agent *agent,
  * `extra_instructions` (may be NULL) is appended to the request.
  *
  * `*result_json` (if `result_json` is not NULL) receives an owned JSON object `{"summary",
- * "tokens_before", "tokens_after", "messages_summarized", "messages_kept"}`, freed with
- * `panto_string_free`.
+ * "tokens_before", "tokens_after", "messages_summarized", "messages_kept", "usage"}` (`usage`:
+ * the summary request's, or null), freed with `panto_string_free`.
  *
  * Errors: `PANTO_ERR_STATE` (nothing to compact), `PANTO_ERR_PROVIDER`, `PANTO_ERR_BUSY`, store
  * errors; on error nothing changes. Ownership: the strings are copied. Thread safety: callable

@@ -111,12 +111,16 @@ pub enum Event {
         tokens_before: u64,
         /// Estimated context tokens after.
         tokens_after: u64,
+        /// What the summary request reported; also counted in the turn's usage
+        /// ([`Event::TurnComplete`]).
+        usage: Option<Usage>,
     },
     /// The turn is over: the last message ended without tool calls. Always the last event.
     TurnComplete {
         /// Usage summed over every request of the turn.
         usage: Usage,
-        /// How many provider requests the turn made.
+        /// How many requests for a model message the turn made (a compaction's summary request
+        /// is not counted here, though its usage is).
         steps: u32,
         /// Why the last message ended.
         stop_reason: StopReason,

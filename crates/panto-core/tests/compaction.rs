@@ -35,10 +35,19 @@ async fn manual_compaction_is_persisted_and_resumes_compacted() {
         let mut agent = agent_with_history(style, &server, &store).await;
         let id = agent.session_id().to_owned();
         let history_len = store.records(&id).len();
-        server.push(Reply::sse(text(style, "SUMMARY: three questions were answered.")));
+        server.push(Reply::sse(text_with_usage(
+            style,
+            "SUMMARY: three questions were answered.",
+            usage(900, 30),
+        )));
 
         let result = agent.compact(None, Some("Mention the project.")).await.unwrap();
         assert_eq!(result.summary, "SUMMARY: three questions were answered.");
+        assert_eq!(
+            result.usage,
+            Some(usage(900, 30)),
+            "{style}: the summary request's usage"
+        );
         assert!(result.tokens_after < result.tokens_before, "{result:?}");
         assert_eq!(result.messages_kept, 2, "the last question and answer are kept");
 
@@ -68,6 +77,10 @@ async fn manual_compaction_is_persisted_and_resumes_compacted() {
         assert_eq!(records.len(), history_len + 1);
         let record = records.last().unwrap().compaction.unwrap();
         assert_eq!(record.first_kept, 5, "system + 2 turns summarised");
+        // The log records what the summary cost; the summary message itself carries no usage,
+        // so the next context estimate does not count the old transcript.
+        assert_eq!(records.last().unwrap().usage, Some(usage(900, 30)));
+        assert_eq!(records.last().unwrap().message.usage, None);
         let loaded = store.load(&id).await.unwrap().unwrap();
         assert_eq!(&loaded.messages, messages);
 
@@ -114,9 +127,25 @@ async fn the_threshold_triggers_compaction_before_a_request() {
         config.compaction.context_window = 800;
         config.compaction.threshold = 0.5;
         agent.set_config(config);
-        server.push(Reply::sse(text(style, "SUMMARY of before")));
-        server.push(Reply::sse(text(style, "answer after compaction")));
+        server.push(Reply::sse(text_with_usage(style, "SUMMARY of before", usage(700, 20))));
+        server.push(Reply::sse(text_with_usage(
+            style,
+            "answer after compaction",
+            usage(150, 9),
+        )));
         let events = collect(&mut agent, "a new question that is long enough").await.unwrap();
+        // The summary request is part of the turn: its usage is reported with the compaction
+        // and counted in the turn's.
+        let compaction_usage = events.iter().find_map(|e| match e {
+            Event::CompactionComplete { usage, .. } => Some(*usage),
+            _ => None,
+        });
+        assert_eq!(compaction_usage, Some(Some(usage(700, 20))), "{style}");
+        let turn_usage = events.iter().find_map(|e| match e {
+            Event::TurnComplete { usage, steps, .. } => Some((*usage, *steps)),
+            _ => None,
+        });
+        assert_eq!(turn_usage, Some((usage(850, 29), 1)), "{style}");
         let kinds: Vec<&str> = events
             .iter()
             .filter_map(|e| match e {

@@ -385,8 +385,8 @@ pub unsafe extern "C" fn panto_agent_set_system_prompt(
 /// `extra_instructions` (may be NULL) is appended to the request.
 ///
 /// `*result_json` (if `result_json` is not NULL) receives an owned JSON object `{"summary",
-/// "tokens_before", "tokens_after", "messages_summarized", "messages_kept"}`, freed with
-/// `panto_string_free`.
+/// "tokens_before", "tokens_after", "messages_summarized", "messages_kept", "usage"}` (`usage`:
+/// the summary request's, or null), freed with `panto_string_free`.
 ///
 /// Errors: `PANTO_ERR_STATE` (nothing to compact), `PANTO_ERR_PROVIDER`, `PANTO_ERR_BUSY`, store
 /// errors; on error nothing changes. Ownership: the strings are copied. Thread safety: callable
@@ -429,6 +429,7 @@ pub unsafe extern "C" fn panto_agent_compact(
                 "tokens_after": result.tokens_after,
                 "messages_summarized": result.messages_summarized,
                 "messages_kept": result.messages_kept,
+                "usage": result.usage,
             });
             out.write(crate::cstr::owned(json.to_string()))?;
         }

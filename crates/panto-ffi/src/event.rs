@@ -112,9 +112,10 @@ impl panto_event {
             Event::CompactionComplete {
                 tokens_before,
                 tokens_after,
+                usage,
             } => (
                 PANTO_EVENT_COMPACTION_COMPLETE,
-                json!({ "tokens_before": tokens_before, "tokens_after": tokens_after }),
+                json!({ "tokens_before": tokens_before, "tokens_after": tokens_after, "usage": usage }),
             ),
             Event::TurnComplete {
                 usage,

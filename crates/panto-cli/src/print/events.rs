@@ -74,8 +74,10 @@ pub fn event_json(event: &Event) -> Option<Value> {
         Event::CompactionComplete {
             tokens_before,
             tokens_after,
+            usage,
         } => json!({
             "type": "compaction_complete", "tokens_before": tokens_before, "tokens_after": tokens_after,
+            "usage": usage,
         }),
         Event::TurnComplete {
             usage,

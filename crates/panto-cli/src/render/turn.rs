@@ -165,6 +165,7 @@ impl TurnView {
             Event::CompactionComplete {
                 tokens_before,
                 tokens_after,
+                ..
             } => {
                 self.screen.note(&self.screen.deco.dim(&format!(
                     "compacted: about {} → {} tokens",

@@ -53,12 +53,17 @@ impl Totals {
     }
 
     fn add(&mut self, outcome: &turn::TurnOutcome) {
-        self.usage.accumulate(&outcome.usage);
-        self.cost = match (self.cost, outcome.cost) {
+        self.add_request(&outcome.usage, outcome.cost);
+        self.turns += 1;
+    }
+
+    /// Counts a request made outside a turn (a `/compact` summary).
+    fn add_request(&mut self, usage: &Usage, cost: Option<u64>) {
+        self.usage.accumulate(usage);
+        self.cost = match (self.cost, cost) {
             (Some(a), Some(b)) => Some(a + b),
             _ => None,
         };
-        self.turns += 1;
     }
 }
 
@@ -361,13 +366,21 @@ impl Repl<'_> {
             r
         });
         match result {
-            Some(Ok(r)) => self.note(&format!(
-                "compacted: {} messages summarised, {} kept; about {} → {} tokens",
-                r.messages_summarized,
-                r.messages_kept,
-                thousands(r.tokens_before),
-                thousands(r.tokens_after)
-            )),
+            Some(Ok(r)) => {
+                self.note(&format!(
+                    "compacted: {} messages summarised, {} kept; about {} → {} tokens",
+                    r.messages_summarized,
+                    r.messages_kept,
+                    thousands(r.tokens_before),
+                    thousands(r.tokens_after)
+                ));
+                // The summary request is paid for like a turn's; `/cost` counts it.
+                if let Some(usage) = r.usage {
+                    let cost = crate::cost::cost(&self.pricing, &self.selection.wire(), &usage);
+                    self.totals.add_request(&usage, cost);
+                    self.dim(&format!("summary request: {}", summary_line(&usage, cost)));
+                }
+            }
             Some(Err(e)) => self.error(&format!("compaction failed: {e}")),
             None => self.note("compaction cancelled; the conversation is unchanged"),
         }
@@ -513,5 +526,17 @@ mod tests {
         });
         assert_eq!(t.cost, None);
         assert_eq!(t.turns, 2);
+    }
+
+    #[test]
+    fn a_compaction_request_counts_in_the_totals_but_is_no_turn() {
+        let mut t = Totals::new();
+        let used = Usage {
+            input_tokens: 900,
+            output_tokens: 30,
+            ..Usage::default()
+        };
+        t.add_request(&used, Some(12));
+        assert_eq!((t.usage, t.cost, t.turns), (used, Some(12), 0));
     }
 }

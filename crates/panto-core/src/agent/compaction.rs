@@ -7,7 +7,7 @@
 //! then sees: the effective system prompt, one compaction-summary message, the kept messages. The
 //! session log keeps the full history and records the compaction on the summary entry.
 
-use crate::conversation::{ContentBlock, Conversation, Message, Role, ToolResultContent};
+use crate::conversation::{ContentBlock, Conversation, Message, Role, ToolResultContent, Usage};
 use crate::error::{Error, Result};
 use crate::provider::{ProviderEvent, ProviderRequest, ProviderStream};
 use crate::session::{CompactionRecord, PersistentMessage};
@@ -33,6 +33,10 @@ pub struct CompactionResult {
     pub messages_summarized: usize,
     /// How many recent messages were kept verbatim.
     pub messages_kept: usize,
+    /// What the summary request reported, when the provider reported usage. It is recorded with
+    /// the summary in the session log and, for a compaction during a turn, counted in the turn's
+    /// usage.
+    pub usage: Option<Usage>,
 }
 
 /// An estimate of a message's tokens from its serialised size.
@@ -165,7 +169,7 @@ impl Agent {
         let cut = split_point(messages, self.config.compaction.keep_recent_tokens)
             .ok_or_else(|| Error::InvalidState("nothing to compact: the conversation has no older messages".into()))?;
         let tokens_before = estimate_context_tokens(&self.conversation);
-        let summary = self.request_summary(cut, override_prompt, extra_instructions).await?;
+        let (summary, usage) = self.request_summary(cut, override_prompt, extra_instructions).await?;
 
         // Everything before the compaction must be in the log for the record to point into it.
         self.persist(true).await?;
@@ -198,7 +202,9 @@ impl Agent {
         let wire = self.config.provider.wire_identity();
         let entry = PersistentMessage {
             message: &candidate.messages[summary_index],
-            usage: None,
+            // The request that produced the summary; the message itself carries no usage, so the
+            // context estimate is not taken from a request that sent the old transcript.
+            usage,
             wire: Some(&wire),
             conversation: &candidate,
             tools_available: &tools,
@@ -214,11 +220,18 @@ impl Agent {
             tokens_after,
             messages_summarized,
             messages_kept,
+            usage,
         })
     }
 
-    /// Sends the transcript of `messages[..cut]` to the model and returns its summary text.
-    async fn request_summary(&self, cut: usize, override_prompt: Option<&str>, extra: Option<&str>) -> Result<String> {
+    /// Sends the transcript of `messages[..cut]` to the model and returns its summary text, with
+    /// the usage the provider reported for the request.
+    async fn request_summary(
+        &self,
+        cut: usize,
+        override_prompt: Option<&str>,
+        extra: Option<&str>,
+    ) -> Result<(String, Option<Usage>)> {
         let instruction = override_prompt.unwrap_or(&self.config.compaction.compaction_prompt);
         let mut prompt = format!(
             "Summarise the conversation transcript below.\n\n<transcript>\n{}</transcript>",
@@ -239,7 +252,7 @@ impl Agent {
         let mut attempt = 1;
         loop {
             match self.summary_attempt(&request).await {
-                Ok(text) => return Ok(text),
+                Ok(summary) => return Ok(summary),
                 Err(e) if e.is_retryable() && attempt < self.config.retry.max_attempts => {
                     attempt += 1;
                     tokio::time::sleep(retry::delay(&self.config.retry, attempt, &e)).await;
@@ -249,10 +262,10 @@ impl Agent {
         }
     }
 
-    async fn summary_attempt(&self, request: &ProviderRequest<'_>) -> Result<String> {
+    async fn summary_attempt(&self, request: &ProviderRequest<'_>) -> Result<(String, Option<Usage>)> {
         let mut stream = ProviderStream::open(&self.client, request, self.config.idle_timeout).await?;
         while let Some(event) = stream.next().await? {
-            if let ProviderEvent::MessageComplete { blocks, .. } = event {
+            if let ProviderEvent::MessageComplete { blocks, usage, .. } = event {
                 let text: Vec<&str> = blocks
                     .iter()
                     .filter_map(|b| match b {
@@ -264,7 +277,7 @@ impl Agent {
                 if text.is_empty() {
                     return Err(Error::InvalidState("the compaction summary came back empty".into()));
                 }
-                return Ok(text);
+                return Ok((text, usage));
             }
         }
         Err(Error::Truncated {

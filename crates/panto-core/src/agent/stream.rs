@@ -255,9 +255,14 @@ impl<'a> Stream<'a> {
                     Ok(result) => {
                         self.phase = Phase::Request;
                         self.state = StreamState::Requesting;
+                        // The summary request is one of the turn's requests, and is paid for.
+                        if let Some(u) = &result.usage {
+                            self.usage.accumulate(u);
+                        }
                         Ok(Some(Event::CompactionComplete {
                             tokens_before: result.tokens_before,
                             tokens_after: result.tokens_after,
+                            usage: result.usage,
                         }))
                     }
                     Err(e) if overflow => Err(self.fail(Error::InvalidState(format!(
