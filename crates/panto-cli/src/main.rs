@@ -22,6 +22,7 @@
 // Printing is the point of a command-line front end.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod attach;
 mod completions;
 mod config;
 mod cost;
@@ -61,6 +62,10 @@ pub struct Cli {
     /// Output of print mode.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text, requires = "print")]
     output_format: OutputFormat,
+
+    /// Attach an image (PNG, JPEG, GIF or WebP) to the print-mode prompt; repeatable.
+    #[arg(long = "image", value_name = "FILE", requires = "print")]
+    images: Vec<PathBuf>,
 
     /// Continue the most recent session.
     #[arg(short = 'c', long = "continue", conflicts_with = "resume")]
@@ -225,7 +230,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             match cli.print {
                 Some(prompt) => {
                     let approval = print::approval(cli.approve)?;
-                    runtime.block_on(print::run(launch, &prompt, cli.output_format, approval))
+                    runtime.block_on(print::run(launch, &prompt, &cli.images, cli.output_format, approval))
                 }
                 None => {
                     let approval = cli.approve.or(launch.settings.tools.approval).unwrap_or(Approval::Ask);

@@ -8,12 +8,14 @@
 mod events;
 
 use std::io::{Read, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use panto_core::{Event, Role, UserMessage};
 use serde_json::{json, Value};
 
+use crate::attach;
 use crate::exit::Failure;
 use crate::setup::{self, Launch};
 use crate::tools::{Approval, Gate};
@@ -57,8 +59,19 @@ fn read_prompt(arg: &str) -> Result<String, Failure> {
 }
 
 /// Runs print mode.
-pub async fn run(launch: Launch, prompt: &str, format: OutputFormat, approval: Approval) -> Result<ExitCode, Failure> {
+pub async fn run(
+    launch: Launch,
+    prompt: &str,
+    images: &[PathBuf],
+    format: OutputFormat,
+    approval: Approval,
+) -> Result<ExitCode, Failure> {
     let prompt = read_prompt(prompt)?;
+    // Every image is read before anything else happens, so a bad one costs no request.
+    let images = images
+        .iter()
+        .map(|path| attach::read(path).map(|a| a.bytes).map_err(Failure::usage))
+        .collect::<Result<Vec<_>, _>>()?;
     let store = setup::store_for(&launch).await?;
     let gate = Arc::new(Gate::new(
         approval,
@@ -96,7 +109,7 @@ pub async fn run(launch: Launch, prompt: &str, format: OutputFormat, approval: A
     }
 
     let outcome = {
-        let mut stream = agent.run(UserMessage::text(prompt));
+        let mut stream = agent.run(UserMessage { text: prompt, images });
         // Ctrl-C cancels the turn; the agent keeps and persists what streamed.
         let watcher = crate::interrupt::cancel_on_interrupt(stream.cancel_token());
         let outcome = loop {

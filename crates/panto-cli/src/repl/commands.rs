@@ -34,6 +34,11 @@ pub const COMMANDS: &[CommandSpec] = &[
         help: "summarise older messages to free context (optionally saying what to keep)",
     },
     CommandSpec {
+        name: "/image",
+        args: "[FILE...]",
+        help: "attach images to your next prompt (dropping an image file onto the terminal does too)",
+    },
+    CommandSpec {
         name: "/sessions",
         args: "",
         help: "list recent sessions",

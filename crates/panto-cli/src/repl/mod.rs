@@ -13,9 +13,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
-use panto_core::{Agent, ContentBlock, Conversation, PricingRegistry, Role, SessionStore, Usage};
+use panto_core::{Agent, ContentBlock, Conversation, PricingRegistry, Role, SessionStore, Usage, UserMessage};
 use rustyline::error::ReadlineError;
 
+use crate::attach::{self, Attachment};
 use crate::config::{Selection, Settings};
 use crate::cost::{summary_line, thousands};
 use crate::exit::Failure;
@@ -85,6 +86,10 @@ struct Repl<'r> {
     totals: Totals,
     /// Session ids for `/resume` completion.
     recent_ids: Arc<Mutex<Vec<String>>>,
+    /// `$HOME`, for `~/` in dragged image paths.
+    home: Option<PathBuf>,
+    /// Images attached with `/image`, sent with the next prompt.
+    pending_images: Vec<Attachment>,
 }
 
 /// Runs the REPL until `/quit` or end of input.
@@ -125,6 +130,8 @@ pub fn run(rt: &tokio::runtime::Runtime, launch: Launch, approval: Approval) -> 
         screen,
         totals: Totals::new(),
         recent_ids: Arc::new(Mutex::new(Vec::new())),
+        home: launch.env.home(),
+        pending_images: Vec::new(),
     };
     repl.banner(ready.resumed, &ready.notes);
     repl.refresh_recent();
@@ -271,11 +278,62 @@ impl Repl<'_> {
     }
 
     fn turn(&mut self, text: String) {
+        // Images attached with /image, then image files dropped onto the terminal (their paths
+        // typed into the prompt). A dropped path that is not a readable image is said and left
+        // in the text.
+        let mut images: Vec<Attachment> = std::mem::take(&mut self.pending_images);
+        for path in attach::dragged_paths(&text, self.home.as_deref()) {
+            if images.iter().any(|a| a.path == path) {
+                continue;
+            }
+            match attach::read(&path) {
+                Ok(image) => images.push(image),
+                Err(e) => self.error(&e),
+            }
+        }
+        if !images.is_empty() {
+            let names: Vec<String> = images.iter().map(Attachment::describe).collect();
+            self.dim(&format!("with {}", names.join(", ")));
+        }
+        let message = UserMessage {
+            text,
+            images: images.into_iter().map(|a| a.bytes).collect(),
+        };
         let wire = self.selection.wire();
         let outcome = self
             .rt
-            .block_on(turn::run(&mut self.agent, text, self.screen, &self.pricing, &wire));
+            .block_on(turn::run(&mut self.agent, message, self.screen, &self.pricing, &wire));
         self.totals.add(&outcome);
+    }
+
+    /// `/image FILE...`: attaches images to the next prompt; without a file, lists them.
+    fn image(&mut self, args: &str) {
+        if args.is_empty() {
+            if self.pending_images.is_empty() {
+                self.note("no images attached; /image FILE attaches one to your next prompt");
+            } else {
+                let names: Vec<String> = self.pending_images.iter().map(Attachment::describe).collect();
+                self.note(&format!("attached to your next prompt: {}", names.join(", ")));
+            }
+            return;
+        }
+        let Some(words) = attach::shell_words(args) else {
+            self.error("/image: a quote is left open; quote a file name with spaces as 'my file.png'");
+            return;
+        };
+        for word in words {
+            let path = match (word.strip_prefix("~/"), &self.home) {
+                (Some(rest), Some(home)) => home.join(rest),
+                _ => PathBuf::from(&word),
+            };
+            match attach::read(&path) {
+                Ok(image) => {
+                    self.note(&format!("attached {}: it goes with your next prompt", image.describe()));
+                    self.pending_images.push(image);
+                }
+                Err(e) => self.error(&e),
+            }
+        }
     }
 
     fn command(&mut self, line: &str) -> Flow {
@@ -304,6 +362,7 @@ impl Repl<'_> {
                         }
                     }
                     "/compact" => self.compact(&args),
+                    "/image" => self.image(&args),
                     "/sessions" => self.sessions(),
                     "/resume" => {
                         if args.is_empty() {

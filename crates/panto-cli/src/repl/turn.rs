@@ -18,14 +18,14 @@ pub struct TurnOutcome {
 /// Runs one turn with `text`. Errors are shown, not returned: the REPL goes on either way.
 pub async fn run(
     agent: &mut Agent,
-    text: String,
+    message: UserMessage,
     screen: Screen,
     pricing: &PricingRegistry,
     wire: &WireIdentity,
 ) -> TurnOutcome {
     let mut view = TurnView::new(screen);
     view.waiting("waiting for the model…");
-    let mut stream = agent.run(UserMessage::text(text));
+    let mut stream = agent.run(message);
     // The terminal is in cooked mode while a turn runs, so Ctrl-C arrives as SIGINT. Cancelling
     // through the token lets the agent salvage and persist what already streamed.
     let watcher = crate::interrupt::cancel_on_interrupt(stream.cancel_token());

@@ -3,6 +3,7 @@
 mod basics;
 mod config_errors;
 mod formats;
+mod images;
 mod postgres;
 mod print_text;
 mod print_tools;

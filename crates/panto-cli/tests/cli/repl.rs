@@ -13,7 +13,7 @@ use rexpect::session::{spawn_with_options, PtySession};
 use super::support::{all_text, body, panto_bin, Home, KEY};
 
 /// Starts the REPL in `home` on a pseudo-terminal, without colour so output can be matched.
-fn spawn_repl(home: &Home, args: &[&str]) -> PtySession {
+pub fn spawn_repl(home: &Home, args: &[&str]) -> PtySession {
     let mut cmd = Command::new(panto_bin());
     cmd.args(args).env_clear().envs(home.env()).current_dir(home.work());
     cmd.env("TERM", "xterm").env("NO_COLOR", "1");
@@ -25,7 +25,7 @@ fn spawn_repl(home: &Home, args: &[&str]) -> PtySession {
 }
 
 /// Runs `f` on a blocking thread and waits for it.
-async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
     tokio::task::spawn_blocking(f).await.expect("the pty conversation")
 }
 
