@@ -1,10 +1,10 @@
-//! The rustyline side of the REPL: tab completion of slash commands, aliases and session ids,
-//! multi-line input, and the history file.
+//! The rustyline side of the REPL: tab completion of slash commands, aliases, session ids and
+//! file names after `/image`, multi-line input, and the history file.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use rustyline::completion::{Completer, Pair};
+use rustyline::completion::{Completer, FilenameCompleter, Pair};
 use rustyline::highlight::Highlighter;
 use rustyline::hint::Hinter;
 use rustyline::history::DefaultHistory;
@@ -44,6 +44,10 @@ impl Completer for PantoHelper {
         let before = &line[..pos];
         if !before.starts_with('/') {
             return Ok((0, Vec::new()));
+        }
+        if before.starts_with("/image ") {
+            // File names, with spaces escaped as `/image` reads them.
+            return FilenameCompleter::new().complete_path(line, pos);
         }
         match before.split_once(' ') {
             None => Ok((0, matching(COMMANDS.iter().map(|c| c.name.to_owned()), before))),
@@ -133,6 +137,16 @@ mod tests {
         assert_eq!(complete(&helper, "/model s"), (7, vec!["sonnet".into()]));
         assert_eq!(complete(&helper, "/resume 01"), (8, vec!["0190ab".into()]));
         assert_eq!(complete(&helper, "hello /mo").1, Vec::<String>::new());
+    }
+
+    #[test]
+    fn completes_file_names_after_image() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("screen shot.png"), b"x").unwrap();
+        let typed = format!("/image {}/scr", dir.path().display());
+        let (start, found) = complete(&PantoHelper::default(), &typed);
+        assert_eq!(start, "/image ".len());
+        assert_eq!(found, [format!("{}/screen\\ shot.png", dir.path().display())]);
     }
 
     #[test]
