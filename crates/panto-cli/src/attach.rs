@@ -37,8 +37,9 @@ impl Attachment {
     }
 }
 
-/// The image format of `bytes`, by its signature.
-fn image_format(bytes: &[u8]) -> Option<&'static str> {
+/// The image format of `bytes`, by its signature: one the providers take, or `None`. The `read`
+/// tool uses it too.
+pub fn image_format(bytes: &[u8]) -> Option<&'static str> {
     if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
         Some("PNG")
     } else if bytes.starts_with(&[0xff, 0xd8, 0xff]) {

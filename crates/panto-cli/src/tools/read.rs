@@ -35,15 +35,6 @@ impl ReadTool {
     }
 }
 
-/// Whether `bytes` start like an image format providers accept.
-fn is_image(bytes: &[u8]) -> bool {
-    bytes.starts_with(b"\x89PNG\r\n\x1a\n")
-        || bytes.starts_with(b"\xff\xd8\xff")
-        || bytes.starts_with(b"GIF87a")
-        || bytes.starts_with(b"GIF89a")
-        || (bytes.len() >= 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP")
-}
-
 /// Renders lines `offset..offset+limit` (1-based) of `text` with numbers, keeping the output under
 /// `max_bytes` and saying how to continue when it stops early.
 fn number_lines(text: &str, path: &str, offset: usize, limit: usize, max_bytes: usize) -> Result<String, String> {
@@ -136,7 +127,7 @@ impl Tool for ReadTool {
         let bytes = tokio::fs::read(&path)
             .await
             .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        if is_image(&bytes) {
+        if crate::attach::image_format(&bytes).is_some() {
             return Ok(ToolCallResult::image(bytes));
         }
         if bytes.iter().take(8_192).any(|&b| b == 0) {

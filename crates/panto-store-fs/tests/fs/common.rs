@@ -41,6 +41,12 @@ pub async fn append_one(store: &FileSystemJSONLStore, id: &str, message: &Messag
         .await
 }
 
+/// The texts of session `id`'s messages as `store` loads them.
+pub async fn loaded_texts(store: &Arc<FileSystemJSONLStore>, id: &str) -> Vec<String> {
+    let conversation = as_dyn(store).load(id).await.unwrap().expect("the session loads");
+    conversation.messages.iter().map(|m| m.text()).collect()
+}
+
 /// The file of session `id`.
 pub fn session_file(store: &FileSystemJSONLStore, id: &str) -> PathBuf {
     store.session_path(id).expect("a valid id")

@@ -7,7 +7,7 @@ use panto_core::{Error, SessionStore};
 use panto_store_fs::FileSystemJSONLStore;
 use panto_testkit::store_contract::{reply, user, Driver};
 
-use super::common::{append_one, as_dyn, fast_store};
+use super::common::{append_one, as_dyn, fast_store, loaded_texts};
 
 /// Set in the child process: the directory and session the child appends to.
 const CHILD_DIR: &str = "PANTO_STORE_FS_TEST_CHILD_DIR";
@@ -36,16 +36,7 @@ async fn a_second_store_instance_gets_session_in_use_until_the_first_is_dropped(
     drop(d);
     drop(first);
     append_one(&second, &id, &user("mine now")).await.unwrap();
-    let texts: Vec<String> = as_dyn(&second)
-        .load(&id)
-        .await
-        .unwrap()
-        .unwrap()
-        .messages
-        .iter()
-        .map(|m| m.text())
-        .collect();
-    assert_eq!(texts, ["mine", "still mine", "mine now"]);
+    assert_eq!(loaded_texts(&second, &id).await, ["mine", "still mine", "mine now"]);
 }
 
 #[tokio::test]
@@ -71,16 +62,7 @@ async fn release_hands_a_session_to_another_store_without_dropping_the_first() {
     second.release_all().await.unwrap();
     append_one(&first, &id, &user("three")).await.unwrap();
 
-    let texts: Vec<String> = as_dyn(&first)
-        .load(&id)
-        .await
-        .unwrap()
-        .unwrap()
-        .messages
-        .iter()
-        .map(|m| m.text())
-        .collect();
-    assert_eq!(texts, ["one", "two", "three"]);
+    assert_eq!(loaded_texts(&first, &id).await, ["one", "two", "three"]);
     // Releasing a session the store never opened, or twice, is fine; a bad id is not.
     first.release(&panto_core::new_session_id()).await.unwrap();
     second.release(&id).await.unwrap();
