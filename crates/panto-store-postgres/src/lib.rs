@@ -24,6 +24,9 @@
 //!   PostgreSQL advisory lock on the session and holds it until the store is dropped or
 //!   [`PostgresStore::release`] is called; another writer gets [`Error::SessionInUse`], as with
 //!   the file store. Readers never lock.
+//! - **TLS** when the connection string says `sslmode=require` (or `verify-ca`, `verify-full`),
+//!   always with the server's certificate checked, against `sslrootcert=FILE` or the Mozilla
+//!   roots; plain text otherwise.
 //!
 //! `docs/stores.md` explains both stores, how to choose, the schema, the audit query and how to
 //! move sessions from the file store ([`import_fs`]).
@@ -72,6 +75,7 @@ mod lock;
 mod migrate;
 mod pool;
 mod read;
+mod tls;
 mod tools;
 mod view;
 mod writer;
@@ -98,6 +102,7 @@ pub use tools::{canonical_encoding, ToolHash};
 use crate::db::pg;
 use crate::lock::Locker;
 use crate::pool::{describe, Conn, Pool};
+use crate::tls::Target;
 use crate::writer::{CommitError, OpenSession};
 
 /// How a [`PostgresStore`] connects.
@@ -165,22 +170,23 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl PostgresStore {
     /// Connects to the database at `url` (a `postgres://user:password@host:port/dbname` URL or
-    /// a `host=… dbname=…` string) and brings the schema up to date.
+    /// a `host=… dbname=…` string) and brings the schema up to date. `sslmode=require` (or
+    /// `verify-ca`, `verify-full`) connects over TLS with the server's certificate checked against
+    /// `sslrootcert=FILE` (PEM) or the Mozilla roots; see `docs/stores.md`.
     pub async fn connect(url: &str) -> Result<Arc<Self>> {
         Self::connect_with(url, PostgresOptions::default()).await
     }
 
     /// [`PostgresStore::connect`] with options.
     pub async fn connect_with(url: &str, options: PostgresOptions) -> Result<Arc<Self>> {
-        let config: Config = url
-            .parse()
-            .map_err(|e| pg("parsing the PostgreSQL connection string", e))?;
-        let mut conn = Conn::connect(&config).await?;
+        let target = Target::parse(url)?;
+        let config = target.config.clone();
+        let mut conn = Conn::connect(&target).await?;
         migrate::migrate(&mut conn.client).await?;
-        let pool = Pool::new(config.clone(), options.pool_size);
+        let pool = Pool::new(target.clone(), options.pool_size);
         pool.put(conn);
         Ok(Arc::new(PostgresStore {
-            locker: Locker::new(config.clone()),
+            locker: Locker::new(target),
             config,
             pool,
             token: uuid::Uuid::now_v7().to_string(),

@@ -11,7 +11,9 @@
 use panto_core::Result;
 use sha2::{Digest, Sha256};
 use tokio::sync::Mutex;
-use tokio_postgres::{Client, Config};
+use tokio_postgres::Client;
+
+use crate::tls::Target;
 
 use crate::db::pg;
 use crate::pool::Conn;
@@ -43,15 +45,15 @@ struct LockState {
 
 /// The advisory locks of one store.
 pub(crate) struct Locker {
-    config: Config,
+    target: Target,
     state: Mutex<LockState>,
 }
 
 impl Locker {
     /// A locker that connects on first use.
-    pub fn new(config: Config) -> Self {
+    pub fn new(target: Target) -> Self {
         Locker {
-            config,
+            target,
             state: Mutex::new(LockState {
                 client: None,
                 generation: 0,
@@ -65,7 +67,7 @@ impl Locker {
         let mut state = self.state.lock().await;
         let open = state.client.as_ref().is_some_and(|c| !c.is_closed());
         if !open {
-            state.client = Some(Conn::connect(&self.config).await?.client);
+            state.client = Some(Conn::connect(&self.target).await?.client);
             state.generation += 1;
         }
         let generation = state.generation;

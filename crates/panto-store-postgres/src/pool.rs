@@ -12,6 +12,7 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio_postgres::{Client, Config, NoTls, Statement};
 
 use crate::db::pg;
+use crate::tls::Target;
 
 /// How long a connection attempt may take when the connection string does not say.
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -26,21 +27,48 @@ pub(crate) struct Conn {
 }
 
 impl Conn {
-    /// Opens a connection and runs its I/O task on the current runtime.
-    pub async fn connect(config: &Config) -> Result<Conn> {
-        let mut config = config.clone();
+    /// Opens a connection (over TLS when `target` says so) and runs its I/O task on the current
+    /// runtime.
+    pub async fn connect(target: &Target) -> Result<Conn> {
+        let mut config = target.config.clone();
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
         }
-        let (client, connection) = config
-            .connect(NoTls)
-            .await
-            .map_err(|e| pg(format!("connecting to PostgreSQL at {}", describe(&config)), e))?;
+        let failed = |e: tokio_postgres::Error| {
+            // The two TLS mistakes everyone makes once, answered where they show.
+            let mut shown = e.to_string();
+            let mut cause = std::error::Error::source(&e);
+            while let Some(c) = cause {
+                shown.push_str(&c.to_string());
+                cause = c.source();
+            }
+            let hint = if shown.contains("UnknownIssuer") {
+                " (the server's certificate is not signed by a CA panto trusts: name the CA's PEM file with sslrootcert=FILE)"
+            } else if target.tls.is_none() && (shown.contains("no encryption") || shown.contains("SSL off")) {
+                " (the server takes only TLS connections: add sslmode=require)"
+            } else {
+                ""
+            };
+            pg(format!("connecting to PostgreSQL at {}{hint}", describe(&config)), e)
+        };
         // The connection task ends when the client is dropped or the server goes away; either
         // way every query on the client then fails with the reason, so its result is not needed.
-        tokio::spawn(async move {
-            let _ = connection.await;
-        });
+        let client = match &target.tls {
+            None => {
+                let (client, connection) = config.connect(NoTls).await.map_err(failed)?;
+                tokio::spawn(async move {
+                    let _ = connection.await;
+                });
+                client
+            }
+            Some(tls) => {
+                let (client, connection) = config.connect(tls.clone()).await.map_err(failed)?;
+                tokio::spawn(async move {
+                    let _ = connection.await;
+                });
+                client
+            }
+        };
         Ok(Conn {
             client,
             statements: HashMap::new(),
@@ -89,16 +117,16 @@ pub(crate) fn describe(config: &Config) -> String {
 
 /// The pool.
 pub(crate) struct Pool {
-    config: Config,
+    target: Target,
     idle: Mutex<Vec<Conn>>,
     permits: Semaphore,
 }
 
 impl Pool {
     /// A pool of at most `size` connections to `config`; connections open on demand.
-    pub fn new(config: Config, size: usize) -> Self {
+    pub fn new(target: Target, size: usize) -> Self {
         Pool {
-            config,
+            target,
             idle: Mutex::new(Vec::new()),
             permits: Semaphore::new(size.max(1)),
         }
@@ -131,7 +159,7 @@ impl Pool {
                 None => break,
             }
         }
-        let conn = Conn::connect(&self.config).await?;
+        let conn = Conn::connect(&self.target).await?;
         Ok(Pooled {
             pool: self,
             conn: Some(conn),

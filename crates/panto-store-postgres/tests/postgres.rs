@@ -14,5 +14,6 @@ mod pg {
     mod locking;
     mod migrations;
     mod processes;
+    mod tls;
     mod values;
 }

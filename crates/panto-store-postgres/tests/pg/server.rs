@@ -42,6 +42,8 @@ pub struct Server {
     pub port: u16,
     /// The directory of the server binaries.
     pub bindir: PathBuf,
+    /// For a server started by [`start_tls`]: the PEM file of the CA that signed its certificate.
+    pub ca_cert: Option<PathBuf>,
     /// The watcher and its standard input, which this process holds open and never writes.
     watcher: Mutex<Option<(Child, ChildStdin)>>,
 }
@@ -78,6 +80,17 @@ impl Server {
 
 /// Starts a server. As root, the server runs as the `postgres` user.
 pub fn start(durability: Durability) -> Result<Server, String> {
+    start_with(durability, false)
+}
+
+/// Starts a server that takes TCP connections over TLS only (`hostssl` in `pg_hba.conf`), with a
+/// certificate for `localhost` and `127.0.0.1` signed by a throwaway CA ([`Server::ca_cert`]),
+/// made with the `openssl` command.
+pub fn start_tls(durability: Durability) -> Result<Server, String> {
+    start_with(durability, true)
+}
+
+fn start_with(durability: Durability, tls: bool) -> Result<Server, String> {
     let bindir = find_bindir()?;
     let run_as = if output(Command::new("id").arg("-u"))? == "0" {
         Some("postgres")
@@ -87,7 +100,7 @@ pub fn start(durability: Durability) -> Result<Server, String> {
     // A port that is free now may be taken before the server binds it; try a few.
     let mut last = String::new();
     for _ in 0..3 {
-        match start_once(&bindir, run_as, durability) {
+        match start_once(&bindir, run_as, durability, tls) {
             Ok(server) => return Ok(server),
             Err(e) => last = e,
         }
@@ -139,7 +152,7 @@ wait
 rm -rf "$5"
 "#;
 
-fn start_once(bindir: &Path, run_as: Option<&str>, durability: Durability) -> Result<Server, String> {
+fn start_once(bindir: &Path, run_as: Option<&str>, durability: Durability, tls: bool) -> Result<Server, String> {
     let root = fresh_dir()?;
     if let Some(user) = run_as {
         let uid = parse_id(&output(Command::new("id").args(["-u", user]))?, user)?;
@@ -169,14 +182,39 @@ fn start_once(bindir: &Path, run_as: Option<&str>, durability: Durability) -> Re
         .and_then(|l| l.local_addr())
         .map_err(|e| format!("finding a free port: {e}"))?
         .port();
-    let mut settings = vec![
+    let mut settings: Vec<String> = [
         "listen_addresses=127.0.0.1",
         "max_connections=300",
         "shared_buffers=64MB",
-    ];
+    ]
+    .map(String::from)
+    .to_vec();
     if durability == Durability::Fast {
-        settings.extend(["fsync=off", "synchronous_commit=off", "full_page_writes=off"]);
+        settings.extend(["fsync=off", "synchronous_commit=off", "full_page_writes=off"].map(String::from));
     }
+    let ca_cert = if tls {
+        let made = make_certs(&root, run_as).and_then(|ca| {
+            std::fs::write(
+                data.join("pg_hba.conf"),
+                "local all all trust\nhostssl all all 127.0.0.1/32 trust\n",
+            )
+            .map_err(|e| format!("writing pg_hba.conf: {e}"))?;
+            Ok(ca)
+        });
+        let ca = match made {
+            Ok(ca) => ca,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&root);
+                return Err(e);
+            }
+        };
+        settings.push("ssl=on".to_owned());
+        settings.push(format!("ssl_cert_file={}", root.join("server.crt").display()));
+        settings.push(format!("ssl_key_file={}", root.join("server.key").display()));
+        Some(ca)
+    } else {
+        None
+    };
     let settings: Vec<String> = settings.iter().map(|s| format!("-c {s}")).collect();
     let mut watcher = Command::new("sh")
         .arg("-c")
@@ -229,8 +267,65 @@ fn start_once(bindir: &Path, run_as: Option<&str>, durability: Durability) -> Re
         base_url: format!("postgres://postgres@127.0.0.1:{port}"),
         port,
         bindir: bindir.to_owned(),
+        ca_cert,
         watcher: Mutex::new(Some((watcher, stdin))),
     })
+}
+
+/// Makes a CA and a server certificate for `localhost` and `127.0.0.1` signed by it in `root`
+/// (`ca.crt`, `server.crt`, `server.key`, the key readable only by the server's user), and
+/// returns the CA certificate's path.
+fn make_certs(root: &Path, run_as: Option<&str>) -> Result<PathBuf, String> {
+    let path = |name: &str| root.join(name).display().to_string();
+    output(
+        Command::new("openssl")
+            .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2"])
+            .args([
+                "-subj",
+                "/CN=panto-test-ca",
+                "-keyout",
+                &path("ca.key"),
+                "-out",
+                &path("ca.crt"),
+            ]),
+    )?;
+    output(
+        Command::new("openssl")
+            .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2"])
+            .args([
+                "-subj",
+                "/CN=localhost",
+                "-CA",
+                &path("ca.crt"),
+                "-CAkey",
+                &path("ca.key"),
+                "-addext",
+                "subjectAltName=DNS:localhost,IP:127.0.0.1",
+                "-addext",
+                "basicConstraints=critical,CA:FALSE",
+                "-addext",
+                "extendedKeyUsage=serverAuth",
+                "-keyout",
+                &path("server.key"),
+                "-out",
+                &path("server.crt"),
+            ]),
+    )?;
+    let key = root.join("server.key");
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600))
+            .map_err(|e| format!("restricting {}: {e}", key.display()))?;
+    }
+    if let Some(user) = run_as {
+        let uid = parse_id(&output(Command::new("id").args(["-u", user]))?, user)?;
+        let gid = parse_id(&output(Command::new("id").args(["-g", user]))?, user)?;
+        for name in ["server.key", "server.crt"] {
+            std::os::unix::fs::chown(root.join(name), Some(uid), Some(gid))
+                .map_err(|e| format!("giving {name} to the {user} user: {e}"))?;
+        }
+    }
+    Ok(root.join("ca.crt"))
 }
 
 /// A new, empty directory under the system temp dir, readable only by its owner.
