@@ -105,6 +105,18 @@ fn write_int(out: &mut Vec<u8>, n: impl itoa::Integer) {
     out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
 }
 
+impl<'o> Json<'o> {
+    /// Opens `{"variant":` and then the variant's array or object (`open`); the compound it
+    /// returns writes `close`, which ends both.
+    fn variant<'a>(&'a mut self, variant: &str, open: u8, close: &'static [u8]) -> Compound<'a, 'o> {
+        self.out.push(b'{');
+        write_str(self.out, variant);
+        self.out.push(b':');
+        self.out.push(open);
+        Compound::new(self, close)
+    }
+}
+
 /// The name serde_json gives `RawValue` in serde's data model; such a value is written as it is.
 const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
 
@@ -242,10 +254,7 @@ impl<'a, 'o> ser::Serializer for &'a mut Json<'o> {
         variant: &'static str,
         _len: usize,
     ) -> Result<Compound<'a, 'o>, Error> {
-        self.out.push(b'{');
-        write_str(self.out, variant);
-        self.out.extend_from_slice(b":[");
-        Ok(Compound::new(self, b"]}"))
+        Ok(self.variant(variant, b'[', b"]}"))
     }
     fn serialize_map(self, _len: Option<usize>) -> Result<Compound<'a, 'o>, Error> {
         self.out.push(b'{');
@@ -265,10 +274,7 @@ impl<'a, 'o> ser::Serializer for &'a mut Json<'o> {
         variant: &'static str,
         _len: usize,
     ) -> Result<Compound<'a, 'o>, Error> {
-        self.out.push(b'{');
-        write_str(self.out, variant);
-        self.out.extend_from_slice(b":{");
-        Ok(Compound::new(self, b"}}"))
+        Ok(self.variant(variant, b'{', b"}}"))
     }
 }
 

@@ -290,7 +290,11 @@ impl Inner {
                 .filter(|(id, _)| id.starts_with(id_or_prefix))
                 .collect(),
         };
-        matches.retain(|(_, path)| !holds_no_session(path));
+        if matches.len() > 1 {
+            // An empty file is no session, so it cannot make a prefix ambiguous. (A single match
+            // needs no check here: `read_info` finds it empty anyway.)
+            matches.retain(|(_, path)| !holds_no_session(path));
+        }
         match matches.len() {
             0 => Ok(None),
             1 => {
