@@ -1,7 +1,6 @@
 //! Token counts and cost, as shown after a turn, by `/cost`, and in JSON results.
 
 use panto_core::{format_micro_cents, PricingRegistry, Usage, WireIdentity};
-use serde_json::{json, Value};
 
 /// Micro-cents per dollar.
 const MICRO_CENTS_PER_DOLLAR: f64 = 100.0 * 1_000_000.0;
@@ -42,16 +41,6 @@ pub fn summary_line(usage: &Usage, cost: Option<u64>) -> String {
         None => "cost unknown (no pricing for this model)".to_owned(),
     });
     parts.join(" · ")
-}
-
-/// Usage as the JSON outputs write it.
-pub fn usage_json(usage: &Usage) -> Value {
-    json!({
-        "input_tokens": usage.input_tokens,
-        "output_tokens": usage.output_tokens,
-        "cache_read_tokens": usage.cache_read_tokens,
-        "cache_write_tokens": usage.cache_write_tokens,
-    })
 }
 
 /// Micro-cents as dollars, for JSON.

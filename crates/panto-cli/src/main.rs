@@ -192,20 +192,21 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         .map_err(|e| Failure::runtime(format!("cannot start the async runtime: {e}")))?;
 
     match cli.command {
-        Some(Command::Completions { shell }) => {
-            completions::print(shell);
-            Ok(ExitCode::SUCCESS)
-        }
+        // Answered above, before any configuration is read.
+        Some(Command::Completions { .. }) => Ok(ExitCode::SUCCESS),
         Some(Command::Models) => {
             sessions::print_models(&settings);
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Sessions(args)) => runtime.block_on(async {
+            // Import opens the store it imports into itself; the others read through a catalog.
+            if let Some(SessionsCommand::Import { dir }) = &args.command {
+                return sessions::import_command(store_url.as_deref(), dir).await;
+            }
             let catalog = sessions::Catalog::open(store_url.as_deref(), &session_dir).await?;
             match args.command {
-                None => sessions::list_command(&catalog, args.json).await,
                 Some(SessionsCommand::Export { id, format }) => sessions::export_command(&catalog, &id, format).await,
-                Some(SessionsCommand::Import { dir }) => sessions::import_command(store_url.as_deref(), &dir).await,
+                None | Some(SessionsCommand::Import { .. }) => sessions::list_command(&catalog, args.json).await,
             }
         }),
         None => {

@@ -4,7 +4,7 @@
 use panto_core::{BlockKind, ContentDelta, Event, StopReason, Usage};
 use serde_json::{json, Value};
 
-use crate::cost::{dollars, usage_json};
+use crate::cost::dollars;
 
 fn kind_str(kind: &BlockKind) -> &'static str {
     match kind {
@@ -43,7 +43,7 @@ pub fn event_json(event: &Event) -> Option<Value> {
         }),
         Event::MessageComplete { usage, stop_reason } => json!({
             "type": "message_complete",
-            "usage": usage.as_ref().map(usage_json),
+            "usage": usage,
             "stop_reason": stop_reason.as_str(),
         }),
         Event::ToolDispatchStart { id, name, input } => json!({
@@ -85,7 +85,7 @@ pub fn event_json(event: &Event) -> Option<Value> {
             stop_reason,
         } => json!({
             "type": "turn_complete",
-            "usage": usage_json(usage),
+            "usage": usage,
             "steps": steps,
             "stop_reason": stop_reason.as_str(),
         }),
@@ -129,7 +129,7 @@ impl TurnResult {
             "text": self.text,
             "stop_reason": self.stop_reason.as_ref().map(StopReason::as_str),
             "steps": self.steps,
-            "usage": usage_json(&self.usage),
+            "usage": self.usage,
             "cost_micro_cents": self.cost,
             "cost_usd": self.cost.map(dollars),
         })

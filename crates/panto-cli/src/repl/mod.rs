@@ -215,15 +215,6 @@ fn recap(conversation: &Conversation) -> Vec<(Role, String)> {
     out
 }
 
-fn clip(text: &str, max: usize) -> String {
-    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() > max {
-        format!("{}…", flat.chars().take(max).collect::<String>())
-    } else {
-        flat
-    }
-}
-
 impl Repl<'_> {
     fn note(&self, line: &str) {
         self.screen.note(line);
@@ -264,7 +255,7 @@ impl Repl<'_> {
         if resumed {
             for (role, text) in recap(self.agent.conversation()) {
                 let who = if role == Role::User { "you" } else { "panto" };
-                self.dim(&format!("  {who}: {}", clip(&text, 300)));
+                self.dim(&format!("  {who}: {}", crate::sessions::one_line(&text, 300)));
             }
         }
         self.dim("/help for commands · Ctrl-C cancels a turn · Ctrl-D exits");
