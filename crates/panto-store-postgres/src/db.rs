@@ -29,7 +29,7 @@ impl std::error::Error for PgError {
 }
 
 impl PgError {
-    fn new(source: tokio_postgres::Error) -> Self {
+    pub(crate) fn new(source: tokio_postgres::Error) -> Self {
         let message = match source.as_db_error() {
             Some(db) => {
                 let mut m = format!("{} {}: {}", db.severity(), db.code().code(), db.message());

@@ -7,11 +7,12 @@ use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use panto_core::Result;
+use panto_core::{Error, Result};
 use tokio::sync::{Semaphore, SemaphorePermit};
-use tokio_postgres::{Client, Config, NoTls, Statement};
+use tokio_postgres::tls::MakeTlsConnect;
+use tokio_postgres::{Client, Config, NoTls, Socket, Statement};
 
-use crate::db::pg;
+use crate::db::PgError;
 use crate::tls::Target;
 
 /// How long a connection attempt may take when the connection string does not say.
@@ -34,14 +35,14 @@ impl Conn {
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
         }
-        let failed = |e: tokio_postgres::Error| {
+        let opened = match &target.tls {
+            None => open(&config, NoTls).await,
+            Some(tls) => open(&config, tls.clone()).await,
+        };
+        let client = opened.map_err(|e| {
+            let e = PgError::new(e);
             // The two TLS mistakes everyone makes once, answered where they show.
-            let mut shown = e.to_string();
-            let mut cause = std::error::Error::source(&e);
-            while let Some(c) = cause {
-                shown.push_str(&c.to_string());
-                cause = c.source();
-            }
+            let shown = e.to_string();
             let hint = if shown.contains("UnknownIssuer") {
                 " (the server's certificate is not signed by a CA panto trusts: name the CA's PEM file with sslrootcert=FILE)"
             } else if target.tls.is_none() && (shown.contains("no encryption") || shown.contains("SSL off")) {
@@ -49,26 +50,8 @@ impl Conn {
             } else {
                 ""
             };
-            pg(format!("connecting to PostgreSQL at {}{hint}", describe(&config)), e)
-        };
-        // The connection task ends when the client is dropped or the server goes away; either
-        // way every query on the client then fails with the reason, so its result is not needed.
-        let client = match &target.tls {
-            None => {
-                let (client, connection) = config.connect(NoTls).await.map_err(failed)?;
-                tokio::spawn(async move {
-                    let _ = connection.await;
-                });
-                client
-            }
-            Some(tls) => {
-                let (client, connection) = config.connect(tls.clone()).await.map_err(failed)?;
-                tokio::spawn(async move {
-                    let _ = connection.await;
-                });
-                client
-            }
-        };
+            Error::store(format!("connecting to PostgreSQL at {}{hint}", describe(&config)), e)
+        })?;
         Ok(Conn {
             client,
             statements: HashMap::new(),
@@ -84,6 +67,21 @@ impl Conn {
         self.statements.insert(sql, statement.clone());
         Ok(statement)
     }
+}
+
+/// Connects with `tls` and runs the connection's I/O task on the current runtime. The task ends
+/// when the client is dropped or the server goes away; either way every query on the client
+/// then fails with the reason, so its result is not needed.
+async fn open<T>(config: &Config, tls: T) -> std::result::Result<Client, tokio_postgres::Error>
+where
+    T: MakeTlsConnect<Socket>,
+    T::Stream: Send + 'static,
+{
+    let (client, connection) = config.connect(tls).await?;
+    tokio::spawn(async move {
+        let _ = connection.await;
+    });
+    Ok(client)
 }
 
 /// Where a configuration points, for messages: hosts, ports, database and user, never the

@@ -264,7 +264,7 @@ pub(crate) struct Staged<'a> {
     /// insert shared tools in the same order and cannot deadlock).
     pub tools: BTreeMap<ToolHash, &'a ToolDecl>,
     /// The conversation metadata, for a session's first append.
-    pub metadata: Option<String>,
+    pub metadata: Option<&'a str>,
 }
 
 /// Stages `messages` onto `open`: mints entry ids, applies compactions to the view and folds
@@ -281,6 +281,7 @@ pub(crate) fn stage<'a>(
     }
     let mut rows = Vec::with_capacity(messages.len());
     let mut tools = BTreeMap::new();
+    let mut last_tools: Option<(&[ToolDecl], Vec<Vec<u8>>)> = None;
     for m in messages {
         let id = mint_id(&open.ids);
         let seq = open.next_seq;
@@ -302,12 +303,20 @@ pub(crate) fn stage<'a>(
                 (None, None)
             }
         };
-        let mut hashes = Vec::with_capacity(m.tools_available.len());
-        for tool in m.tools_available {
-            let hash = ToolHash::of(tool);
-            hashes.push(hash.0.to_vec());
-            tools.entry(hash).or_insert(tool);
-        }
+        // The agent hands every message of a batch the same tools, so they are hashed once.
+        let hashes = match &last_tools {
+            Some((slice, hashes)) if std::ptr::eq(*slice, m.tools_available) => hashes.clone(),
+            _ => {
+                let mut hashes = Vec::with_capacity(m.tools_available.len());
+                for tool in m.tools_available {
+                    let hash = ToolHash::of(tool);
+                    hashes.push(hash.0.to_vec());
+                    tools.entry(hash).or_insert(tool);
+                }
+                last_tools = Some((m.tools_available, hashes.clone()));
+                hashes
+            }
+        };
         let (message, message_raw) = message_columns(context, m.message)?;
         let usage = m
             .usage
@@ -351,7 +360,7 @@ pub(crate) fn stage<'a>(
             ));
         }
     }
-    let metadata = messages.first().and_then(|m| m.conversation.metadata.clone());
+    let metadata = messages.first().and_then(|m| m.conversation.metadata.as_deref());
     Ok(Staged { rows, tools, metadata })
 }
 
@@ -450,7 +459,7 @@ pub(crate) async fn commit(
         let cwd = std::env::current_dir().ok();
         let new = NewSession {
             info: &open.info,
-            metadata: staged.metadata.as_deref(),
+            metadata: staged.metadata,
             cwd: cwd.as_deref().and_then(|p| p.to_str()).filter(|p| !p.contains('\0')),
             writer: Some(token),
         };
