@@ -21,12 +21,11 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use crate::run;
+use crate::{cargo_command, run, target_dir};
 
 /// The benches, by package: `(package, bench targets)`.
 const BENCHES: &[(&str, &[&str])] = &[
@@ -59,7 +58,7 @@ pub fn bench_data(root: &Path, args: &[String]) -> Result<()> {
             other => bail!("unknown option {other:?}\n\n{BENCH_USAGE}"),
         }
     }
-    let mut cmd = cargo_cmd(root);
+    let mut cmd = cargo_command(root);
     cmd.args(["bench", "-p", "panto-store-fs", "--bench", "bench_data", "--"])
         .args(&pass);
     run(&mut cmd)
@@ -97,7 +96,7 @@ pub fn bench(root: &Path, args: &[String]) -> Result<()> {
         if selected.is_empty() {
             continue;
         }
-        let mut cmd = cargo_cmd(root);
+        let mut cmd = cargo_command(root);
         cmd.args(["bench", "-p", package]);
         for b in &selected {
             cmd.args(["--bench", b]);
@@ -125,18 +124,6 @@ pub fn bench(root: &Path, args: &[String]) -> Result<()> {
         println!("targets missed: {}", missed.join("; "));
     }
     Ok(())
-}
-
-fn cargo_cmd(root: &Path) -> Command {
-    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
-    cmd.current_dir(root);
-    cmd
-}
-
-fn target_dir(root: &Path) -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target"))
 }
 
 /// What the benches left on disk.

@@ -84,9 +84,8 @@ pub(crate) fn generate(root: &Path) -> Result<String> {
 
 /// The version of panto-ffi as Cargo resolves it (it inherits the workspace version).
 fn ffi_version(root: &Path) -> Result<String> {
-    let output = std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+    let output = crate::cargo_command(root)
         .args(["pkgid", "-p", "panto-ffi"])
-        .current_dir(root)
         .output()
         .context("could not run `cargo pkgid -p panto-ffi`")?;
     if !output.status.success() {

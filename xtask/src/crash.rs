@@ -30,11 +30,11 @@ mod stream;
 mod trial;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
 
+use crate::target_dir;
 use mock::Mock;
 use run::Kill;
 use script::Style;
@@ -188,10 +188,6 @@ fn kill_for(seed: u64, n: u64, calibration: &Calibration) -> Kill {
     }
 }
 
-fn target_dir(root: &Path) -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from)
-}
-
 fn build(root: &Path, release: bool) -> Result<PathBuf> {
     let mut args = vec![
         "build",
@@ -207,15 +203,7 @@ fn build(root: &Path, release: bool) -> Result<PathBuf> {
     if release {
         args.push("--release");
     }
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let status = Command::new(&cargo)
-        .args(&args)
-        .current_dir(root)
-        .status()
-        .with_context(|| format!("could not start {cargo}"))?;
-    if !status.success() {
-        bail!("{cargo} {} failed with {status}", args.join(" "));
-    }
+    crate::cargo(root, &args)?;
     Ok(target_dir(root).join(if release { "release" } else { "debug" }))
 }
 

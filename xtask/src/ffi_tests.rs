@@ -10,12 +10,13 @@
 //! nearly every allocation, so a pointer libpanto kept into Go memory would show) and with the
 //! race detector.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+
+use crate::mock::MockProcess;
 
 /// Programs in tests/c that other programs run, not the harness (the documented example needs a
 /// provider; `example_driver` gives it the mock).
@@ -47,20 +48,6 @@ struct Built {
     mock: PathBuf,
 }
 
-fn target_dir(root: &Path) -> PathBuf {
-    match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(dir) => {
-            let dir = PathBuf::from(dir);
-            if dir.is_absolute() {
-                dir
-            } else {
-                root.join(dir)
-            }
-        }
-        None => root.join("target"),
-    }
-}
-
 fn build(root: &Path) -> Result<Built> {
     crate::cargo(
         root,
@@ -76,7 +63,7 @@ fn build(root: &Path) -> Result<Built> {
             "panto-mock",
         ],
     )?;
-    let lib_dir = target_dir(root).join("debug");
+    let lib_dir = crate::target_dir(root).join("debug");
     let built = Built {
         mock: lib_dir.join("panto-mock"),
         lib_dir,
@@ -114,7 +101,7 @@ pub(crate) fn c(root: &Path) -> Result<()> {
     check_header(root)?;
     check_docs_example(root)?;
 
-    let out = target_dir(root).join("ffi-tests").join("c");
+    let out = crate::target_dir(root).join("ffi-tests").join("c");
     let programs = c_programs(root)?;
     let plain = compile_all(root, &built, &programs, &out.join("plain"), &[])?;
     let asan = compile_all(
@@ -308,54 +295,6 @@ fn check_static_link(root: &Path, built: &Built, out: &Path) -> Result<()> {
     Ok(())
 }
 
-/// A running `panto-mock`, stopped on drop by closing its stdin (it serves until then).
-struct Mock {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    url: String,
-}
-
-impl Mock {
-    fn start(binary: &Path) -> Result<Mock> {
-        let mut child = Command::new(binary)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .with_context(|| format!("cannot start {}", binary.display()))?;
-        let stdin = child.stdin.take();
-        let mut line = String::new();
-        if let Some(stdout) = child.stdout.take() {
-            BufReader::new(stdout).read_line(&mut line)?;
-        }
-        let Some(port) = line.trim().strip_prefix("PORT=").and_then(|p| p.parse::<u16>().ok()) else {
-            let _ = child.kill();
-            let _ = child.wait();
-            bail!("panto-mock did not print PORT=<n> first (it printed {line:?})");
-        };
-        Ok(Mock {
-            child,
-            stdin,
-            url: format!("http://127.0.0.1:{port}"),
-        })
-    }
-}
-
-impl Drop for Mock {
-    fn drop(&mut self) {
-        drop(self.stdin.take());
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Runs one program (through `wrapper`, if any) against a fresh mock and scratch directory.
 fn run_program(
     built: &Built,
@@ -367,7 +306,7 @@ fn run_program(
     env: &[(&str, &str)],
 ) -> Result<()> {
     let started = Instant::now();
-    let mock = Mock::start(&built.mock)?;
+    let mock = MockProcess::start(&built.mock, &[])?;
     let tmp = scratch.join(format!("{name}-{mode}"));
     if tmp.exists() {
         std::fs::remove_dir_all(&tmp).with_context(|| format!("cannot clear {}", tmp.display()))?;
@@ -381,7 +320,7 @@ fn run_program(
         }
         None => Command::new(exe),
     };
-    cmd.env("PANTO_MOCK_URL", &mock.url)
+    cmd.env("PANTO_MOCK_URL", mock.url())
         .env("PANTO_TEST_TMP", &tmp)
         .envs(env.iter().copied());
     let line = format!("{cmd:?}");

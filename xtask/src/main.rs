@@ -17,6 +17,7 @@ mod codegen;
 mod crash;
 mod ffi_tests;
 mod fuzz;
+mod mock;
 mod postgres;
 mod sdk_check;
 
@@ -71,11 +72,23 @@ fn workspace_root() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."))
 }
 
+/// Cargo's target directory: `CARGO_TARGET_DIR` when set (a relative one is taken from the
+/// workspace root, as Cargo does; joining an absolute one yields it), else `<root>/target`.
+pub(crate) fn target_dir(root: &Path) -> PathBuf {
+    root.join(std::env::var_os("CARGO_TARGET_DIR").unwrap_or_else(|| "target".into()))
+}
+
+/// A `cargo` command (the one running xtask, per `CARGO`, else `cargo` from `PATH`) that runs
+/// in the workspace root.
+pub(crate) fn cargo_command(root: &Path) -> Command {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.current_dir(root);
+    cmd
+}
+
 /// Runs `cargo <args>` in the workspace root, failing with the command line if it fails.
 pub(crate) fn cargo(root: &Path, args: &[&str]) -> Result<()> {
-    run(Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(args)
-        .current_dir(root))
+    run(cargo_command(root).args(args))
 }
 
 /// Runs a command, inheriting stdio, failing with its command line if it fails.
@@ -128,8 +141,7 @@ fn ci(root: &Path) -> Result<()> {
 }
 
 fn doc(root: &Path) -> Result<()> {
-    run(Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+    run(cargo_command(root)
         .args(["doc", "--workspace", "--no-deps"])
-        .env("RUSTDOCFLAGS", "-D warnings")
-        .current_dir(root))
+        .env("RUSTDOCFLAGS", "-D warnings"))
 }

@@ -18,7 +18,7 @@ use std::io::Read;
 use std::path::Path;
 use std::process::Command;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Result};
 
 #[path = "../../crates/panto-store-postgres/tests/pg/server.rs"]
 mod server;
@@ -46,16 +46,7 @@ pub fn run(root: &Path, args: &[String]) -> Result<()> {
         server.stop();
         return Ok(());
     };
-    let status = Command::new(program)
-        .args(rest)
-        .env(URL_ENV, &url)
-        .current_dir(root)
-        .status()
-        .with_context(|| format!("could not start {program:?}"));
+    let result = crate::run(Command::new(program).args(rest).env(URL_ENV, &url).current_dir(root));
     server.stop();
-    let status = status?;
-    if !status.success() {
-        bail!("{program:?} failed with {status}");
-    }
-    Ok(())
+    result
 }

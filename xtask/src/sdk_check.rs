@@ -6,39 +6,35 @@
 //! provider fixture and every scripted builder must pass the SDKs' own event types and streaming
 //! helpers, and every error fixture must make the SDK raise `APIStatusError`.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
+
+use crate::mock::MockProcess;
 
 /// Runs the SDK check from the workspace root; fails when any case fails.
 pub fn run(workspace_root: &Path) -> Result<()> {
     let started = Instant::now();
-    let target = target_dir(workspace_root);
+    let target = crate::target_dir(workspace_root);
     let python = ensure_venv(&target.join("sdk-venv"))?;
 
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let status = Command::new(&cargo)
-        .args(["build", "--quiet", "-p", "panto-testkit", "--bin", "panto-mock"])
-        .current_dir(workspace_root)
-        .status()
-        .with_context(|| format!("could not start {cargo} build"))?;
-    if !status.success() {
-        bail!("building panto-mock failed with {status}");
-    }
+    crate::cargo(
+        workspace_root,
+        &["build", "--quiet", "-p", "panto-testkit", "--bin", "panto-mock"],
+    )?;
 
     let fixtures = workspace_root.join("crates/panto-testkit/fixtures/wire");
     let binary = target
         .join("debug")
         .join(format!("panto-mock{}", std::env::consts::EXE_SUFFIX));
-    let mock = MockProcess::start(&binary, &fixtures)?;
+    let mock = MockProcess::start(&binary, &["--fixtures".as_ref(), fixtures.as_os_str()])?;
     let script = workspace_root.join("tests/sdk-check/check.py");
     let status = Command::new(&python)
         .arg(&script)
         .arg("--base-url")
-        .arg(format!("http://127.0.0.1:{}", mock.port))
+        .arg(mock.url())
         .arg("--fixtures")
         .arg(&fixtures)
         // The SDKs warn about model names they consider old; that is noise here.
@@ -52,14 +48,6 @@ pub fn run(workspace_root: &Path) -> Result<()> {
     }
     println!("sdk-check: passed in {:.1}s", started.elapsed().as_secs_f64());
     Ok(())
-}
-
-/// `CARGO_TARGET_DIR` when set (relative to the workspace root), else `<root>/target`.
-fn target_dir(root: &Path) -> PathBuf {
-    match std::env::var_os("CARGO_TARGET_DIR") {
-        Some(dir) => root.join(dir),
-        None => root.join("target"),
-    }
 }
 
 /// Makes the virtualenv if it is missing and installs the SDKs if they cannot be imported;
@@ -110,54 +98,4 @@ fn ensure_venv(venv: &Path) -> Result<PathBuf> {
         }
     }
     Ok(python)
-}
-
-/// A running `panto-mock`, stopped (by closing its stdin, then killing it if need be) on drop.
-struct MockProcess {
-    child: Child,
-    port: u16,
-}
-
-impl MockProcess {
-    fn start(binary: &Path, fixtures: &Path) -> Result<Self> {
-        let mut child = Command::new(binary)
-            .arg("--fixtures")
-            .arg(fixtures)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .with_context(|| format!("could not start {}", binary.display()))?;
-        let mut line = String::new();
-        let read = match child.stdout.take() {
-            Some(stdout) => BufReader::new(stdout).read_line(&mut line),
-            None => Ok(0),
-        };
-        let port = line.trim().strip_prefix("PORT=").and_then(|p| p.parse::<u16>().ok());
-        match (read, port) {
-            (Ok(_), Some(port)) => Ok(MockProcess { child, port }),
-            (read, _) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                bail!(
-                    "panto-mock did not print PORT=<n> first (read {line:?}, {:?})",
-                    read.err()
-                )
-            }
-        }
-    }
-}
-
-impl Drop for MockProcess {
-    fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }

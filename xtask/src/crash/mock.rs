@@ -4,52 +4,33 @@
 //! The client is a few lines over `TcpStream` because the mock answers every request on its own
 //! connection with `connection: close` and a `content-length`, and xtask needs nothing more.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::Value;
 
+use crate::mock::MockProcess;
+
 /// A running `panto-mock`. It serves until its stdin closes, so it dies with the harness even
-/// when the harness is killed; dropping this closes stdin and reaps it.
+/// when the harness is killed; dropping this closes stdin and, unless it has already exited,
+/// kills it at once (no grace period) and reaps it.
 pub struct Mock {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    port: u16,
+    process: MockProcess,
 }
 
 impl Mock {
     /// Starts `binary` and reads the `PORT=<n>` handshake line.
     pub fn start(binary: &Path) -> Result<Mock> {
-        let mut child = Command::new(binary)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .with_context(|| format!("could not start {}", binary.display()))?;
-        let stdin = child.stdin.take();
-        let stdout = child
-            .stdout
-            .take()
-            .ok_or_else(|| anyhow!("panto-mock has no stdout pipe"))?;
-        let mut first = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut first)
-            .context("reading panto-mock's PORT line")?;
-        let port = first
-            .trim()
-            .strip_prefix("PORT=")
-            .and_then(|p| p.parse().ok())
-            .ok_or_else(|| anyhow!("panto-mock's first line is {first:?}, expected PORT=<n>"))?;
-        Ok(Mock { child, stdin, port })
+        let process = MockProcess::start(binary, &[])?.with_stop_grace(Duration::ZERO);
+        Ok(Mock { process })
     }
 
     /// The listening port.
     pub fn port(&self) -> u16 {
-        self.port
+        self.process.port()
     }
 
     /// Forgets queued replies and recorded requests.
@@ -71,9 +52,10 @@ impl Mock {
     }
 
     fn call(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value> {
-        let what = || format!("{method} {path} on panto-mock (port {})", self.port);
+        let port = self.port();
+        let what = || format!("{method} {path} on panto-mock (port {port})");
         let body = body.map(Value::to_string).unwrap_or_default();
-        let mut stream = TcpStream::connect(("127.0.0.1", self.port)).with_context(what)?;
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).with_context(what)?;
         stream
             .set_read_timeout(Some(Duration::from_secs(30)))
             .with_context(what)?;
@@ -91,16 +73,6 @@ impl Mock {
             bail!("{} answered {status}: {value}", what());
         }
         Ok(value)
-    }
-}
-
-impl Drop for Mock {
-    fn drop(&mut self) {
-        drop(self.stdin.take());
-        if self.child.try_wait().ok().flatten().is_none() {
-            let _ = self.child.kill();
-        }
-        let _ = self.child.wait();
     }
 }
 
