@@ -9,10 +9,8 @@ use std::collections::VecDeque;
 
 use crate::config::ApiStyle;
 use crate::error::Result;
-use crate::provider::anthropic::AnthropicDecoder;
-use crate::provider::openai::OpenAiDecoder;
 use crate::provider::sse::SseParser;
-use crate::provider::{Decoder, ProviderEvent};
+use crate::provider::ProviderEvent;
 
 /// What decoding one response body produced.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -26,19 +24,12 @@ pub struct WireCounts {
     pub complete: bool,
 }
 
-fn decoder_for(style: ApiStyle) -> Box<dyn Decoder> {
-    match style {
-        ApiStyle::AnthropicMessages => Box::new(AnthropicDecoder::default()),
-        ApiStyle::OpenAiChat => Box::new(OpenAiDecoder::default()),
-    }
-}
-
 /// Decodes a response body delivered as `chunks` the way a live response is decoded: each chunk
 /// is fed to the SSE parser, every complete event goes to `style`'s decoder, and every provider
 /// event is taken off the queue one at a time. At end of body the parser is finished and the
 /// decoder told, so a truncated body is an error here as it is on the wire.
 pub fn decode<'a>(style: ApiStyle, chunks: impl IntoIterator<Item = &'a [u8]>) -> Result<WireCounts> {
-    let mut decoder = decoder_for(style);
+    let mut decoder = crate::provider::new_decoder(style);
     let mut parser = SseParser::new();
     let mut pending: VecDeque<ProviderEvent> = VecDeque::new();
     let mut counts = WireCounts::default();
@@ -87,31 +78,6 @@ pub type SseRecord = (String, String, u64);
 /// and finishing at end of body. Returns the events before the first error and that error, so
 /// that two chunkings of one body can be compared even when the body is invalid.
 pub fn sse_events<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> (Vec<SseRecord>, Option<String>) {
-    let mut parser = SseParser::new();
-    let mut out = Vec::new();
-    let mut push = |ev: crate::provider::sse::SseEvent<'_>| {
-        out.push((ev.event.to_owned(), ev.data.to_owned(), ev.offset));
-    };
-    for chunk in chunks {
-        parser.feed(chunk);
-        loop {
-            match parser.next_event() {
-                Ok(Some(ev)) => push(ev),
-                Ok(None) => break,
-                Err(e) => return (out, Some(e.to_string())),
-            }
-        }
-    }
-    match parser.finish() {
-        Ok(Some(ev)) => push(ev),
-        Ok(None) => {}
-        Err(e) => return (out, Some(e.to_string())),
-    }
-    loop {
-        match parser.next_event() {
-            Ok(Some(ev)) => push(ev),
-            Ok(None) => return (out, None),
-            Err(e) => return (out, Some(e.to_string())),
-        }
-    }
+    let (events, error) = crate::provider::sse::collect_events(chunks);
+    (events, error.map(|e| e.to_string()))
 }

@@ -112,7 +112,7 @@ pub(crate) fn build_request(req: &ProviderRequest<'_>) -> (String, Vec<(String, 
     }
 }
 
-fn new_decoder(style: ApiStyle) -> Box<dyn Decoder> {
+pub(crate) fn new_decoder(style: ApiStyle) -> Box<dyn Decoder> {
     match style {
         ApiStyle::AnthropicMessages => Box::new(anthropic::AnthropicDecoder::default()),
         ApiStyle::OpenAiChat => Box::new(openai::OpenAiDecoder::default()),

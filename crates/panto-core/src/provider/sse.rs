@@ -303,6 +303,38 @@ impl SseParser {
     }
 }
 
+/// Parses a body delivered as `chunks` the way a live body is parsed (drain after every chunk,
+/// finish at the end) and returns owned `(event, data, offset)` triples: every event before the
+/// first error, and that error. For tests, property tests and benchmarks.
+#[cfg(any(test, feature = "bench-internals"))]
+pub(crate) fn collect_events<'a>(
+    chunks: impl IntoIterator<Item = &'a [u8]>,
+) -> (Vec<(String, String, u64)>, Option<crate::error::Error>) {
+    let mut parser = SseParser::new();
+    let mut out = Vec::new();
+    let mut push = |ev: SseEvent<'_>| out.push((ev.event.to_owned(), ev.data.to_owned(), ev.offset));
+    let drain = |parser: &mut SseParser, push: &mut dyn FnMut(SseEvent<'_>)| loop {
+        match parser.next_event() {
+            Ok(Some(ev)) => push(ev),
+            Ok(None) => return None,
+            Err(e) => return Some(e),
+        }
+    };
+    for chunk in chunks {
+        parser.feed(chunk);
+        if let Some(e) = drain(&mut parser, &mut push) {
+            return (out, Some(e));
+        }
+    }
+    match parser.finish() {
+        Ok(Some(ev)) => push(ev),
+        Ok(None) => {}
+        Err(e) => return (out, Some(e)),
+    }
+    let error = drain(&mut parser, &mut push);
+    (out, error)
+}
+
 #[cfg(test)]
 mod proptests;
 #[cfg(test)]

@@ -9,7 +9,6 @@
 use proptest::prelude::*;
 
 use super::testing::{decode_chunks, fixture, sse_fixtures, Decoded};
-use super::SseParser;
 use crate::provider::anthropic::AnthropicDecoder;
 use crate::provider::openai::OpenAiDecoder;
 use crate::provider::Decoder;
@@ -17,32 +16,10 @@ use crate::provider::Decoder;
 /// What a parse produced: the events, and the error that stopped it (as text).
 type Outcome = (Vec<(String, String, u64)>, Option<String>);
 
-/// Parses `chunks` as a live body is parsed: drain after every chunk, finish at the end. Unlike
-/// `testing::parse_chunks` this keeps the events that came before an error.
+/// Parses `chunks` as a live body is parsed, keeping the events that came before an error.
 fn parse(chunks: &[&[u8]]) -> Outcome {
-    let mut parser = SseParser::new();
-    let mut events = Vec::new();
-    for chunk in chunks {
-        parser.feed(chunk);
-        if let Err(e) = drain(&mut parser, &mut events, false) {
-            return (events, Some(e));
-        }
-    }
-    let error = drain(&mut parser, &mut events, true).err();
-    (events, error)
-}
-
-/// Takes every complete event (after finishing the body, when `finish`).
-fn drain(parser: &mut SseParser, events: &mut Vec<(String, String, u64)>, finish: bool) -> Result<(), String> {
-    if finish {
-        if let Some(ev) = parser.finish().map_err(|e| e.to_string())? {
-            events.push((ev.event.to_owned(), ev.data.to_owned(), ev.offset));
-        }
-    }
-    while let Some(ev) = parser.next_event().map_err(|e| e.to_string())? {
-        events.push((ev.event.to_owned(), ev.data.to_owned(), ev.offset));
-    }
-    Ok(())
+    let (events, error) = super::collect_events(chunks.iter().copied());
+    (events, error.map(|e| e.to_string()))
 }
 
 /// Cuts `body` at the given points (taken modulo its length, sorted, duplicates kept so that

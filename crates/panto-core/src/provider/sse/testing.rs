@@ -45,21 +45,10 @@ pub(crate) type OwnedEvent = (String, String, u64);
 /// Parses a body delivered as `chunks`, draining events after every chunk and calling `finish`
 /// at the end.
 pub(crate) fn parse_chunks<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> Result<Vec<OwnedEvent>> {
-    let mut parser = SseParser::new();
-    let mut out = Vec::new();
-    for chunk in chunks {
-        parser.feed(chunk);
-        while let Some(ev) = parser.next_event()? {
-            out.push((ev.event.to_owned(), ev.data.to_owned(), ev.offset));
-        }
+    match super::collect_events(chunks) {
+        (events, None) => Ok(events),
+        (_, Some(e)) => Err(e),
     }
-    if let Some(ev) = parser.finish()? {
-        out.push((ev.event.to_owned(), ev.data.to_owned(), ev.offset));
-    }
-    while let Some(ev) = parser.next_event()? {
-        out.push((ev.event.to_owned(), ev.data.to_owned(), ev.offset));
-    }
-    Ok(out)
 }
 
 /// What a body decoded to: the events produced, and the error that stopped it, if any.
