@@ -13,11 +13,14 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::tool::{Tool, ToolDecl, ToolSource};
 
-/// The longest wire name providers accept.
-pub(crate) const MAX_WIRE_NAME: usize = 64;
+/// The longest tool name, in bytes, that providers accept on the wire.
+pub const MAX_WIRE_NAME: usize = 64;
 
-/// Whether `name` is a valid wire name.
-pub(crate) fn is_wire_name(name: &str) -> bool {
+/// Whether `name` is a valid wire name: 1 to [`MAX_WIRE_NAME`] characters of `[A-Za-z0-9_-]`.
+///
+/// A tool registered directly with the agent must have such a name; names from a
+/// [`ToolSource`] are encoded into one.
+pub fn is_wire_name(name: &str) -> bool {
     (1..=MAX_WIRE_NAME).contains(&name.len())
         && name
             .bytes()

@@ -30,6 +30,32 @@ pub(crate) enum Slot {
     Gone(&'static str),
 }
 
+impl Slot {
+    /// The idle agent: `PANTO_ERR_BUSY` while it is lent to a run, `PANTO_ERR_STATE` once gone.
+    pub(crate) fn idle(&mut self) -> Result<&mut Box<Agent>, Failure> {
+        match self {
+            Slot::Idle(agent) => Ok(agent),
+            Slot::Running(_) => Err(busy()),
+            Slot::Gone(why) => Err(Failure::state(format!("the agent is unusable: {why}"))),
+        }
+    }
+
+    /// Lends the idle agent to `run`, leaving the slot `Running(run)`; fails as [`Slot::idle`]
+    /// does, leaving the slot as it was.
+    pub(crate) fn lend(&mut self, run: Arc<RunShared>) -> Result<Box<Agent>, Failure> {
+        self.idle()?;
+        match std::mem::replace(self, Slot::Running(run)) {
+            Slot::Idle(agent) => Ok(agent),
+            // Not reached: the slot was checked idle under the same borrow. Put it back anyway
+            // rather than panic.
+            other => {
+                *self = other;
+                Err(busy())
+            }
+        }
+    }
+}
+
 /// Usage and cost since the agent was made (including what a resumed conversation reports).
 #[derive(Debug)]
 struct Ledger {
@@ -74,15 +100,11 @@ impl AgentShared {
     /// Runs `f` on the idle agent, holding the slot: `PANTO_ERR_BUSY` during a run.
     fn with_idle<R>(&self, f: impl FnOnce(&mut Agent) -> Result<R, Failure>) -> Result<R, Failure> {
         let mut slot = lock(&self.slot);
-        match &mut *slot {
-            Slot::Idle(agent) => f(agent),
-            Slot::Running(_) => Err(busy()),
-            Slot::Gone(why) => Err(Failure::state(format!("the agent is unusable: {why}"))),
-        }
+        f(slot.idle()?)
     }
 }
 
-pub(crate) fn busy() -> Failure {
+fn busy() -> Failure {
     Failure::new(
         PANTO_ERR_BUSY,
         "the agent has a live run; read it to PANTO_END (or cancel it) first",

@@ -15,7 +15,7 @@ use std::time::Duration;
 use futures_util::FutureExt;
 use panto_core::{Agent, CancellationToken, Event, UserMessage};
 
-use crate::agent::{busy, lock, panto_agent, AgentShared, Slot};
+use crate::agent::{lock, panto_agent, AgentShared, Slot};
 use crate::error::{panto_error, Failure};
 use crate::event::panto_event;
 use crate::guard::{handle, take, ErrOut, Out};
@@ -227,20 +227,7 @@ pub unsafe extern "C" fn panto_agent_run(
         let text = unsafe { crate::cstr::arg(text, "text") }?;
         let runtime = agent.rt.handle()?.clone();
         let shared = Arc::new(RunShared::default());
-        let inner = {
-            let mut slot = lock(&agent.shared.slot);
-            match std::mem::replace(&mut *slot, Slot::Running(shared.clone())) {
-                Slot::Idle(inner) => inner,
-                Slot::Running(other) => {
-                    *slot = Slot::Running(other);
-                    return Err(busy());
-                }
-                Slot::Gone(why) => {
-                    *slot = Slot::Gone(why);
-                    return Err(Failure::state(format!("the agent is unusable: {why}")));
-                }
-            }
-        };
+        let inner = lock(&agent.shared.slot).lend(shared.clone())?;
         let (sender, receiver) = std::sync::mpsc::channel();
         runtime.spawn(run_task(agent.shared.clone(), shared.clone(), inner, text, sender));
         out.write_box(panto_run {

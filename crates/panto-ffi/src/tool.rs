@@ -9,7 +9,7 @@ use std::ffi::{c_char, c_void};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use panto_core::{Tool, ToolCall, ToolCallResult, ToolDecl, ToolError};
+use panto_core::{is_wire_name, Tool, ToolCall, ToolCallResult, ToolDecl, ToolError, MAX_WIRE_NAME};
 use serde_json::Value;
 
 use crate::error::{panto_error, Failure};
@@ -150,14 +150,6 @@ impl Tool for AgentTool {
     }
 }
 
-/// Whether `name` is a wire-safe tool name: 1 to 64 characters of `[A-Za-z0-9_-]`.
-fn valid_tool_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
-
 /// Creates a tool the model may call.
 ///
 /// - `name`: 1 to 64 characters of `[A-Za-z0-9_-]`.
@@ -212,9 +204,9 @@ pub unsafe extern "C" fn panto_tool_new(
             )
         };
         let call = call.ok_or_else(|| Failure::null("call"))?;
-        if !valid_tool_name(&name) {
+        if !is_wire_name(&name) {
             return Err(Failure::invalid(format!(
-                "tool name {name:?} must be 1 to 64 characters of A-Z, a-z, 0-9, _ and -"
+                "tool name {name:?} must be 1 to {MAX_WIRE_NAME} characters of A-Z, a-z, 0-9, _ and -"
             )));
         }
         let input_schema: Value = serde_json::from_str(&schema)
@@ -358,7 +350,7 @@ mod tests {
             make(echo, c"has space").unwrap_err(),
             crate::status::PANTO_ERR_INVALID_ARGUMENT
         );
-        assert!(valid_tool_name("get_weather-2"));
-        assert!(!valid_tool_name(&"x".repeat(65)));
+        assert!(is_wire_name("get_weather-2"));
+        assert!(!is_wire_name(&"x".repeat(65)));
     }
 }
