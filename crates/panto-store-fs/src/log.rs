@@ -219,7 +219,7 @@ pub(crate) fn scan_log<R: Read>(reader: R, path: &Path, id: &str) -> Result<Scan
     let mut number = 1;
     while let Some((offset, line)) = lines.next_line().map_err(read_error)? {
         number += 1;
-        let entry = parse_skeleton(line, &line_location(path, number))?;
+        let entry = parse_skeleton(line, || line_location(path, number))?;
         if let Some(earlier) = by_id.get(&entry.id) {
             let first = entries[*earlier].line;
             return Err(corrupt(
@@ -255,15 +255,20 @@ pub(crate) fn scan_log<R: Read>(reader: R, path: &Path, id: &str) -> Result<Scan
 
 /// Parses an entry line without its message content. A line this rejects is parsed again in
 /// full, so the error is the one [`parse_entry`] gives (naming the field or the column).
-fn parse_skeleton(line: &[u8], location: &str) -> Result<Skeleton> {
+/// `location` names the line; it is formatted only when the line is bad, since this runs for
+/// every line of a log.
+fn parse_skeleton(line: &[u8], location: impl FnOnce() -> String) -> Result<Skeleton> {
     match serde_json::from_slice::<Skeleton>(line) {
         Ok(skeleton) if skeleton.kind == crate::format::MESSAGE_TYPE => Ok(skeleton),
-        Ok(_) | Err(_) => match parse_entry(line, location) {
-            Err(e) => Err(e),
-            // The full parse accepted what the skeleton did not; that cannot happen for a
-            // well-formed entry, so name the line rather than guess.
-            Ok(_) => Err(corrupt(location, "the entry could not be read")),
-        },
+        Ok(_) | Err(_) => {
+            let location = location();
+            match parse_entry(line, &location) {
+                Err(e) => Err(e),
+                // The full parse accepted what the skeleton did not; that cannot happen for a
+                // well-formed entry, so name the line rather than guess.
+                Ok(_) => Err(corrupt(location, "the entry could not be read")),
+            }
+        }
     }
 }
 
