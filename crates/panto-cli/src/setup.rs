@@ -111,7 +111,7 @@ pub fn redact_password(url: &str) -> String {
 }
 
 /// Finds the session `choice` names and loads its conversation (`None` for a new session).
-pub async fn open_session(
+async fn open_session(
     store: &Arc<dyn SessionStore>,
     choice: &SessionChoice,
     place: &str,
@@ -149,7 +149,7 @@ pub async fn resolve(store: &Arc<dyn SessionStore>, id: &str, place: &str) -> Re
 
 /// The model for a session: `-m NAME` if given (resolved against the provider the session or the
 /// default would use), else the model the resumed session used, else the default.
-pub fn choose_model(
+fn choose_model(
     settings: &Settings,
     session: &Session,
     resumed: bool,
@@ -175,7 +175,7 @@ pub fn choose_model(
 
 /// Builds the agent: config for `selection`, the tools, and the system prompt (seeded into a new
 /// session; replaced in a resumed one only when it changed).
-pub async fn build_agent(
+async fn build_agent(
     settings: &Settings,
     session: Session,
     conversation: Option<Conversation>,
@@ -205,31 +205,61 @@ pub async fn build_agent(
     Ok(agent)
 }
 
-/// Opens the session of `launch` and builds its agent.
+/// Opens the session of `launch` and builds its agent, with tools working in the current
+/// directory: what print mode runs.
 pub async fn start(launch: &Launch, store: &Arc<dyn SessionStore>, gate: Arc<Gate>) -> Result<Ready, Failure> {
-    let cwd =
-        std::env::current_dir().map_err(|e| Failure::runtime(format!("cannot read the working directory: {e}")))?;
-    let (session, conversation) = open_session(store, &launch.choice, &launch.store_place()).await?;
-    let resumed = conversation.is_some();
-    let mut notes = Vec::new();
-    let selection = choose_model(&launch.settings, &session, resumed, launch.model.as_deref(), &mut notes)?;
-    let ctx = tool_context(&launch.settings, cwd, gate);
-    let agent = build_agent(
+    let ctx = tool_context(&launch.settings, working_dir()?, gate);
+    let model = ModelChoice::Choose(launch.model.as_deref());
+    open(
         &launch.settings,
-        session,
-        conversation,
-        &selection,
+        store,
+        &launch.store_place(),
+        &launch.choice,
+        model,
         &launch.tools,
         &ctx,
-        &mut notes,
     )
-    .await?;
+    .await
+}
+
+/// How `open` picks the model.
+pub enum ModelChoice<'a> {
+    /// Keep this one (`/new` in the REPL).
+    Keep(Box<Selection>),
+    /// From the `-m` flag if given, else by the session's last wire identity, else the default.
+    Choose(Option<&'a str>),
+}
+
+/// Opens the session `choice` names in `store` and builds its agent: the one way a session
+/// starts, at launch and on `/new` and `/resume`.
+pub async fn open(
+    settings: &Settings,
+    store: &Arc<dyn SessionStore>,
+    place: &str,
+    choice: &SessionChoice,
+    model: ModelChoice<'_>,
+    tools: &[ToolName],
+    ctx: &ToolContext,
+) -> Result<Ready, Failure> {
+    let (session, conversation) = open_session(store, choice, place).await?;
+    let resumed = conversation.is_some();
+    let mut notes = Vec::new();
+    let selection = match model {
+        ModelChoice::Keep(selection) => *selection,
+        ModelChoice::Choose(flag) => choose_model(settings, &session, resumed, flag, &mut notes)?,
+    };
+    let agent = build_agent(settings, session, conversation, &selection, tools, ctx, &mut notes).await?;
     Ok(Ready {
         agent,
         selection,
         resumed,
         notes,
     })
+}
+
+/// The process's working directory, where the tools work.
+pub fn working_dir() -> Result<PathBuf, Failure> {
+    std::env::current_dir().map_err(|e| Failure::runtime(format!("cannot read the working directory: {e}")))
 }
 
 /// The tool context for `cwd`.

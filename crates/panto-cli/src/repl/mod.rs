@@ -110,14 +110,22 @@ pub fn run(rt: &tokio::runtime::Runtime, launch: Launch, approval: Approval) -> 
     rt.block_on(async { crate::interrupt::ignore_interrupts() });
     let store = rt.block_on(setup::store_for(&launch))?;
     let place = launch.store_place();
-    let ready = rt.block_on(setup::start(&launch, &store, gate.clone()))?;
-    let cwd =
-        std::env::current_dir().map_err(|e| Failure::runtime(format!("cannot read the working directory: {e}")))?;
+    let ctx = setup::tool_context(&launch.settings, setup::working_dir()?, gate.clone());
+    let model = setup::ModelChoice::Choose(launch.model.as_deref());
+    let ready = rt.block_on(setup::open(
+        &launch.settings,
+        &store,
+        &place,
+        &launch.choice,
+        model,
+        &launch.tools,
+        &ctx,
+    ))?;
     let history = launch.env.history_path();
     let aliases = launch.settings.models.iter().map(|m| m.name.clone()).collect();
     let mut repl = Repl {
         rt,
-        ctx: setup::tool_context(&launch.settings, cwd, gate.clone()),
+        ctx,
         pricing: launch.settings.pricing(),
         settings: launch.settings,
         place,
@@ -455,33 +463,25 @@ impl Repl<'_> {
     /// Switches to another session: resumed (with its model pre-selected) or new (keeping
     /// `keep`).
     fn switch(&mut self, choice: SessionChoice, keep: Option<Selection>) {
-        let rt = self.rt;
-        let opened = rt.block_on(async {
-            let (session, conversation) = setup::open_session(&self.store, &choice, &self.place).await?;
-            let resumed = conversation.is_some();
-            let mut notes = Vec::new();
-            let selection = match keep {
-                Some(s) => s,
-                None => setup::choose_model(&self.settings, &session, resumed, None, &mut notes)?,
-            };
-            let agent = setup::build_agent(
-                &self.settings,
-                session,
-                conversation,
-                &selection,
-                &self.tools,
-                &self.ctx,
-                &mut notes,
-            )
-            .await?;
-            Ok::<_, Failure>((agent, selection, resumed, notes))
-        });
+        let model = match keep {
+            Some(selection) => setup::ModelChoice::Keep(Box::new(selection)),
+            None => setup::ModelChoice::Choose(None),
+        };
+        let opened = self.rt.block_on(setup::open(
+            &self.settings,
+            &self.store,
+            &self.place,
+            &choice,
+            model,
+            &self.tools,
+            &self.ctx,
+        ));
         match opened {
-            Ok((agent, selection, resumed, notes)) => {
-                self.agent = agent;
-                self.selection = selection;
+            Ok(ready) => {
+                self.agent = ready.agent;
+                self.selection = ready.selection;
                 self.totals = Totals::new();
-                self.banner(resumed, &notes);
+                self.banner(ready.resumed, &ready.notes);
             }
             Err(e) => self.error(&e.message),
         }
