@@ -77,8 +77,8 @@ pub use event::{BlockKind, ContentDelta, Event, RetryInfo, ToolDetails};
 pub use pricing::{format_micro_cents, Pricing, PricingRegistry};
 pub use registry::{is_wire_name, MAX_WIRE_NAME};
 pub use session::{
-    match_models, new_session_id, sort_by_recency, validate_session_id, CompactionRecord, MemoryStore, NullStore,
-    PersistentMessage, Session, SessionInfo, SessionStore, StoredRecord, LAST_USER_MESSAGE_CHARS,
+    compact_view, match_models, new_session_id, sort_by_recency, validate_session_id, CompactionRecord, MemoryStore,
+    NullStore, PersistentMessage, Session, SessionInfo, SessionStore, StoredRecord, LAST_USER_MESSAGE_CHARS,
 };
 pub use tool::{ResultPart, Tool, ToolCall, ToolCallResult, ToolDecl, ToolError, ToolSource};
 

@@ -326,6 +326,20 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Applies a compaction to `view`, the messages the model sees (in any representation: indices,
+/// entry ids, rows): every system message before index `cut` (clamped to the view) stays, so the
+/// effective system prompt survives, then `summary`, then the kept tail from `cut` on.
+///
+/// The one definition of what a compaction does to a conversation, so that every store's
+/// `load` returns the same view (the store contract suite holds them to it).
+pub fn compact_view<T: Clone>(view: &mut Vec<T>, cut: usize, summary: T, is_system: impl Fn(&T) -> bool) {
+    let cut = cut.min(view.len());
+    let mut next: Vec<T> = view[..cut].iter().filter(|v| is_system(v)).cloned().collect();
+    next.push(summary);
+    next.extend_from_slice(&view[cut..]);
+    *view = next;
+}
+
 /// Applies one appended record to a view of record indices, honouring compaction records.
 pub(crate) fn apply_to_view(
     view: &mut Vec<usize>,
@@ -334,13 +348,7 @@ pub(crate) fn apply_to_view(
     is_system: &dyn Fn(usize) -> bool,
 ) {
     if let Some(c) = compaction {
-        // The compacted view: every system message before the cut (so the effective system
-        // prompt survives), the summary, then the kept tail.
-        let first_kept = c.first_kept.min(view.len());
-        let mut next: Vec<usize> = view[..first_kept].iter().copied().filter(|&i| is_system(i)).collect();
-        next.push(records_index);
-        next.extend_from_slice(&view[first_kept..]);
-        *view = next;
+        compact_view(view, c.first_kept, records_index, |&i| is_system(i));
     } else {
         view.push(records_index);
     }

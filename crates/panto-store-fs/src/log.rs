@@ -22,7 +22,7 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
-use panto_core::{Message, Result, Role};
+use panto_core::{compact_view, Message, Result, Role};
 use serde::Deserialize;
 
 use crate::format::{corrupt, line_location, parse_entry, parse_header, Activity, CompactionOnDisk, HeaderIn};
@@ -354,16 +354,7 @@ fn build_view(entries: &[LoggedEntry], by_id: &HashMap<String, usize>, path: &Pa
                     )
                 })?,
         };
-        // The compacted view: the system messages before the cut (so the effective system prompt
-        // survives), the summary, then the kept tail.
-        let mut compacted: Vec<usize> = view[..cut]
-            .iter()
-            .copied()
-            .filter(|&v| entries[v].entry.message.role == Role::System)
-            .collect();
-        compacted.push(i);
-        compacted.extend_from_slice(&view[cut..]);
-        view = compacted;
+        compact_view(&mut view, cut, i, |&v| entries[v].entry.message.role == Role::System);
     }
     Ok(view)
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use fs4::fs_std::FileExt;
-use panto_core::{CompactionRecord, Error, Message, Result, Role, SessionInfo, Usage, WireIdentity};
+use panto_core::{compact_view, CompactionRecord, Error, Message, Result, Role, SessionInfo, Usage, WireIdentity};
 
 use crate::format::{Activity, CompactionOnDisk, EntryOut, HeaderOut, HEADER_TYPE, MESSAGE_TYPE, VERSION};
 use crate::log::{scan_log, Scanned};
@@ -297,16 +297,13 @@ impl Writer {
     /// Applies a compaction whose summary is entry `id` to the view, and says how to record it:
     /// the index of the first kept message becomes that message's entry id.
     fn compact(&mut self, id: &str, summary: &Message, c: &CompactionRecord) -> CompactionOnDisk {
-        // An index past the end keeps nothing, as in `MemoryStore`.
-        let cut = c.first_kept.min(self.view.len());
-        let first_kept = self.view.get(cut).map(|v| v.id.clone());
-        let mut next: Vec<ViewEntry> = self.view[..cut].iter().filter(|v| v.system).cloned().collect();
-        next.push(ViewEntry {
+        // An index past the end keeps nothing (`compact_view` clamps it), as in `MemoryStore`.
+        let first_kept = self.view.get(c.first_kept).map(|v| v.id.clone());
+        let summary = ViewEntry {
             id: id.to_owned(),
             system: summary.role == Role::System,
-        });
-        next.extend_from_slice(&self.view[cut..]);
-        self.view = next;
+        };
+        compact_view(&mut self.view, c.first_kept, summary, |v| v.system);
         CompactionOnDisk {
             first_kept,
             tokens_before: c.tokens_before,

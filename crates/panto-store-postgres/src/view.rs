@@ -20,12 +20,8 @@ pub(crate) struct ViewEntry {
 /// (clamped to the view). Returns the entry id of the first kept message, `None` when nothing
 /// was kept: what the summary entry records.
 pub(crate) fn compact_at(view: &mut Vec<ViewEntry>, cut: usize, summary: ViewEntry) -> Option<String> {
-    let cut = cut.min(view.len());
     let first_kept = view.get(cut).map(|v| v.id.clone());
-    let mut next: Vec<ViewEntry> = view[..cut].iter().filter(|v| v.system).cloned().collect();
-    next.push(summary);
-    next.extend_from_slice(&view[cut..]);
-    *view = next;
+    panto_core::compact_view(view, cut, summary, |v| v.system);
     first_kept
 }
 
