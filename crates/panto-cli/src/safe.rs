@@ -241,8 +241,9 @@ pub fn eprint_line(line: &str) {
     use std::io::{IsTerminal, Write};
     let err = std::io::stderr();
     let terminal = err.is_terminal();
-    let mut err = err.lock();
-    let _ = writeln!(err, "panto: {}", for_stream(line, terminal));
+    // One write, so a reader never sees half a message.
+    let message = format!("panto: {}\n", for_stream(line, terminal));
+    let _ = err.lock().write_all(message.as_bytes());
 }
 
 #[cfg(test)]

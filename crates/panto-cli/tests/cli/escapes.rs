@@ -46,7 +46,7 @@ async fn model_text_and_thinking_are_shown_not_obeyed_in_the_repl() {
         let screen = t.contents();
         t.requests().assert_none();
         t.send_line("/quit");
-        assert_eq!(t.wait_exit(), Some(0));
+        assert_eq!(t.wait_exit().code, Some(0));
         screen
     })
     .await;
@@ -84,7 +84,7 @@ async fn an_approval_question_cannot_be_redrawn_by_the_command() {
         t.wait_for("Fine, not run.");
         t.requests().assert_none();
         t.send_line("/quit");
-        assert_eq!(t.wait_exit(), Some(0));
+        assert_eq!(t.wait_exit().code, Some(0));
         screen
     })
     .await;
@@ -122,7 +122,7 @@ async fn an_approval_question_shows_the_whole_command_however_padded_or_long() {
         }
         t.wait_for("Nothing ran.");
         t.send_line("/quit");
-        assert_eq!(t.wait_exit(), Some(0));
+        assert_eq!(t.wait_exit().code, Some(0));
         questions
     })
     .await;
@@ -166,7 +166,7 @@ async fn tool_output_and_tool_names_are_shown_not_obeyed() {
         let screen = t.wait_for_prompt();
         t.requests().assert_none();
         t.send_line("/quit");
-        assert_eq!(t.wait_exit(), Some(0));
+        assert_eq!(t.wait_exit().code, Some(0));
         screen
     })
     .await;
@@ -200,13 +200,12 @@ async fn a_provider_error_body_is_shown_not_obeyed() {
         t.wait_for_prompt();
         t.requests().assert_none();
         t.send_line("/quit");
-        assert_eq!(t.wait_exit(), Some(0));
+        assert_eq!(t.wait_exit().code, Some(0));
 
-        let t = Terminal::start(&home, &["-p", "hi"]);
-        let print = t.wait_for("panto:");
-        t.requests().assert_none();
-        assert_eq!(t.wait_exit(), Some(1));
-        (repl, print)
+        let print = Terminal::start(&home, &["-p", "hi"]).wait_exit();
+        print.requests.assert_none();
+        assert_eq!(print.code, Some(1));
+        (repl, print.shown)
     })
     .await;
     let shown = format!("bad request{TITLE_SHOWN}{CLEAR_SHOWN}");
@@ -230,15 +229,13 @@ async fn print_mode_neutralises_on_a_terminal_and_keeps_the_bytes_on_a_pipe() {
     assert_eq!(piped.ok(), format!("{answer}\n"));
 
     let (text, json) = blocking(move || {
-        let t = Terminal::start(&home, &["-p", "hi"]);
-        let text = t.wait_for("end");
-        t.requests().assert_none();
-        assert_eq!(t.wait_exit(), Some(0));
-        let t = Terminal::start(&home, &["-p", "hi", "--output-format", "json"]);
-        let json = t.wait_for("\"type\":\"result\"");
-        t.requests().assert_none();
-        assert_eq!(t.wait_exit(), Some(0));
-        (text, json)
+        let text = Terminal::start(&home, &["-p", "hi"]).wait_exit();
+        text.requests.assert_none();
+        assert_eq!(text.code, Some(0));
+        let json = Terminal::start(&home, &["-p", "hi", "--output-format", "json"]).wait_exit();
+        json.requests.assert_none();
+        assert_eq!(json.code, Some(0));
+        (text.shown, json.shown)
     })
     .await;
     assert!(
@@ -258,11 +255,10 @@ async fn a_session_listing_shows_hostile_prompts_neutralised() {
     home.anthropic(&server);
     home.run(&["-p", &format!("hi {TITLE} there")], None).await.ok();
     let screen = blocking(move || {
-        let t = Terminal::start(&home, &["sessions"]);
-        let screen = t.wait_for("there");
-        t.requests().assert_none();
-        assert_eq!(t.wait_exit(), Some(0));
-        screen
+        let listing = Terminal::start(&home, &["sessions"]).wait_exit();
+        listing.requests.assert_none();
+        assert_eq!(listing.code, Some(0));
+        listing.shown
     })
     .await;
     assert!(screen.contains(&format!("hi {TITLE_SHOWN} there")), "{screen}");

@@ -228,15 +228,30 @@ impl Terminal {
         self.send(&format!("{line}\r"));
     }
 
-    /// Waits for the program to close the terminal and exit; returns its exit code (`None`
-    /// when a signal ended it).
-    pub fn wait_exit(self) -> Option<i32> {
-        self.wait_until("panto to exit", |_| false_unless_closed(&self.shared));
-        match self.process.wait() {
+    /// Waits for the program to close the terminal and exit; returns what it left.
+    pub fn wait_exit(self) -> Exited {
+        let shown = self.wait_until("panto to exit", |_| false_unless_closed(&self.shared));
+        let code = match self.process.wait() {
             Ok(rexpect::process::WaitStatus::Exited(_, code)) => Some(code),
             _ => None,
+        };
+        Exited {
+            code,
+            shown,
+            requests: self.requests(),
         }
     }
+}
+
+/// A program that exited, and what it left on the terminal.
+#[derive(Debug)]
+pub struct Exited {
+    /// The exit code (`None` when a signal ended it).
+    pub code: Option<i32>,
+    /// Everything shown (`Terminal::wait_for`'s transcript).
+    pub shown: String,
+    /// What it asked of the terminal besides drawing.
+    pub requests: Requests,
 }
 
 fn false_unless_closed(shared: &Arc<Mutex<Shared>>) -> bool {
