@@ -52,7 +52,9 @@ impl Failure {
         // A reason is one line so scripts can show it as is; embedded newlines (multi-line
         // provider messages) are folded.
         let line = self.message.lines().map(str::trim).collect::<Vec<_>>().join(" ");
-        eprintln!("panto: {line}");
+        // The message may quote a provider's error body or a session file: neutralised on a
+        // terminal like every untrusted string.
+        crate::safe::eprint_line(&line);
         ExitCode::from(self.code)
     }
 }

@@ -13,7 +13,8 @@
 //! The code is split by concept: [`config`] reads the TOML file, XDG paths and environment and
 //! picks the model; [`setup`] opens the session store, chooses or resumes the session and builds
 //! the [`panto_core::Agent`] with its system prompt and [`tools`]; [`print`](mod@print) and [`repl`] drive
-//! turns; [`render`] decides about colour and draws events; [`sessions`] lists and exports logs.
+//! turns; [`render`] decides about colour and draws events; [`safe`] neutralises what a model, a
+//! tool or a server wrote before it reaches a terminal; [`sessions`] lists and exports logs.
 //! The agent persists everything itself: this crate never calls a persist function.
 //!
 //! Startup stays fast: arguments are parsed before anything else happens, and nothing touches the
@@ -32,6 +33,7 @@ mod print;
 mod prompt;
 mod render;
 mod repl;
+mod safe;
 mod sessions;
 mod setup;
 mod terminal;
@@ -180,6 +182,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
     }
     let env = config::Env::from_process();
     let settings = config::Settings::load(cli.config.as_deref(), &env)?;
+    for warning in &settings.warnings {
+        safe::eprint_line(&format!("warning: {warning}"));
+    }
     let tool_names = match &cli.tools {
         Some(list) => tools::parse_list(list).map_err(usage)?,
         None => settings.tools.enabled.clone(),

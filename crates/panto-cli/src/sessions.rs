@@ -1,6 +1,6 @@
 //! `panto sessions` (listing and export), the `-r` picker, and `panto models`.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -10,7 +10,7 @@ use panto_core::{ContentBlock, Conversation, Role, SessionInfo, SessionStore, Sy
 use panto_store_fs::FileSystemJSONLStore;
 use panto_store_postgres::PostgresStore;
 
-use crate::config::{default_context_window, Key, Settings};
+use crate::config::{default_context_window, shown_var, Key, Settings};
 use crate::cost::thousands;
 use crate::exit::Failure;
 
@@ -147,13 +147,16 @@ pub async fn list_command(catalog: &Catalog, as_json: bool) -> Result<ExitCode, 
         Some(files) => {
             let (infos, problems) = files.list_with_problems().await?;
             for (path, error) in &problems {
-                eprintln!("panto: skipped {}: {error}", path.display());
+                crate::safe::eprint_line(&format!("skipped {}: {error}", path.display()));
             }
             infos
         }
         None => catalog.store.list().await?,
     };
-    let mut out = std::io::stdout().lock();
+    // Listings quote session files (the last prompt, the model): neutralised on a terminal.
+    let stdout = std::io::stdout();
+    let terminal = stdout.is_terminal();
+    let mut out = stdout.lock();
     if as_json {
         let list: Vec<InfoJson<'_>> = infos.iter().map(InfoJson::of).collect();
         // Encoded whole and written at once: formatting straight into stdout's line buffer
@@ -161,12 +164,17 @@ pub async fn list_command(catalog: &Catalog, as_json: bool) -> Result<ExitCode, 
         let mut text =
             serde_json::to_vec(&list).map_err(|e| Failure::runtime(format!("cannot encode the listing: {e}")))?;
         text.push(b'\n');
-        let _ = out.write_all(&text);
+        if terminal {
+            let text = String::from_utf8_lossy(&text);
+            let _ = out.write_all(crate::safe::json_for_terminal(&text).as_bytes());
+        } else {
+            let _ = out.write_all(&text);
+        }
     } else if infos.is_empty() {
         eprintln!("panto: no sessions in {}", catalog.place);
     } else {
         for row in table(&infos) {
-            let _ = writeln!(out, "{row}");
+            let _ = writeln!(out, "{}", crate::safe::for_stream(&row, terminal));
         }
     }
     let _ = out.flush();
@@ -181,7 +189,13 @@ pub async fn export_command(catalog: &Catalog, id: &str, format: ExportFormat) -
         ExportFormat::Markdown => markdown(&session.info, &conversation),
         ExportFormat::Jsonl => jsonl(&conversation)?,
     };
-    let mut out = std::io::stdout().lock();
+    let stdout = std::io::stdout();
+    let text = match (stdout.is_terminal(), format) {
+        (false, _) => std::borrow::Cow::Borrowed(text.as_str()),
+        (true, ExportFormat::Markdown) => crate::safe::neutralise(&text),
+        (true, ExportFormat::Jsonl) => crate::safe::json_for_terminal(&text),
+    };
+    let mut out = stdout.lock();
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
     Ok(ExitCode::SUCCESS)
@@ -207,7 +221,7 @@ pub async fn import_command(url: Option<&str>, dir: &Path) -> Result<ExitCode, F
         report.skipped.len()
     );
     for (path, error) in &report.problems {
-        eprintln!("panto: not imported: {}: {error}", path.display());
+        crate::safe::eprint_line(&format!("not imported: {}: {error}", path.display()));
     }
     Ok(if report.problems.is_empty() {
         ExitCode::SUCCESS
@@ -327,9 +341,11 @@ pub fn pick(infos: &[SessionInfo]) -> Result<String, Failure> {
         ));
     }
     let shown = &infos[..infos.len().min(RECENT)];
-    let mut err = std::io::stderr().lock();
+    let stderr = std::io::stderr();
+    let terminal = stderr.is_terminal();
+    let mut err = stderr.lock();
     for (n, row) in table(shown).iter().enumerate() {
-        let _ = writeln!(err, "{:>3}. {row}", n + 1);
+        let _ = writeln!(err, "{:>3}. {}", n + 1, crate::safe::for_stream(row, terminal));
     }
     loop {
         let _ = write!(err, "resume which session? [1-{}, empty to give up]: ", shown.len());
@@ -376,7 +392,7 @@ pub fn models_rows(settings: &Settings, current: Option<&str>) -> Vec<String> {
             .map(|p| format!("  ${}/${} per Mtok", p.input, p.output))
             .unwrap_or_default();
         let key = match settings.provider(&alias.provider).map(|p| &p.key) {
-            Some(Key::Missing(var)) => format!("  (key {var} not set)"),
+            Some(Key::Missing(var)) => format!("  (key {} not set)", shown_var(var)),
             _ => String::new(),
         };
         rows.push(format!(
@@ -394,7 +410,7 @@ pub fn models_rows(settings: &Settings, current: Option<&str>) -> Vec<String> {
                 "* {} via {} (no aliases configured; the default for {})",
                 d.model,
                 d.provider.name,
-                d.provider.key_env.as_deref().unwrap_or("this provider")
+                d.provider.key_env.as_deref().map_or("this provider".into(), shown_var)
             )),
             None => rows.push(format!(
                 "no models: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or configure [models.NAME] in {}",

@@ -71,9 +71,42 @@ impl Launch {
 }
 
 /// The store a launch writes to: PostgreSQL with a store URL, else the session directory, or
-/// [`NullStore`] with `--no-session`.
+/// [`NullStore`] with `--no-session`. A session directory is made ready first
+/// ([`ensure_session_dir`]), so a run that could not store its session sends nothing.
 pub async fn store_for(launch: &Launch) -> Result<Arc<dyn SessionStore>, Failure> {
+    if let (Some(dir), None) = (&launch.session_dir, &launch.store_url) {
+        ensure_session_dir(dir)?;
+    }
     open_store(launch.store_url.as_deref(), launch.session_dir.as_deref()).await
+}
+
+/// Creates the session directory (0700, as the store would) and proves that a file can be
+/// created in it. The store writes nothing until the first answer arrives; without this check a
+/// directory that cannot take the session is found only after the paid request.
+pub fn ensure_session_dir(dir: &Path) -> Result<(), Failure> {
+    use std::os::unix::fs::DirBuilderExt;
+    let fail = |why: String| {
+        Failure::usage(format!(
+            "cannot use the session directory {}: {why} (choose another with --session-dir or \
+             PANTO_SESSION_DIR, or run with --no-session)",
+            dir.display()
+        ))
+    };
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| fail(e.to_string()))?;
+    // Not a `.jsonl` name, so a listing never takes it for a session, even if a crash left it.
+    let probe = dir.join(format!(".panto-write-check-{}", std::process::id()));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&probe)
+        .map_err(|e| fail(format!("cannot create a file in it: {e}")))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
 }
 
 /// The store at `url` (PostgreSQL) or else in `dir`; with neither, [`NullStore`].

@@ -21,6 +21,12 @@ const RENDER_GRACE: std::time::Duration = std::time::Duration::from_millis(40);
 /// How long one poll waits before the cancel token is checked again, in milliseconds.
 const POLL_MS: u16 = 100;
 
+/// A question longer than this many characters, or than [`LONG_QUESTION_LINES`] lines, ends with
+/// its size: its start may have scrolled out of sight.
+const LONG_QUESTION_CHARS: usize = 400;
+/// See [`LONG_QUESTION_CHARS`].
+const LONG_QUESTION_LINES: usize = 8;
+
 /// Reads one line from stdin, returning `None` at end of input or when `cancel` fires first.
 /// The line is returned without its line end.
 pub fn read_line(cancel: Option<&CancellationToken>) -> Option<String> {
@@ -87,17 +93,46 @@ impl TerminalAsker {
     }
 }
 
+impl TerminalAsker {
+    /// The question as drawn: every character of the call visible ([`crate::safe::exact`]: no
+    /// control sequence can redraw it, no padding can hide part of it), continuation lines marked
+    /// with a gutter, and the size of a long call said at the end, next to the answer.
+    fn draw(&self, question: &str) -> String {
+        let style = self.style;
+        let shown = crate::safe::exact(question, |m| style.mark(m));
+        let mut lines = shown.split('\n');
+        let mut out = format!("\n{}", style.yellow(&format!("? {}", lines.next().unwrap_or(""))));
+        let mut multi_line = false;
+        for line in lines {
+            multi_line = true;
+            out.push_str(&format!("\n{}{}", style.dim("│ "), style.yellow(line)));
+        }
+        let chars = question.chars().count();
+        let line_count = question.lines().count().max(1);
+        if chars > LONG_QUESTION_CHARS || line_count > LONG_QUESTION_LINES {
+            out.push_str(&format!(
+                "\n{}",
+                style.dim(&format!(
+                    "(the call above is {chars} characters on {line_count} line{}: read all of it before answering)",
+                    if line_count == 1 { "" } else { "s" }
+                ))
+            ));
+            multi_line = true;
+        }
+        out.push_str(if multi_line { "\n" } else { " " });
+        out.push_str(&style.dim("[y]es / [n]o / [a]lways:"));
+        out.push(' ');
+        out
+    }
+}
+
 impl Asker for TerminalAsker {
     fn ask(&self, question: &str, cancel: &CancellationToken) -> Option<Answer> {
         // The tool call's own line is queued for rendering when the tool starts; a moment's wait
         // lets it reach the screen before the question about it.
         std::thread::sleep(RENDER_GRACE);
         let _console = crate::render::console();
-        let mut prompt = format!(
-            "\n{} {} ",
-            self.style.yellow(&format!("? {question}")),
-            self.style.dim("[y]es / [n]o / [a]lways:")
-        );
+        let mut prompt = self.draw(question);
         loop {
             let _ = std::io::stdout().flush();
             let mut err = std::io::stderr();

@@ -178,16 +178,17 @@ fn line_text(source: &str, offset: usize) -> &str {
     source.get(start..end).unwrap_or("").trim()
 }
 
-/// A config error at `span` of `source`: `PATH:LINE:COL: MESSAGE (in `LINE TEXT`)`, exit code 2.
+/// A config error at `span` of `source`: `PATH:LINE:COL: MESSAGE (at `LINE TEXT`)`, exit code 2.
+/// A line that may hold a key is quoted without its value ([`super::secret::quoted_line`]).
 pub fn error_at(path: &Path, source: &str, span: Option<Range<usize>>, message: &str) -> Failure {
     match span {
         Some(span) => {
             let (line, col) = line_col(source, span.start);
-            let text = line_text(source, span.start);
+            let text = super::secret::quoted_line(line_text(source, span.start));
             let quoted = if text.chars().count() > 80 {
                 format!("{}…", text.chars().take(80).collect::<String>())
             } else {
-                text.to_owned()
+                text.into_owned()
             };
             Failure::usage(format!(
                 "config {}:{line}:{col}: {message} (at `{quoted}`)",
@@ -272,6 +273,13 @@ enabled = ["read", "bash"]
         assert_eq!(f.models["fast"].get_ref().reasoning, ReasoningEffort::Low);
         assert_eq!(f.tools.approval, Some(Approval::ReadOnly));
         assert_eq!(f.providers["local"].get_ref().api_style, ApiStyle::OpenAiChat);
+    }
+
+    #[test]
+    fn a_syntax_error_on_a_key_line_does_not_quote_the_key() {
+        let e = err("[providers.p]\napi_style = \"openai-chat\"\napi_key = \"sk-live-1234567890abcdef\" x\n");
+        assert!(e.contains(":3:") && e.contains("api_key = …"), "{e}");
+        assert!(!e.contains("1234567890abcdef"), "{e}");
     }
 
     #[test]

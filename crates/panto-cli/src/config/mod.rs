@@ -9,6 +9,7 @@
 pub mod file;
 mod model;
 mod paths;
+mod secret;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -17,6 +18,7 @@ use panto_core::{ApiStyle, CompactionConfig, Pricing, ReasoningEffort, RetryConf
 
 pub use model::Selection;
 pub use paths::Env;
+pub use secret::shown_var;
 
 use crate::exit::Failure;
 use crate::tools::{Approval, ToolName};
@@ -94,14 +96,14 @@ impl std::fmt::Debug for Key {
         // Never print the key itself.
         match self {
             Key::Value(_) => f.write_str("Value(<redacted>)"),
-            Key::Missing(var) => write!(f, "Missing({var})"),
+            Key::Missing(var) => write!(f, "Missing({})", shown_var(var)),
             Key::NotNeeded => f.write_str("NotNeeded"),
         }
     }
 }
 
 /// A provider endpoint.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Provider {
     /// Its name in the config (`anthropic`, `openai` for the built-ins).
     pub name: String,
@@ -115,6 +117,20 @@ pub struct Provider {
     pub key_env: Option<String>,
     /// Extra HTTP headers.
     pub headers: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // `key_env` may hold a key written where its variable's name belongs.
+        f.debug_struct("Provider")
+            .field("name", &self.name)
+            .field("api_style", &self.api_style)
+            .field("base_url", &self.base_url)
+            .field("key", &self.key)
+            .field("key_env", &self.key_env.as_deref().map(shown_var))
+            .field("headers", &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>())
+            .finish()
+    }
 }
 
 /// A configured model alias.
@@ -196,6 +212,8 @@ pub struct Settings {
     pub max_image_dimension: u32,
     /// Tools.
     pub tools: ToolSettings,
+    /// What the user should know about the configuration (printed once at start-up).
+    pub warnings: Vec<String>,
 }
 
 impl Settings {
@@ -203,9 +221,21 @@ impl Settings {
     /// explicitly named file must exist; the default one may be absent (zero config).
     pub fn load(flag: Option<&Path>, env: &Env) -> Result<Settings, Failure> {
         let (path, explicit) = match flag {
-            Some(p) => (Some(p.to_path_buf()), true),
+            Some(p) => (
+                Some(
+                    env.expand_path(p)
+                        .map_err(|e| Failure::usage(format!("--config {e}")))?,
+                ),
+                true,
+            ),
             None => match env.get("PANTO_CONFIG") {
-                Some(p) => (Some(PathBuf::from(p)), true),
+                Some(p) => (
+                    Some(
+                        env.expand_home(p)
+                            .map_err(|e| Failure::usage(format!("PANTO_CONFIG {e}")))?,
+                    ),
+                    true,
+                ),
                 None => (env.default_config_path(), false),
             },
         };
@@ -221,7 +251,12 @@ impl Settings {
             (Some(p), Some(s)) => file::parse(p, s)?,
             _ => FileConfig::default(),
         };
-        resolve(parsed, path, source.as_deref().unwrap_or(""), env)
+        let holds_key = parsed.providers.values().any(|p| p.get_ref().api_key.is_some());
+        let mut settings = resolve(parsed, path, source.as_deref().unwrap_or(""), env)?;
+        if let (true, Some(p)) = (holds_key, &settings.config_path) {
+            settings.warnings.extend(secret::readable_key_warning(p));
+        }
+        Ok(settings)
     }
 
     /// The provider called `name`.
@@ -280,6 +315,19 @@ fn resolve(file: FileConfig, path: Option<PathBuf>, source: &str, env: &Env) -> 
             }
             None => official_root(entry.api_style).to_owned(),
         };
+        if let Some(var) = &entry.api_key_env {
+            // A key pasted where its variable's name belongs: say so without repeating it.
+            if !secret::is_var_name(var.get_ref()) {
+                return Err(at(
+                    var.span(),
+                    format!(
+                        "providers.{name}.api_key_env must be the NAME of an environment variable (letters, \
+                         digits, _), not the key itself: put the key in a variable (export MY_KEY=…) and \
+                         write api_key_env = \"MY_KEY\""
+                    ),
+                ));
+            }
+        }
         let key_env = entry.api_key_env.as_ref().map(|v| v.get_ref().clone());
         let key = match (&entry.api_key, &key_env) {
             (Some(key), _) => Key::Value(key.clone()),
@@ -380,7 +428,10 @@ fn resolve(file: FileConfig, path: Option<PathBuf>, source: &str, env: &Env) -> 
     let prompt = match (&file.system_prompt, &file.system_prompt_file) {
         (Some(_), Some(f)) => return Err(at(f.span(), "set system_prompt or system_prompt_file, not both".into())),
         (Some(t), None) => PromptSource::Text(t.get_ref().clone()),
-        (None, Some(f)) => PromptSource::File(env.expand(f.get_ref(), &base_dir)),
+        (None, Some(f)) => PromptSource::File(
+            env.expand(f.get_ref(), &base_dir)
+                .map_err(|e| at(f.span(), format!("system_prompt_file {e}")))?,
+        ),
         (None, None) => PromptSource::Default,
     };
 
@@ -468,6 +519,14 @@ fn resolve(file: FileConfig, path: Option<PathBuf>, source: &str, env: &Env) -> 
         None => DEFAULT_MAX_OUTPUT_BYTES,
     };
 
+    let session_dir = match &file.session_dir {
+        Some(d) => Some(
+            env.expand(d.get_ref(), &base_dir)
+                .map_err(|e| at(d.span(), format!("session_dir {e}")))?,
+        ),
+        None => None,
+    };
+
     let store_url = match &file.store.url {
         Some(url) if !is_postgres_url(url.get_ref()) => {
             return Err(at(
@@ -487,7 +546,7 @@ fn resolve(file: FileConfig, path: Option<PathBuf>, source: &str, env: &Env) -> 
         default_model,
         prompt,
         agents_md: file.agents_md.unwrap_or(true),
-        session_dir: file.session_dir.as_ref().map(|d| env.expand(d.get_ref(), &base_dir)),
+        session_dir,
         retry,
         compaction,
         max_steps,
@@ -499,6 +558,7 @@ fn resolve(file: FileConfig, path: Option<PathBuf>, source: &str, env: &Env) -> 
             bash_timeout,
             max_output_bytes,
         },
+        warnings: Vec::new(),
     })
 }
 
@@ -524,13 +584,18 @@ pub fn store_url(flag: Option<&str>, settings: &Settings, env: &Env) -> Result<O
 }
 
 /// The session directory: `--session-dir`, else `PANTO_SESSION_DIR`, else `session_dir` from the
-/// file, else the XDG data directory.
+/// file, else the XDG data directory. A leading `~/` is expanded wherever it comes from (a quoted
+/// `'~/s'` reaches panto unexpanded).
 pub fn session_dir(flag: Option<&Path>, settings: &Settings, env: &Env) -> Result<PathBuf, Failure> {
     if let Some(dir) = flag {
-        return Ok(dir.to_path_buf());
+        return env
+            .expand_path(dir)
+            .map_err(|e| Failure::usage(format!("--session-dir {e}")));
     }
     if let Some(dir) = env.get("PANTO_SESSION_DIR") {
-        return Ok(PathBuf::from(dir));
+        return env
+            .expand_home(dir)
+            .map_err(|e| Failure::usage(format!("PANTO_SESSION_DIR {e}")));
     }
     if let Some(dir) = &settings.session_dir {
         return Ok(dir.clone());
@@ -635,6 +700,22 @@ model = "a"
     }
 
     #[test]
+    fn a_key_in_api_key_env_is_an_error_that_does_not_repeat_it() {
+        let secret = "sk-proj-Zq81nVmPa0Lr7TzY2bWc93";
+        let e = load(
+            &format!("[providers.p]\napi_style = \"openai-chat\"\napi_key_env = \"{secret}\"\n"),
+            &[],
+        )
+        .unwrap_err();
+        assert!(
+            e.message.contains(":3:") && e.message.contains("api_key_env"),
+            "{}",
+            e.message
+        );
+        assert!(!e.message.contains("Zq81"), "{}", e.message);
+    }
+
+    #[test]
     fn key_is_never_in_debug_output() {
         let s = load("", &[("ANTHROPIC_API_KEY", "sk-very-secret")]).unwrap();
         assert!(!format!("{s:?}").contains("sk-very-secret"));
@@ -645,7 +726,9 @@ model = "a"
         let doc = include_str!("../../../../docs/config.md");
         let start = doc.find("```toml\n").expect("a toml block") + "```toml\n".len();
         let end = start + doc[start..].find("```").expect("the block ends");
-        let s = load(&doc[start..end], &[("ANTHROPIC_API_KEY", "a"), ("WORK_LLM_KEY", "w")]).unwrap();
+        let env = [("ANTHROPIC_API_KEY", "a"), ("WORK_LLM_KEY", "w"), ("HOME", "/home/u")];
+        let s = load(&doc[start..end], &env).unwrap();
+        assert_eq!(s.session_dir.as_deref(), Some(Path::new("/home/u/panto-sessions")));
         let names: Vec<&str> = s.models.iter().map(|m| m.name.as_str()).collect();
         assert_eq!(names, ["sonnet", "think", "mini", "qwen"]);
         assert_eq!(s.default_model.as_deref(), Some("sonnet"));

@@ -178,9 +178,10 @@ impl Settings {
                     return Err(self.no_key_error());
                 }
                 return Err(Failure::usage(format!(
-                    "model {} uses provider {}, but its key variable {var} is not set",
+                    "model {} uses provider {}, but its key variable {} is not set",
                     selection.label(),
-                    provider.name
+                    provider.name,
+                    super::shown_var(var)
                 )));
             }
         };
@@ -292,6 +293,19 @@ mod tests {
         );
         let e = s.agent_config(&s.default_selection().unwrap()).unwrap_err();
         assert!(e.message.contains("P_KEY"), "{}", e.message);
+    }
+
+    #[test]
+    fn a_key_written_as_the_variable_name_is_not_repeated() {
+        // A valid variable name, but the shape of a key: the message hides it.
+        let s = settings(
+            "[providers.p]\napi_style = \"openai-chat\"\napi_key_env = \"gsk_Xq81nVmPa0Lr7TzY2bWc\"\n[models.m]\nprovider = \"p\"\nmodel = \"x\"\n",
+            &[],
+        );
+        let e = s.agent_config(&s.default_selection().unwrap()).unwrap_err();
+        assert!(e.message.contains("looks like a key"), "{}", e.message);
+        assert!(!e.message.contains("Xq81"), "{}", e.message);
+        assert!(!format!("{s:?}").contains("Xq81"));
     }
 
     #[test]

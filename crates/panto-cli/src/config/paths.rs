@@ -65,19 +65,42 @@ impl Env {
             .map(|d| d.join("panto").join("history"))
     }
 
-    /// Expands a leading `~/` with `$HOME`, and makes a relative path relative to `base`.
-    pub fn expand(&self, raw: &str, base: &Path) -> PathBuf {
-        if let Some(rest) = raw.strip_prefix("~/") {
-            if let Some(home) = self.home() {
-                return home.join(rest);
+    /// Expands a leading `~` or `~/` with `$HOME`, as a shell would, for paths that reach panto
+    /// unexpanded (quoted on a command line, set in the environment, written in the config file).
+    /// `~user` forms are an error rather than a directory literally named `~user`, and so is `~`
+    /// without `$HOME`. The error says what is wrong; the caller says where the path came from.
+    pub fn expand_home(&self, raw: &str) -> Result<PathBuf, String> {
+        let Some(after) = raw.strip_prefix('~') else {
+            return Ok(PathBuf::from(raw));
+        };
+        let rest = match after.strip_prefix('/') {
+            Some(rest) => rest,
+            None if after.is_empty() => "",
+            None => {
+                return Err(format!(
+                    "{raw:?}: ~user paths are not supported; write the full path, or ~/ for your own home"
+                ))
             }
+        };
+        match self.home() {
+            Some(home) => Ok(home.join(rest)),
+            None => Err(format!("{raw:?}: cannot expand ~ because HOME is not set")),
         }
-        let path = PathBuf::from(raw);
-        if path.is_absolute() {
-            path
-        } else {
-            base.join(path)
+    }
+
+    /// [`Env::expand_home`] for a path given as an argument (one that is not UTF-8 starts with no
+    /// `~` worth expanding and is kept as it is).
+    pub fn expand_path(&self, path: &Path) -> Result<PathBuf, String> {
+        match path.to_str() {
+            Some(raw) => self.expand_home(raw),
+            None => Ok(path.to_path_buf()),
         }
+    }
+
+    /// [`Env::expand_home`], then a relative path is made relative to `base`.
+    pub fn expand(&self, raw: &str, base: &Path) -> Result<PathBuf, String> {
+        let path = self.expand_home(raw)?;
+        Ok(if path.is_absolute() { path } else { base.join(path) })
     }
 }
 
@@ -105,8 +128,19 @@ mod tests {
     #[test]
     fn expand_handles_tilde_and_relative_paths() {
         let env = Env::from_pairs(&[("HOME", "/h")]);
-        assert_eq!(env.expand("~/p.md", Path::new("/c")), Path::new("/h/p.md"));
-        assert_eq!(env.expand("p.md", Path::new("/c")), Path::new("/c/p.md"));
-        assert_eq!(env.expand("/a/p.md", Path::new("/c")), Path::new("/a/p.md"));
+        assert_eq!(env.expand("~/p.md", Path::new("/c")).unwrap(), Path::new("/h/p.md"));
+        assert_eq!(env.expand("p.md", Path::new("/c")).unwrap(), Path::new("/c/p.md"));
+        assert_eq!(env.expand("/a/p.md", Path::new("/c")).unwrap(), Path::new("/a/p.md"));
+        assert_eq!(env.expand_home("~").unwrap(), Path::new("/h"));
+        assert_eq!(env.expand_home("a/~/b").unwrap(), Path::new("a/~/b"));
+    }
+
+    #[test]
+    fn tilde_user_and_tilde_without_home_are_errors() {
+        let env = Env::from_pairs(&[("HOME", "/h")]);
+        let e = env.expand_home("~alice/s").unwrap_err();
+        assert!(e.contains("~alice/s") && e.contains("~user"), "{e}");
+        let e = Env::from_pairs(&[]).expand_home("~/s").unwrap_err();
+        assert!(e.contains("HOME is not set"), "{e}");
     }
 }

@@ -4,10 +4,14 @@
 //! a `session` line, one line per event as it happens (flushed at once, so a `message_complete`
 //! line means that message is persisted), and a closing `result` line. Any failure also prints a
 //! one-line reason on stderr and exits non-zero.
+//!
+//! On a terminal, the answer is neutralised like everything else ([`crate::safe`]), and JSON lines
+//! escape the few characters serde_json leaves raw that a terminal would obey; written to a pipe
+//! or a file, the output is the model's bytes as they came.
 
 mod events;
 
-use std::io::{Read, Write};
+use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -36,8 +40,15 @@ pub fn approval(flag: Option<Approval>) -> Result<Approval, Failure> {
 /// Writes one line to stdout and flushes it. A closed stdout (the reader went away) is not an
 /// error worth more output.
 fn emit(value: &Value) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{value}");
+    let stdout = std::io::stdout();
+    let terminal = stdout.is_terminal();
+    let line = value.to_string();
+    let mut out = stdout.lock();
+    if terminal {
+        let _ = writeln!(out, "{}", crate::safe::json_for_terminal(&line));
+    } else {
+        let _ = writeln!(out, "{line}");
+    }
     let _ = out.flush();
 }
 
@@ -80,14 +91,15 @@ pub async fn run(
     ));
     let ready = setup::start(&launch, &store, gate).await?;
     for note in &ready.notes {
-        eprintln!("panto: {note}");
+        crate::safe::eprint_line(note);
     }
     let pricing = launch.settings.pricing();
     let wire = ready.selection.wire();
     let mut agent = ready.agent;
+    let saving = launch.session_dir.is_some();
     let mut result = TurnResult {
         session_id: agent.session_id().to_owned(),
-        persisted: launch.session_dir.is_some(),
+        persisted: saving,
         model: ready.selection.model.clone(),
         text: String::new(),
         usage: Default::default(),
@@ -142,6 +154,9 @@ pub async fn run(
         outcome
     };
 
+    // The truth, not the intent: a new session is written from its first assistant message on,
+    // so a turn that failed before one leaves no session behind to resume.
+    result.persisted = saving && agent.session().info.message_count > 0;
     result.cost = crate::cost::cost(&pricing, &wire, &result.usage);
     if outcome.is_ok() {
         result.text = agent
@@ -158,8 +173,10 @@ pub async fn run(
     match format {
         OutputFormat::Text => {
             if failure.is_none() {
-                let mut out = std::io::stdout().lock();
-                let _ = out.write_all(result.text.as_bytes());
+                let stdout = std::io::stdout();
+                let text = crate::safe::for_stream(&result.text, stdout.is_terminal());
+                let mut out = stdout.lock();
+                let _ = out.write_all(text.as_bytes());
                 if !result.text.ends_with('\n') {
                     let _ = out.write_all(b"\n");
                 }

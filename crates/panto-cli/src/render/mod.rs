@@ -25,10 +25,12 @@ pub fn console() -> MutexGuard<'static, ()> {
     CONSOLE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// ANSI styling, or none.
+/// How one output stream is drawn: ANSI styling or none, and whether untrusted text written to it
+/// must be neutralised (it is a terminal).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Style {
     colour: bool,
+    terminal: bool,
 }
 
 impl Style {
@@ -36,12 +38,24 @@ impl Style {
     pub fn detect(is_tty: bool, env: &Env) -> Style {
         Style {
             colour: is_tty && env.get("NO_COLOR").is_none(),
+            terminal: is_tty,
         }
     }
 
     /// Whether this style emits escape sequences.
     pub fn is_colour(self) -> bool {
         self.colour
+    }
+
+    /// Whether the stream is a terminal.
+    pub fn is_terminal(self) -> bool {
+        self.terminal
+    }
+
+    /// Untrusted `text` (from a model, a tool, a server, a session file) as it may be written to
+    /// this stream: neutralised on a terminal, verbatim on a pipe (see [`crate::safe`]).
+    pub fn safe(self, text: &str) -> std::borrow::Cow<'_, str> {
+        crate::safe::for_stream(text, self.terminal)
     }
 
     fn paint(self, code: &str, text: &str) -> String {
@@ -75,6 +89,16 @@ impl Style {
     /// Bold.
     pub fn bold(self, text: &str) -> String {
         self.paint("1", text)
+    }
+
+    /// Reverse video, for marks inside other styled text: it is switched off on its own (SGR 27)
+    /// rather than by a reset, so the surrounding colour goes on after it.
+    pub fn mark(self, text: &str) -> String {
+        if self.colour {
+            format!("\x1b[7m{text}\x1b[27m")
+        } else {
+            text.to_owned()
+        }
     }
 }
 

@@ -3,12 +3,17 @@
 //! Text streams to stdout as it arrives. Thinking is dimmed; tool calls show their name and
 //! arguments; tool results are summarised (first lines, size, errors in red). Those, the waiting
 //! indicator, retries and the closing cost line are decorations (see [`Screen`]).
+//!
+//! Everything an event carries is untrusted (the model's text and thinking, tool names, arguments
+//! and output, a provider's retry reason): on a terminal it is neutralised before it is drawn
+//! ([`crate::safe`]), on a pipe it is written as it came.
 
 use panto_core::{BlockKind, ContentDelta, Event, ToolResultContent};
 
 use super::spinner::Spinner;
 use super::Screen;
 use crate::cost::thousands;
+use crate::safe::Neutraliser;
 
 /// How many lines of a tool result are shown.
 const RESULT_PREVIEW_LINES: usize = 4;
@@ -33,6 +38,10 @@ pub struct TurnView {
     at_line_start: bool,
     /// Tool calls dispatched and not yet complete.
     running_tools: usize,
+    /// Neutralises the streamed text on a terminal stdout.
+    text: Neutraliser,
+    /// Neutralises the streamed thinking on a terminal decoration stream.
+    thinking: Neutraliser,
 }
 
 impl TurnView {
@@ -44,6 +53,8 @@ impl TurnView {
             open: Open::Nothing,
             at_line_start: true,
             running_tools: 0,
+            text: Neutraliser::default(),
+            thinking: Neutraliser::default(),
         }
     }
 
@@ -63,6 +74,18 @@ impl TurnView {
 
     /// Ends whatever block is open with a line end.
     fn close_block(&mut self) {
+        // A CR the last piece ended with, held back in case a line feed followed.
+        let held = match self.open {
+            Open::Text => self.text.finish(),
+            Open::Thinking => self.thinking.finish(),
+            Open::Nothing => String::new(),
+        };
+        if !held.is_empty() {
+            match self.open {
+                Open::Text => self.screen.content(&held),
+                _ => self.screen.deco_raw(&self.screen.deco.dim(&held)),
+            }
+        }
         if self.open != Open::Nothing && !self.at_line_start {
             match self.open {
                 Open::Text => self.screen.content("\n"),
@@ -103,7 +126,11 @@ impl TurnView {
                         self.close_block();
                         self.open = Open::Text;
                     }
-                    self.screen.content(text);
+                    if self.screen.out.is_terminal() {
+                        self.screen.content(&self.text.push(text));
+                    } else {
+                        self.screen.content(text);
+                    }
                     self.at_line_start = text.ends_with('\n');
                 }
                 ContentDelta::Thinking(text) if !text.is_empty() => {
@@ -111,7 +138,12 @@ impl TurnView {
                         self.close_block();
                         self.open = Open::Thinking;
                     }
-                    self.screen.deco_raw(&self.screen.deco.dim(text));
+                    let shown = if self.screen.deco.is_terminal() {
+                        self.thinking.push(text)
+                    } else {
+                        text.clone()
+                    };
+                    self.screen.deco_raw(&self.screen.deco.dim(&shown));
                     self.at_line_start = text.ends_with('\n');
                 }
                 _ => {}
@@ -120,12 +152,13 @@ impl TurnView {
             Event::ToolDispatchStart { name, input, .. } => {
                 self.close_block();
                 self.running_tools += 1;
+                let deco = self.screen.deco;
                 let args = compact(&input.to_string(), ARGS_PREVIEW_CHARS);
                 self.screen.note(&format!(
                     "{} {} {}",
-                    self.screen.deco.cyan("●"),
-                    self.screen.deco.bold(name),
-                    self.screen.deco.dim(&args)
+                    deco.cyan("●"),
+                    deco.bold(&deco.safe(name)),
+                    deco.dim(&deco.safe(&args))
                 ));
             }
             Event::ToolDispatchComplete {
@@ -146,7 +179,7 @@ impl TurnView {
                     "↻ retrying in {:.1}s (attempt {}): {}",
                     info.delay.as_secs_f64(),
                     info.attempt,
-                    info.reason
+                    self.screen.deco.safe(&info.reason)
                 );
                 if info.discard_partial {
                     line.push_str(" — the partial answer above is discarded");
@@ -191,11 +224,16 @@ impl TurnView {
                     text.push_str(t);
                 }
                 ToolResultContent::Image { media_type, data } => {
-                    images.push(format!("[image {media_type}, about {} bytes]", data.len() / 4 * 3));
+                    images.push(format!(
+                        "[image {}, about {} bytes]",
+                        self.screen.deco.safe(media_type),
+                        data.len() / 4 * 3
+                    ));
                 }
             }
         }
         let deco = self.screen.deco;
+        let name = deco.safe(name);
         let lines: Vec<&str> = text.lines().collect();
         let size = format!(
             "{} line{}, {} bytes",
@@ -212,7 +250,7 @@ impl TurnView {
         // Errors usually say what went wrong at the end (an exit code, a last message), so an
         // error shows its first and last lines; a success shows its first lines.
         let paint = |line: &str| {
-            let shown = format!("    {}", compact(line, 200));
+            let shown = format!("    {}", deco.safe(&compact(line, 200)));
             if is_error {
                 deco.red(&shown)
             } else {
@@ -254,7 +292,8 @@ impl TurnView {
     pub fn failed(&mut self, message: &str) {
         self.stop_spinner();
         self.close_block();
-        self.screen.note(&self.screen.deco.red(&format!("error: {message}")));
+        let deco = self.screen.deco;
+        self.screen.note(&deco.red(&format!("error: {}", deco.safe(message))));
     }
 
     /// Ends the turn after Ctrl-C.

@@ -95,16 +95,30 @@ struct Repl<'r> {
 /// Runs the REPL until `/quit` or end of input.
 pub fn run(rt: &tokio::runtime::Runtime, launch: Launch, approval: Approval) -> Result<ExitCode, Failure> {
     let screen = Screen::detect(&launch.env);
-    // Questions go to stderr, so their colour follows stderr.
-    let asker = Arc::new(TerminalAsker::new(crate::render::Style::detect(
-        std::io::stderr().is_terminal(),
-        &launch.env,
-    )));
+    // Answers are typed at a terminal. Piped input is prompts, not answers: a line meant as the
+    // next prompt must never approve a command, so without a terminal every question is a "no"
+    // (the gate refuses when it has nobody to ask), and the banner says so.
+    let stdin_tty = crate::terminal::stdin_is_tty();
+    let asker: Option<Arc<dyn crate::tools::Asker>> = stdin_tty.then(|| {
+        // Questions go to stderr, so their colour follows stderr.
+        Arc::new(TerminalAsker::new(crate::render::Style::detect(
+            std::io::stderr().is_terminal(),
+            &launch.env,
+        ))) as Arc<dyn crate::tools::Asker>
+    });
     let gate = Arc::new(Gate::new(
         approval,
-        Some(asker),
+        asker,
         " (start panto with --approve ask or --approve auto to allow it)",
     ));
+    let mut notes_before = Vec::new();
+    if approval == Approval::Ask && !stdin_tty {
+        notes_before.push(
+            "stdin is not a terminal, so approval questions cannot be answered: write, edit and bash \
+             calls are refused (use --approve auto to allow them)"
+                .to_owned(),
+        );
+    }
     // From here on Ctrl-C never kills the REPL: outside a turn (a slash command running) it is
     // ignored, inside one the turn's own listener cancels the turn.
     rt.block_on(async { crate::interrupt::ignore_interrupts() });
@@ -141,7 +155,8 @@ pub fn run(rt: &tokio::runtime::Runtime, launch: Launch, approval: Approval) -> 
         home: launch.env.home(),
         pending_images: Vec::new(),
     };
-    repl.banner(ready.resumed, &ready.notes);
+    notes_before.extend(ready.notes);
+    repl.banner(ready.resumed, &notes_before);
     repl.refresh_recent();
 
     let helper = PantoHelper {
@@ -224,16 +239,19 @@ fn recap(conversation: &Conversation) -> Vec<(Role, String)> {
 }
 
 impl Repl<'_> {
+    // The REPL's messages quote session files (a recap, a listing, a system prompt), provider
+    // errors and tool descriptions: all of them are neutralised on a terminal.
+
     fn note(&self, line: &str) {
-        self.screen.note(line);
+        self.screen.note(&self.screen.deco.safe(line));
     }
 
     fn dim(&self, line: &str) {
-        self.screen.note(&self.screen.deco.dim(line));
+        self.screen.note(&self.screen.deco.dim(&self.screen.deco.safe(line)));
     }
 
     fn error(&self, line: &str) {
-        self.screen.note(&self.screen.deco.red(line));
+        self.screen.note(&self.screen.deco.red(&self.screen.deco.safe(line)));
     }
 
     fn banner(&self, resumed: bool, notes: &[String]) {
@@ -249,16 +267,16 @@ impl Repl<'_> {
         } else {
             format!("new session {}", self.agent.session_id())
         };
-        self.note(&format!(
+        self.screen.note(&format!(
             "{} {} · {} · {} · approval {}",
             s.bold("panto"),
             env!("CARGO_PKG_VERSION"),
-            self.selection.describe(),
+            s.safe(&self.selection.describe()),
             session,
             self.gate.mode()
         ));
         for note in notes {
-            self.note(&s.yellow(&format!("note: {note}")));
+            self.screen.note(&s.yellow(&s.safe(&format!("note: {note}"))));
         }
         if resumed {
             for (role, text) in recap(self.agent.conversation()) {

@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use super::{one_line, parse_input, ToolContext, ToolName};
+use super::{parse_input, ToolContext, ToolName};
 
 /// The longest timeout the model may ask for.
 const MAX_TIMEOUT_SECS: u64 = 600;
@@ -191,9 +191,11 @@ impl Tool for BashTool {
             Some(s) => Duration::from_secs(s.min(MAX_TIMEOUT_SECS)),
             None => self.ctx.bash_timeout,
         };
+        // The whole command: the question must show every character that will run (the asker
+        // makes them all visible).
         self.ctx
             .gate
-            .check(ToolName::Bash, &one_line(&input.command, 200), &call.cancel)
+            .check(ToolName::Bash, &input.command, &call.cancel)
             .await?;
 
         let mut child = tokio::process::Command::new("bash")

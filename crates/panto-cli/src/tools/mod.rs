@@ -132,16 +132,6 @@ fn resolve_path(cwd: &Path, raw: &str) -> Result<PathBuf, ToolError> {
     })
 }
 
-/// A short one-line rendering of `text` for approval prompts and summaries.
-pub fn one_line(text: &str, max_chars: usize) -> String {
-    let first = text.lines().next().unwrap_or("");
-    let mut out: String = first.chars().take(max_chars).collect();
-    if first.chars().count() > max_chars || text.lines().nth(1).is_some() {
-        out.push('…');
-    }
-    out
-}
-
 #[cfg(test)]
 pub(crate) mod testing {
     //! Helpers for the tools' unit tests.
@@ -202,12 +192,5 @@ mod tests {
         assert_eq!(parse_list(&["none".into()]).unwrap(), []);
         let e = parse_list(&["rm".into()]).unwrap_err();
         assert!(e.contains("rm") && e.contains("read, write, edit, bash"), "{e}");
-    }
-
-    #[test]
-    fn one_line_marks_what_it_cut() {
-        assert_eq!(one_line("ls -la", 20), "ls -la");
-        assert_eq!(one_line("echo a\necho b", 20), "echo a…");
-        assert_eq!(one_line("abcdef", 3), "abc…");
     }
 }

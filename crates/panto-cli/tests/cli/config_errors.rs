@@ -97,3 +97,85 @@ max_tokens = 512
     let max = b.get("max_completion_tokens").or_else(|| b.get("max_tokens")).cloned();
     assert_eq!(max, Some(serde_json::json!(512)));
 }
+
+/// A key of the shape providers use; none of it may appear in a message.
+const PASTED_KEY: &str = "sk-proj-Zq81nVmPa0Lr7TzY2bWc93xK";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_key_pasted_into_api_key_env_is_never_echoed() {
+    let home = Home::new();
+    home.write_config(&format!(
+        "default_model = \"w\"\n[providers.work]\napi_style = \"openai-chat\"\napi_key_env = \"{PASTED_KEY}\"\n\
+         [models.w]\nprovider = \"work\"\nmodel = \"x\"\n"
+    ));
+    let out = home.run(&["-p", "hi"], None).await;
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert!(
+        out.stderr.contains(":4:") && out.stderr.contains("api_key_env must be the NAME"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !out.stderr.contains("Zq81nVmPa0Lr7TzY2bWc93xK"),
+        "the key is echoed: {}",
+        out.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_toml_error_on_a_key_line_does_not_quote_the_key() {
+    let mut home = Home::new();
+    home.set("ANTHROPIC_API_KEY", "k");
+    // A missing closing quote: the parser's error points into the api_key line.
+    home.write_config(&format!(
+        "[providers.work]\napi_style = \"openai-chat\"\napi_key = \"{PASTED_KEY}\n"
+    ));
+    let out = home.run(&["models"], None).await;
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert!(
+        out.stderr.contains(":3:") && out.stderr.contains("api_key = …"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        !out.stderr.contains("Zq81nVmPa0Lr7TzY2bWc93xK"),
+        "the key is echoed: {}",
+        out.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_config_holding_a_key_that_others_can_read_gets_a_warning() {
+    use std::os::unix::fs::PermissionsExt;
+    let mut home = Home::new();
+    home.write_config(&format!(
+        "[providers.work]\napi_style = \"openai-chat\"\napi_key = \"{PASTED_KEY}\"\n[models.w]\nprovider = \"work\"\nmodel = \"x\"\n"
+    ));
+    let path = home.config_file();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = home.run(&["models"], None).await;
+    out.ok();
+    let expected = format!(
+        "warning: {} holds an api_key and other users can read it",
+        path.display()
+    );
+    assert!(out.stderr.contains(&expected), "{}", out.stderr);
+    assert!(
+        out.stderr.contains(&format!("chmod 600 {}", path.display())),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("Zq81nVmPa0Lr7TzY2bWc93xK"));
+
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = home.run(&["models"], None).await;
+    out.ok();
+    assert!(!out.stderr.contains("warning"), "{}", out.stderr);
+    // Without a key in it, a readable config is fine.
+    home.set("OPENAI_API_KEY", "k");
+    home.write_config("[models.w]\nprovider = \"openai\"\nmodel = \"x\"\n");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let out = home.run(&["models"], None).await;
+    out.ok();
+    assert!(!out.stderr.contains("warning"), "{}", out.stderr);
+}

@@ -176,3 +176,33 @@ async fn ctrl_c_in_print_mode_exits_130_and_keeps_what_streamed() {
     let log = std::fs::read_to_string(&home.session_files()[0]).unwrap();
     assert!(log.contains("EARLY-WORDS"), "the streamed words are persisted: {log}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failed_first_request_reports_nothing_persisted() {
+    let server = MockServer::start().await;
+    let refusal = serde_json::json!({"type": "error", "error": {"type": "invalid_request_error", "message": "no"}});
+    server.push(Reply::json(400, &refusal));
+    server.push(Reply::json(400, &refusal));
+    let mut home = Home::new();
+    home.anthropic(&server);
+    for format in ["json", "stream-json"] {
+        let out = home.run(&["-p", "hi", "--output-format", format], None).await;
+        assert_eq!(out.code, Some(1), "{out:?}");
+        let result = out.json_lines().pop().unwrap();
+        assert_eq!(result["type"], "result");
+        assert_eq!(result["persisted"], false, "{result}");
+        // The id it reports is not one that can be resumed: nothing was written.
+        let id = result["session_id"].as_str().unwrap().to_owned();
+        let resume = home.run(&["-r", &id, "-p", "again"], None).await;
+        assert_eq!(resume.code, Some(2), "{resume:?}");
+    }
+    assert!(home.session_files().is_empty(), "{:?}", home.session_files());
+
+    // And when the answer arrived, the session is there.
+    server.push(Reply::sse(script::anthropic_text("stored")));
+    let out = home.run(&["-p", "hi", "--output-format", "json"], None).await;
+    let result = out.json_lines().pop().unwrap();
+    assert_eq!(result["persisted"], true, "{result}");
+    let id = result["session_id"].as_str().unwrap();
+    assert!(home.sessions_dir().join(format!("{id}.jsonl")).is_file());
+}

@@ -2,6 +2,7 @@
 
 mod basics;
 mod config_errors;
+mod escapes;
 mod formats;
 mod images;
 mod postgres;
@@ -9,6 +10,7 @@ mod print_text;
 mod print_tools;
 mod repl;
 mod resume;
+mod screen;
 mod sessions;
 mod support;
 

@@ -238,27 +238,44 @@ async fn resume_without_an_id_offers_a_numbered_picker() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn piped_repl_keeps_stdout_for_content_and_reads_answers_from_the_pipe() {
+async fn piped_repl_keeps_stdout_for_content_and_never_takes_approvals_from_the_pipe() {
     let server = MockServer::start().await;
     server.push(Reply::sse(script::anthropic_text_and_tool_uses(
         "Creating it.",
         &[("toolu_01", "bash", r#"{"command":"echo piped > p.txt"}"#)],
     )));
-    server.push(Reply::sse(script::anthropic_text("Created.")));
+    server.push(Reply::sse(script::anthropic_text("Not created.")));
+    server.push(Reply::sse(script::anthropic_text("You said y.")));
     let mut home = Home::new();
     home.anthropic(&server);
+    // The "y" is the next prompt, not an answer: piped input cannot approve a command.
     let out = home.run(&[], Some("make p.txt\ny\n/quit\n")).await;
     assert_eq!(
         out.ok(),
-        "Creating it.\nCreated.\n",
+        "Creating it.\nNot created.\nYou said y.\n",
         "stdout holds only the model's text"
     );
-    assert!(out.stderr.contains("allow bash: echo piped > p.txt"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("stdin is not a terminal") && out.stderr.contains("--approve auto"),
+        "the refusal is announced: {}",
+        out.stderr
+    );
     assert!(
         out.stderr.contains("bash {\"command\":\"echo piped > p.txt\"}"),
         "{}",
         out.stderr
     );
+    assert!(
+        !out.stderr.contains("allow bash"),
+        "no question is asked: {}",
+        out.stderr
+    );
     assert!(!out.stderr.contains('\x1b'), "no colour on a pipe: {:?}", out.stderr);
-    assert_eq!(std::fs::read_to_string(home.work().join("p.txt")).unwrap(), "piped\n");
+    assert!(!home.work().join("p.txt").exists());
+    // The model is told why, and the "y" went to it as a prompt.
+    let refused = all_text(&body(&server.requests()[1])["messages"]);
+    assert!(refused.contains("no terminal to ask on"), "{refused}");
+    let last = body(&server.requests()[2]);
+    let messages = last["messages"].as_array().unwrap();
+    assert_eq!(messages[messages.len() - 1]["content"][0]["text"], "y");
 }

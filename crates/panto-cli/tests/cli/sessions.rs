@@ -96,3 +96,56 @@ async fn models_lists_aliases_and_marks_the_default() {
         "{rows:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_quoted_tilde_session_dir_is_expanded_and_tilde_user_is_refused() {
+    let server = MockServer::start().await;
+    server.push(Reply::sse(script::anthropic_text("stored at home")));
+    server.push(Reply::sse(script::anthropic_text("stored at home too")));
+    let mut home = Home::new();
+    home.anthropic(&server);
+    // As `PANTO_SESSION_DIR='~/s'` sets it: the shell left the `~` alone.
+    home.set("PANTO_SESSION_DIR", "~/s");
+    home.run(&["-p", "q"], None).await.ok();
+    assert_eq!(super::support::files_under(&home.home().join("s")).len(), 1);
+    assert!(!home.work().join("~").exists(), "no directory literally named ~");
+
+    home.set("PANTO_SESSION_DIR", "~bob/s");
+    let out = home.run(&["-p", "q"], None).await;
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert!(
+        out.stderr.contains("PANTO_SESSION_DIR") && out.stderr.contains("~bob/s") && out.stderr.contains("~user"),
+        "{}",
+        out.stderr
+    );
+    // `--session-dir=~/t` is not expanded by the shell either.
+    home.run(&["--session-dir=~/t", "-p", "q"], None).await.ok();
+    assert_eq!(super::support::files_under(&home.home().join("t")).len(), 1);
+    assert_eq!(server.requests().len(), 2, "~bob sent nothing");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unusable_session_dir_fails_before_the_request() {
+    let server = MockServer::start().await;
+    server.push(Reply::sse(script::anthropic_text("never asked for")));
+    let mut home = Home::new();
+    home.anthropic(&server);
+    // A regular file where a directory must be: no one can create the session there, not even
+    // root (the tests may run as root, who writes through permissions).
+    let blocker = home.work().join("not-a-dir");
+    std::fs::write(&blocker, "").unwrap();
+    let dir = blocker.join("sessions");
+    home.set("PANTO_SESSION_DIR", dir.to_str().unwrap());
+    for args in [&["-p", "paid question"][..], &[][..]] {
+        let out = home.run(args, Some("a REPL question\n")).await;
+        assert_eq!(out.code, Some(2), "{out:?}");
+        assert!(
+            out.stderr
+                .contains(&format!("cannot use the session directory {}", dir.display()))
+                && out.stderr.contains("--no-session"),
+            "{}",
+            out.stderr
+        );
+    }
+    assert!(server.requests().is_empty(), "no request was sent");
+}
