@@ -11,6 +11,7 @@ mod repl;
 mod resume;
 mod sessions;
 mod support;
+mod tools_hardening;
 
 /// The throwaway PostgreSQL server of panto-store-postgres's own tests, shared by path so there
 /// is one implementation of starting it (as the `postgres` user when run as root).
