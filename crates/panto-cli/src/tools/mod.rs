@@ -10,6 +10,7 @@ mod approval;
 mod bash;
 mod edit;
 mod files;
+mod processes;
 mod read;
 mod roots;
 mod running;

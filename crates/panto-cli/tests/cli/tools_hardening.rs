@@ -1,13 +1,15 @@
-//! The built-in tools against a hostile model: paths that are not regular files (FIFOs, devices)
-//! and `[tools] read_roots` with symlink escapes. Every call is scripted through the mock server
-//! and run by the real binary.
+//! The built-in tools against a hostile model: paths that are not regular files (FIFOs, devices),
+//! `[tools] read_roots` with symlink escapes, and bash commands that leave processes behind,
+//! including through Ctrl-C. Every call is scripted through the mock server and run by the real
+//! binary.
 
 use std::path::Path;
+use std::time::Duration;
 
 use panto_testkit::{script, MockServer, Reply};
 use serde_json::Value;
 
-use super::support::{all_text, body, Home};
+use super::support::{all_text, body, panto_bin, Home};
 
 /// The tool results of the last message of request `index`, as (is_error, text), in call order.
 fn tool_results(server: &MockServer, index: usize) -> Vec<(bool, String)> {
@@ -20,6 +22,33 @@ fn tool_results(server: &MockServer, index: usize) -> Vec<(bool, String)> {
         .filter(|b| b["type"] == "tool_result")
         .map(|b| (b["is_error"] == Value::Bool(true), all_text(&b["content"])))
         .collect()
+}
+
+/// Whether process `pid` is alive (a zombie is not: it has ended and waits to be collected).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next());
+        !matches!(state, Some("Z" | "X"))
+    })
+}
+
+/// The pid a command wrote to `file`.
+fn pid_in(file: &Path) -> i32 {
+    let text = std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    text.trim().parse().unwrap_or_else(|e| panic!("{text:?}: {e}"))
+}
+
+/// Kills the listed pids when dropped, so a failing test leaves no `sleep 1000` behind.
+struct KillOnDrop(Vec<i32>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        for &pid in &self.0 {
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+        }
+    }
 }
 
 fn mkfifo(path: &Path) {
@@ -181,5 +210,82 @@ async fn a_read_root_that_does_not_exist_is_a_config_error_naming_its_line() {
         out.stderr.contains("config.toml:3:") && out.stderr.contains("/nonexistent/panto-root"),
         "{}",
         out.stderr
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bash_background_jobs_and_setsid_escapes_are_killed_at_the_end_of_the_call() {
+    let server = MockServer::start().await;
+    server.push(Reply::sse(script::anthropic_tool_uses(&[(
+        "toolu_1",
+        "bash",
+        r#"{"command":"sleep 1000 & echo $! > bg.pid; setsid sleep 1000 & echo $! > setsid.pid; (setsid sleep 1000 & echo $! > double.pid); echo started"}"#,
+    )])));
+    server.push(Reply::sse(script::anthropic_text("Started.")));
+    let mut home = Home::new();
+    home.anthropic(&server);
+    let out = home.run(&["-p", "start servers", "--approve", "auto"], None).await;
+    let pids: Vec<i32> = ["bg.pid", "setsid.pid", "double.pid"]
+        .iter()
+        .map(|f| pid_in(&home.work().join(f)))
+        .collect();
+    let _cleanup = KillOnDrop(pids.clone());
+    assert_eq!(out.ok(), "Started.\n");
+    let results = tool_results(&server, 1);
+    let (is_error, text) = &results[0];
+    assert!(!is_error, "{text}");
+    let mut sorted = pids.clone();
+    sorted.sort_unstable();
+    let listed = sorted.iter().map(i32::to_string).collect::<Vec<_>>().join(", ");
+    assert!(
+        text.contains(&format!("[killed 3 processes the command left running: pid {listed}]")),
+        "the result says what was killed, by pid: {text}"
+    );
+    for pid in pids {
+        assert!(!alive(pid), "pid {pid} survived the call");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_during_bash_exits_130_and_leaves_no_process_running() {
+    let server = MockServer::start().await;
+    server.push(Reply::sse(script::anthropic_tool_uses(&[(
+        "toolu_1",
+        "bash",
+        r#"{"command":"setsid sleep 1000 & echo $! > escaped.pid; sleep 1000"}"#,
+    )])));
+    let mut home = Home::new();
+    home.anthropic(&server);
+    let child = tokio::process::Command::new(panto_bin())
+        .args(["-p", "run it", "--approve", "auto"])
+        .env_clear()
+        .envs(home.env())
+        .current_dir(home.work())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let pid_file = home.work().join("escaped.pid");
+    tokio::time::timeout(Duration::from_secs(30), async {
+        while std::fs::read_to_string(&pid_file).map_or(true, |t| !t.ends_with('\n')) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the command starts");
+    let escaped = pid_in(&pid_file);
+    let _cleanup = KillOnDrop(vec![escaped]);
+    let panto = nix::unistd::Pid::from_raw(i32::try_from(child.id().unwrap()).unwrap());
+    nix::sys::signal::kill(panto, nix::sys::signal::Signal::SIGINT).unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(30), child.wait_with_output())
+        .await
+        .expect("panto exits after Ctrl-C")
+        .unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        !alive(escaped),
+        "the setsid'd sleep {escaped} outlived the cancelled call"
     );
 }
