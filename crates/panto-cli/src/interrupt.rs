@@ -1,12 +1,20 @@
-//! Ctrl-C (SIGINT) while panto is working: it cancels the turn instead of killing the process.
+//! Ctrl-C (SIGINT) while panto is working: it cancels the turn instead of killing the process;
+//! and the end of the process, which must come within a deadline even when a tool cannot be
+//! stopped.
 //!
 //! The handler is installed before these functions return (tokio's `ctrl_c()` future would
 //! install it only when first polled), so a Ctrl-C right after a turn starts is never lost to
-//! the default action.
+//! the default action. Once installed it stays for the life of the process, so Ctrl-C can no
+//! longer kill panto: hence [`shutdown`]'s deadline.
+
+use std::time::{Duration, Instant};
 
 use panto_core::CancellationToken;
+use tokio::runtime::Runtime;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::task::JoinHandle;
+
+use crate::tools::Running;
 
 /// Cancels `token` at the next SIGINT. Abort the returned task when the work is over.
 pub fn cancel_on_interrupt(token: CancellationToken) -> JoinHandle<()> {
@@ -34,4 +42,63 @@ pub fn interrupt_token() -> (CancellationToken, JoinHandle<()>) {
     let token = CancellationToken::new();
     let watcher = cancel_on_interrupt(token.clone());
     (token, watcher)
+}
+
+/// How long panto waits, once it is done, for tool work still running (a cancelled call that has
+/// not noticed, a read stuck in the kernel) before it exits without it.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// Ends the process's async work within `grace`: waits for the tools' registered work to finish,
+/// says on stderr what is abandoned if some does not, then stops the runtime without waiting for
+/// threads that cannot be stopped (a blocking system call is not interruptible). Returns what was
+/// abandoned.
+pub fn shutdown(runtime: Runtime, running: &Running, grace: Duration) -> Vec<String> {
+    let deadline = Instant::now() + grace;
+    let abandoned = running.wait_idle(grace);
+    if abandoned.is_empty() {
+        // Other blocking work (a store write) gets what is left of the grace.
+        runtime.shutdown_timeout(deadline.saturating_duration_since(Instant::now()));
+    } else {
+        eprintln!(
+            "panto: exiting without waiting for {}, still running {}s after the end: {} (abandoned)",
+            if abandoned.len() == 1 { "a tool" } else { "tools" },
+            grace.as_secs(),
+            abandoned.join("; ")
+        );
+        runtime.shutdown_background();
+    }
+    abandoned
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+
+    use super::*;
+
+    #[test]
+    fn shutdown_abandons_tool_work_stuck_past_the_grace_and_names_it() {
+        static STUCK: Running = Running::new();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let (release, blocked) = mpsc::channel::<()>();
+        let (started_tx, started) = mpsc::channel();
+        // A tool's blocking call that never returns, as a read on a hung mount.
+        runtime.spawn_blocking(move || {
+            let _running = STUCK.start("read /net/hung/file".into());
+            started_tx.send(()).unwrap();
+            let _ = blocked.recv();
+        });
+        started.recv().unwrap();
+        let (done_tx, done) = mpsc::channel();
+        std::thread::spawn(move || done_tx.send(shutdown(runtime, &STUCK, Duration::from_millis(100))));
+        // Dropping the runtime instead would wait for the stuck thread forever.
+        let abandoned = done
+            .recv_timeout(Duration::from_secs(60))
+            .expect("shutdown returns although the tool never does");
+        assert_eq!(abandoned, ["read /net/hung/file"]);
+        drop(release);
+    }
 }

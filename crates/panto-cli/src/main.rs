@@ -196,7 +196,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         .build()
         .map_err(|e| Failure::runtime(format!("cannot start the async runtime: {e}")))?;
 
-    match cli.command {
+    let outcome = match cli.command {
         // Answered above, before any configuration is read.
         Some(Command::Completions { .. }) => Ok(ExitCode::SUCCESS),
         Some(Command::Models) => {
@@ -244,7 +244,10 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 }
             }
         }
-    }
+    };
+    // A tool that cannot be stopped (a read stuck in the kernel) must not keep panto alive.
+    interrupt::shutdown(runtime, tools::running(), interrupt::SHUTDOWN_GRACE);
+    outcome
 }
 
 #[cfg(test)]

@@ -302,6 +302,7 @@ pub fn tool_context(settings: &Settings, cwd: PathBuf, gate: Arc<Gate>) -> ToolC
         gate,
         bash_timeout: settings.tools.bash_timeout,
         max_output_bytes: settings.tools.max_output_bytes,
+        roots: settings.tools.read_roots.clone(),
     }
 }
 

@@ -153,6 +153,8 @@ pub struct ToolsEntry {
     pub bash_timeout_secs: Option<Spanned<u64>>,
     /// Cap on the output a bash command returns, in bytes.
     pub max_output_bytes: Option<Spanned<usize>>,
+    /// The directories the file tools are confined to.
+    pub read_roots: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 /// The 1-based line and column of byte `offset` in `source`.

@@ -10,6 +10,7 @@ pub mod file;
 mod model;
 mod paths;
 mod secret;
+mod roots;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -21,7 +22,7 @@ pub use paths::Env;
 pub use secret::shown_var;
 
 use crate::exit::Failure;
-use crate::tools::{Approval, ToolName};
+use crate::tools::{Approval, Roots, ToolName};
 use file::{error_at, FileConfig};
 
 /// The official Anthropic API root (panto appends `/v1/messages`), the default of
@@ -174,6 +175,8 @@ pub struct ToolSettings {
     pub bash_timeout: Duration,
     /// Cap on tool output returned to the model, in bytes.
     pub max_output_bytes: usize,
+    /// The directories the file tools may use (`read_roots`); unrestricted by default.
+    pub read_roots: Roots,
 }
 
 /// Default timeout of one bash command.
@@ -518,6 +521,7 @@ fn resolve(file: FileConfig, path: Option<PathBuf>, source: &str, env: &Env) -> 
         Some(n) => *n.get_ref(),
         None => DEFAULT_MAX_OUTPUT_BYTES,
     };
+    let read_roots = roots::resolve(file.tools.read_roots.as_ref(), env, &base_dir, at)?;
 
     let session_dir = match &file.session_dir {
         Some(d) => Some(
@@ -557,6 +561,7 @@ fn resolve(file: FileConfig, path: Option<PathBuf>, source: &str, env: &Env) -> 
             enabled,
             bash_timeout,
             max_output_bytes,
+            read_roots,
         },
         warnings: Vec::new(),
     })

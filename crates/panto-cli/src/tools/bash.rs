@@ -1,7 +1,9 @@
 //! `bash`: run a command with `bash -c` in the working directory.
 //!
-//! The command runs in its own process group, so a timeout or a cancelled turn kills everything
-//! it started (pipelines, subshells), not just bash. Output is capped; the result states the cap
+//! The command runs in its own process group, marked so its descendants can be found (see
+//! [`super::processes`]). When bash ends, or times out, or the turn is cancelled, everything it
+//! started and left running is killed, background jobs and `setsid` escapes included, and the
+//! result says what was killed and what could not be. Output is capped; the result states the cap
 //! when it cut something, so the model knows it saw only part.
 
 use std::process::Stdio;
@@ -9,14 +11,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
 use panto_core::{Tool, ToolCall, ToolCallResult, ToolDecl, ToolError};
 use serde::Deserialize;
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use super::{parse_input, ToolContext, ToolName};
+use super::{one_line, parse_input, processes, running, ToolContext, ToolName};
 
 /// The longest timeout the model may ask for.
 const MAX_TIMEOUT_SECS: u64 = 600;
@@ -103,16 +103,33 @@ enum Ending {
     Cancelled,
 }
 
-/// Kills the process group led by `pid`. Failure means it is already gone.
-fn kill_group(pid: Option<u32>) {
-    if let Some(pid) = pid.and_then(|p| i32::try_from(p).ok()) {
-        let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+/// The processes of one call, killed when the guard is dropped: a call abandoned mid-run (its task
+/// aborted) still leaves nothing behind. The normal path cleans up with a report and disarms it.
+struct Leftovers(Option<processes::Call>);
+
+impl Leftovers {
+    /// Kills what the call left running and reports it; blocking work, so off the runtime.
+    async fn clean_up(&mut self) -> processes::Cleanup {
+        let Some(call) = self.0.take() else {
+            return processes::Cleanup::default();
+        };
+        tokio::task::spawn_blocking(move || call.clean_up())
+            .await
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for Leftovers {
+    fn drop(&mut self) {
+        if let Some(call) = &self.0 {
+            call.kill_now();
+        }
     }
 }
 
 /// Assembles the result text: stdout, then stderr under a marker, then the exit status and what
 /// the cap cut.
-fn render(stdout: &Captured, stderr: &Captured, ending: &str, cap: usize, note: Option<&str>) -> String {
+fn render(stdout: &Captured, stderr: &Captured, ending: &str, cap: usize, notes: &[String]) -> String {
     let mut out = String::new();
     let mut shown = 0usize;
     let out_text = String::from_utf8_lossy(&stdout.head);
@@ -148,7 +165,7 @@ fn render(stdout: &Captured, stderr: &Captured, ending: &str, cap: usize, note: 
             "[output truncated: {shown} of {total} bytes shown; bash output is capped at {cap} bytes]\n"
         ));
     }
-    if let Some(note) = note {
+    for note in notes {
         out.push_str(note);
         out.push('\n');
     }
@@ -164,7 +181,8 @@ impl Tool for BashTool {
             description: format!(
                 "Run a shell command with `bash -c` in the working directory, with no standard input. Returns \
                  stdout, then stderr, then the exit code. Output beyond {} bytes is cut (the result says so). \
-                 The command is killed after `timeout_secs` (default {}, at most {MAX_TIMEOUT_SECS}).",
+                 The command is killed after `timeout_secs` (default {}, at most {MAX_TIMEOUT_SECS}). \
+                 Processes it leaves running in the background are killed when it ends.",
                 self.ctx.max_output_bytes,
                 self.ctx.bash_timeout.as_secs()
             ),
@@ -198,10 +216,13 @@ impl Tool for BashTool {
             .check(ToolName::Bash, &input.command, &call.cancel)
             .await?;
 
+        let _running = running::global().start(format!("bash {}", one_line(&input.command, 80)));
+        let marker = processes::new_marker();
         let mut child = tokio::process::Command::new("bash")
             .arg("-c")
             .arg(&input.command)
             .current_dir(&self.ctx.cwd)
+            .env(processes::MARKER_VAR, &marker)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -209,7 +230,13 @@ impl Tool for BashTool {
             .kill_on_drop(true)
             .spawn()
             .map_err(|e| format!("cannot start bash: {e}"))?;
-        let pid = child.id();
+        // bash leads its own group, so the group id is its pid.
+        let mut leftovers = Leftovers(
+            child
+                .id()
+                .and_then(|p| i32::try_from(p).ok())
+                .map(|pid| processes::Call::new(pid, marker)),
+        );
         let cap = self.ctx.max_output_bytes;
         let stdout = Capture::start(child.stdout.take(), cap);
         let stderr = Capture::start(child.stderr.take(), cap);
@@ -217,25 +244,27 @@ impl Tool for BashTool {
         let ending = tokio::select! {
             status = child.wait() => match status {
                 Ok(status) => Ending::Exited(status),
-                Err(e) => {
-                    kill_group(pid);
-                    return Err(format!("waiting for bash failed: {e}").into());
-                }
+                Err(e) => return Err(format!("waiting for bash failed: {e}").into()),
             },
             _ = tokio::time::sleep(timeout) => Ending::TimedOut(timeout),
             _ = call.cancel.cancelled() => Ending::Cancelled,
         };
         if !matches!(ending, Ending::Exited(_)) {
-            kill_group(pid);
+            let _ = child.start_kill();
             let _ = child.wait().await;
         }
+        // Whatever bash left behind dies now, before the output is collected: a background job
+        // that still holds the pipes would otherwise only delay the result.
+        let cleanup = leftovers.clean_up().await;
 
-        // After bash exits, a background job may still hold the pipes; wait briefly, then report
-        // what arrived rather than hang the turn.
+        // An unkillable process may still hold the pipes; wait briefly, then report what arrived
+        // rather than hang the turn.
         let (out, out_open) = drain(stdout).await;
         let (err, err_open) = drain(stderr).await;
-        let note = (out_open || err_open)
-            .then_some("[a background process still holds the output open; it was not waited for]");
+        let mut notes: Vec<String> = cleanup.note().into_iter().collect();
+        if out_open || err_open {
+            notes.push("[a process still holds the output open; it was not waited for]".to_owned());
+        }
 
         let (ending_text, is_error) = match ending {
             Ending::Exited(status) => match status.code() {
@@ -243,19 +272,13 @@ impl Tool for BashTool {
                 Some(code) => (format!("[exit code {code}]"), true),
                 None => ("[killed by a signal]".to_owned(), true),
             },
-            Ending::TimedOut(t) => (
-                format!(
-                    "[timed out after {}s; the command and its children were killed]",
-                    t.as_secs()
-                ),
-                true,
-            ),
+            Ending::TimedOut(t) => (format!("[timed out after {}s; bash was killed]", t.as_secs()), true),
             Ending::Cancelled => (
-                "[cancelled: the turn was interrupted; the command was killed]".to_owned(),
+                "[cancelled: the turn was interrupted; bash was killed]".to_owned(),
                 true,
             ),
         };
-        let text = render(&out, &err, &ending_text, cap, note);
+        let text = render(&out, &err, &ending_text, cap, &notes);
         Ok(ToolCallResult {
             parts: vec![panto_core::ResultPart::Text(text)],
             is_error,
@@ -330,6 +353,47 @@ mod tests {
         let r = call_with(&tool(dir.path()), json!({"command": "sleep 30"}), cancel).await;
         assert!(r.is_error && text(&r).contains("cancelled"), "{}", text(&r));
         assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    /// Whether `pid` is alive; a zombie has ended.
+    fn alive(pid: i32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            !matches!(
+                stat.rsplit_once(')').and_then(|(_, r)| r.trim_start().chars().next()),
+                Some('Z')
+            )
+        })
+    }
+
+    #[tokio::test]
+    async fn nothing_the_command_started_outlives_the_call_and_the_result_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let r = call(
+            &tool(dir.path()),
+            json!({"command": "sleep 1000 & echo $! > a; setsid sleep 1000 & echo $! > b; echo ok"}),
+        )
+        .await;
+        let t = text(&r);
+        let pids: Vec<i32> = ["a", "b"]
+            .iter()
+            .map(|f| {
+                std::fs::read_to_string(dir.path().join(f))
+                    .unwrap()
+                    .trim()
+                    .parse()
+                    .unwrap()
+            })
+            .collect();
+        assert!(!r.is_error, "{t}");
+        assert!(
+            t.starts_with("ok\n[killed 2 processes the command left running: pid "),
+            "{t}"
+        );
+        for pid in pids {
+            assert!(!alive(pid), "{pid} survived: {t}");
+            assert!(t.contains(&pid.to_string()), "{t}");
+        }
+        assert!(t.ends_with("[exit code 0]"), "{t}");
     }
 
     #[tokio::test]

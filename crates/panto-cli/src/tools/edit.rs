@@ -9,7 +9,7 @@ use panto_core::{Tool, ToolCall, ToolCallResult, ToolDecl, ToolError};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{parse_input, resolve_path, ToolContext, ToolName};
+use super::{files, parse_input, running, ToolContext, ToolName};
 
 /// The `edit` tool.
 #[derive(Debug)]
@@ -104,11 +104,19 @@ impl Tool for EditTool {
 
     async fn call(&self, call: ToolCall) -> Result<ToolCallResult, ToolError> {
         let input: Input = parse_input(ToolName::Edit, &call.input)?;
-        let path = resolve_path(&self.ctx.cwd, &input.path)?;
-        let read = || async {
-            tokio::fs::read_to_string(&path)
-                .await
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))
+        let path = self.ctx.file_path(&input.path)?;
+        let read = || {
+            let (path, roots) = (path.clone(), self.ctx.roots.clone());
+            running::blocking(format!("edit {}", input.path), move || {
+                let bytes = files::read_capped(&path, &roots, super::read::MAX_FILE_BYTES)?;
+                String::from_utf8(bytes).map_err(|e| {
+                    format!(
+                        "{} is not UTF-8 text (invalid byte at offset {}); edit changes text files only",
+                        path.display(),
+                        e.utf8_error().valid_up_to()
+                    )
+                })
+            })
         };
         // Check before asking, so the user is never asked about an edit that cannot apply.
         let first = plan(&read().await?, &input)?;
@@ -122,9 +130,11 @@ impl Tool for EditTool {
         self.ctx.gate.check(ToolName::Edit, &what, &call.cancel).await?;
         // The file may have changed while the question was open: plan again on what is there now.
         let done = plan(&read().await?, &input)?;
-        tokio::fs::write(&path, done.content.as_bytes())
-            .await
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        let (target, roots, content) = (path.clone(), self.ctx.roots.clone(), done.content);
+        running::blocking(format!("edit {}", input.path), move || {
+            files::write_regular(&target, &roots, content.as_bytes())
+        })
+        .await?;
         Ok(ToolCallResult::text(format!(
             "edited {}: replaced {} occurrence{} (first at line {})",
             input.path,
@@ -195,5 +205,26 @@ mod tests {
         let r = call(&tool, json!({"path": "f", "old_string": "a", "new_string": "b"})).await;
         assert!(r.is_error && text(&r).contains("read-only"));
         assert_eq!(std::fs::read_to_string(dir.path().join("f")).unwrap(), "a");
+    }
+
+    #[tokio::test]
+    async fn fifos_and_devices_are_refused_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        nix::unistd::mkfifo(&dir.path().join("pipe"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let (err, t) = edit(
+            dir.path(),
+            json!({"path": "pipe", "old_string": "a", "new_string": "b"}),
+        )
+        .await;
+        assert!(
+            err && t.contains("pipe is a FIFO (named pipe), not a regular file"),
+            "{t}"
+        );
+        let (err, t) = edit(
+            dir.path(),
+            json!({"path": "/dev/zero", "old_string": "a", "new_string": "b"}),
+        )
+        .await;
+        assert!(err && t.contains("/dev/zero is a character device"), "{t}");
     }
 }

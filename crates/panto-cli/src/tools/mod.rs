@@ -2,12 +2,18 @@
 //! ones that change things.
 //!
 //! Each tool is a [`panto_core::Tool`]. Paths are relative to the working directory panto started
-//! in. Bad arguments from the model become error results that say what was wrong, never panics.
+//! in, and every file tool takes its path through [`ToolContext::file_path`], which applies
+//! `[tools] read_roots`. Bad arguments from the model become error results that say what was
+//! wrong, never panics.
 
 mod approval;
 mod bash;
 mod edit;
+mod files;
+mod processes;
 mod read;
+mod roots;
+mod running;
 mod write;
 
 use std::fmt;
@@ -19,6 +25,8 @@ use panto_core::{Tool, ToolError};
 use serde::de::DeserializeOwned;
 
 pub use approval::{parse_answer as approval_answer, Answer, Approval, Asker, Gate};
+pub use roots::Roots;
+pub use running::{global as running, Running};
 
 /// A built-in tool.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -97,6 +105,26 @@ pub struct ToolContext {
     pub bash_timeout: Duration,
     /// Cap on a tool's text output.
     pub max_output_bytes: usize,
+    /// The directories file tools may touch (`[tools] read_roots`).
+    pub roots: Roots,
+}
+
+impl ToolContext {
+    /// The path a file tool works on for the model's `raw` path: resolved against the working
+    /// directory and checked against the read roots (see [`Roots::check`]). Every tool that takes
+    /// a path calls this; none opens a model's path any other way.
+    pub fn file_path(&self, raw: &str) -> Result<PathBuf, String> {
+        if raw.trim().is_empty() {
+            return Err("the path is empty".into());
+        }
+        let path = Path::new(raw);
+        let absolute = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            self.cwd.join(path)
+        };
+        self.roots.check(&absolute)
+    }
 }
 
 /// The selected built-in tools, ready to register.
@@ -119,17 +147,14 @@ fn parse_input<T: DeserializeOwned>(tool: ToolName, input: &serde_json::Value) -
     serde_json::from_value(input.clone()).map_err(|e| format!("invalid arguments for {tool}: {e}").into())
 }
 
-/// `raw` resolved against the working directory.
-fn resolve_path(cwd: &Path, raw: &str) -> Result<PathBuf, ToolError> {
-    if raw.trim().is_empty() {
-        return Err("the path is empty".into());
+/// A short one-line rendering of `text` for approval prompts and summaries.
+pub fn one_line(text: &str, max_chars: usize) -> String {
+    let first = text.lines().next().unwrap_or("");
+    let mut out: String = first.chars().take(max_chars).collect();
+    if first.chars().count() > max_chars || text.lines().nth(1).is_some() {
+        out.push('…');
     }
-    let path = Path::new(raw);
-    Ok(if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        cwd.join(path)
-    })
+    out
 }
 
 #[cfg(test)]
@@ -146,6 +171,7 @@ pub(crate) mod testing {
             gate: Arc::new(Gate::new(mode, None, "")),
             bash_timeout: Duration::from_secs(10),
             max_output_bytes: 4_096,
+            roots: Roots::unrestricted(),
         }
     }
 

@@ -5,14 +5,15 @@ use panto_core::{Tool, ToolCall, ToolCallResult, ToolDecl, ToolError};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{parse_input, resolve_path, ToolContext, ToolName};
+use super::{files, parse_input, running, ToolContext, ToolName};
 
 /// Lines returned when the model gives no `limit`.
 const DEFAULT_LIMIT: usize = 2_000;
 /// Characters of one line shown before it is cut.
 const MAX_LINE_CHARS: usize = 2_000;
-/// Files larger than this are refused: reading them whole would blow the context anyway.
-const MAX_FILE_BYTES: u64 = 50 * 1024 * 1024;
+/// Files larger than this are refused: reading them whole would blow the context anyway. The read
+/// itself stops here too, whatever size the file claims.
+pub const MAX_FILE_BYTES: u64 = 50 * 1024 * 1024;
 
 /// The `read` tool.
 #[derive(Debug)]
@@ -101,7 +102,7 @@ impl Tool for ReadTool {
 
     async fn call(&self, call: ToolCall) -> Result<ToolCallResult, ToolError> {
         let input: Input = parse_input(ToolName::Read, &call.input)?;
-        let path = resolve_path(&self.ctx.cwd, &input.path)?;
+        let path = self.ctx.file_path(&input.path)?;
         let offset = input.offset.unwrap_or(1);
         if offset == 0 {
             return Err("offset is 1-based: the first line is 1".into());
@@ -110,37 +111,27 @@ impl Tool for ReadTool {
         if limit == 0 {
             return Err("limit must be at least 1".into());
         }
-        let meta = tokio::fs::metadata(&path)
-            .await
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        if meta.is_dir() {
-            return Err(format!("{} is a directory; use bash (ls) to list it", path.display()).into());
-        }
-        if meta.len() > MAX_FILE_BYTES {
-            return Err(format!(
-                "{} is {} bytes, more than read accepts ({MAX_FILE_BYTES}); use bash (head, sed -n, grep) to look at parts of it",
-                path.display(),
-                meta.len()
-            )
-            .into());
-        }
-        let bytes = tokio::fs::read(&path)
-            .await
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        if crate::attach::image_format(&bytes).is_some() {
-            return Ok(ToolCallResult::image(bytes));
-        }
-        if bytes.iter().take(8_192).any(|&b| b == 0) {
-            return Err(format!(
-                "{} looks binary ({} bytes, holds NUL bytes); not shown",
-                path.display(),
-                bytes.len()
-            )
-            .into());
-        }
-        let text = String::from_utf8_lossy(&bytes);
-        let shown = number_lines(&text, &input.path, offset, limit, self.ctx.max_output_bytes)?;
-        Ok(ToolCallResult::text(shown))
+        let roots = self.ctx.roots.clone();
+        let max_bytes = self.ctx.max_output_bytes;
+        let what = format!("read {}", input.path);
+        let result = running::blocking(what, move || {
+            let bytes = files::read_capped(&path, &roots, MAX_FILE_BYTES)?;
+            if crate::attach::image_format(&bytes).is_some() {
+                return Ok(ToolCallResult::image(bytes));
+            }
+            if bytes.iter().take(8_192).any(|&b| b == 0) {
+                return Err(format!(
+                    "{} looks binary ({} bytes, holds NUL bytes); not shown",
+                    path.display(),
+                    bytes.len()
+                ));
+            }
+            let text = String::from_utf8_lossy(&bytes);
+            let shown = number_lines(&text, &input.path, offset, limit, max_bytes)?;
+            Ok(ToolCallResult::text(shown))
+        })
+        .await?;
+        Ok(result)
     }
 }
 

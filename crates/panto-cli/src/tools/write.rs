@@ -5,7 +5,7 @@ use panto_core::{Tool, ToolCall, ToolCallResult, ToolDecl, ToolError};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{parse_input, resolve_path, ToolContext, ToolName};
+use super::{files, parse_input, running, ToolContext, ToolName};
 
 /// The `write` tool.
 #[derive(Debug)]
@@ -50,8 +50,11 @@ impl Tool for WriteTool {
 
     async fn call(&self, call: ToolCall) -> Result<ToolCallResult, ToolError> {
         let input: Input = parse_input(ToolName::Write, &call.input)?;
-        let path = resolve_path(&self.ctx.cwd, &input.path)?;
-        let existed = tokio::fs::metadata(&path).await.is_ok_and(|m| m.is_file());
+        let path = self.ctx.file_path(&input.path)?;
+        let existed = {
+            let path = path.clone();
+            running::blocking(format!("write {}", input.path), move || files::existing_regular(&path)).await?
+        };
         let what = format!(
             "{} {} ({} bytes)",
             if existed { "overwrite" } else { "create" },
@@ -59,14 +62,16 @@ impl Tool for WriteTool {
             input.content.len()
         );
         self.ctx.gate.check(ToolName::Write, &what, &call.cancel).await?;
-        if let Some(parent) = path.parent() {
-            tokio::fs::create_dir_all(parent)
-                .await
-                .map_err(|e| format!("cannot create directory {}: {e}", parent.display()))?;
-        }
-        tokio::fs::write(&path, input.content.as_bytes())
-            .await
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        let roots = self.ctx.roots.clone();
+        let content = input.content.clone();
+        running::blocking(format!("write {}", input.path), move || {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| format!("cannot create directory {}: {e}", parent.display()))?;
+            }
+            files::write_regular(&path, &roots, content.as_bytes())
+        })
+        .await?;
         let lines = input.content.lines().count();
         Ok(ToolCallResult::text(format!(
             "{} {} ({} bytes, {lines} lines)",
@@ -105,5 +110,25 @@ mod tests {
         let r = call(&tool, json!({"path": "x.txt", "content": "x"})).await;
         assert!(r.is_error && text(&r).contains("read-only"), "{}", text(&r));
         assert!(!dir.path().join("x.txt").exists());
+    }
+
+    #[tokio::test]
+    async fn never_writes_through_to_a_fifo_or_a_device() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let tool = WriteTool::new(context(dir.path(), Approval::Auto));
+        let r = call(&tool, json!({"path": "pipe", "content": "x"})).await;
+        assert!(
+            r.is_error && text(&r).contains("is a FIFO (named pipe)"),
+            "{}",
+            text(&r)
+        );
+        let r = call(&tool, json!({"path": "/dev/null", "content": "x"})).await;
+        assert!(
+            r.is_error && text(&r).contains("/dev/null is a character device"),
+            "{}",
+            text(&r)
+        );
     }
 }

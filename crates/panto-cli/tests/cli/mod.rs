@@ -13,6 +13,7 @@ mod resume;
 mod screen;
 mod sessions;
 mod support;
+mod tools_hardening;
 
 /// The throwaway PostgreSQL server of panto-store-postgres's own tests, shared by path so there
 /// is one implementation of starting it (as the `postgres` user when run as root).
