@@ -80,6 +80,11 @@ pub use session::{
     compact_view, match_models, new_session_id, sort_by_recency, validate_session_id, CompactionRecord, MemoryStore,
     NullStore, PersistentMessage, Session, SessionInfo, SessionStore, StoredRecord, LAST_USER_MESSAGE_CHARS,
 };
-pub use tool::{ResultPart, Tool, ToolCall, ToolCallResult, ToolDecl, ToolError, ToolSource};
+pub use tool::{tool_fn, ResultPart, Tool, ToolCall, ToolCallResult, ToolDecl, ToolError, ToolSource};
+
+/// The attribute that makes [`Tool`], [`ToolSource`] and [`SessionStore`] implementations async,
+/// re-exported so that implementing them needs no `async-trait` dependency of your own: write
+/// `#[panto_core::async_trait]` on the `impl`.
+pub use async_trait::async_trait;
 
 pub use tokio_util::sync::CancellationToken;

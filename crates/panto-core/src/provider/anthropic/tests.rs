@@ -38,6 +38,7 @@ fn body_for(config: &ProviderConfig, system: &[&str], messages: &[Message], tool
         system,
         messages,
         tools,
+        require_tool: false,
     })
 }
 
