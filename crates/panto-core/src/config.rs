@@ -395,6 +395,39 @@ mod tests {
     }
 
     #[test]
+    fn setters_change_only_their_field() {
+        let p = ProviderConfig::new(ApiStyle::AnthropicMessages, "http://x", "k", "m")
+            .with_reasoning(ReasoningEffort::High)
+            .with_max_tokens(100)
+            .with_header("x-a", "1")
+            .with_header("x-b", "2");
+        assert_eq!(p.reasoning, ReasoningEffort::High);
+        assert_eq!(p.max_tokens, 100);
+        assert_eq!(
+            p.extra_headers,
+            [("x-a".into(), "1".into()), ("x-b".into(), "2".into())]
+        );
+        assert_eq!((p.base_url.as_str(), p.model.as_str()), ("http://x", "m"));
+
+        let mut retry = RetryConfig::default();
+        retry.max_attempts = 1;
+        let mut compaction = CompactionConfig::default();
+        compaction.enabled = false;
+        let c = Config::new(p)
+            .with_retry(retry.clone())
+            .with_compaction(compaction.clone())
+            .with_max_steps(3)
+            .with_idle_timeout(Duration::from_secs(1))
+            .with_max_image_dimension(64);
+        assert_eq!(c.retry, retry);
+        assert_eq!(c.compaction, compaction);
+        assert_eq!(
+            (c.max_steps, c.idle_timeout, c.max_image_dimension),
+            (3, Duration::from_secs(1), 64)
+        );
+    }
+
+    #[test]
     fn config_from_minimal_json() {
         let c: Config = serde_json::from_str(
             r#"{"provider":{"api_style":"openai-chat","base_url":"http://h/v1","model":"m","api_key":"k"},
