@@ -409,10 +409,14 @@ mod tests {
         );
         assert_eq!((p.base_url.as_str(), p.model.as_str()), ("http://x", "m"));
 
-        let mut retry = RetryConfig::default();
-        retry.max_attempts = 1;
-        let mut compaction = CompactionConfig::default();
-        compaction.enabled = false;
+        let retry = RetryConfig {
+            max_attempts: 1,
+            ..RetryConfig::default()
+        };
+        let compaction = CompactionConfig {
+            enabled: false,
+            ..CompactionConfig::default()
+        };
         let c = Config::new(p)
             .with_retry(retry.clone())
             .with_compaction(compaction.clone())
