@@ -86,8 +86,9 @@ impl ToolDecl {
 
 impl ToolCall {
     /// The call's arguments as `A`. The model's JSON is untrusted: when it does not fit, the error
-    /// names the field (`invalid arguments at `path`: missing field `pattern``), and returned
-    /// from [`Tool::call`] it becomes an error result the model can correct.
+    /// names the field and what is wrong (for example ``invalid arguments at `stops[1].nights`:
+    /// invalid type: string "three", expected u32``), and returned from [`Tool::call`] it becomes
+    /// an error result the model can correct.
     pub fn args<A: DeserializeOwned>(&self) -> Result<A, ToolError> {
         Ok(from_value(&self.input)?)
     }
