@@ -70,7 +70,8 @@ pub enum Error {
         message: String,
     },
     /// A tool name or registration is not acceptable. Returned by `Agent::register_tool` and
-    /// `Agent::register_tool_source`. Not retryable.
+    /// `Agent::register_tool_source`, and by `Agent::run_typed` when a registered tool already
+    /// has the name of its result tool (`final_result`). Not retryable.
     #[error("invalid tool {name:?}: {reason}")]
     InvalidTool {
         /// The offending name.
