@@ -97,7 +97,20 @@ pub struct WireIdentity {
 }
 
 /// One provider endpoint and model.
+///
+/// Built with [`ProviderConfig::new`] and the `with_*` setters (fields may be added in later
+/// versions, so it cannot be written as a struct literal outside panto-core):
+///
+/// ```
+/// use panto_core::{ApiStyle, ProviderConfig, ReasoningEffort};
+/// let provider = ProviderConfig::new(ApiStyle::OpenAiChat, "http://127.0.0.1:8080/v1", "", "qwen3")
+///     .with_reasoning(ReasoningEffort::Low)
+///     .with_max_tokens(4_096)
+///     .with_header("x-team", "search");
+/// assert_eq!(provider.max_tokens, 4_096);
+/// ```
 #[derive(Clone, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct ProviderConfig {
     /// The protocol.
     pub api_style: ApiStyle,
@@ -144,6 +157,26 @@ impl ProviderConfig {
         }
     }
 
+    /// With this reasoning effort.
+    pub fn with_reasoning(mut self, reasoning: ReasoningEffort) -> Self {
+        self.reasoning = reasoning;
+        self
+    }
+
+    /// With this output token limit.
+    pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
+        self.max_tokens = max_tokens;
+        self
+    }
+
+    /// With one more HTTP header sent with every request. A header of the same name as one panto
+    /// sends (`x-api-key`, `authorization`, …) replaces panto's. Checked when a request is built:
+    /// an invalid name or value is [`Error::InvalidHeader`](crate::Error::InvalidHeader).
+    pub fn with_header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.extra_headers.push((name.into(), value.into()));
+        self
+    }
+
     /// The identity sessions record: style, base URL, model, reasoning. No key.
     pub fn wire_identity(&self) -> WireIdentity {
         WireIdentity {
@@ -185,8 +218,11 @@ mod millis {
 }
 
 /// When and how often a failed provider request is retried.
+///
+/// Start from [`RetryConfig::default`] and change fields (fields may be added in later versions).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
+#[non_exhaustive]
 pub struct RetryConfig {
     /// Attempts in all, the first included; `1` disables retry.
     pub max_attempts: u32,
@@ -219,8 +255,12 @@ with an earlier summary, fold it in: the new summary must replace it entirely. W
 and short lists, no preamble.";
 
 /// When and how the conversation is summarised to fit the context window.
+///
+/// Start from [`CompactionConfig::default`] and change fields (fields may be added in later
+/// versions).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
+#[non_exhaustive]
 pub struct CompactionConfig {
     /// Whether panto compacts by itself when the context fills or overflows.
     pub enabled: bool,
@@ -247,7 +287,26 @@ impl Default for CompactionConfig {
 }
 
 /// Everything an [`Agent`](crate::Agent) needs besides its tools and session.
+///
+/// Built with [`Config::new`] and the `with_*` setters; every setting but the provider has a
+/// default. Fields may be added in later versions, so it cannot be written as a struct literal
+/// outside panto-core; its public fields can still be read and changed.
+///
+/// ```
+/// use std::time::Duration;
+/// use panto_core::{ApiStyle, Config, ProviderConfig};
+/// let config = Config::new(ProviderConfig::new(
+///     ApiStyle::AnthropicMessages,
+///     "http://127.0.0.1:8080",
+///     "my-api-key",
+///     "claude-sonnet-4-5",
+/// ))
+/// .with_max_steps(20)
+/// .with_idle_timeout(Duration::from_secs(60));
+/// assert_eq!(config.max_steps, 20);
+/// ```
 #[derive(Debug, Clone, Serialize, Deserialize)]
+#[non_exhaustive]
 pub struct Config {
     /// The provider and model.
     pub provider: ProviderConfig,
@@ -292,6 +351,37 @@ impl Config {
             max_image_dimension: default_max_image_dimension(),
         }
     }
+
+    /// With this retry policy.
+    pub fn with_retry(mut self, retry: RetryConfig) -> Self {
+        self.retry = retry;
+        self
+    }
+
+    /// With this compaction policy.
+    pub fn with_compaction(mut self, compaction: CompactionConfig) -> Self {
+        self.compaction = compaction;
+        self
+    }
+
+    /// With at most this many provider requests per turn.
+    pub fn with_max_steps(mut self, max_steps: u32) -> Self {
+        self.max_steps = max_steps;
+        self
+    }
+
+    /// With this idle timeout: how long a response may go without a byte.
+    pub fn with_idle_timeout(mut self, idle_timeout: Duration) -> Self {
+        self.idle_timeout = idle_timeout;
+        self
+    }
+
+    /// With tool-returned and attached images resized so their longer side is at most this many
+    /// pixels.
+    pub fn with_max_image_dimension(mut self, pixels: u32) -> Self {
+        self.max_image_dimension = pixels;
+        self
+    }
 }
 
 #[cfg(test)]
@@ -302,6 +392,43 @@ mod tests {
     fn debug_never_shows_the_key() {
         let p = ProviderConfig::new(ApiStyle::OpenAiChat, "http://x/v1", "sk-secret-123", "m");
         assert!(!format!("{p:?}").contains("sk-secret-123"));
+    }
+
+    #[test]
+    fn setters_change_only_their_field() {
+        let p = ProviderConfig::new(ApiStyle::AnthropicMessages, "http://x", "k", "m")
+            .with_reasoning(ReasoningEffort::High)
+            .with_max_tokens(100)
+            .with_header("x-a", "1")
+            .with_header("x-b", "2");
+        assert_eq!(p.reasoning, ReasoningEffort::High);
+        assert_eq!(p.max_tokens, 100);
+        assert_eq!(
+            p.extra_headers,
+            [("x-a".into(), "1".into()), ("x-b".into(), "2".into())]
+        );
+        assert_eq!((p.base_url.as_str(), p.model.as_str()), ("http://x", "m"));
+
+        let retry = RetryConfig {
+            max_attempts: 1,
+            ..RetryConfig::default()
+        };
+        let compaction = CompactionConfig {
+            enabled: false,
+            ..CompactionConfig::default()
+        };
+        let c = Config::new(p)
+            .with_retry(retry.clone())
+            .with_compaction(compaction.clone())
+            .with_max_steps(3)
+            .with_idle_timeout(Duration::from_secs(1))
+            .with_max_image_dimension(64);
+        assert_eq!(c.retry, retry);
+        assert_eq!(c.compaction, compaction);
+        assert_eq!(
+            (c.max_steps, c.idle_timeout, c.max_image_dimension),
+            (3, Duration::from_secs(1), 64)
+        );
     }
 
     #[test]

@@ -70,7 +70,8 @@ pub enum Error {
         message: String,
     },
     /// A tool name or registration is not acceptable. Returned by `Agent::register_tool` and
-    /// `Agent::register_tool_source`. Not retryable.
+    /// `Agent::register_tool_source`, and by `Agent::run_typed` when a registered tool already
+    /// has the name of its result tool (`final_result`). Not retryable.
     #[error("invalid tool {name:?}: {reason}")]
     InvalidTool {
         /// The offending name.
@@ -127,10 +128,90 @@ pub enum Error {
     /// `Stream::cancel`.
     #[error("turn cancelled")]
     Cancelled,
-    /// An operation is not valid in the agent's current state (e.g. compacting an empty
-    /// conversation).
+    /// An HTTP header panto would send is not a valid header: an entry of
+    /// [`ProviderConfig::extra_headers`](crate::ProviderConfig::extra_headers), or the API key
+    /// (which travels in a header) holding a newline or another byte a header cannot carry.
+    /// Returned by [`Stream::next`](crate::Stream::next) and [`Agent::compact`](crate::Agent::compact)
+    /// before anything is sent. Not retryable: fix the configuration. The message names the
+    /// header, never its value (it may be the key).
+    #[error("invalid HTTP header {name:?}: {reason}")]
+    InvalidHeader {
+        /// The header's name (as configured, when the name itself is the problem).
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The HTTP client could not be set up (its TLS backend failed to initialise). Returned by
+    /// [`Agent::new`](crate::Agent::new) and [`Agent::resume`](crate::Agent::resume). Not
+    /// retryable.
+    #[error("cannot build the HTTP client: {0}")]
+    HttpClient(String),
+    /// An image attached to a [`UserMessage`](crate::UserMessage) cannot be used (not PNG,
+    /// JPEG, GIF or WebP, or not decodable). Returned by the first
+    /// [`Stream::next`](crate::Stream::next) of the turn, before anything is added to the
+    /// conversation or sent. Not retryable.
+    #[error("image {index} of the user message cannot be used: {message}")]
+    InvalidImage {
+        /// The image's index in [`UserMessage::images`](crate::UserMessage::images), from 0.
+        index: usize,
+        /// Why.
+        message: String,
+    },
+    /// [`Agent::new`](crate::Agent::new) was given a session that already holds messages but no
+    /// conversation: a new chain would be appended to the old log that the model never saw.
+    /// Resume it with [`Agent::resume`](crate::Agent::resume), or pass the loaded conversation.
+    /// Not retryable.
+    #[error("session {id} already holds {message_count} messages: resume it with Agent::resume (or pass its conversation to Agent::new)")]
+    SessionNotLoaded {
+        /// The session id.
+        id: String,
+        /// How many messages the store holds for it.
+        message_count: usize,
+    },
+    /// Compaction was asked for, but no message is older than
+    /// [`CompactionConfig::keep_recent_tokens`](crate::CompactionConfig::keep_recent_tokens), so
+    /// there is nothing to summarise. Returned by [`Agent::compact`](crate::Agent::compact). Not
+    /// retryable.
+    #[error("nothing to compact: the conversation has no messages older than the recent ones kept verbatim")]
+    NothingToCompact,
+    /// The model answered the compaction request without any text. Returned by
+    /// [`Agent::compact`](crate::Agent::compact) and by [`Stream::next`](crate::Stream::next)
+    /// during automatic compaction; nothing changed. Not retried by the agent; calling
+    /// `compact` again may succeed.
+    #[error("the compaction summary came back empty")]
+    EmptySummary,
+    /// The request overflowed the context window and the compaction that should have made room
+    /// failed (`source` says why). Returned by [`Stream::next`](crate::Stream::next). Not
+    /// retryable as is: the conversation is too long for the model.
+    #[error("the context window overflowed and compacting the conversation failed: {source}")]
+    OverflowCompactionFailed {
+        /// Why compaction failed.
+        #[source]
+        source: Box<Error>,
+    },
+    /// Transitional, to be removed when `provider/http.rs` moves to [`Error::InvalidHeader`]
+    /// (its header checks) at the merge of the error split; nothing else returns it.
+    #[doc(hidden)]
     #[error("{0}")]
     InvalidState(String),
+    /// The model's structured result does not fit the requested type. Returned by
+    /// [`Agent::run_typed`](crate::Agent::run_typed) once the model has had its chance to correct
+    /// it. Not retryable as is (running the prompt again may succeed).
+    #[error("the model's result does not fit the expected type at {path}: {message}")]
+    InvalidOutput {
+        /// Where in the result, as a path like `items[2].name` (`.` for the whole value).
+        path: String,
+        /// What is wrong (serde's message).
+        message: String,
+    },
+    /// The turn ended without a structured result: the model answered in plain text that is not
+    /// the requested JSON. Returned by [`Agent::run_typed`](crate::Agent::run_typed). Not
+    /// retryable as is.
+    #[error("the model ended the turn ({stop_reason}) without giving its result")]
+    MissingOutput {
+        /// Why the last message stopped.
+        stop_reason: crate::StopReason,
+    },
 }
 
 impl Error {

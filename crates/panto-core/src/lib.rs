@@ -13,10 +13,17 @@
 //! Sessions are kept by a [`SessionStore`]: `panto-store-fs` (JSONL files) is the embedded
 //! default; [`NullStore`] keeps nothing; [`MemoryStore`] keeps sessions in memory.
 //!
-//! # Example
+//! Tools are Rust values: [`tool_fn`] makes one from an async function of a `serde` +
+//! `schemars` argument type (its JSON schema generated, doc comments as descriptions), or
+//! implement [`Tool`] by hand with the re-exported [`macro@async_trait`]. [`Agent::run_typed`]
+//! returns a typed value instead of a stream (structured output).
 //!
-//! A streamed turn against a local server (here the test suite's mock, which answers like the
-//! Anthropic API):
+//! # Examples
+//!
+//! The examples run against the test suite's mock server (hidden lines start it and script its
+//! answers); against a real provider only the base URL and key differ.
+//!
+//! ## A streamed turn
 //!
 //! ```
 //! use panto_core::{Agent, ApiStyle, Config, ContentDelta, Event, NullStore, ProviderConfig};
@@ -47,7 +54,150 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! ## A custom tool
+//!
+//! The model calls `add`; panto deserialises its arguments into `AddArgs` (a mismatch goes back
+//! to the model as an error result naming the field, and the function does not run), runs the
+//! function, and sends the result back in the next request.
+//!
+//! ```
+//! use panto_core::{tool_fn, Agent, ApiStyle, Config, Event, NullStore, ProviderConfig};
+//! use schemars::JsonSchema;
+//! use serde::Deserialize;
+//! # use panto_testkit::{script, MockServer, Reply};
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct AddArgs {
+//!     /// The first addend.
+//!     a: i64,
+//!     /// The second addend.
+//!     b: i64,
+//! }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> panto_core::Result<()> {
+//! # let server = MockServer::start().await;
+//! # server.push(Reply::sse(script::openai_tool_calls(&[("call_1", "add", r#"{"a":2,"b":40}"#)])));
+//! # server.push(Reply::sse(script::openai_text("2 + 40 = 42")));
+//! # let base_url = server.openai_base_url();
+//! let config = Config::new(ProviderConfig::new(ApiStyle::OpenAiChat, base_url, "my-api-key", "gpt-5"));
+//! let mut agent = Agent::new(config, NullStore::shared().create(), None)?;
+//! agent.register_tool(tool_fn("add", "Adds two integers.", |args: AddArgs, _call| async move {
+//!     Ok(format!("{}", args.a + args.b))
+//! }))?;
+//!
+//! let mut stream = agent.run("What is 2 + 40?".into());
+//! while let Some(event) = stream.next().await? {
+//!     if let Event::ToolDispatchComplete { content, .. } = event {
+//!         assert_eq!(content, [panto_core::ToolResultContent::Text { text: "42".into() }]);
+//!     }
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! ## Sessions on disk, and resume
+//!
+//! With the JSONL store of `panto-store-fs` every message is on disk as soon as it completes. A
+//! later process finds the session again (the latest, or by an id prefix) and continues it with
+//! [`Agent::resume`].
+//!
+//! ```
+//! use panto_core::{Agent, ApiStyle, Config, ProviderConfig, SessionStore};
+//! use panto_store_fs::FileSystemJSONLStore;
+//! # use panto_testkit::{script, MockServer, Reply};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> panto_core::Result<()> {
+//! # let server = MockServer::start().await;
+//! # server.push(Reply::sse(script::anthropic_text("Noted: blue.")));
+//! # server.push(Reply::sse(script::anthropic_text("Blue.")));
+//! # let dir = tempfile::tempdir().expect("a temporary directory");
+//! # let sessions = dir.path().join("sessions");
+//! # let base_url = server.anthropic_base_url();
+//! let config = Config::new(ProviderConfig::new(
+//!     ApiStyle::AnthropicMessages,
+//!     base_url,
+//!     "my-api-key",
+//!     "claude-sonnet-4-5",
+//! ));
+//!
+//! // First run: a new session.
+//! let store = FileSystemJSONLStore::new(&sessions);
+//! let mut agent = Agent::new(config.clone(), store.clone().create(), None)?;
+//! let mut stream = agent.run("My favourite colour is blue.".into());
+//! while stream.next().await?.is_some() {}
+//! drop(stream);
+//! let id = agent.session_id().to_owned();
+//! drop((agent, store)); // the store releases the session's file
+//!
+//! // A later run: the latest session, continued.
+//! let store = FileSystemJSONLStore::new(&sessions);
+//! let session = store.clone().latest().await?.expect("a stored session");
+//! assert_eq!(session.id(), id);
+//! let mut agent = Agent::resume(config, session).await?;
+//! assert_eq!(agent.conversation().messages.len(), 2);
+//! let mut stream = agent.run("What is my favourite colour?".into());
+//! while stream.next().await?.is_some() {}
+//! drop(stream);
+//! assert_eq!(agent.conversation().messages.len(), 4);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! ## Cancelling a turn
+//!
+//! [`Stream::cancel_token`] cancels from anywhere (a Ctrl-C handler, another task); dropping the
+//! stream or calling [`Stream::cancel`] does too. Running tools see their [`ToolCall::cancel`]
+//! token fire, every dispatched call still gets a result, and what the turn produced is kept, so
+//! the conversation stays valid for the next turn.
+//!
+//! ```
+//! use panto_core::{tool_fn, Agent, ApiStyle, Config, Error, Event, NullStore, ProviderConfig};
+//! use schemars::JsonSchema;
+//! use serde::Deserialize;
+//! # use panto_testkit::{script, MockServer, Reply};
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct WaitArgs {}
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> panto_core::Result<()> {
+//! # let server = MockServer::start().await;
+//! # server.push(Reply::sse(script::anthropic_tool_uses(&[("toolu_1", "wait", "{}")])));
+//! # let base_url = server.anthropic_base_url();
+//! # let config = Config::new(ProviderConfig::new(ApiStyle::AnthropicMessages, base_url, "key", "claude-sonnet-4-5"));
+//! let mut agent = Agent::new(config, NullStore::shared().create(), None)?;
+//! // A slow tool that stops when its call is cancelled.
+//! agent.register_tool(tool_fn("wait", "Waits for a long time.", |_: WaitArgs, call| async move {
+//!     call.cancel.cancelled().await;
+//!     Ok("stopped early")
+//! }))?;
+//!
+//! let mut stream = agent.run("Wait, please.".into());
+//! let cancel = stream.cancel_token(); // clone it into a Ctrl-C handler, say
+//! let outcome = loop {
+//!     match stream.next().await {
+//!         Ok(Some(Event::ToolDispatchStart { .. })) => cancel.cancel(),
+//!         Ok(Some(_)) => {}
+//!         Ok(None) => break Ok(()),
+//!         Err(e) => break Err(e),
+//!     }
+//! };
+//! drop(stream);
+//! assert!(matches!(outcome, Err(Error::Cancelled)));
+//! // The call got a result, so the next request is valid.
+//! assert_eq!(agent.conversation().messages.len(), 3);
+//! # Ok(())
+//! # }
+//! ```
 #![deny(missing_docs)]
+
+/// The README's examples, compiled as doc tests so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
 
 /// Benchmark and fuzzing entry points into the private wire layer; not part of the API.
 #[cfg(feature = "bench-internals")]
@@ -80,6 +230,11 @@ pub use session::{
     compact_view, match_models, new_session_id, sort_by_recency, validate_session_id, CompactionRecord, MemoryStore,
     NullStore, PersistentMessage, Session, SessionInfo, SessionStore, StoredRecord, LAST_USER_MESSAGE_CHARS,
 };
-pub use tool::{ResultPart, Tool, ToolCall, ToolCallResult, ToolDecl, ToolError, ToolSource};
+pub use tool::{tool_fn, ResultPart, Tool, ToolCall, ToolCallResult, ToolDecl, ToolError, ToolSource};
+
+/// The attribute that makes [`Tool`], [`ToolSource`] and [`SessionStore`] implementations async,
+/// re-exported so that implementing them needs no `async-trait` dependency of your own: write
+/// `#[panto_core::async_trait]` on the `impl`.
+pub use async_trait::async_trait;
 
 pub use tokio_util::sync::CancellationToken;

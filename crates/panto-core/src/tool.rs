@@ -1,8 +1,13 @@
 //! Tools: what the model may call, and how a call comes back.
 
+mod typed;
+
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
+
+pub use typed::tool_fn;
+pub(crate) use typed::{from_value, is_object_schema, schema_of, Mismatch};
 
 /// A tool as offered to the model: name, description and JSON schema of its input.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -84,7 +89,33 @@ pub type ToolError = Box<dyn std::error::Error + Send + Sync>;
 /// A single tool.
 ///
 /// Calls within one assistant message run concurrently on the runtime, so `call` may be entered
-/// by several tasks at once.
+/// by several tasks at once. For a tool whose arguments are a Rust type, [`tool_fn`] builds one
+/// from an async function; [`ToolDecl::for_args`] and [`ToolCall::args`] serve a hand-written
+/// implementation.
+///
+/// The trait is async through [`macro@crate::async_trait`], which panto-core re-exports, so an
+/// implementation needs no dependency of its own:
+///
+/// ```
+/// use panto_core::{async_trait, Tool, ToolCall, ToolCallResult, ToolDecl, ToolError};
+///
+/// struct Clock;
+///
+/// #[async_trait]
+/// impl Tool for Clock {
+///     fn declaration(&self) -> ToolDecl {
+///         ToolDecl {
+///             name: "clock".into(),
+///             description: "The current UTC time.".into(),
+///             input_schema: serde_json::json!({"type": "object", "properties": {}}),
+///         }
+///     }
+///
+///     async fn call(&self, _call: ToolCall) -> Result<ToolCallResult, ToolError> {
+///         Ok(ToolCallResult::text("12:00"))
+///     }
+/// }
+/// ```
 #[async_trait]
 pub trait Tool: Send + Sync {
     /// The declaration offered to the model.

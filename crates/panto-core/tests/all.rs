@@ -5,6 +5,8 @@ mod support;
 
 mod compaction;
 mod persistence;
+mod resume;
 mod retry;
 mod tools;
 mod turn;
+mod typed;

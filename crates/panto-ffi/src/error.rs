@@ -67,9 +67,17 @@ impl From<Error> for Failure {
             | Error::Truncated { .. }
             | Error::IdleTimeout(_)
             | Error::Connect { .. }
-            | Error::Protocol { .. } => PANTO_ERR_PROVIDER,
+            | Error::Protocol { .. }
+            | Error::EmptySummary
+            | Error::OverflowCompactionFailed { .. }
+            | Error::InvalidOutput { .. }
+            | Error::MissingOutput { .. } => PANTO_ERR_PROVIDER,
+            Error::InvalidHeader { .. } => PANTO_ERR_CONFIG,
+            Error::InvalidImage { .. } => PANTO_ERR_INVALID_ARGUMENT,
             Error::InvalidTool { .. } => PANTO_ERR_TOOL,
-            Error::StepLimit(_) | Error::InvalidState(_) => PANTO_ERR_STATE,
+            Error::StepLimit(_) | Error::NothingToCompact | Error::SessionNotLoaded { .. } | Error::InvalidState(_) => {
+                PANTO_ERR_STATE
+            }
             Error::SessionInUse { .. } => PANTO_ERR_SESSION_IN_USE,
             Error::SessionNotFound(_) => PANTO_ERR_SESSION_NOT_FOUND,
             Error::AmbiguousSession { .. } => PANTO_ERR_SESSION_AMBIGUOUS,
@@ -170,6 +178,28 @@ mod tests {
                 PANTO_ERR_PROVIDER,
             ),
             (Error::SessionInUse { id: "0190".into() }, PANTO_ERR_SESSION_IN_USE),
+            (
+                Error::InvalidHeader {
+                    name: "x-team".into(),
+                    reason: "invalid value".into(),
+                },
+                PANTO_ERR_CONFIG,
+            ),
+            (
+                Error::InvalidImage {
+                    index: 0,
+                    message: "unknown format".into(),
+                },
+                PANTO_ERR_INVALID_ARGUMENT,
+            ),
+            (Error::NothingToCompact, PANTO_ERR_STATE),
+            (Error::EmptySummary, PANTO_ERR_PROVIDER),
+            (
+                Error::OverflowCompactionFailed {
+                    source: Box::new(Error::EmptySummary),
+                },
+                PANTO_ERR_PROVIDER,
+            ),
         ];
         for (error, code) in cases {
             let text = error.to_string();

@@ -2,7 +2,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use panto_core::Error;
+use crate::Error;
 
 use crate::reply::Reply;
 
@@ -25,7 +25,7 @@ fn resolve(dir: &Path, rel: &str) -> Result<PathBuf, Error> {
     let candidate = Path::new(rel);
     let stays_inside = !rel.is_empty() && candidate.components().all(|c| matches!(c, Component::Normal(_)));
     if !stays_inside {
-        return Err(Error::InvalidState(format!(
+        return Err(Error::Fixture(format!(
             "fixture path {rel:?} must be relative to the fixtures directory, without `..`"
         )));
     }
@@ -34,7 +34,7 @@ fn resolve(dir: &Path, rel: &str) -> Result<PathBuf, Error> {
 
 fn read(dir: &Path, rel: &str) -> Result<Vec<u8>, Error> {
     let path = resolve(dir, rel)?;
-    std::fs::read(&path).map_err(|e| Error::InvalidState(format!("cannot read fixture {}: {e}", path.display())))
+    std::fs::read(&path).map_err(|e| Error::Fixture(format!("cannot read fixture {}: {e}", path.display())))
 }
 
 /// Builds the reply for a fixture: `.sse` as a 200 stream, `.json` as a response whose status and
@@ -45,7 +45,7 @@ pub(crate) fn load_reply(dir: &Path, rel: &str) -> Result<Reply, Error> {
         return Ok(Reply::sse(body));
     }
     let Some(stem) = rel.strip_suffix(".json") else {
-        return Err(Error::InvalidState(format!(
+        return Err(Error::Fixture(format!(
             "fixture {rel:?}: only .sse streams and .json bodies can be served"
         )));
     };
@@ -53,11 +53,9 @@ pub(crate) fn load_reply(dir: &Path, rel: &str) -> Result<Reply, Error> {
         read(dir, &format!("{stem}.meta.json")),
         read(dir, &format!("{stem}.headers.txt")),
     ) {
-        (Ok(meta), _) => {
-            parse_meta(&meta).map_err(|m| Error::InvalidState(format!("fixture {stem}.meta.json: {m}")))?
-        }
+        (Ok(meta), _) => parse_meta(&meta).map_err(|m| Error::Fixture(format!("fixture {stem}.meta.json: {m}")))?,
         (_, Ok(dump)) => {
-            parse_header_dump(&dump).map_err(|m| Error::InvalidState(format!("fixture {stem}.headers.txt: {m}")))?
+            parse_header_dump(&dump).map_err(|m| Error::Fixture(format!("fixture {stem}.headers.txt: {m}")))?
         }
         _ => (status_from_name(stem).unwrap_or(200), Vec::new()),
     };

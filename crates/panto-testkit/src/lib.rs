@@ -31,6 +31,7 @@
 //! descriptions of the `panto-mock` binary into [`Reply`]s.
 #![deny(missing_docs)]
 
+mod error;
 mod fixture;
 mod http;
 mod recorded;
@@ -41,6 +42,7 @@ pub mod spec;
 pub mod store_contract;
 mod validate;
 
+pub use error::Error;
 pub use fixture::{fixture_bytes, fixtures_dir};
 pub use recorded::RecordedRequest;
 pub use reply::{Chunking, Reply};

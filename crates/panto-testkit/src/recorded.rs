@@ -1,6 +1,6 @@
 //! A request as the mock server received it.
 
-use panto_core::Error;
+use crate::Error;
 use serde_json::{json, Value};
 
 /// One request to a provider endpoint, as received. Control requests (`/__mock/…`) are not
@@ -34,7 +34,7 @@ impl RecordedRequest {
     /// The body parsed as JSON.
     pub fn json(&self) -> Result<Value, Error> {
         serde_json::from_slice(&self.body)
-            .map_err(|e| Error::InvalidState(format!("body of request {} is not JSON: {e}", self.index)))
+            .map_err(|e| Error::NotJson(format!("body of request {} is not JSON: {e}", self.index)))
     }
 
     /// The request as the control endpoint `GET /__mock/requests` reports it: `index`, `method`,

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use panto_core::Error;
+use crate::Error;
 
 /// How the body of a [`Reply`] is split into socket writes.
 ///

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use panto_core::Error;
+use crate::Error;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -72,10 +72,10 @@ impl MockServer {
     pub async fn try_start() -> Result<MockServer, Error> {
         let listener = TcpListener::bind(("127.0.0.1", 0))
             .await
-            .map_err(|e| Error::InvalidState(format!("mock server cannot listen on 127.0.0.1: {e}")))?;
+            .map_err(|e| Error::Listen(format!("mock server cannot listen on 127.0.0.1: {e}")))?;
         let addr = listener
             .local_addr()
-            .map_err(|e| Error::InvalidState(format!("mock server has no local address: {e}")))?;
+            .map_err(|e| Error::Listen(format!("mock server has no local address: {e}")))?;
         let shared = Arc::new(Shared {
             queue: Mutex::new(VecDeque::new()),
             requests: Mutex::new(Vec::new()),

@@ -25,7 +25,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use panto_core::Error;
+use crate::Error;
 use serde_json::{Map, Value};
 
 use crate::reply::{Chunking, Reply};
@@ -56,9 +56,7 @@ pub fn replies_from_json(value: &Value, fixtures_dir: &Path) -> Result<Vec<Reply
         Value::Array(items) => items
             .iter()
             .enumerate()
-            .map(|(i, item)| {
-                reply_from_json(item, fixtures_dir).map_err(|e| Error::InvalidState(format!("reply [{i}]: {e}")))
-            })
+            .map(|(i, item)| reply_from_json(item, fixtures_dir).map_err(|e| Error::Spec(format!("reply [{i}]: {e}"))))
             .collect(),
         other => reply_from_json(other, fixtures_dir).map(|r| vec![r]),
     }
@@ -222,7 +220,7 @@ fn count(obj: &Map<String, Value>, key: &str) -> Result<Option<usize>, Error> {
 }
 
 fn bad(message: String) -> Error {
-    Error::InvalidState(message)
+    Error::Spec(message)
 }
 
 #[cfg(test)]

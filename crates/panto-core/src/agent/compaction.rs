@@ -166,8 +166,7 @@ impl Agent {
         extra_instructions: Option<&str>,
     ) -> Result<CompactionResult> {
         let messages = &self.conversation.messages;
-        let cut = split_point(messages, self.config.compaction.keep_recent_tokens)
-            .ok_or_else(|| Error::InvalidState("nothing to compact: the conversation has no older messages".into()))?;
+        let cut = split_point(messages, self.config.compaction.keep_recent_tokens).ok_or(Error::NothingToCompact)?;
         let tokens_before = estimate_context_tokens(&self.conversation);
         let (summary, usage) = self.request_summary(cut, override_prompt, extra_instructions).await?;
 
@@ -248,6 +247,7 @@ impl Agent {
             system: &system,
             messages: &messages,
             tools: &[],
+            require_tool: false,
         };
         let mut attempt = 1;
         loop {
@@ -275,7 +275,7 @@ impl Agent {
                     .collect();
                 let text = text.join("\n").trim().to_owned();
                 if text.is_empty() {
-                    return Err(Error::InvalidState("the compaction summary came back empty".into()));
+                    return Err(Error::EmptySummary);
                 }
                 return Ok((text, usage));
             }

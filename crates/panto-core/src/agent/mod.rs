@@ -5,6 +5,7 @@ mod dispatch;
 mod partial;
 mod retry;
 mod stream;
+mod typed;
 
 use std::sync::Arc;
 
@@ -89,17 +90,29 @@ pub struct Agent {
 }
 
 impl Agent {
-    /// An agent for `session`, adopting `conversation` (a resumed one, usually from
-    /// [`Session::load`]) or starting an empty one.
+    /// An agent for `session`, adopting `conversation` (usually what [`Session::load`] returned)
+    /// or, with `None`, starting an empty one.
+    ///
+    /// A session that already holds messages needs its conversation: without it the agent would
+    /// append a new chain to a log whose history the model never saw. That case is
+    /// [`Error::SessionNotLoaded`]; [`Agent::resume`] loads and adopts in one call.
     ///
     /// An adopted conversation whose last assistant message has tool calls without results gets a
     /// synthetic error result for each ("interrupted"), so the next request is valid for both
     /// APIs; it is persisted with the next write (or [`Agent::flush`]).
+    ///
+    /// Errors: [`Error::SessionNotLoaded`], [`Error::HttpClient`].
     pub fn new(config: Config, session: Session, conversation: Option<Conversation>) -> Result<Self> {
+        if conversation.is_none() && session.info.message_count > 0 {
+            return Err(Error::SessionNotLoaded {
+                id: session.info.id.clone(),
+                message_count: session.info.message_count,
+            });
+        }
         let client = reqwest::Client::builder()
             .connect_timeout(std::time::Duration::from_secs(30))
             .build()
-            .map_err(|e| Error::InvalidState(format!("cannot build the HTTP client: {e}")))?;
+            .map_err(|e| Error::HttpClient(e.to_string()))?;
         let adopted = conversation.is_some();
         let mut conversation = conversation.unwrap_or_default();
         let original_len = conversation.messages.len();
@@ -121,6 +134,18 @@ impl Agent {
             persisted,
             pending_compaction: None,
         })
+    }
+
+    /// An agent that continues `session`: its stored conversation is loaded and adopted (see
+    /// [`Agent::new`] for the repair of an interrupted turn). `session` is usually what
+    /// [`SessionStore::resolve`](crate::SessionStore::resolve) or
+    /// [`SessionStore::latest`](crate::SessionStore::latest) returned.
+    ///
+    /// Errors: [`Error::SessionNotFound`] when the store has no such session, the store's own
+    /// errors ([`Error::CorruptSession`], [`Error::Store`]), [`Error::HttpClient`].
+    pub async fn resume(config: Config, session: Session) -> Result<Self> {
+        let conversation = session.load().await?;
+        Agent::new(config, session, Some(conversation))
     }
 
     /// Registers a tool. Its declared name must be 1 to 64 characters of `[A-Za-z0-9_-]` and not
@@ -240,9 +265,13 @@ impl Agent {
         Ok(())
     }
 
-    fn process_image(&self, bytes: &[u8]) -> Result<ContentBlock> {
-        let processed = crate::image::process(bytes, self.config.max_image_dimension)
-            .map_err(|e| Error::InvalidState(format!("user image: {e}")))?;
+    /// Image `index` of a user message, checked, resized and encoded.
+    fn process_image(&self, index: usize, bytes: &[u8]) -> Result<ContentBlock> {
+        let processed =
+            crate::image::process(bytes, self.config.max_image_dimension).map_err(|e| Error::InvalidImage {
+                index,
+                message: e.to_string(),
+            })?;
         Ok(ContentBlock::Image {
             media_type: processed.media_type.to_owned(),
             data: processed.data,

@@ -2,6 +2,7 @@
 //! calls.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -9,11 +10,14 @@ use tokio_util::sync::CancellationToken;
 use super::compaction::{estimate_context_tokens, split_point};
 use super::dispatch::Dispatch;
 use super::partial::PartialMessage;
+use super::typed::{Outcome, OutputSlot};
 use super::{retry, Agent, UserMessage};
 use crate::conversation::{ContentBlock, Message, Role, StopReason, Usage};
 use crate::error::{Error, Result};
 use crate::event::{Event, RetryInfo};
 use crate::provider::{ProviderEvent, ProviderRequest, ProviderStream};
+use crate::registry::ToolRegistry;
+use crate::tool::Tool;
 
 /// Where a turn is. Transparent, for consumers that render progress.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -72,6 +76,9 @@ pub struct Stream<'a> {
     overflow_compacted: bool,
     /// The step at which the turn last compacted, so one request never triggers two.
     compacted_at_step: Option<u32>,
+    /// A typed turn ([`Agent::run_typed`]): where its result lands, and the agent's registry as
+    /// it was before the output tool joined it, put back when the stream is dropped.
+    output: Option<(Arc<OutputSlot>, ToolRegistry)>,
 }
 
 impl std::fmt::Debug for Stream<'_> {
@@ -97,7 +104,23 @@ impl<'a> Stream<'a> {
             attempt: 1,
             overflow_compacted: false,
             compacted_at_step: None,
+            output: None,
         }
+    }
+
+    /// A typed turn: `tool` is offered besides the agent's tools (and recorded with them), the
+    /// model must call a tool, and the turn ends once `slot` holds the result.
+    pub(super) fn with_output(
+        agent: &'a mut Agent,
+        message: UserMessage,
+        tool: Arc<dyn Tool>,
+        slot: Arc<OutputSlot>,
+    ) -> Result<Self> {
+        let saved = agent.registry.clone();
+        agent.registry.register_tool(tool)?;
+        let mut stream = Stream::new(agent, message);
+        stream.output = Some((slot, saved));
+        Ok(stream)
     }
 
     /// Where the turn is.
@@ -170,8 +193,8 @@ impl<'a> Stream<'a> {
                 self.phase = Phase::Request;
                 self.state = StreamState::Requesting;
                 let mut content = Vec::with_capacity(1 + message.images.len());
-                for image in &message.images {
-                    match self.agent.process_image(image) {
+                for (index, image) in message.images.iter().enumerate() {
+                    match self.agent.process_image(index, image) {
                         Ok(block) => content.push(block),
                         Err(e) => return Err(self.fail(e)),
                     }
@@ -206,6 +229,7 @@ impl<'a> Stream<'a> {
                     system: &system,
                     messages: &self.agent.conversation.messages,
                     tools: &tools,
+                    require_tool: self.output.is_some(),
                 };
                 let opened = ProviderStream::open(&self.agent.client, &request, self.agent.config.idle_timeout).await;
                 drop(system);
@@ -265,9 +289,7 @@ impl<'a> Stream<'a> {
                             usage: result.usage,
                         }))
                     }
-                    Err(e) if overflow => Err(self.fail(Error::InvalidState(format!(
-                        "the context window overflowed and compacting the conversation failed: {e}"
-                    )))),
+                    Err(e) if overflow => Err(self.fail(Error::OverflowCompactionFailed { source: Box::new(e) })),
                     Err(e) => Err(self.fail(e)),
                 }
             }
@@ -282,7 +304,11 @@ impl<'a> Stream<'a> {
                     if let Err(e) = self.agent.flush().await {
                         return Err(self.fail(e));
                     }
-                    Ok(None)
+                    match self.output.as_ref().map(|(slot, _)| slot.outcome()) {
+                        None | Some(Outcome::Continue) => Ok(None),
+                        Some(Outcome::Done) => Ok(Some(self.complete_turn(StopReason::ToolUse))),
+                        Some(Outcome::Failed(e)) => Err(self.fail(e)),
+                    }
                 }
             },
         }
@@ -313,13 +339,8 @@ impl<'a> Stream<'a> {
             self.phase = Phase::Tools(dispatch);
             self.state = StreamState::RunningTools;
         } else {
-            self.queue.push_back(Event::TurnComplete {
-                usage: self.usage,
-                steps: self.steps,
-                stop_reason: stop_reason.clone(),
-            });
-            self.phase = Phase::Finished;
-            self.state = StreamState::Complete;
+            let complete = self.complete_turn(stop_reason.clone());
+            self.queue.push_back(complete);
         }
         self.agent.conversation.messages.push(message);
         if let Err(e) = self.agent.flush().await {
@@ -330,6 +351,17 @@ impl<'a> Stream<'a> {
             return Err(e);
         }
         Ok(Some(Event::MessageComplete { usage, stop_reason }))
+    }
+
+    /// Ends the turn normally and returns its `TurnComplete`.
+    fn complete_turn(&mut self, stop_reason: StopReason) -> Event {
+        self.phase = Phase::Finished;
+        self.state = StreamState::Complete;
+        Event::TurnComplete {
+            usage: self.usage,
+            steps: self.steps,
+            stop_reason,
+        }
     }
 
     /// Schedules a retry after `error` if it is retryable and attempts remain; otherwise ends the
@@ -443,5 +475,8 @@ impl Drop for Stream<'_> {
     fn drop(&mut self) {
         self.cancel.cancel();
         self.abandon();
+        if let Some((_, registry)) = self.output.take() {
+            self.agent.registry = registry;
+        }
     }
 }

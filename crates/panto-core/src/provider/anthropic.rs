@@ -66,6 +66,11 @@ pub(crate) fn request_body(req: &ProviderRequest<'_>) -> Value {
             .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
             .collect();
         body.insert("tools".into(), tools.into());
+        // The API refuses a forced tool choice while thinking is enabled; the tools' descriptions
+        // then have to do the asking.
+        if req.require_tool && config.reasoning.anthropic_budget().is_none() {
+            body.insert("tool_choice".into(), json!({"type": "any"}));
+        }
     }
     Value::Object(body)
 }

@@ -34,6 +34,9 @@ pub(crate) struct ProviderRequest<'a> {
     pub messages: &'a [Message],
     /// Tools offered, already under their wire names.
     pub tools: &'a [ToolDecl],
+    /// Whether the model must call one of `tools` rather than answer in text (Anthropic
+    /// `tool_choice: any`, OpenAI `tool_choice: required`). Ignored without tools.
+    pub require_tool: bool,
 }
 
 /// One decoded step of a provider response.

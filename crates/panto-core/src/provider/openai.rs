@@ -60,6 +60,9 @@ pub(crate) fn request_body(req: &ProviderRequest<'_>) -> Value {
             })
             .collect();
         body.insert("tools".into(), tools.into());
+        if req.require_tool {
+            body.insert("tool_choice".into(), "required".into());
+        }
     }
     Value::Object(body)
 }

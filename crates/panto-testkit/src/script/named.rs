@@ -1,6 +1,8 @@
 //! Builders addressed by name with JSON arguments, for the `panto-mock` control API.
 
-use panto_core::{Error, Usage};
+use panto_core::Usage;
+
+use crate::Error;
 use serde_json::{Map, Value};
 
 use super::{numbered_words, AnthropicScript, OpenAiScript};
@@ -88,7 +90,7 @@ pub fn build_named(name: &str, args: &Value) -> Result<Vec<u8>, Error> {
         }
         "openai_text_deltas" => OpenAiScript::new().text_deltas(numbered_words(a.count()?)).build(),
         _ => {
-            return Err(Error::InvalidState(format!(
+            return Err(Error::Spec(format!(
                 "unknown builder {name:?}; known builders: {}",
                 BUILDERS.join(", ")
             )))
@@ -113,7 +115,7 @@ fn with_usage_o(s: OpenAiScript, usage: Option<Usage>) -> OpenAiScript {
 }
 
 fn bad(name: &str, message: String) -> Error {
-    Error::InvalidState(format!("builder {name}: {message}"))
+    Error::Spec(format!("builder {name}: {message}"))
 }
 
 /// The arguments of one builder call, remembering which keys were read so that unknown (usually

@@ -69,7 +69,44 @@ pub(super) fn validate(headers: &[(String, String)], body: &[u8]) -> Result<(), 
     if let Some(tools) = root.get("tools") {
         validate_tools(tools)?;
     }
+    if let Some(choice) = root.get("tool_choice") {
+        validate_tool_choice(choice, &root)?;
+    }
     validate_messages(&root)
+}
+
+/// `tool_choice`: `auto`, `any`, `tool` (with the name of an offered tool) or `none`; only with
+/// tools; and never forcing a tool call while thinking is enabled.
+fn validate_tool_choice(choice: &Value, root: &Map<String, Value>) -> Result<(), String> {
+    let obj = choice.as_object().ok_or("tool_choice: must be an object")?;
+    let kind = obj.get("type").and_then(Value::as_str);
+    match kind {
+        Some("auto" | "any" | "none") => {}
+        Some("tool") => {
+            let name = non_empty_str(obj, "name", "tool_choice.name")?;
+            let offered = root.get("tools").and_then(Value::as_array).is_some_and(|tools| {
+                tools
+                    .iter()
+                    .any(|t| t.get("name").and_then(Value::as_str) == Some(name))
+            });
+            if !offered {
+                return Err(format!("tool_choice.name: {name:?} is not one of the tools"));
+            }
+        }
+        other => {
+            return Err(format!(
+                "tool_choice.type: must be \"auto\", \"any\", \"tool\" or \"none\", got {other:?}"
+            ))
+        }
+    }
+    if kind != Some("none") && root.get("tools").and_then(Value::as_array).is_none_or(Vec::is_empty) {
+        return Err("tool_choice: may only be specified while providing tools".to_owned());
+    }
+    let thinking = root.get("thinking").and_then(|t| t.get("type")).and_then(Value::as_str) == Some("enabled");
+    if thinking && matches!(kind, Some("any" | "tool")) {
+        return Err("tool_choice: thinking may not be enabled when tool_choice forces tool use".to_owned());
+    }
+    Ok(())
 }
 
 fn validate_system(system: &Value) -> Result<(), String> {
@@ -521,5 +558,40 @@ mod tests {
         tools["tools"] = json!([{"name": "bad.name", "description": "d", "input_schema": {"type": "object"}}]);
         assert!(validate(&headers(), tools.to_string().as_bytes())
             .is_err_and(|e| e.starts_with("tools.0.name: tool name \"bad.name\"")));
+    }
+
+    #[test]
+    fn tool_choice_rules() {
+        let with = |choice: Value, tools: bool, thinking: bool| {
+            let mut body = json!({"model": "m", "max_tokens": 4096, "stream": true,
+                "messages": [{"role": "user", "content": "a"}], "tool_choice": choice});
+            if tools {
+                body["tools"] =
+                    json!([{"name": "final_result", "description": "d", "input_schema": {"type": "object"}}]);
+            }
+            if thinking {
+                body["thinking"] = json!({"type": "enabled", "budget_tokens": 2048});
+            }
+            validate(&headers(), body.to_string().as_bytes())
+        };
+        assert_eq!(with(json!({"type": "any"}), true, false), Ok(()));
+        assert_eq!(
+            with(json!({"type": "tool", "name": "final_result"}), true, false),
+            Ok(())
+        );
+        assert_eq!(with(json!({"type": "auto"}), true, true), Ok(()));
+        assert_eq!(
+            with(json!({"type": "any"}), false, false),
+            Err("tool_choice: may only be specified while providing tools".to_owned())
+        );
+        assert_eq!(
+            with(json!({"type": "any"}), true, true),
+            Err("tool_choice: thinking may not be enabled when tool_choice forces tool use".to_owned())
+        );
+        assert_eq!(
+            with(json!({"type": "tool", "name": "other"}), true, false),
+            Err("tool_choice.name: \"other\" is not one of the tools".to_owned())
+        );
+        assert!(with(json!("required"), true, false).is_err_and(|e| e == "tool_choice: must be an object"));
     }
 }

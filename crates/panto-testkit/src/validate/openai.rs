@@ -19,7 +19,43 @@ pub(super) fn validate(headers: &[(String, String)], body: &[u8]) -> Result<(), 
     if let Some(tools) = root.get("tools") {
         validate_tools(tools)?;
     }
+    if let Some(choice) = root.get("tool_choice") {
+        validate_tool_choice(choice, &root)?;
+    }
     validate_messages(&root)
+}
+
+/// `tool_choice`: `"none"`, `"auto"`, `"required"`, or a named function among the tools; only
+/// with tools.
+fn validate_tool_choice(choice: &Value, root: &Map<String, Value>) -> Result<(), String> {
+    let tools = root.get("tools").and_then(Value::as_array).filter(|t| !t.is_empty());
+    match choice {
+        Value::String(mode) if matches!(mode.as_str(), "none" | "auto" | "required") => {}
+        Value::Object(obj) if obj.get("type").and_then(Value::as_str) == Some("function") => {
+            let function = obj
+                .get("function")
+                .and_then(Value::as_object)
+                .ok_or("tool_choice.function: must be an object")?;
+            let name = non_empty_str(function, "name", "tool_choice.function.name")?;
+            let offered = tools.is_some_and(|tools| {
+                tools
+                    .iter()
+                    .any(|t| t["function"].get("name").and_then(Value::as_str) == Some(name))
+            });
+            if !offered {
+                return Err(format!("tool_choice.function.name: {name:?} is not one of the tools"));
+            }
+        }
+        other => {
+            return Err(format!(
+                "tool_choice: must be \"none\", \"auto\", \"required\" or a named function, got {other}"
+            ))
+        }
+    }
+    if tools.is_none() {
+        return Err("tool_choice: only allowed when tools are specified".to_owned());
+    }
+    Ok(())
 }
 
 fn validate_tools(tools: &Value) -> Result<(), String> {
@@ -330,6 +366,35 @@ mod tests {
             let err = check(messages.clone()).expect_err(&messages.to_string());
             assert!(err.contains(expected), "{messages}: got {err:?}, want {expected:?}");
         }
+    }
+
+    #[test]
+    fn tool_choice_rules() {
+        let with = |choice: Value, tools: bool| {
+            let mut body = json!({"model": "m", "stream": true, "messages": [{"role": "user", "content": "a"}], "tool_choice": choice});
+            if tools {
+                body["tools"] = json!([{"type": "function", "function": {"name": "final_result", "parameters": {"type": "object"}}}]);
+            }
+            let h = vec![
+                ("authorization".to_owned(), "Bearer sk-test".to_owned()),
+                ("content-type".to_owned(), "application/json".to_owned()),
+            ];
+            validate(&h, body.to_string().as_bytes())
+        };
+        assert_eq!(with(json!("required"), true), Ok(()));
+        assert_eq!(
+            with(json!({"type": "function", "function": {"name": "final_result"}}), true),
+            Ok(())
+        );
+        assert_eq!(
+            with(json!("required"), false),
+            Err("tool_choice: only allowed when tools are specified".to_owned())
+        );
+        assert_eq!(
+            with(json!({"type": "function", "function": {"name": "other"}}), true),
+            Err("tool_choice.function.name: \"other\" is not one of the tools".to_owned())
+        );
+        assert!(with(json!("any"), true).is_err_and(|e| e.starts_with("tool_choice: must be")));
     }
 
     #[test]

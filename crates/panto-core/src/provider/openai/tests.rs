@@ -36,6 +36,7 @@ fn body_for(config: &ProviderConfig, system: &[&str], messages: &[Message], tool
         system,
         messages,
         tools,
+        require_tool: false,
     })
 }
 
@@ -652,4 +653,37 @@ fn bad_chunks_are_errors() {
         decode_every_way::<OpenAiDecoder>("overflow", &overflow).error,
         Some(Error::ContextOverflow { status: 0, .. })
     ));
+}
+
+fn request<'a>(config: &'a ProviderConfig, messages: &'a [Message], tools: &'a [ToolDecl]) -> ProviderRequest<'a> {
+    ProviderRequest {
+        config,
+        system: &[],
+        messages,
+        tools,
+        require_tool: false,
+    }
+}
+
+#[test]
+fn a_required_tool_call_is_sent_as_tool_choice() {
+    let messages = vec![user(vec![text("answer")])];
+    let tools = vec![ToolDecl {
+        name: "final_result".into(),
+        description: "The result.".into(),
+        input_schema: json!({"type": "object"}),
+    }];
+    let body = request_body(&ProviderRequest {
+        require_tool: true,
+        ..request(&config(), &messages, &tools)
+    });
+    assert_eq!(body["tool_choice"], json!("required"));
+    // Not without tools, and not unless asked.
+    let body = request_body(&ProviderRequest {
+        require_tool: true,
+        ..request(&config(), &messages, &[])
+    });
+    assert!(body.get("tool_choice").is_none(), "{body}");
+    let body = request_body(&request(&config(), &messages, &tools));
+    assert!(body.get("tool_choice").is_none(), "{body}");
 }

@@ -1,0 +1,117 @@
+//! Opening an agent on a stored session: `Agent::resume`, and the refusal to start a second chain
+//! on a log the model never saw.
+
+use panto_core::{Agent, ApiStyle, Error, MemoryStore, Role, SessionStore, UserMessage};
+use panto_testkit::{MockServer, Reply};
+
+use crate::support::*;
+
+/// A store holding one finished turn ("first question" → "first answer"); returns its id.
+async fn one_turn(store: &std::sync::Arc<MemoryStore>, style: ApiStyle, server: &MockServer) -> String {
+    server.push(Reply::sse(text(style, "first answer")));
+    let mut agent = agent_on(style, server, store.clone().create());
+    collect(&mut agent, "first question").await.unwrap();
+    agent.session_id().to_owned()
+}
+
+#[tokio::test]
+async fn agent_new_without_the_conversation_of_a_stored_session_is_refused() {
+    for style in STYLES {
+        let store = MemoryStore::new();
+        let server = MockServer::start().await;
+        let id = one_turn(&store, style, &server).await;
+
+        let session = store.clone().resolve(&id).await.unwrap().unwrap();
+        let err = Agent::new(config(style, &server), session, None).unwrap_err();
+        assert!(
+            matches!(&err, Error::SessionNotLoaded { id: got, message_count: 2 } if *got == id),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("Agent::resume"), "{err}");
+        // Nothing was appended to the old log.
+        assert_eq!(store.records(&id).len(), 2);
+    }
+}
+
+#[tokio::test]
+async fn resume_continues_the_stored_conversation() {
+    for style in STYLES {
+        let store = MemoryStore::new();
+        let server = MockServer::start().await;
+        let id = one_turn(&store, style, &server).await;
+
+        let session = store.clone().resolve(&id[..8]).await.unwrap().unwrap();
+        let mut agent = Agent::resume(config(style, &server), session).await.unwrap();
+        assert_eq!(agent.session_id(), id);
+        assert_eq!(agent.conversation().messages.len(), 2);
+        server.push(Reply::sse(text(style, "second answer")));
+        collect(&mut agent, "second question").await.unwrap();
+
+        // The model saw the history...
+        let sent = wire_messages(style, &body(&server.requests(), 1));
+        let texts: Vec<String> = sent.iter().map(|m| m["content"].to_string()).collect();
+        assert_eq!(sent.len(), 3, "{texts:?}");
+        assert!(
+            texts[0].contains("first question") && texts[1].contains("first answer"),
+            "{texts:?}"
+        );
+        // ...and the log goes on as one chain.
+        let stored: Vec<(Role, String)> = store
+            .records(&id)
+            .iter()
+            .map(|r| (r.message.role, r.message.text()))
+            .collect();
+        assert_eq!(
+            stored,
+            vec![
+                (Role::User, "first question".to_owned()),
+                (Role::Assistant, "first answer".to_owned()),
+                (Role::User, "second question".to_owned()),
+                (Role::Assistant, "second answer".to_owned()),
+            ]
+        );
+    }
+}
+
+#[tokio::test]
+async fn resume_of_a_session_the_store_does_not_hold_is_not_found() {
+    let store = MemoryStore::new();
+    let server = MockServer::start().await;
+    let session = store.clone().create();
+    let id = session.id().to_owned();
+    let err = Agent::resume(config(ApiStyle::OpenAiChat, &server), session)
+        .await
+        .unwrap_err();
+    assert!(matches!(&err, Error::SessionNotFound(got) if *got == id), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_bad_user_image_is_named_by_its_index_and_nothing_is_sent() {
+    let server = MockServer::start().await;
+    let mut agent = agent(ApiStyle::AnthropicMessages, &server);
+    let png = tiny_png();
+    let message = UserMessage {
+        text: "look".into(),
+        images: vec![png, b"not an image".to_vec()],
+    };
+    let mut stream = agent.run(message);
+    let err = stream.next().await.unwrap_err();
+    assert!(matches!(&err, Error::InvalidImage { index: 1, .. }), "{err:?}");
+    assert!(
+        err.to_string()
+            .starts_with("image 1 of the user message cannot be used"),
+        "{err}"
+    );
+    drop(stream);
+    assert!(server.requests().is_empty());
+    assert!(agent.conversation().messages.is_empty());
+}
+
+/// A 1×1 PNG.
+fn tiny_png() -> Vec<u8> {
+    let mut bytes = Vec::new();
+    image::RgbaImage::new(1, 1)
+        .write_to(&mut std::io::Cursor::new(&mut bytes), image::ImageFormat::Png)
+        .unwrap();
+    bytes
+}
