@@ -30,7 +30,9 @@ pub fn resolve<E>(
     }
     let mut roots = Vec::new();
     for raw in list.get_ref() {
-        let path = env.expand(raw.get_ref(), base_dir);
+        let path = env
+            .expand(raw.get_ref(), base_dir)
+            .map_err(|e| at(raw.span(), format!("tools.read_roots {e}")))?;
         let real = path
             .canonicalize()
             .map_err(|e| at(raw.span(), format!("tools.read_roots: {}: {e}", path.display())))?;
