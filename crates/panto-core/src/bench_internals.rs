@@ -30,7 +30,7 @@ pub struct WireCounts {
 /// decoder told, so a truncated body is an error here as it is on the wire.
 pub fn decode<'a>(style: ApiStyle, chunks: impl IntoIterator<Item = &'a [u8]>) -> Result<WireCounts> {
     let mut decoder = crate::provider::new_decoder(style);
-    let mut parser = SseParser::new();
+    let mut parser = SseParser::default();
     let mut pending: VecDeque<ProviderEvent> = VecDeque::new();
     let mut counts = WireCounts::default();
     for chunk in chunks {

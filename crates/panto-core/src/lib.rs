@@ -65,21 +65,23 @@ mod provider;
 mod registry;
 mod session;
 mod tool;
+mod wire;
 
 pub use agent::{Agent, CompactionResult, Stream, StreamState, UserMessage};
 pub use config::{
-    ApiStyle, CompactionConfig, Config, ProviderConfig, ReasoningEffort, RetryConfig, WireIdentity,
-    DEFAULT_COMPACTION_PROMPT,
+    ApiStyle, CompactionConfig, Config, ProviderConfig, ReasoningEffort, RetryConfig, DEFAULT_COMPACTION_PROMPT,
 };
 pub use conversation::{ContentBlock, Conversation, Message, Role, StopReason, SystemMode, ToolResultContent, Usage};
 pub use error::{Error, Result};
 pub use event::{BlockKind, ContentDelta, Event, RetryInfo, ToolDetails};
 pub use pricing::{format_micro_cents, Pricing, PricingRegistry};
+pub use provider::http::http_client_builder;
 pub use registry::{is_wire_name, MAX_WIRE_NAME};
 pub use session::{
     compact_view, match_models, new_session_id, sort_by_recency, validate_session_id, CompactionRecord, MemoryStore,
     NullStore, PersistentMessage, Session, SessionInfo, SessionStore, StoredRecord, LAST_USER_MESSAGE_CHARS,
 };
 pub use tool::{ResultPart, Tool, ToolCall, ToolCallResult, ToolDecl, ToolError, ToolSource};
+pub use wire::{strip_userinfo, WireIdentity};
 
 pub use tokio_util::sync::CancellationToken;

@@ -96,8 +96,7 @@ impl Agent {
     /// synthetic error result for each ("interrupted"), so the next request is valid for both
     /// APIs; it is persisted with the next write (or [`Agent::flush`]).
     pub fn new(config: Config, session: Session, conversation: Option<Conversation>) -> Result<Self> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(std::time::Duration::from_secs(30))
+        let client = crate::provider::http::http_client_builder()
             .build()
             .map_err(|e| Error::InvalidState(format!("cannot build the HTTP client: {e}")))?;
         let adopted = conversation.is_some();
