@@ -67,6 +67,8 @@ impl From<Error> for Failure {
             | Error::Truncated { .. }
             | Error::IdleTimeout(_)
             | Error::Connect { .. }
+            | Error::Redirect { .. }
+            | Error::NotEventStream { .. }
             | Error::Protocol { .. } => PANTO_ERR_PROVIDER,
             Error::InvalidTool { .. } => PANTO_ERR_TOOL,
             Error::StepLimit(_) | Error::InvalidState(_) => PANTO_ERR_STATE,
@@ -166,6 +168,20 @@ mod tests {
                 Error::Connect {
                     url: "http://127.0.0.1:1/v1/messages".into(),
                     message: "refused".into(),
+                },
+                PANTO_ERR_PROVIDER,
+            ),
+            (
+                Error::Redirect {
+                    status: 307,
+                    location: Some("http://elsewhere/".into()),
+                },
+                PANTO_ERR_PROVIDER,
+            ),
+            (
+                Error::NotEventStream {
+                    content_type: "text/html".into(),
+                    body_start: "<html>".into(),
                 },
                 PANTO_ERR_PROVIDER,
             ),
