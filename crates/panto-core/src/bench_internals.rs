@@ -81,3 +81,23 @@ pub fn sse_events<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> (Vec<SseRec
     let (events, error) = crate::provider::sse::collect_events(chunks);
     (events, error.map(|e| e.to_string()))
 }
+
+/// Splits a body delivered as `chunks` into SSE events, as [`sse_events`] does, but keeps only
+/// each event's data length: what the parser costs, without copying what it found.
+pub fn sse_data_lengths<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> Result<Vec<usize>> {
+    let mut parser = SseParser::default();
+    let mut lengths = Vec::new();
+    for chunk in chunks {
+        parser.feed(chunk);
+        while let Some(ev) = parser.next_event()? {
+            lengths.push(ev.data.len());
+        }
+    }
+    if let Some(ev) = parser.finish()? {
+        lengths.push(ev.data.len());
+    }
+    while let Some(ev) = parser.next_event()? {
+        lengths.push(ev.data.len());
+    }
+    Ok(lengths)
+}
