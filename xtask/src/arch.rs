@@ -11,8 +11,13 @@ use anyhow::{bail, Context, Result};
 /// A rule: which source trees it covers, and the tokens they must not contain.
 struct Rule {
     invariant: &'static str,
+    /// Source trees, relative to the workspace root; `crates/*/src` stands for every crate's.
     dirs: &'static [&'static str],
     forbidden: &'static [&'static str],
+    /// Files (relative to the root) where the tokens are the sanctioned exception.
+    allowed: &'static [&'static str],
+    /// Whether `src/bin` trees are checked too (they print by design, but must obey the rest).
+    bins: bool,
 }
 
 const RULES: &[Rule] = &[
@@ -26,6 +31,8 @@ const RULES: &[Rule] = &[
             "crates/panto-testkit/src",
         ],
         forbidden: &["unsafe "],
+        allowed: &[],
+        bins: false,
     },
     Rule {
         invariant: "only panto-cli prints",
@@ -44,6 +51,8 @@ const RULES: &[Rule] = &[
             "io::stdout()",
             "io::stderr()",
         ],
+        allowed: &[],
+        bins: false,
     },
     Rule {
         invariant: "panto-core does no filesystem I/O of its own",
@@ -56,6 +65,23 @@ const RULES: &[Rule] = &[
             "OpenOptions",
             "read_dir",
         ],
+        allowed: &[],
+        bins: false,
+    },
+    Rule {
+        invariant: "every HTTP client is built by panto_core::http_client_builder (which follows no redirects)",
+        dirs: &["crates/*/src"],
+        forbidden: &[
+            "Client::new(",
+            "Client::builder(",
+            "Client::default(",
+            "ClientBuilder::new(",
+            "ClientBuilder::default(",
+            "reqwest::get(",
+            "reqwest::blocking",
+        ],
+        allowed: &["crates/panto-core/src/provider/http.rs"],
+        bins: true,
     },
 ];
 
@@ -70,14 +96,17 @@ const LINTED_CRATES: &[&str] = &[
 pub fn check(root: &Path) -> Result<()> {
     let mut violations = Vec::new();
     for rule in RULES {
-        for dir in rule.dirs {
-            let dir = root.join(dir);
+        for dir in expand(root, rule.dirs)? {
             if !dir.exists() {
                 continue;
             }
-            let files = rust_files(&dir)?;
+            let files = rust_files(&dir, rule.bins)?;
             let test_only = test_only_files(&files)?;
-            for file in files.iter().filter(|f| !test_only.iter().any(|t| f.starts_with(t))) {
+            let allowed = |f: &PathBuf| rule.allowed.iter().any(|a| f == &root.join(a));
+            for file in files
+                .iter()
+                .filter(|f| !test_only.iter().any(|t| f.starts_with(t)) && !allowed(f))
+            {
                 let text = std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
                 for (line, token) in find_forbidden(&text, rule.forbidden) {
                     violations.push(format!(
@@ -106,7 +135,31 @@ pub fn check(root: &Path) -> Result<()> {
     Ok(())
 }
 
-fn rust_files(dir: &Path) -> Result<Vec<PathBuf>> {
+/// The source trees `dirs` name, with `crates/*/src` expanded to every crate's `src`, so that a
+/// crate added later is covered without editing the rule.
+fn expand(root: &Path, dirs: &[&str]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for dir in dirs {
+        let Some(tail) = dir.strip_prefix("crates/*/") else {
+            out.push(root.join(dir));
+            continue;
+        };
+        let crates = root.join("crates");
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(&crates).with_context(|| format!("listing {}", crates.display()))? {
+            let path = entry?.path();
+            if path.is_dir() {
+                found.push(path.join(tail));
+            }
+        }
+        found.sort();
+        out.extend(found);
+    }
+    Ok(out)
+}
+
+/// The `.rs` files under `dir`; with `bins` false, without `src/bin` trees.
+fn rust_files(dir: &Path, bins: bool) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(dir) = stack.pop() {
@@ -114,7 +167,7 @@ fn rust_files(dir: &Path) -> Result<Vec<PathBuf>> {
             let path = entry?.path();
             if path.is_dir() {
                 // Binaries under src/bin print by design (test-support tools).
-                if path.file_name().is_some_and(|n| n == "bin") {
+                if !bins && path.file_name().is_some_and(|n| n == "bin") {
                     continue;
                 }
                 stack.push(path);
@@ -209,6 +262,25 @@ mod tests {
     fn finds_tokens_in_code_but_not_in_comments_or_tests() {
         let src = "fn a() {\n    println!(\"x\"); // fine?\n    // println!(\"comment\")\n}\n#[cfg(test)]\nmod tests { fn t() { println!(); } }\n";
         assert_eq!(find_forbidden(src, &["println!"]), vec![(2, "println!")]);
+    }
+
+    #[test]
+    fn http_clients_are_found_however_they_are_spelled() {
+        let rule = RULES
+            .iter()
+            .find(|r| r.invariant.contains("HTTP client"))
+            .expect("the HTTP client rule");
+        for src in [
+            "let c = reqwest::Client::new();",
+            "let c = Client::builder().build()?;",
+            "let b = reqwest::ClientBuilder::new();",
+            "let body = reqwest::get(url).await?;",
+            "let c = reqwest::blocking::Client::new();",
+        ] {
+            assert!(!find_forbidden(src, rule.forbidden).is_empty(), "{src}");
+        }
+        let sanctioned = "let c = panto_core::http_client_builder().build()?;";
+        assert!(find_forbidden(sanctioned, rule.forbidden).is_empty());
     }
 
     #[test]

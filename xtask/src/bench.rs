@@ -314,6 +314,33 @@ pub(crate) fn library_rows(r: &Results) -> Vec<Row> {
         ));
     }
 
+    // One event on one line: linear time means the line costs the same in TCP segments as in
+    // one piece (the parser once searched the line again on every segment: quadratic).
+    let long_line = |mib: u32, how: &str| {
+        let id = format!("sse-long-line/{mib}MiB/{how}");
+        r.median_ns(&id).zip(r.fact(&id, "bytes"))
+    };
+    for mib in [1, 4, 15] {
+        rows.push(row(
+            &format!("SSE one {mib} MiB line in segments: throughput"),
+            long_line(mib, "segments").map(|(ns, b)| b / (ns / 1e9) / 1e6),
+            "MB/s",
+            Bound::Info,
+            0.0,
+            "wire bytes / median time",
+        ));
+    }
+    rows.push(row(
+        "SSE one 15 MiB line: segments / whole",
+        long_line(15, "segments")
+            .zip(long_line(15, "whole"))
+            .map(|((segments, _), (whole, _))| segments / whole),
+        "×",
+        Bound::AtMost,
+        1.5,
+        "ratio of medians; 1 is linear",
+    ));
+
     let agent = r.median_ns("turn/agent-100k-deltas");
     let bare = r.median_ns("turn/bare-reqwest-100k-deltas");
     let deltas = r.fact("turn/agent-100k-deltas", "deltas");

@@ -6,7 +6,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use chrono::{DateTime, Local, Utc};
-use panto_core::{ContentBlock, Conversation, Role, SessionInfo, SessionStore, SystemMode, ToolResultContent};
+use panto_core::{
+    strip_userinfo, ContentBlock, Conversation, Role, SessionInfo, SessionStore, SystemMode, ToolResultContent,
+};
 use panto_store_fs::FileSystemJSONLStore;
 use panto_store_postgres::PostgresStore;
 
@@ -81,7 +83,8 @@ pub fn table(infos: &[SessionInfo]) -> Vec<String> {
 #[derive(serde::Serialize)]
 struct InfoJson<'a> {
     api_style: Option<&'a str>,
-    base_url: Option<&'a str>,
+    /// Without credentials, even from a session recorded before panto stripped them.
+    base_url: Option<std::borrow::Cow<'a, str>>,
     created: String,
     id: &'a str,
     last_prompt_at: Option<String>,
@@ -97,7 +100,7 @@ impl<'a> InfoJson<'a> {
         let wire = info.wire.as_ref();
         InfoJson {
             api_style: wire.map(|w| w.api_style.as_str()),
-            base_url: wire.map(|w| w.base_url.as_str()),
+            base_url: wire.map(|w| strip_userinfo(&w.base_url)),
             created: info.created.to_rfc3339(),
             id: &info.id,
             last_prompt_at: info.last_prompt_at.map(|t| t.to_rfc3339()),
@@ -253,7 +256,13 @@ pub fn markdown(info: &SessionInfo, conversation: &Conversation) -> String {
     let mut out = format!("# Session {}\n\n", info.id);
     out.push_str(&format!("- created: {}\n", info.created.to_rfc3339()));
     if let Some(w) = &info.wire {
-        out.push_str(&format!("- model: {} ({}, {})\n", w.model, w.api_style, w.base_url));
+        // A session recorded before panto stripped credentials may still hold them.
+        out.push_str(&format!(
+            "- model: {} ({}, {})\n",
+            w.model,
+            w.api_style,
+            strip_userinfo(&w.base_url)
+        ));
     }
     out.push_str(&format!("- messages: {}\n", conversation.messages.len()));
     for message in &conversation.messages {
@@ -475,6 +484,23 @@ mod tests {
             assert_eq!(value[key], serde_json::Value::Null, "{key}");
         }
         assert_eq!(value["message_count"], 0);
+    }
+
+    #[test]
+    fn credentials_in_a_recorded_base_url_are_neither_listed_nor_exported() {
+        // A session written before panto stripped credentials, read by a store that kept them.
+        let mut old = info("0190aaaa-1111-7000-8000-000000000000");
+        old.wire = Some(panto_core::WireIdentity {
+            api_style: panto_core::ApiStyle::OpenAiChat,
+            base_url: "http://user:pw-secret@proxy:8080/v1".into(),
+            model: "gpt-4o".into(),
+            reasoning: panto_core::ReasoningEffort::Off,
+        });
+        let listed = serde_json::to_value(InfoJson::of(&old)).unwrap();
+        assert_eq!(listed["base_url"], "http://proxy:8080/v1");
+        let exported = markdown(&old, &Conversation::default());
+        assert!(exported.contains("(openai-chat, http://proxy:8080/v1)"), "{exported}");
+        assert!(!exported.contains("pw-secret"), "{exported}");
     }
 
     #[test]

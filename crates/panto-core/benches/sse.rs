@@ -8,6 +8,12 @@
 //! non-ASCII text), repeated in order between its real opening and closing events. Each long
 //! body is decoded whole (one buffer) and in 1,460-byte pieces (one TCP segment each), which is
 //! how bytes come off a socket.
+//!
+//! `sse-long-line/*` is one event whose single line is 1, 4 and 15 MiB long, parsed whole and
+//! split into TCP segments. The parser must search each byte once however many pieces the line
+//! arrives in, so the segmented line costs what the whole one does, at every size (time linear
+//! in bytes). A parser that searched the line again on every segment spent time quadratic in its
+//! length (80 MB took 50 s).
 
 mod common;
 
@@ -15,7 +21,7 @@ use std::time::Duration;
 
 use common::Facts;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use panto_core::__bench::{decode, WireCounts};
+use panto_core::__bench::{decode, sse_data_lengths, WireCounts};
 use panto_core::ApiStyle;
 use panto_testkit::fixture_bytes;
 
@@ -133,7 +139,50 @@ fn sse(c: &mut Criterion) {
         }
     }
     group.finish();
+    long_line(c, &mut facts);
     facts.save();
+}
+
+/// One event of `mib` MiB on a single line: `data: xxx…` then the blank line.
+fn long_line_body(mib: usize) -> Vec<u8> {
+    let mut body = b"data: ".to_vec();
+    body.resize(6 + mib * 1024 * 1024, b'x');
+    body.extend_from_slice(b"\n\n");
+    body
+}
+
+/// Splits `body`, delivered in pieces of `chunk` bytes (`0`: whole), into SSE events; panics
+/// unless it is one event. The event's data is not copied: the parser is what is measured.
+fn long_line_events(body: &[u8], chunk: usize) -> usize {
+    let lengths = if chunk == 0 {
+        sse_data_lengths([body])
+    } else {
+        sse_data_lengths(body.chunks(chunk))
+    };
+    match lengths.as_deref() {
+        Ok([length]) => *length,
+        other => panic!("expected one event, got {other:?}"),
+    }
+}
+
+fn long_line(c: &mut Criterion, facts: &mut Facts) {
+    let mut group = c.benchmark_group("sse-long-line");
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
+    for mib in [1, 4, 15] {
+        let body = long_line_body(mib);
+        let name = format!("{mib}MiB");
+        for (how, chunk) in [("whole", 0), ("segments", SEGMENT)] {
+            facts.add(&format!("sse-long-line/{name}/{how}"), "bytes", body.len());
+            group.throughput(Throughput::Bytes(body.len() as u64));
+            group.bench_with_input(BenchmarkId::new(&name, how), &body, |b, body| {
+                b.iter(|| long_line_events(std::hint::black_box(body), chunk))
+            });
+        }
+    }
+    group.finish();
 }
 
 criterion_group!(benches, sse);

@@ -30,7 +30,7 @@ pub struct WireCounts {
 /// decoder told, so a truncated body is an error here as it is on the wire.
 pub fn decode<'a>(style: ApiStyle, chunks: impl IntoIterator<Item = &'a [u8]>) -> Result<WireCounts> {
     let mut decoder = crate::provider::new_decoder(style);
-    let mut parser = SseParser::new();
+    let mut parser = SseParser::default();
     let mut pending: VecDeque<ProviderEvent> = VecDeque::new();
     let mut counts = WireCounts::default();
     for chunk in chunks {
@@ -80,4 +80,24 @@ pub type SseRecord = (String, String, u64);
 pub fn sse_events<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> (Vec<SseRecord>, Option<String>) {
     let (events, error) = crate::provider::sse::collect_events(chunks);
     (events, error.map(|e| e.to_string()))
+}
+
+/// Splits a body delivered as `chunks` into SSE events, as [`sse_events`] does, but keeps only
+/// each event's data length: what the parser costs, without copying what it found.
+pub fn sse_data_lengths<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> Result<Vec<usize>> {
+    let mut parser = SseParser::default();
+    let mut lengths = Vec::new();
+    for chunk in chunks {
+        parser.feed(chunk);
+        while let Some(ev) = parser.next_event()? {
+            lengths.push(ev.data.len());
+        }
+    }
+    if let Some(ev) = parser.finish()? {
+        lengths.push(ev.data.len());
+    }
+    while let Some(ev) = parser.next_event()? {
+        lengths.push(ev.data.len());
+    }
+    Ok(lengths)
 }

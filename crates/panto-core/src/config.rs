@@ -9,6 +9,11 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::wire::{strip_userinfo, WireIdentity};
+
+/// The default of [`ProviderConfig::max_event_bytes`]: 16 MiB.
+pub(crate) const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
+
 /// Which wire protocol a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ApiStyle {
@@ -80,22 +85,6 @@ impl fmt::Display for ReasoningEffort {
     }
 }
 
-/// What identifies a provider on the wire: everything but the credentials.
-///
-/// Sessions record this (never a configuration alias, never key material) so that resume can
-/// match the session against whatever the configuration calls it today.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct WireIdentity {
-    /// The protocol.
-    pub api_style: ApiStyle,
-    /// The base URL as configured.
-    pub base_url: String,
-    /// The wire model name.
-    pub model: String,
-    /// The reasoning effort requested.
-    pub reasoning: ReasoningEffort,
-}
-
 /// One provider endpoint and model.
 ///
 /// Built with [`ProviderConfig::new`] and the `with_*` setters (fields may be added in later
@@ -117,6 +106,10 @@ pub struct ProviderConfig {
     /// Anthropic: the host root (panto appends `/v1/messages`). OpenAI: the API root including
     /// `/v1` (panto appends `/chat/completions`). The same meaning the official SDKs give
     /// `ANTHROPIC_BASE_URL` and `OPENAI_BASE_URL`.
+    ///
+    /// Credentials in it (`http://user:secret@proxy/v1`) are sent as HTTP basic auth, and are
+    /// never recorded or shown: the session's [`WireIdentity`], errors and `Debug` output carry
+    /// the URL without them ([`strip_userinfo`](crate::strip_userinfo)).
     pub base_url: String,
     /// The API key. Never serialised, never logged, never persisted.
     #[serde(default, skip_serializing)]
@@ -132,6 +125,16 @@ pub struct ProviderConfig {
     /// Extra HTTP headers sent with every request (name, value).
     #[serde(default)]
     pub extra_headers: Vec<(String, String)>,
+    /// The most bytes one server-sent event of a response may take (its lines and their line
+    /// ends). A longer event fails the request with [`Error::Protocol`](crate::Error::Protocol),
+    /// which is not retried, instead of being buffered without bound. Default 16 MiB, far above
+    /// any real event (a large tool call's arguments arrive as many small deltas).
+    #[serde(default = "default_max_event_bytes")]
+    pub max_event_bytes: usize,
+}
+
+fn default_max_event_bytes() -> usize {
+    DEFAULT_MAX_EVENT_BYTES
 }
 
 fn default_max_tokens() -> u32 {
@@ -154,6 +157,7 @@ impl ProviderConfig {
             reasoning: ReasoningEffort::Off,
             max_tokens: default_max_tokens(),
             extra_headers: Vec::new(),
+            max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
         }
     }
 
@@ -177,14 +181,10 @@ impl ProviderConfig {
         self
     }
 
-    /// The identity sessions record: style, base URL, model, reasoning. No key.
+    /// The identity sessions record: style, base URL without credentials, model, reasoning. No
+    /// key.
     pub fn wire_identity(&self) -> WireIdentity {
-        WireIdentity {
-            api_style: self.api_style,
-            base_url: self.base_url.clone(),
-            model: self.model.clone(),
-            reasoning: self.reasoning,
-        }
+        WireIdentity::new(self.api_style, &self.base_url, self.model.clone(), self.reasoning)
     }
 }
 
@@ -193,12 +193,13 @@ impl fmt::Debug for ProviderConfig {
         // The key is redacted so that a `{:?}` in a log line cannot leak it.
         f.debug_struct("ProviderConfig")
             .field("api_style", &self.api_style)
-            .field("base_url", &self.base_url)
+            .field("base_url", &strip_userinfo(&self.base_url))
             .field("api_key", &"<redacted>")
             .field("model", &self.model)
             .field("reasoning", &self.reasoning)
             .field("max_tokens", &self.max_tokens)
             .field("extra_headers", &self.extra_headers.len())
+            .field("max_event_bytes", &self.max_event_bytes)
             .finish()
     }
 }
@@ -432,6 +433,17 @@ mod tests {
     }
 
     #[test]
+    fn credentials_in_the_base_url_reach_neither_the_wire_identity_nor_debug() {
+        let p = ProviderConfig::new(ApiStyle::OpenAiChat, "http://user:pw-secret@proxy/v1", "k", "m");
+        assert_eq!(p.wire_identity().base_url, "http://proxy/v1");
+        let debug = format!("{:?}", Config::new(p));
+        assert!(
+            !debug.contains("pw-secret") && debug.contains("http://proxy/v1"),
+            "{debug}"
+        );
+    }
+
+    #[test]
     fn config_from_minimal_json() {
         let c: Config = serde_json::from_str(
             r#"{"provider":{"api_style":"openai-chat","base_url":"http://h/v1","model":"m","api_key":"k"},
@@ -443,6 +455,7 @@ mod tests {
         assert_eq!(c.retry.base_delay, Duration::from_millis(500));
         assert_eq!(c.idle_timeout, Duration::from_millis(1500));
         assert_eq!(c.max_image_dimension, 1568);
+        assert_eq!(c.provider.max_event_bytes, 16 * 1024 * 1024);
         let back = serde_json::to_string(&c).unwrap();
         assert!(!back.contains("\"k\""), "the key must not serialise: {back}");
     }

@@ -60,8 +60,38 @@ pub enum Error {
         /// What failed.
         message: String,
     },
-    /// The provider sent bytes panto cannot interpret: invalid SSE, invalid JSON, or an event
-    /// missing a required field. Not retryable.
+    /// The provider answered with a redirect (HTTP 3xx). panto follows none: the request carries
+    /// the API key, configured headers and the whole conversation, which must not go to an
+    /// address the configuration does not name. Returned by `Stream::next` and
+    /// `Agent::compact`. Not retryable: point `base_url` at the new address instead.
+    #[error(
+        "the provider redirected the request (HTTP {status}) to {}; panto does not follow redirects, \
+         which would send the API key elsewhere: set base_url to the new address if you trust it",
+        location.as_deref().unwrap_or("nowhere (no Location header)")
+    )]
+    Redirect {
+        /// The HTTP status (301, 302, 303, 307, 308, …).
+        status: u16,
+        /// The `Location` header as sent, without credentials, escaped (control characters as
+        /// `\u{..}`) and cut to 300 bytes; `None` when absent.
+        location: Option<String>,
+    },
+    /// The provider answered a streaming request with success, but not with an event stream: a
+    /// JSON document, an HTML page, a compressed body. Usually a wrong `base_url` or a proxy in
+    /// the way. Returned by `Stream::next` and `Agent::compact`. Not retryable.
+    #[error("expected text/event-stream from the provider, got {content_type}; the body starts with \"{body_start}\"")]
+    NotEventStream {
+        /// The `Content-Type` received (escaped, cut to 300 bytes), or `no Content-Type`, with
+        /// the `Content-Encoding` when the body was compressed.
+        content_type: String,
+        /// The first 200 bytes of the body, escaped (control characters, quotes and backslashes
+        /// as `\n`, `\u{1b}`, …), with `…` when there was more.
+        body_start: String,
+    },
+    /// The provider sent bytes panto cannot interpret: invalid SSE, invalid JSON, an event
+    /// missing a required field, or one server-sent event larger than
+    /// [`ProviderConfig::max_event_bytes`](crate::ProviderConfig::max_event_bytes). Not
+    /// retryable.
     #[error("malformed provider stream at byte {offset}: {message}")]
     Protocol {
         /// Offset of the offending event in the response body.
@@ -189,11 +219,6 @@ pub enum Error {
         #[source]
         source: Box<Error>,
     },
-    /// Transitional, to be removed when `provider/http.rs` moves to [`Error::InvalidHeader`]
-    /// (its header checks) at the merge of the error split; nothing else returns it.
-    #[doc(hidden)]
-    #[error("{0}")]
-    InvalidState(String),
     /// The model's structured result does not fit the requested type. Returned by
     /// [`Agent::run_typed`](crate::Agent::run_typed) once the model has had its chance to correct
     /// it. Not retryable as is (running the prompt again may succeed).

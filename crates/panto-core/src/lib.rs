@@ -215,16 +215,17 @@ mod provider;
 mod registry;
 mod session;
 mod tool;
+mod wire;
 
 pub use agent::{Agent, CompactionResult, Stream, StreamState, UserMessage};
 pub use config::{
-    ApiStyle, CompactionConfig, Config, ProviderConfig, ReasoningEffort, RetryConfig, WireIdentity,
-    DEFAULT_COMPACTION_PROMPT,
+    ApiStyle, CompactionConfig, Config, ProviderConfig, ReasoningEffort, RetryConfig, DEFAULT_COMPACTION_PROMPT,
 };
 pub use conversation::{ContentBlock, Conversation, Message, Role, StopReason, SystemMode, ToolResultContent, Usage};
 pub use error::{Error, Result};
 pub use event::{BlockKind, ContentDelta, Event, RetryInfo, ToolDetails};
 pub use pricing::{format_micro_cents, Pricing, PricingRegistry};
+pub use provider::http::http_client_builder;
 pub use registry::{is_wire_name, MAX_WIRE_NAME};
 pub use session::{
     compact_view, match_models, new_session_id, sort_by_recency, validate_session_id, CompactionRecord, MemoryStore,
@@ -236,5 +237,6 @@ pub use tool::{tool_fn, ResultPart, Tool, ToolCall, ToolCallResult, ToolDecl, To
 /// re-exported so that implementing them needs no `async-trait` dependency of your own: write
 /// `#[panto_core::async_trait]` on the `impl`.
 pub use async_trait::async_trait;
+pub use wire::{strip_userinfo, WireIdentity};
 
 pub use tokio_util::sync::CancellationToken;

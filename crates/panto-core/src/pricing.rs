@@ -4,8 +4,9 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{ApiStyle, WireIdentity};
+use crate::config::ApiStyle;
 use crate::conversation::Usage;
+use crate::wire::WireIdentity;
 
 /// A rate card: US dollars per million tokens of each kind.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]

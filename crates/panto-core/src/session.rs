@@ -19,10 +19,10 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use crate::config::WireIdentity;
 use crate::conversation::{Conversation, Message, Usage};
 use crate::error::{Error, Result};
 use crate::tool::ToolDecl;
+use crate::wire::WireIdentity;
 
 /// How many characters of the last human prompt [`SessionInfo::last_user_message`] keeps.
 pub const LAST_USER_MESSAGE_CHARS: usize = 200;

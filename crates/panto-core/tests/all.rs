@@ -4,6 +4,7 @@
 mod support;
 
 mod compaction;
+mod http;
 mod persistence;
 mod resume;
 mod retry;

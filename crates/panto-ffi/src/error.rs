@@ -67,6 +67,8 @@ impl From<Error> for Failure {
             | Error::Truncated { .. }
             | Error::IdleTimeout(_)
             | Error::Connect { .. }
+            | Error::Redirect { .. }
+            | Error::NotEventStream { .. }
             | Error::Protocol { .. }
             | Error::EmptySummary
             | Error::OverflowCompactionFailed { .. }
@@ -75,9 +77,7 @@ impl From<Error> for Failure {
             Error::InvalidHeader { .. } => PANTO_ERR_CONFIG,
             Error::InvalidImage { .. } => PANTO_ERR_INVALID_ARGUMENT,
             Error::InvalidTool { .. } => PANTO_ERR_TOOL,
-            Error::StepLimit(_) | Error::NothingToCompact | Error::SessionNotLoaded { .. } | Error::InvalidState(_) => {
-                PANTO_ERR_STATE
-            }
+            Error::StepLimit(_) | Error::NothingToCompact | Error::SessionNotLoaded { .. } => PANTO_ERR_STATE,
             Error::SessionInUse { .. } => PANTO_ERR_SESSION_IN_USE,
             Error::SessionNotFound(_) => PANTO_ERR_SESSION_NOT_FOUND,
             Error::AmbiguousSession { .. } => PANTO_ERR_SESSION_AMBIGUOUS,
@@ -174,6 +174,20 @@ mod tests {
                 Error::Connect {
                     url: "http://127.0.0.1:1/v1/messages".into(),
                     message: "refused".into(),
+                },
+                PANTO_ERR_PROVIDER,
+            ),
+            (
+                Error::Redirect {
+                    status: 307,
+                    location: Some("http://elsewhere/".into()),
+                },
+                PANTO_ERR_PROVIDER,
+            ),
+            (
+                Error::NotEventStream {
+                    content_type: "text/html".into(),
+                    body_start: "<html>".into(),
                 },
                 PANTO_ERR_PROVIDER,
             ),

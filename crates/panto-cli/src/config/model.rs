@@ -2,7 +2,8 @@
 //! the choice into a [`panto_core::Config`].
 
 use panto_core::{
-    match_models, Config, Pricing, PricingRegistry, ProviderConfig, ReasoningEffort, SessionInfo, WireIdentity,
+    match_models, strip_userinfo, Config, Pricing, PricingRegistry, ProviderConfig, ReasoningEffort, SessionInfo,
+    WireIdentity,
 };
 
 use super::{default_context_window, default_model_for, Key, ModelAlias, Provider, Settings};
@@ -35,12 +36,12 @@ impl Selection {
 
     /// The wire identity a session records for it.
     pub fn wire(&self) -> WireIdentity {
-        WireIdentity {
-            api_style: self.provider.api_style,
-            base_url: self.provider.base_url.clone(),
-            model: self.model.clone(),
-            reasoning: self.reasoning,
-        }
+        WireIdentity::new(
+            self.provider.api_style,
+            &self.provider.base_url,
+            self.model.clone(),
+            self.reasoning,
+        )
     }
 
     /// One line for banners and `/model`: `sonnet (claude-sonnet-4-5 via anthropic)`.
@@ -154,7 +155,7 @@ impl Settings {
         if let Some(p) = self
             .providers
             .iter()
-            .find(|p| p.api_style == wire.api_style && p.base_url == wire.base_url)
+            .find(|p| p.api_style == wire.api_style && strip_userinfo(&p.base_url) == strip_userinfo(&wire.base_url))
         {
             return (Some(Self::wire_selection(p, &wire.model, wire.reasoning)), None);
         }
@@ -162,7 +163,8 @@ impl Settings {
             None,
             Some(format!(
                 "this session used {} at {}, which no configured provider serves; using the default model",
-                wire.model, wire.base_url
+                wire.model,
+                strip_userinfo(&wire.base_url)
             )),
         )
     }
@@ -316,5 +318,49 @@ mod tests {
         );
         let sel = s.default_selection().unwrap();
         assert_eq!(s.pricing().get(&sel.wire()).unwrap().output, 2.0);
+    }
+
+    #[test]
+    fn a_session_recorded_with_credentials_in_its_base_url_still_matches_and_prices() {
+        let s = settings(
+            "[providers.proxy]\napi_style = \"openai-chat\"\nbase_url = \"http://user:pw-secret@proxy/v1\"\napi_key_env = \"P_KEY\"\n\
+             [models.m]\nprovider = \"proxy\"\nmodel = \"gpt-4o\"\npricing = { input = 1.0, output = 2.0 }\n",
+            &[("P_KEY", "k")],
+        );
+        let sel = s.default_selection().unwrap();
+        assert_eq!(sel.wire().base_url, "http://proxy/v1", "what a new session records");
+        for recorded in ["http://user:pw-secret@proxy/v1", "http://proxy/v1"] {
+            let wire = WireIdentity {
+                api_style: ApiStyle::OpenAiChat,
+                base_url: recorded.into(),
+                model: "gpt-4o".into(),
+                reasoning: ReasoningEffort::Off,
+            };
+            assert_eq!(s.pricing().get(&wire).map(|p| p.output), Some(2.0), "{recorded}");
+            let mut info = SessionInfo::new("0190", Utc::now());
+            info.wire = Some(wire.clone());
+            assert_eq!(
+                s.session_selection(&info).0.unwrap().alias.as_deref(),
+                Some("m"),
+                "{recorded}"
+            );
+            // A wire model no alias names still finds its provider, and a note never shows the
+            // credentials.
+            info.wire = Some(WireIdentity {
+                model: "gpt-4o-mini".into(),
+                ..wire.clone()
+            });
+            assert_eq!(
+                s.session_selection(&info).0.unwrap().provider.name,
+                "proxy",
+                "{recorded}"
+            );
+            info.wire = Some(WireIdentity {
+                base_url: recorded.replace("proxy", "gone"),
+                ..wire
+            });
+            let note = s.session_selection(&info).1.unwrap();
+            assert!(note.contains("http://gone/v1") && !note.contains("pw-secret"), "{note}");
+        }
     }
 }

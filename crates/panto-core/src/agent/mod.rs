@@ -109,8 +109,7 @@ impl Agent {
                 message_count: session.info.message_count,
             });
         }
-        let client = reqwest::Client::builder()
-            .connect_timeout(std::time::Duration::from_secs(30))
+        let client = crate::provider::http::http_client_builder()
             .build()
             .map_err(|e| Error::HttpClient(e.to_string()))?;
         let adopted = conversation.is_some();

@@ -1,13 +1,39 @@
-//! HTTP transport: send a request, classify a failure. Knows nothing of either API's events.
+//! HTTP transport: build the client, send a request, classify a failure. Knows nothing of either
+//! API's events.
 
 use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::error::{Error, Result};
+use crate::wire::strip_userinfo;
+
+/// How many bytes of an unexpected body an error quotes.
+const QUOTED_BODY_BYTES: usize = 200;
+
+/// How many bytes of a server-chosen header value (`Location`, `Content-Type`) an error quotes.
+const QUOTED_HEADER_BYTES: usize = 300;
+
+/// The one place panto builds an HTTP client: every client panto makes, for a provider or
+/// anything added later (an MCP server over HTTP), starts from this builder. `cargo xtask arch`
+/// rejects any other `Client::new()` or `Client::builder()` in library and binary source.
+///
+/// The client follows no redirect. A request carries the API key, configured headers and the
+/// whole conversation; a redirect to another host would hand them all over, so a 3xx answer is
+/// returned as it is, and the provider layer turns it into [`Error::Redirect`] naming the
+/// `Location`. The connect timeout is 30 seconds; callers may set their own.
+pub fn http_client_builder() -> reqwest::ClientBuilder {
+    // The one sanctioned construction (see `cargo xtask arch`).
+    reqwest::ClientBuilder::new()
+        .redirect(reqwest::redirect::Policy::none())
+        .referer(false)
+        .connect_timeout(Duration::from_secs(30))
+}
 
 /// Posts `body` to `url` and returns the response once a success status and headers are in.
-/// A non-success status is read whole and turned into an [`Error`] by [`classify_status`].
+/// A non-success status is read whole and turned into an [`Error`] by [`classify_status`]; a
+/// redirect is [`Error::Redirect`] and is not followed; a success whose body is not an event
+/// stream is [`Error::NotEventStream`].
 pub(crate) async fn send(
     client: &reqwest::Client,
     url: &str,
@@ -17,9 +43,15 @@ pub(crate) async fn send(
 ) -> Result<reqwest::Response> {
     let mut map = HeaderMap::with_capacity(headers.len() + 2);
     for (name, value) in headers {
-        let name = HeaderName::from_bytes(name.as_bytes())
-            .map_err(|e| Error::InvalidState(format!("header name {name:?}: {e}")))?;
-        let value = HeaderValue::from_str(value).map_err(|e| Error::InvalidState(format!("header {name}: {e}")))?;
+        let name = HeaderName::from_bytes(name.as_bytes()).map_err(|e| Error::InvalidHeader {
+            name: name.clone(),
+            reason: e.to_string(),
+        })?;
+        // Name the header, never its value: the value may be the key.
+        let value = HeaderValue::from_str(value).map_err(|e| Error::InvalidHeader {
+            name: name.to_string(),
+            reason: e.to_string(),
+        })?;
         map.insert(name, value);
     }
     map.insert(
@@ -27,21 +59,34 @@ pub(crate) async fn send(
         HeaderValue::from_static("application/json"),
     );
     map.insert(reqwest::header::ACCEPT, HeaderValue::from_static("text/event-stream"));
-    let bytes = serde_json::to_vec(body).map_err(|e| Error::InvalidState(format!("request body: {e}")))?;
+    // Serialising a `Value` cannot fail: its keys are strings.
+    let bytes = body.to_string().into_bytes();
     let request = client.post(url).headers(map).body(bytes).send();
     let response = match tokio::time::timeout(idle_timeout, request).await {
         Err(_) => return Err(Error::IdleTimeout(idle_timeout)),
         Ok(Err(e)) => {
             return Err(Error::Connect {
-                url: url.to_owned(),
+                url: strip_userinfo(url).into_owned(),
                 message: describe(&e),
             })
         }
         Ok(Ok(r)) => r,
     };
     let status = response.status();
+    if status.is_redirection() {
+        let location = response.headers().get(reqwest::header::LOCATION).map(|v| {
+            quote(
+                strip_userinfo(&String::from_utf8_lossy(v.as_bytes())).as_bytes(),
+                QUOTED_HEADER_BYTES,
+            )
+        });
+        return Err(Error::Redirect {
+            status: status.as_u16(),
+            location,
+        });
+    }
     if status.is_success() {
-        return Ok(response);
+        return expect_event_stream(response, idle_timeout).await;
     }
     let retry_after = retry_after(response.headers());
     let text = match tokio::time::timeout(idle_timeout, response.text()).await {
@@ -50,6 +95,67 @@ pub(crate) async fn send(
         Err(_) => "(body timed out)".to_owned(),
     };
     Err(classify_status(status.as_u16(), &text, retry_after))
+}
+
+/// `response` if it is an event stream (`Content-Type: text/event-stream`, not compressed), else
+/// [`Error::NotEventStream`] quoting the start of its body. A wrong `base_url` (a web page, a
+/// JSON API) or a proxy in the way answers 200 with something else; reading it as an event
+/// stream would only report a truncated stream, retried for nothing.
+async fn expect_event_stream(mut response: reqwest::Response, idle_timeout: Duration) -> Result<reqwest::Response> {
+    let header = |name| {
+        response
+            .headers()
+            .get(name)
+            .map(|v: &HeaderValue| String::from_utf8_lossy(v.as_bytes()).trim().to_owned())
+    };
+    let content_type = header(reqwest::header::CONTENT_TYPE);
+    let encoding = header(reqwest::header::CONTENT_ENCODING).filter(|e| !e.eq_ignore_ascii_case("identity"));
+    let is_event_stream = content_type.as_deref().is_some_and(|ct| {
+        ct.split(';')
+            .next()
+            .is_some_and(|essence| essence.trim().eq_ignore_ascii_case("text/event-stream"))
+    });
+    if is_event_stream && encoding.is_none() {
+        return Ok(response);
+    }
+    let mut got = match &content_type {
+        Some(ct) => quote(ct.as_bytes(), QUOTED_HEADER_BYTES),
+        None => "no Content-Type".to_owned(),
+    };
+    if let Some(encoding) = &encoding {
+        got.push_str(&format!(
+            " with Content-Encoding {}",
+            quote(encoding.as_bytes(), QUOTED_HEADER_BYTES)
+        ));
+    }
+    // The first bytes only, within the idle timeout: the body may be huge or never end.
+    let mut start = Vec::new();
+    let _ = tokio::time::timeout(idle_timeout, async {
+        while start.len() <= QUOTED_BODY_BYTES {
+            match response.chunk().await {
+                Ok(Some(chunk)) => start.extend_from_slice(&chunk),
+                _ => break,
+            }
+        }
+    })
+    .await;
+    Err(Error::NotEventStream {
+        content_type: got,
+        body_start: quote(&start, QUOTED_BODY_BYTES),
+    })
+}
+
+/// Untrusted bytes from a server made safe to show in an error: at most `max` bytes, decoded
+/// lossily, with control characters, quotes and backslashes escaped (`\n`, `\u{1b}`, …) so
+/// that they cannot act on a terminal, and `…` when cut.
+pub(crate) fn quote(bytes: &[u8], max: usize) -> String {
+    let cut = bytes.len() > max;
+    let text = String::from_utf8_lossy(&bytes[..bytes.len().min(max)]);
+    let mut out = text.escape_debug().to_string();
+    if cut {
+        out.push('…');
+    }
+    out
 }
 
 /// A reqwest error with its source chain, as one line.

@@ -148,7 +148,7 @@ impl ProviderStream {
         let response = http::send(client, &url, &headers, &body, idle_timeout).await?;
         Ok(ProviderStream {
             body: response.bytes_stream().boxed(),
-            parser: sse::SseParser::new(),
+            parser: sse::SseParser::new(req.config.max_event_bytes),
             decoder: new_decoder(req.config.api_style),
             pending: VecDeque::new(),
             idle_timeout,

@@ -9,6 +9,12 @@
 //! It is built for throughput: bytes go into one growing buffer that is scanned with `memchr` and
 //! compacted only when the consumed prefix is large, lines are never copied, and an event's data
 //! borrows from the buffer unless it spans several `data:` lines.
+//!
+//! It is built against a hostile server too: every byte is scanned once however the body is cut
+//! into chunks (a line that arrives in a million pieces is not re-scanned a million times), and
+//! one event may hold at most `max_event_bytes`, so a server cannot make panto buffer without
+//! bound. Comment lines between events (keep-alives) are not part of any event and are dropped as
+//! they are read.
 
 pub(crate) mod json;
 
@@ -16,6 +22,7 @@ use std::ops::Range;
 
 use memchr::{memchr, memchr2};
 
+use crate::config::DEFAULT_MAX_EVENT_BYTES;
 use crate::error::{Error, Result};
 
 /// The UTF-8 byte order mark, skipped at the very start of a body.
@@ -39,7 +46,7 @@ pub(crate) struct SseEvent<'a> {
 /// An incremental SSE parser: [`feed`](Self::feed) bytes as they arrive, drain
 /// [`next_event`](Self::next_event) until it returns `None`, and call [`finish`](Self::finish) at
 /// end of body.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct SseParser {
     /// Received bytes not yet discarded. `buf[0]` is body byte `base`.
     buf: Vec<u8>,
@@ -47,6 +54,11 @@ pub(crate) struct SseParser {
     base: u64,
     /// Start of the first byte not yet split into lines.
     pos: usize,
+    /// `buf[pos..scanned]` holds no line end: the search for the next one resumes here, so a
+    /// line delivered in many chunks is scanned once, not once per chunk.
+    scanned: usize,
+    /// The most bytes one event (its lines with their line ends) may take.
+    max_event_bytes: usize,
     /// Start of the current event's first line; the lines from here on are still referenced by
     /// `event_name` and `data_lines`, so compaction keeps them.
     event_start: usize,
@@ -69,6 +81,10 @@ pub(crate) struct SseParser {
     bom_checked: bool,
     /// Whether the body has ended ([`finish`](Self::finish) was called).
     eof: bool,
+    /// How many bytes the line search has looked at, for the tests that show each byte is
+    /// looked at once.
+    #[cfg(test)]
+    pub(crate) searched: u64,
 }
 
 /// What the line loop found.
@@ -79,10 +95,35 @@ enum Step {
     NeedMore,
 }
 
+impl Default for SseParser {
+    fn default() -> Self {
+        SseParser::new(DEFAULT_MAX_EVENT_BYTES)
+    }
+}
+
 impl SseParser {
-    /// An empty parser, positioned at the start of a body.
-    pub fn new() -> Self {
-        Self::default()
+    /// An empty parser, positioned at the start of a body, that fails an event longer than
+    /// `max_event_bytes`.
+    pub fn new(max_event_bytes: usize) -> Self {
+        SseParser {
+            buf: Vec::new(),
+            base: 0,
+            pos: 0,
+            scanned: 0,
+            max_event_bytes,
+            event_start: 0,
+            in_event: false,
+            event_offset: 0,
+            event_name: None,
+            data_lines: Vec::new(),
+            scratch: String::new(),
+            last_event_id: String::new(),
+            skip_lf: false,
+            bom_checked: false,
+            eof: false,
+            #[cfg(test)]
+            searched: 0,
+        }
     }
 
     /// Appends bytes received from the body. A chunk may end anywhere, even inside a line or a
@@ -94,7 +135,8 @@ impl SseParser {
 
     /// The next complete event, or `None` when more bytes are needed.
     ///
-    /// Fails with [`Error::Protocol`] when the event's `event:` or `data:` value is not UTF-8.
+    /// Fails with [`Error::Protocol`] when the event's `event:` or `data:` value is not UTF-8, or
+    /// when the event grows past `max_event_bytes` (as soon as it does, complete or not).
     pub fn next_event(&mut self) -> Result<Option<SseEvent<'_>>> {
         if !self.bom_checked && !self.check_bom() {
             return Ok(None);
@@ -124,6 +166,7 @@ impl SseParser {
         }
         if have == BOM {
             self.pos = BOM.len();
+            self.scanned = BOM.len();
             self.event_start = BOM.len();
         }
         self.bom_checked = true;
@@ -133,7 +176,7 @@ impl SseParser {
     /// Reads lines until an event is complete or the buffer runs out of complete lines.
     fn scan(&mut self) -> Result<Step> {
         loop {
-            let Some(line) = self.next_line() else {
+            let Some(line) = self.next_line()? else {
                 if self.eof && self.in_event && !self.data_lines.is_empty() {
                     return Ok(Step::Dispatch);
                 }
@@ -157,17 +200,28 @@ impl SseParser {
 
     /// The next complete line as a range of `buf` (without its terminator), or `None` when the
     /// buffer holds no complete line. At end of body the unterminated remainder is a line.
-    fn next_line(&mut self) -> Option<Range<usize>> {
+    ///
+    /// Fails when the current event, this line included (complete or not), is longer than
+    /// `max_event_bytes`.
+    fn next_line(&mut self) -> Result<Option<Range<usize>>> {
         if self.skip_lf && self.pos < self.buf.len() {
             if self.buf[self.pos] == b'\n' {
                 self.pos += 1;
+                self.scanned = self.scanned.max(self.pos);
             }
             self.skip_lf = false;
         }
         let start = self.pos;
-        match memchr2(b'\n', b'\r', &self.buf[start..]) {
+        let from = self.scanned.max(start);
+        let found = memchr2(b'\n', b'\r', &self.buf[from..]);
+        #[cfg(test)]
+        {
+            self.searched += found.map_or(self.buf.len() - from, |i| i + 1) as u64;
+        }
+        match found {
             Some(i) => {
-                let end = start + i;
+                let end = from + i;
+                self.check_event_size(end)?;
                 let mut next = end + 1;
                 if self.buf[end] == b'\r' {
                     match self.buf.get(next) {
@@ -179,26 +233,53 @@ impl SseParser {
                     }
                 }
                 self.pos = next;
-                Some(start..end)
+                self.scanned = next;
+                Ok(Some(start..end))
             }
-            None if self.eof && start < self.buf.len() => {
-                self.pos = self.buf.len();
-                Some(start..self.buf.len())
+            None => {
+                self.scanned = self.buf.len();
+                self.check_event_size(self.buf.len())?;
+                if self.eof && start < self.buf.len() {
+                    self.pos = self.buf.len();
+                    return Ok(Some(start..self.buf.len()));
+                }
+                Ok(None)
             }
-            None => None,
         }
+    }
+
+    /// Fails when the current event, read up to `end`, is longer than `max_event_bytes`. Outside
+    /// an event `event_start` is the start of the line being read, so one endless line (a
+    /// comment, or no line end at all) is bounded too.
+    fn check_event_size(&self, end: usize) -> Result<()> {
+        let size = end - self.event_start;
+        if size <= self.max_event_bytes {
+            return Ok(());
+        }
+        Err(Error::Protocol {
+            offset: self.base + self.event_start as u64,
+            message: format!(
+                "one SSE event is larger than {} bytes (max_event_bytes); {size} bytes were read without its end",
+                self.max_event_bytes
+            ),
+        })
     }
 
     /// Interprets one non-blank line of the current event.
     fn process_line(&mut self, range: Range<usize>) -> Result<()> {
+        let line = &self.buf[range.clone()];
+        if line.first() == Some(&b':') {
+            // A comment outside an event (a keep-alive) starts none: it is forgotten at once,
+            // so that neither the event size limit nor the buffer counts it.
+            if !self.in_event {
+                self.event_start = self.pos;
+            }
+            return Ok(());
+        }
         if !self.in_event {
             self.in_event = true;
             self.event_offset = self.base + range.start as u64;
             self.event_start = range.start;
-        }
-        let line = &self.buf[range.clone()];
-        if line.first() == Some(&b':') {
-            return Ok(());
         }
         let (name_end, value_start) = match memchr(b':', line) {
             Some(colon) if line.get(colon + 1) == Some(&b' ') => (colon, colon + 2),
@@ -293,6 +374,7 @@ impl SseParser {
         self.buf.drain(..keep);
         self.base += keep as u64;
         self.pos -= keep;
+        self.scanned -= keep;
         self.event_start -= keep;
         if let Some(r) = &mut self.event_name {
             *r = r.start - keep..r.end - keep;
@@ -310,7 +392,16 @@ impl SseParser {
 pub(crate) fn collect_events<'a>(
     chunks: impl IntoIterator<Item = &'a [u8]>,
 ) -> (Vec<(String, String, u64)>, Option<crate::error::Error>) {
-    let mut parser = SseParser::new();
+    collect_events_limited(chunks, DEFAULT_MAX_EVENT_BYTES)
+}
+
+/// [`collect_events`] with an event size limit.
+#[cfg(any(test, feature = "bench-internals"))]
+pub(crate) fn collect_events_limited<'a>(
+    chunks: impl IntoIterator<Item = &'a [u8]>,
+    max_event_bytes: usize,
+) -> (Vec<(String, String, u64)>, Option<crate::error::Error>) {
+    let mut parser = SseParser::new(max_event_bytes);
     let mut out = Vec::new();
     let mut push = |ev: SseEvent<'_>| out.push((ev.event.to_owned(), ev.data.to_owned(), ev.offset));
     let drain = |parser: &mut SseParser, push: &mut dyn FnMut(SseEvent<'_>)| loop {

@@ -9,6 +9,7 @@
 use proptest::prelude::*;
 
 use super::testing::{decode_chunks, fixture, sse_fixtures, Decoded};
+use super::SseParser;
 use crate::provider::anthropic::AnthropicDecoder;
 use crate::provider::openai::OpenAiDecoder;
 use crate::provider::Decoder;
@@ -110,6 +111,46 @@ proptest! {
         let bytes: Vec<&[u8]> = body.chunks(1).collect();
         prop_assert_eq!(parse(&bytes), whole);
     }
+
+    #[test]
+    fn every_byte_is_searched_at_most_once_however_the_body_is_cut(
+        body in long_lines(),
+        points in prop::collection::vec(any::<prop::sample::Index>(), 0..64),
+    ) {
+        // Time linear in bytes: the line search never looks at a byte twice, so cutting a body
+        // into more pieces cannot make parsing it slower than one pass.
+        for chunks in [cut(&body, &points), body.chunks(1).collect()] {
+            let mut parser = SseParser::default();
+            for chunk in chunks {
+                parser.feed(chunk);
+                while let Ok(Some(_)) = parser.next_event() {}
+            }
+            let _ = parser.finish();
+            while let Ok(Some(_)) = parser.next_event() {}
+            prop_assert!(
+                parser.searched <= body.len() as u64,
+                "searched {} bytes of a {}-byte body", parser.searched, body.len()
+            );
+        }
+    }
+}
+
+/// A body of the usual lines with some long ones among them (a large event's data line).
+fn long_lines() -> impl Strategy<Value = Vec<u8>> {
+    (
+        body(),
+        prop::collection::vec((0usize..4096, any::<prop::sample::Index>()), 0..4),
+    )
+        .prop_map(|(mut body, long)| {
+            for (len, at) in long {
+                let mut line = b"data: ".to_vec();
+                line.resize(6 + len, b'w');
+                line.extend_from_slice(b"\n\n");
+                let at = at.index(body.len() + 1);
+                body.splice(at..at, line);
+            }
+            body
+        })
 }
 
 proptest! {

@@ -99,7 +99,7 @@ fn run<'a>(
     chunks: impl IntoIterator<Item = &'a [u8]>,
     out: &mut VecDeque<ProviderEvent>,
 ) -> Result<()> {
-    let mut parser = SseParser::new();
+    let mut parser = SseParser::default();
     for chunk in chunks {
         parser.feed(chunk);
         while let Some(ev) = parser.next_event()? {

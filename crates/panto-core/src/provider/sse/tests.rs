@@ -51,7 +51,7 @@ fn comments_are_ignored() {
 
 #[test]
 fn event_and_id_fields() {
-    let mut p = SseParser::new();
+    let mut p = SseParser::default();
     p.feed(b"id: 42\nevent: first\nevent: second\ndata: d\n\n");
     let e = p.next_event().unwrap().unwrap();
     assert_eq!((e.event, e.data), ("second", "d"));
@@ -126,7 +126,7 @@ fn finish_dispatches_an_event_without_trailing_blank_line() {
 
 #[test]
 fn next_event_waits_for_the_blank_line() {
-    let mut p = SseParser::new();
+    let mut p = SseParser::default();
     p.feed(b"data: a\n");
     assert_eq!(p.next_event().unwrap(), None);
     p.feed(b"data: b");
@@ -151,21 +151,22 @@ fn multibyte_characters_split_across_chunks() {
 #[test]
 fn invalid_utf8_is_a_protocol_error_at_the_event_offset() {
     let body = b"data: ok\n\n: comment \xFF is fine\nevent: e\ndata: bad \xC3(\n\n";
-    let mut p = SseParser::new();
+    let mut p = SseParser::default();
     p.feed(body);
     assert_eq!(p.next_event().unwrap().unwrap().data, "ok");
     match p.next_event() {
         Err(Error::Protocol { offset, message }) => {
-            assert_eq!(offset, 10, "the offset of the event's first line");
+            // The comment before it is a keep-alive between events, not part of the event.
+            assert_eq!(offset, 30, "the offset of the event's first field line");
             assert!(message.contains("data") && message.contains("UTF-8"), "{message}");
         }
         other => panic!("expected a protocol error, got {other:?}"),
     }
     // In an event name, and in one line of multi-line data.
-    let mut p = SseParser::new();
+    let mut p = SseParser::default();
     p.feed(b"event: \xFF\ndata: x\n\n");
     assert!(matches!(p.next_event(), Err(Error::Protocol { offset: 0, .. })));
-    let mut p = SseParser::new();
+    let mut p = SseParser::default();
     p.feed(b"data: x\ndata: \xFE\n\n");
     assert!(matches!(p.next_event(), Err(Error::Protocol { offset: 0, .. })));
 }
@@ -273,4 +274,101 @@ fn openrouter_comment_lines_are_skipped() {
         .starts_with(r#"{"id":"gen-1777319950-BX6MCZRmFqpAw5lUPuhg""#));
     assert!(events[0].1.contains(r#""reasoning":"The user is asking for""#));
     assert_eq!(events.last().unwrap().1, "[DONE]");
+}
+
+/// Runs `chunks` through a parser with a `limit`-byte event cap, like [`parse_chunks`].
+fn parse_limited<'a>(chunks: impl IntoIterator<Item = &'a [u8]>, limit: usize) -> Result<Vec<OwnedEvent>> {
+    match super::collect_events_limited(chunks, limit) {
+        (events, None) => Ok(events),
+        (_, Some(e)) => Err(e),
+    }
+}
+
+#[test]
+fn an_event_over_the_limit_is_a_protocol_error_naming_the_limit() {
+    // Complete, with several data lines: the size counts every line of the event.
+    let body = format!(
+        "data: ok\n\nevent: big\ndata: {}\ndata: {}\n\n",
+        "a".repeat(40),
+        "b".repeat(40)
+    );
+    match parse_limited([body.as_bytes()], 64) {
+        Err(Error::Protocol { offset, message }) => {
+            assert_eq!(offset, 10, "the offset of the oversized event");
+            assert!(message.contains("larger than 64 bytes"), "{message}");
+            assert!(message.contains("max_event_bytes"), "{message}");
+        }
+        other => panic!("expected a protocol error, got {other:?}"),
+    }
+    // An event of exactly the limit (its lines and line ends) passes.
+    let exact = format!("data: {}\n\n", "x".repeat(64 - 7));
+    assert_eq!(parse_limited([exact.as_bytes()], 64).unwrap().len(), 1);
+    let over = format!("data: {}\n\n", "x".repeat(64 - 6));
+    assert!(parse_limited([over.as_bytes()], 64).is_err());
+}
+
+#[test]
+fn an_endless_line_fails_as_soon_as_it_passes_the_limit() {
+    // No line end ever comes: the parser must not wait for one while buffering without bound.
+    let mut p = SseParser::new(1000);
+    p.feed(b"data: ok\n\n");
+    assert_eq!(p.next_event().unwrap().unwrap().data, "ok");
+    let mut fed = 0;
+    let err = loop {
+        p.feed(&[b'z'; 100]);
+        fed += 100;
+        assert!(fed <= 1100, "no error after {fed} bytes of one line");
+        match p.next_event() {
+            Ok(None) => {}
+            Ok(Some(e)) => panic!("unexpected event {e:?}"),
+            Err(e) => break e,
+        }
+    };
+    assert!(fed > 1000);
+    let text = err.to_string();
+    assert!(
+        text.contains("at byte 10") && text.contains("larger than 1000 bytes"),
+        "{text}"
+    );
+    // The same for a comment line and for a field name that never ends.
+    for start in [&b": "[..], b"dat"] {
+        let mut body = start.to_vec();
+        body.extend_from_slice(&[b'z'; 2000]);
+        assert!(parse_limited(body.chunks(7), 1000).is_err());
+    }
+}
+
+#[test]
+fn keep_alive_comments_between_events_count_towards_no_event() {
+    // Thousands of keep-alives without blank lines, then a small event: only the event counts.
+    let mut body = ": ping\n".repeat(5000);
+    body.push_str("data: real\n\n");
+    let events = parse_limited(body.as_bytes().chunks(13), 64).unwrap();
+    assert_eq!(events, vec![ev("", "real", 5000 * 7)]);
+    // A comment inside an event is part of it.
+    let inside = format!("data: a\n: {}\ndata: b\n\n", "c".repeat(100));
+    assert!(parse_limited([inside.as_bytes()], 64).is_err());
+}
+
+#[test]
+fn a_line_fed_in_many_chunks_is_searched_once() {
+    // A 200 KB line in 1-byte chunks: searching the line again on every chunk would look at
+    // 20 billion bytes.
+    let mut body = format!("data: {}", "y".repeat(200_000)).into_bytes();
+    body.extend_from_slice(b"\r\n\r\n");
+    let mut p = SseParser::default();
+    let mut lengths = Vec::new();
+    for byte in body.chunks(1) {
+        p.feed(byte);
+        while let Some(e) = p.next_event().unwrap() {
+            lengths.push(e.data.len());
+        }
+    }
+    assert_eq!(lengths, vec![200_000]);
+    assert!(
+        p.searched <= body.len() as u64,
+        "searched {} bytes of a {}-byte body",
+        p.searched,
+        body.len()
+    );
 }

@@ -1,0 +1,250 @@
+//! A hostile or misconfigured server: redirects, success bodies that are not event streams,
+//! oversized events, and credentials in the base URL.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use panto_core::{Agent, ApiStyle, Config, Error, MemoryStore, ProviderConfig, SessionStore};
+use panto_testkit::script::{AnthropicScript, OpenAiScript};
+use panto_testkit::{MockServer, Reply};
+use serde_json::json;
+
+use crate::support::*;
+
+/// A config for `style` at `base_url`, three attempts with fast retries, and a configured
+/// custom header that must not travel either.
+fn config_at(style: ApiStyle, base_url: String) -> Config {
+    let mut config = Config::new(ProviderConfig::new(style, base_url, KEY, "m"));
+    config.retry.base_delay = Duration::from_millis(1);
+    config.retry.max_delay = Duration::from_millis(5);
+    config.retry.max_attempts = 3;
+    config.idle_timeout = Duration::from_secs(10);
+    config.provider.extra_headers = vec![("x-custom-secret".into(), "header-secret".into())];
+    config
+}
+
+fn base_url(style: ApiStyle, server: &MockServer) -> String {
+    match style {
+        ApiStyle::AnthropicMessages => server.anthropic_base_url(),
+        ApiStyle::OpenAiChat => server.openai_base_url(),
+    }
+}
+
+async fn run(config: Config) -> Result<Vec<panto_core::Event>, Error> {
+    let mut agent = Agent::new(config, panto_core::NullStore::shared().create(), None).unwrap();
+    collect(&mut agent, "hi").await
+}
+
+#[tokio::test]
+async fn a_redirect_is_an_error_naming_the_location_and_nothing_reaches_its_target() {
+    for style in STYLES {
+        for status in [301, 302, 303, 307, 308] {
+            let provider = MockServer::start().await;
+            let elsewhere = MockServer::start().await;
+            // Were the redirect followed, the second server would answer and the turn succeed.
+            elsewhere.push(Reply::sse(text(style, "stolen")));
+            let location = format!("{}/collect?from=panto", elsewhere.base_url());
+            provider.push(Reply::raw(status, Vec::new()).header("location", &location));
+            let err = run(config_at(style, base_url(style, &provider))).await.unwrap_err();
+            match &err {
+                Error::Redirect {
+                    status: got,
+                    location: Some(l),
+                } => assert_eq!((*got, l.as_str()), (status, location.as_str())),
+                other => panic!("{style} {status}: expected a redirect error, got {other}"),
+            }
+            let message = err.to_string();
+            assert!(
+                message.contains(&location) && message.contains(&format!("HTTP {status}")),
+                "{message}"
+            );
+            assert!(!err.is_retryable());
+            assert_eq!(
+                provider.requests().len(),
+                1,
+                "{style} {status}: a redirect is not retried"
+            );
+            assert!(
+                elsewhere.requests().is_empty(),
+                "{style} {status}: the redirect target received {:?}",
+                elsewhere.requests()
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_redirect_location_is_escaped_bounded_and_stripped_of_credentials() {
+    let provider = MockServer::start().await;
+    let long = "a".repeat(1000);
+    provider.push(Reply::raw(307, Vec::new()).header("location", &format!("http://u:p@evil.test/\t{long}")));
+    let err = run(config_at(ApiStyle::OpenAiChat, provider.openai_base_url()))
+        .await
+        .unwrap_err();
+    let Error::Redirect {
+        location: Some(location),
+        ..
+    } = &err
+    else {
+        panic!("{err}")
+    };
+    assert!(location.starts_with("http://evil.test/\\t"), "{location}");
+    assert!(location.len() < 320 && location.ends_with('…'), "{location}");
+    // Without a Location header the error still says what happened.
+    let provider = MockServer::start().await;
+    provider.push(Reply::raw(301, Vec::new()));
+    let err = run(config_at(ApiStyle::OpenAiChat, provider.openai_base_url()))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Redirect {
+                status: 301,
+                location: None
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("no Location header"), "{err}");
+}
+
+#[tokio::test]
+async fn a_success_that_is_not_an_event_stream_is_reported_with_its_first_bytes_and_not_retried() {
+    let gzip = [0x1f, 0x8b, 0x08, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x03, 0xcb, 0x48];
+    let html = format!("<html>\x1b[2J\x1b]0;owned\x07<body>{}</body></html>", "p".repeat(5000));
+    let cases: Vec<(Reply, &str, &str)> = vec![
+        (
+            Reply::json(200, &json!({"data": []})),
+            "got application/json",
+            r#""{\"data\":[]}""#,
+        ),
+        (
+            Reply::raw(200, html.clone()).header("content-type", "text/html; charset=utf-8"),
+            "got text/html; charset=utf-8",
+            "<html>\\u{1b}[2J\\u{1b}]0;owned\\u{7}<body>ppp",
+        ),
+        (
+            Reply::sse(gzip.to_vec()).header("content-encoding", "gzip"),
+            "got text/event-stream with Content-Encoding gzip",
+            "\\u{1f}\u{fffd}\\u{8}\\0",
+        ),
+        (Reply::raw(200, "data: {}\n\n"), "got no Content-Type", "data: {}\\n\\n"),
+    ];
+    for (reply, got, start) in cases {
+        let server = MockServer::start().await;
+        for _ in 0..3 {
+            server.push(reply.clone());
+        }
+        let err = run(config_at(ApiStyle::AnthropicMessages, server.anthropic_base_url()))
+            .await
+            .unwrap_err();
+        let message = err.to_string();
+        assert!(matches!(err, Error::NotEventStream { .. }), "{message}");
+        assert!(
+            message.starts_with("expected text/event-stream from the provider"),
+            "{message}"
+        );
+        assert!(message.contains(got), "{got}: {message}");
+        assert!(message.contains(start), "{start}: {message}");
+        assert!(!message.contains('\x1b') && !message.contains('\x07'), "{message}");
+        assert!(
+            message.len() < 2000,
+            "the quoted body is bounded: {} bytes",
+            message.len()
+        );
+        assert_eq!(server.requests().len(), 1, "{got}: not retried");
+    }
+}
+
+#[tokio::test]
+async fn an_event_stream_content_type_with_parameters_is_accepted() {
+    let server = MockServer::start().await;
+    server.push(
+        Reply::sse(text(ApiStyle::OpenAiChat, "fine"))
+            .header("content-type", "Text/Event-Stream; charset=utf-8")
+            .header("content-encoding", "identity"),
+    );
+    let events = run(config_at(ApiStyle::OpenAiChat, server.openai_base_url()))
+        .await
+        .unwrap();
+    assert_eq!(streamed_text(&events), "fine");
+}
+
+#[tokio::test]
+async fn an_event_over_the_configured_limit_fails_without_retry() {
+    for style in STYLES {
+        let server = MockServer::start().await;
+        // One text delta of 8 KiB: a well-formed stream, but one event is over the limit.
+        let big = "x".repeat(8 * 1024);
+        let body = match style {
+            ApiStyle::AnthropicMessages => AnthropicScript::new().text_deltas([&big]).build(),
+            ApiStyle::OpenAiChat => OpenAiScript::new().text_deltas([&big]).build(),
+        };
+        for _ in 0..3 {
+            server.push(Reply::sse(body.clone()));
+        }
+        let mut config = config_at(style, base_url(style, &server));
+        config.provider.max_event_bytes = 4096;
+        let err = run(config).await.unwrap_err();
+        let message = err.to_string();
+        assert!(matches!(err, Error::Protocol { .. }), "{style}: {message}");
+        assert!(
+            message.contains("larger than 4096 bytes (max_event_bytes)"),
+            "{message}"
+        );
+        assert_eq!(server.requests().len(), 1, "{style}: not retried");
+        // The default limit lets the same stream through.
+        let server = MockServer::start().await;
+        server.push(Reply::sse(body));
+        let events = run(config_at(style, base_url(style, &server))).await.unwrap();
+        assert_eq!(streamed_text(&events), big);
+    }
+}
+
+/// `user:pw-secret`, the credentials the next tests put in a base URL.
+const BASIC: &str = "dXNlcjpwdy1zZWNyZXQ=";
+
+#[tokio::test]
+async fn credentials_in_the_base_url_are_sent_as_basic_auth_and_never_recorded() {
+    let server = MockServer::start().await;
+    server.push(Reply::sse(text(ApiStyle::AnthropicMessages, "hello")));
+    let url = format!("http://user:pw-secret@{}", server.addr());
+    let store: Arc<dyn SessionStore> = MemoryStore::new();
+    let mut agent = Agent::new(
+        config_at(ApiStyle::AnthropicMessages, url),
+        store.clone().create(),
+        None,
+    )
+    .unwrap();
+    collect(&mut agent, "hi").await.unwrap();
+    let requests = server.requests();
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some(format!("Basic {BASIC}").as_str())
+    );
+    let listed = store.list().await.unwrap();
+    let wire = listed[0].wire.as_ref().expect("a wire identity");
+    assert_eq!(wire.base_url, format!("http://{}", server.addr()));
+    assert!(!format!("{:?}", agent.config()).contains("pw-secret"));
+}
+
+#[tokio::test]
+async fn a_connect_error_never_shows_the_credentials_of_the_base_url() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let mut config = config_at(
+        ApiStyle::OpenAiChat,
+        format!("http://user:pw-secret@127.0.0.1:{port}/v1"),
+    );
+    config.retry.max_attempts = 1;
+    let err = run(config).await.unwrap_err();
+    let message = err.to_string();
+    assert!(matches!(err, Error::Connect { .. }), "{message}");
+    assert!(message.contains(&format!("http://127.0.0.1:{port}/v1")), "{message}");
+    assert!(
+        !message.contains("pw-secret") && !message.contains("user:"),
+        "{message}"
+    );
+}
