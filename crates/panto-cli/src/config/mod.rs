@@ -9,8 +9,8 @@
 pub mod file;
 mod model;
 mod paths;
-mod secret;
 mod roots;
+mod secret;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -103,6 +103,27 @@ async fn a_bad_image_is_a_usage_error_that_names_the_file_and_sends_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn an_image_that_is_a_fifo_is_refused_at_once_and_named() {
+    // Opening a FIFO for reading waits for a writer: `--image` must say what it is rather than
+    // hang (the run would outlast the harness's minute).
+    let server = MockServer::start().await;
+    let mut home = Home::new();
+    home.anthropic(&server);
+    let fifo = home.work().join("shot.png");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let out = home.run(&["-p", "look", "--image", "shot.png"], None).await;
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("cannot attach shot.png: it is a FIFO (named pipe), not a regular file"),
+        "{}",
+        out.stderr
+    );
+    assert!(server.requests().is_empty());
+    assert!(home.session_files().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn the_repl_attaches_with_image_and_when_a_file_is_dropped_on_it() {
     let server = MockServer::start().await;
     server.push(Reply::sse(script::anthropic_text("One picture.")));
