@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
-use panto_core::{Agent, ContentBlock, Conversation, PricingRegistry, Role, SessionStore, Usage, UserMessage};
+use panto_core::{Agent, ContentBlock, Conversation, PricingRegistry, Role, Usage, UserMessage};
 use rustyline::error::ReadlineError;
 
 use crate::attach::{self, Attachment};
@@ -23,6 +23,7 @@ use crate::exit::Failure;
 use crate::render::Screen;
 use crate::sessions::{short_ids, table, RECENT};
 use crate::setup::{self, Launch, SessionChoice};
+use crate::store::OpenStore;
 use crate::terminal::TerminalAsker;
 use crate::tools::{Approval, Gate, ToolContext, ToolName};
 use commands::{Parsed, COMMANDS};
@@ -72,10 +73,9 @@ impl Totals {
 struct Repl<'r> {
     rt: &'r tokio::runtime::Runtime,
     settings: Settings,
-    session_dir: Option<PathBuf>,
-    /// Where sessions are, for messages.
-    place: String,
-    store: Arc<dyn SessionStore>,
+    /// Whether sessions are kept (not with `--no-session`).
+    saving: bool,
+    store: OpenStore,
     gate: Arc<Gate>,
     tools: Vec<ToolName>,
     ctx: ToolContext,
@@ -122,14 +122,12 @@ pub fn run(rt: &tokio::runtime::Runtime, launch: Launch, approval: Approval) -> 
     // From here on Ctrl-C never kills the REPL: outside a turn (a slash command running) it is
     // ignored, inside one the turn's own listener cancels the turn.
     rt.block_on(async { crate::interrupt::ignore_interrupts() });
-    let store = rt.block_on(setup::store_for(&launch))?;
-    let place = launch.store_place();
+    let store = rt.block_on(launch.store.open_for_writing())?;
     let ctx = setup::tool_context(&launch.settings, setup::working_dir()?, gate.clone());
     let model = setup::ModelChoice::Choose(launch.model.as_deref());
     let ready = rt.block_on(setup::open(
         &launch.settings,
         &store,
-        &place,
         &launch.choice,
         model,
         &launch.tools,
@@ -142,8 +140,7 @@ pub fn run(rt: &tokio::runtime::Runtime, launch: Launch, approval: Approval) -> 
         ctx,
         pricing: launch.settings.pricing(),
         settings: launch.settings,
-        place,
-        session_dir: launch.session_dir,
+        saving: launch.store.persists(),
         store,
         gate,
         tools: launch.tools,
@@ -256,7 +253,7 @@ impl Repl<'_> {
 
     fn banner(&self, resumed: bool, notes: &[String]) {
         let s = self.screen.deco;
-        let session = if self.session_dir.is_none() {
+        let session = if !self.saving {
             "session not saved (--no-session)".to_owned()
         } else if resumed {
             format!(
@@ -288,7 +285,7 @@ impl Repl<'_> {
     }
 
     fn refresh_recent(&self) {
-        if let Ok(infos) = self.rt.block_on(self.store.list()) {
+        if let Ok(infos) = self.rt.block_on(self.store.store.list()) {
             let ids: Vec<String> = infos.iter().take(RECENT).map(|i| i.id.clone()).collect();
             *self.recent_ids.lock().unwrap_or_else(|e| e.into_inner()) = ids;
         }
@@ -374,7 +371,7 @@ impl Repl<'_> {
                     "/quit" => return Flow::Quit,
                     "/model" => self.model(&args),
                     "/models" => {
-                        for row in crate::sessions::models_rows(&self.settings, self.selection.alias.as_deref()) {
+                        for row in crate::models::models_rows(&self.settings, self.selection.alias.as_deref()) {
                             self.note(&row);
                         }
                     }
@@ -463,7 +460,7 @@ impl Repl<'_> {
     }
 
     fn sessions(&mut self) {
-        match self.rt.block_on(self.store.list()) {
+        match self.rt.block_on(self.store.store.list()) {
             Ok(infos) if infos.is_empty() => self.note("no sessions yet"),
             Ok(infos) => {
                 let shown = &infos[..infos.len().min(RECENT)];
@@ -488,7 +485,6 @@ impl Repl<'_> {
         let opened = self.rt.block_on(setup::open(
             &self.settings,
             &self.store,
-            &self.place,
             &choice,
             model,
             &self.tools,
