@@ -139,14 +139,10 @@ fn markdown(info: &SessionInfo, conversation: &Conversation) -> String {
 
 #[cfg(test)]
 mod tests {
-    use chrono::Utc;
     use serde_json::json;
 
     use super::*;
-
-    fn info(id: &str) -> SessionInfo {
-        SessionInfo::new(id, Utc::now())
-    }
+    use crate::sessions::test_info as info;
 
     #[test]
     fn fences_outgrow_backticks_inside() {

@@ -113,16 +113,18 @@ pub async fn import_command(into: &StoreLocation, dir: &Path) -> Result<ExitCode
     })
 }
 
+/// A session created now, for the tests of this module's parts.
+#[cfg(test)]
+fn test_info(id: &str) -> SessionInfo {
+    SessionInfo::new(id, chrono::Utc::now())
+}
+
 #[cfg(test)]
 mod tests {
-    use chrono::Utc;
     use serde_json::json;
 
     use super::*;
-
-    fn info(id: &str) -> SessionInfo {
-        SessionInfo::new(id, Utc::now())
-    }
+    use crate::sessions::test_info as info;
 
     #[test]
     fn listing_json_has_every_documented_field_in_order() {

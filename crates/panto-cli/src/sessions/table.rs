@@ -60,10 +60,7 @@ pub fn table(infos: &[SessionInfo]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn info(id: &str) -> SessionInfo {
-        SessionInfo::new(id, Utc::now())
-    }
+    use crate::sessions::test_info as info;
 
     #[test]
     fn short_ids_grow_until_unique() {

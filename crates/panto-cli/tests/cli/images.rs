@@ -7,8 +7,7 @@ use std::path::Path;
 use panto_testkit::{script, MockServer, Reply};
 use serde_json::Value;
 
-use super::repl::{blocking, spawn_repl};
-use super::support::{body, Home};
+use super::support::{body, Home, Talk};
 
 /// Writes a `width` × `height` PNG to `path`.
 fn write_png(path: &Path, width: u32, height: u32) {
@@ -133,29 +132,21 @@ async fn the_repl_attaches_with_image_and_when_a_file_is_dropped_on_it() {
     write_png(&home.work().join("first.png"), 3, 3);
     let dropped = home.work().join("my screenshot.png");
     write_png(&dropped, 5, 2);
-    let h = std::sync::Arc::new(home);
-    let home2 = h.clone();
     let dropped_typed = format!("'{}'", dropped.display());
-    blocking(move || {
-        let mut p = spawn_repl(&home2, &[]);
-        p.exp_string("> ").unwrap();
-        p.send_line("/image").unwrap();
-        p.exp_string("no images attached").unwrap();
-        p.exp_string("> ").unwrap();
-        p.send_line("/image first.png").unwrap();
+    home.in_repl(&[], move |p| {
+        p.type_line("/image");
+        p.expect("no images attached");
+        p.type_line("/image first.png");
         p.exp_string("attached first.png (PNG, 1 KB): it goes with your next prompt")
             .unwrap();
-        p.exp_string("> ").unwrap();
-        p.send_line("describe it").unwrap();
-        p.exp_string("One picture.").unwrap();
-        p.exp_string("> ").unwrap();
+        p.type_line("describe it");
+        p.expect("One picture.");
+        p.expect("> ");
         // A file dropped onto the terminal arrives as its quoted path.
         p.send_line(&format!("and this one {dropped_typed} please")).unwrap();
-        p.exp_string("with my screenshot.png (PNG").unwrap();
-        p.exp_string("Another picture.").unwrap();
-        p.exp_string("> ").unwrap();
-        p.send_line("/quit").unwrap();
-        p.exp_eof().unwrap();
+        p.expect("with my screenshot.png (PNG");
+        p.expect("Another picture.");
+        p.quit();
     })
     .await;
     let requests = server.requests();
