@@ -9,6 +9,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::tools::{self, OpenRefusal};
+
 /// The largest image file attached (before panto resizes it, as it does tool images).
 pub const MAX_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
 
@@ -53,20 +55,37 @@ pub fn image_format(bytes: &[u8]) -> Option<&'static str> {
     }
 }
 
-/// Reads the image at `path`. The error names the file and says what is wrong with it.
+/// Reads the image at `path`. The error names the file and says what is wrong with it. Only a
+/// regular file is read, and never more than [`MAX_IMAGE_BYTES`] of it: a FIFO would block the
+/// read until a writer came, and a device (`/dev/zero`) never ends, whatever its size says.
 pub fn read(path: &Path) -> Result<Attachment, String> {
     let shown = path.display();
-    let size = std::fs::metadata(path)
-        .map_err(|e| format!("cannot attach {shown}: {e}"))?
-        .len();
-    if size > MAX_IMAGE_BYTES {
-        return Err(format!(
+    let (file, meta) = tools::open_regular(path).map_err(|refusal| match refusal {
+        OpenRefusal::NotRegular(file_type) => format!(
+            "cannot attach {shown}: it is {}, not a regular file",
+            tools::file_kind(file_type)
+        ),
+        OpenRefusal::Io(e) => format!("cannot attach {shown}: {e}"),
+    })?;
+    let too_big = |size: u64| {
+        format!(
             "cannot attach {shown}: it is {} MB; images up to {} MB are attached",
             size.div_ceil(1024 * 1024),
             MAX_IMAGE_BYTES / (1024 * 1024)
-        ));
+        )
+    };
+    if meta.len() > MAX_IMAGE_BYTES {
+        return Err(too_big(meta.len()));
     }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot attach {shown}: {e}"))?;
+    let bytes = tools::read_bounded(file, meta.len(), MAX_IMAGE_BYTES)
+        .map_err(|e| format!("cannot attach {shown}: {e}"))?
+        .ok_or_else(|| {
+            format!(
+                "cannot attach {shown}: it holds more than the {} MB attached (its size says {} bytes)",
+                MAX_IMAGE_BYTES / (1024 * 1024),
+                meta.len()
+            )
+        })?;
     let format = image_format(&bytes)
         .ok_or_else(|| format!("cannot attach {shown}: it is not a PNG, JPEG, GIF or WebP image"))?;
     Ok(Attachment {
@@ -239,6 +258,20 @@ mod tests {
         file.set_len(MAX_IMAGE_BYTES + 1).unwrap();
         let e = read(&big).unwrap_err();
         assert!(e.contains("21 MB") && e.contains("up to 20 MB"), "{e}");
+
+        // Neither a FIFO (an open would wait for a writer) nor a device (`/dev/zero` never ends)
+        // is read.
+        let fifo = dir.path().join("pipe.png");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let e = read(&fifo).unwrap_err();
+        assert!(
+            e.contains("cannot attach") && e.contains("pipe.png: it is a FIFO (named pipe), not a regular file"),
+            "{e}"
+        );
+        let e = read(Path::new("/dev/zero")).unwrap_err();
+        assert!(e.contains("/dev/zero: it is a character device"), "{e}");
+        let e = read(dir.path()).unwrap_err();
+        assert!(e.contains("it is a directory"), "{e}");
 
         for (bytes, format) in [
             (&[0xff, 0xd8, 0xff, 0xe0][..], "JPEG"),

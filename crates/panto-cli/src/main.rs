@@ -11,10 +11,11 @@
 //! - **Commands**: `panto sessions` (list, export), `panto models`, `panto completions SHELL`.
 //!
 //! The code is split by concept: [`config`] reads the TOML file, XDG paths and environment and
-//! picks the model; [`setup`] opens the session store, chooses or resumes the session and builds
-//! the [`panto_core::Agent`] with its system prompt and [`tools`]; [`print`](mod@print) and [`repl`] drive
-//! turns; [`render`] decides about colour and draws events; [`safe`] neutralises what a model, a
-//! tool or a server wrote before it reaches a terminal; [`sessions`] lists and exports logs.
+//! picks the model; [`store`] opens the session store; [`setup`] chooses or resumes the session
+//! (the `-r` [`picker`]) and builds the [`panto_core::Agent`] with its system prompt and
+//! [`tools`]; [`print`](mod@print) and [`repl`] drive turns; [`render`] decides about colour and
+//! draws events; [`safe`] neutralises what a model, a tool or a server wrote before it reaches a
+//! terminal; [`sessions`] lists, exports and imports logs; [`models`] lists the models.
 //! The agent persists everything itself: this crate never calls a persist function.
 //!
 //! Startup stays fast: arguments are parsed before anything else happens, and nothing touches the
@@ -29,6 +30,8 @@ mod config;
 mod cost;
 mod exit;
 mod interrupt;
+mod models;
+mod picker;
 mod print;
 mod prompt;
 mod render;
@@ -36,6 +39,7 @@ mod repl;
 mod safe;
 mod sessions;
 mod setup;
+mod store;
 mod terminal;
 mod tools;
 
@@ -189,8 +193,10 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Some(list) => tools::parse_list(list).map_err(usage)?,
         None => settings.tools.enabled.clone(),
     };
-    let session_dir = config::session_dir(cli.session_dir.as_deref(), &settings, &env)?;
-    let store_url = config::store_url(cli.store.as_deref(), &settings, &env)?;
+    let sessions_at = store::StoreLocation::new(
+        config::store_url(cli.store.as_deref(), &settings, &env)?,
+        config::session_dir(cli.session_dir.as_deref(), &settings, &env)?,
+    );
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -200,18 +206,18 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         // Answered above, before any configuration is read.
         Some(Command::Completions { .. }) => Ok(ExitCode::SUCCESS),
         Some(Command::Models) => {
-            sessions::print_models(&settings);
+            models::print_models(&settings);
             Ok(ExitCode::SUCCESS)
         }
         Some(Command::Sessions(args)) => runtime.block_on(async {
-            // Import opens the store it imports into itself; the others read through a catalog.
+            // Import opens the PostgreSQL store it imports into itself; the others read the store.
             if let Some(SessionsCommand::Import { dir }) = &args.command {
-                return sessions::import_command(store_url.as_deref(), dir).await;
+                return sessions::import_command(&sessions_at, dir).await;
             }
-            let catalog = sessions::Catalog::open(store_url.as_deref(), &session_dir).await?;
+            let store = sessions_at.open().await?;
             match args.command {
-                Some(SessionsCommand::Export { id, format }) => sessions::export_command(&catalog, &id, format).await,
-                None | Some(SessionsCommand::Import { .. }) => sessions::list_command(&catalog, args.json).await,
+                Some(SessionsCommand::Export { id, format }) => sessions::export_command(&store, &id, format).await,
+                None | Some(SessionsCommand::Import { .. }) => sessions::list_command(&store, args.json).await,
             }
         }),
         None => {
@@ -227,8 +233,11 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             let launch = setup::Launch {
                 settings,
                 env,
-                session_dir: (!cli.no_session).then_some(session_dir),
-                store_url,
+                store: if cli.no_session {
+                    store::StoreLocation::Nowhere
+                } else {
+                    sessions_at
+                },
                 choice,
                 model: cli.model,
                 tools: tool_names,

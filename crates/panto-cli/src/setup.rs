@@ -1,15 +1,14 @@
-//! From a parsed command line to a ready [`Agent`]: the store, the session (new, continued,
-//! resumed or picked), the model, the tools and the system prompt.
+//! From a parsed command line to a ready [`Agent`]: the session (new, continued, resumed or
+//! picked) in the store [`crate::store`] opened, the model, the tools and the system prompt.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use panto_core::{Agent, Conversation, Error, NullStore, Session, SessionStore};
-use panto_store_fs::FileSystemJSONLStore;
-use panto_store_postgres::PostgresStore;
+use panto_core::{Agent, Conversation, Session};
 
 use crate::config::{Env, Selection, Settings};
 use crate::exit::Failure;
+use crate::store::{OpenStore, StoreLocation};
 use crate::tools::{self, Gate, ToolContext, ToolName};
 
 /// Which session a run works in.
@@ -32,11 +31,8 @@ pub struct Launch {
     pub settings: Settings,
     /// The environment snapshot.
     pub env: Env,
-    /// The session directory; `None` with `--no-session`.
-    pub session_dir: Option<PathBuf>,
-    /// A PostgreSQL URL: sessions go there instead of the session directory (ignored with
-    /// `--no-session`).
-    pub store_url: Option<String>,
+    /// Where the session is kept.
+    pub store: StoreLocation,
     /// The session to work in.
     pub choice: SessionChoice,
     /// `-m NAME`.
@@ -58,97 +54,9 @@ pub struct Ready {
     pub notes: Vec<String>,
 }
 
-/// The filesystem store over `dir`. Creates nothing until the first append.
-pub fn open_fs_store(dir: &Path) -> Arc<FileSystemJSONLStore> {
-    FileSystemJSONLStore::new(dir)
-}
-
-impl Launch {
-    /// Where sessions are, for messages (a database URL without its password).
-    pub fn store_place(&self) -> String {
-        store_place(self.store_url.as_deref(), self.session_dir.as_deref())
-    }
-}
-
-/// The store a launch writes to: PostgreSQL with a store URL, else the session directory, or
-/// [`NullStore`] with `--no-session`. A session directory is made ready first
-/// ([`ensure_session_dir`]), so a run that could not store its session sends nothing.
-pub async fn store_for(launch: &Launch) -> Result<Arc<dyn SessionStore>, Failure> {
-    if let (Some(dir), None) = (&launch.session_dir, &launch.store_url) {
-        ensure_session_dir(dir)?;
-    }
-    open_store(launch.store_url.as_deref(), launch.session_dir.as_deref()).await
-}
-
-/// Creates the session directory (0700, as the store would) and proves that a file can be
-/// created in it. The store writes nothing until the first answer arrives; without this check a
-/// directory that cannot take the session is found only after the paid request.
-pub fn ensure_session_dir(dir: &Path) -> Result<(), Failure> {
-    use std::os::unix::fs::DirBuilderExt;
-    let fail = |why: String| {
-        Failure::usage(format!(
-            "cannot use the session directory {}: {why} (choose another with --session-dir or \
-             PANTO_SESSION_DIR, or run with --no-session)",
-            dir.display()
-        ))
-    };
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| fail(e.to_string()))?;
-    // Not a `.jsonl` name, so a listing never takes it for a session, even if a crash left it.
-    let probe = dir.join(format!(".panto-write-check-{}", std::process::id()));
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .open(&probe)
-        .map_err(|e| fail(format!("cannot create a file in it: {e}")))?;
-    let _ = std::fs::remove_file(&probe);
-    Ok(())
-}
-
-/// The store at `url` (PostgreSQL) or else in `dir`; with neither, [`NullStore`].
-pub async fn open_store(url: Option<&str>, dir: Option<&Path>) -> Result<Arc<dyn SessionStore>, Failure> {
-    Ok(match (dir, url) {
-        (None, _) => NullStore::shared(),
-        (Some(_), Some(url)) => PostgresStore::connect(url).await?,
-        (Some(dir), None) => open_fs_store(dir),
-    })
-}
-
-/// Where sessions are, for messages: the database (without its password), the directory, or
-/// none.
-pub fn store_place(url: Option<&str>, dir: Option<&Path>) -> String {
-    match (dir, url) {
-        (None, _) => "(no session store)".to_owned(),
-        (Some(_), Some(url)) => redact_password(url),
-        (Some(dir), None) => dir.display().to_string(),
-    }
-}
-
-/// `postgres://user:secret@host/db` as `postgres://user:***@host/db`: a database password is as
-/// secret as an API key and must not reach a terminal or a log.
-pub fn redact_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let Some((credentials, host)) = rest.split_once('@') else {
-        return url.to_owned();
-    };
-    match credentials.split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
-        None => url.to_owned(),
-    }
-}
-
 /// Finds the session `choice` names and loads its conversation (`None` for a new session).
-async fn open_session(
-    store: &Arc<dyn SessionStore>,
-    choice: &SessionChoice,
-    place: &str,
-) -> Result<(Session, Option<Conversation>), Failure> {
+async fn open_session(opened: &OpenStore, choice: &SessionChoice) -> Result<(Session, Option<Conversation>), Failure> {
+    let (store, place) = (&opened.store, &opened.place);
     let session = match choice {
         SessionChoice::New => return Ok((store.clone().create(), None)),
         SessionChoice::Continue => store
@@ -156,28 +64,15 @@ async fn open_session(
             .latest()
             .await?
             .ok_or_else(|| Failure::usage(format!("no session to continue in {place}")))?,
-        SessionChoice::Resume(id) => resolve(store, id, place).await?,
+        SessionChoice::Resume(id) => opened.resolve(id).await?,
         SessionChoice::Pick => {
             let infos = store.list().await?;
-            let id = crate::sessions::pick(&infos)?;
-            resolve(store, &id, place).await?
+            let id = crate::picker::pick(&infos)?;
+            opened.resolve(&id).await?
         }
     };
     let conversation = session.load().await?;
     Ok((session, Some(conversation)))
-}
-
-/// The session whose id is or starts with `id`.
-pub async fn resolve(store: &Arc<dyn SessionStore>, id: &str, place: &str) -> Result<Session, Failure> {
-    let id = id.trim();
-    match store.clone().resolve(id).await {
-        Ok(Some(session)) => Ok(session),
-        Ok(None) => Err(Failure::usage(format!("no session matches {id:?} in {place}"))),
-        Err(Error::InvalidSessionId(_)) => Err(Failure::usage(format!(
-            "{id:?} is not a session id or prefix (session ids are lowercase hex and `-`)"
-        ))),
-        Err(e) => Err(e.into()),
-    }
 }
 
 /// The model for a session: `-m NAME` if given (resolved against the provider the session or the
@@ -240,19 +135,10 @@ async fn build_agent(
 
 /// Opens the session of `launch` and builds its agent, with tools working in the current
 /// directory: what print mode runs.
-pub async fn start(launch: &Launch, store: &Arc<dyn SessionStore>, gate: Arc<Gate>) -> Result<Ready, Failure> {
+pub async fn start(launch: &Launch, store: &OpenStore, gate: Arc<Gate>) -> Result<Ready, Failure> {
     let ctx = tool_context(&launch.settings, working_dir()?, gate);
     let model = ModelChoice::Choose(launch.model.as_deref());
-    open(
-        &launch.settings,
-        store,
-        &launch.store_place(),
-        &launch.choice,
-        model,
-        &launch.tools,
-        &ctx,
-    )
-    .await
+    open(&launch.settings, store, &launch.choice, model, &launch.tools, &ctx).await
 }
 
 /// How `open` picks the model.
@@ -267,14 +153,13 @@ pub enum ModelChoice<'a> {
 /// starts, at launch and on `/new` and `/resume`.
 pub async fn open(
     settings: &Settings,
-    store: &Arc<dyn SessionStore>,
-    place: &str,
+    store: &OpenStore,
     choice: &SessionChoice,
     model: ModelChoice<'_>,
     tools: &[ToolName],
     ctx: &ToolContext,
 ) -> Result<Ready, Failure> {
-    let (session, conversation) = open_session(store, choice, place).await?;
+    let (session, conversation) = open_session(store, choice).await?;
     let resumed = conversation.is_some();
     let mut notes = Vec::new();
     let selection = match model {
@@ -303,24 +188,5 @@ pub fn tool_context(settings: &Settings, cwd: PathBuf, gate: Arc<Gate>) -> ToolC
         bash_timeout: settings.tools.bash_timeout,
         max_output_bytes: settings.tools.max_output_bytes,
         roots: settings.tools.read_roots.clone(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn store_passwords_never_reach_messages() {
-        assert_eq!(
-            redact_password("postgres://panto:s3cret@db:5432/panto"),
-            "postgres://panto:***@db:5432/panto"
-        );
-        assert_eq!(
-            redact_password("postgres://panto@db/panto"),
-            "postgres://panto@db/panto"
-        );
-        assert!(!store_place(Some("postgres://u:pw@h/d"), Some(Path::new("/x"))).contains("pw"));
-        assert_eq!(store_place(None, None), "(no session store)");
     }
 }

@@ -201,6 +201,41 @@ pub fn error_at(path: &Path, source: &str, span: Option<Range<usize>>, message: 
     }
 }
 
+/// The file's path and text, for errors that point at a line of it: what every section's
+/// resolution is given.
+#[derive(Debug, Clone, Copy)]
+pub struct Source<'a> {
+    /// The file (empty without one).
+    pub path: &'a Path,
+    /// Its text (empty without one).
+    pub text: &'a str,
+}
+
+impl Source<'_> {
+    /// The usage error `message`, located at `span`.
+    pub fn error(&self, span: Range<usize>, message: impl AsRef<str>) -> Failure {
+        error_at(self.path, self.text, Some(span), message.as_ref())
+    }
+
+    /// The value of `entry` (absent: `None`), refused below `min` with "`key` must be at least
+    /// `min``unit`" at its line. `unit` follows the number as written: `""`, `" pixels"`.
+    pub fn at_least<T: Copy + PartialOrd + std::fmt::Display>(
+        &self,
+        entry: Option<&Spanned<T>>,
+        min: T,
+        key: &str,
+        unit: &str,
+    ) -> Result<Option<T>, Failure> {
+        match entry {
+            Some(value) if *value.get_ref() < min => {
+                Err(self.error(value.span(), format!("{key} must be at least {min}{unit}")))
+            }
+            Some(value) => Ok(Some(*value.get_ref())),
+            None => Ok(None),
+        }
+    }
+}
+
 /// Parses the file, turning a syntax or schema error into a located [`Failure`].
 pub fn parse(path: &Path, source: &str) -> Result<FileConfig, Failure> {
     toml::from_str(source).map_err(|e| {

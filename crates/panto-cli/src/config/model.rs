@@ -276,7 +276,7 @@ mod tests {
         let mut info = SessionInfo::new("0190", Utc::now());
         info.wire = Some(WireIdentity {
             api_style: ApiStyle::OpenAiChat,
-            base_url: crate::config::OPENAI_API_ROOT.into(),
+            base_url: super::super::providers::OPENAI_API_ROOT.into(),
             model: "gpt-4o".into(),
             reasoning: ReasoningEffort::Off,
         });

@@ -83,7 +83,7 @@ pub async fn run(
         .iter()
         .map(|path| attach::read(path).map(|a| a.bytes).map_err(Failure::usage))
         .collect::<Result<Vec<_>, _>>()?;
-    let store = setup::store_for(&launch).await?;
+    let store = launch.store.open_for_writing().await?;
     let gate = Arc::new(Gate::new(
         approval,
         None,
@@ -96,7 +96,7 @@ pub async fn run(
     let pricing = launch.settings.pricing();
     let wire = ready.selection.wire();
     let mut agent = ready.agent;
-    let saving = launch.session_dir.is_some();
+    let saving = launch.store.persists();
     let mut result = TurnResult {
         session_id: agent.session_id().to_owned(),
         persisted: saving,

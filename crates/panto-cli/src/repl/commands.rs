@@ -1,85 +1,98 @@
-//! Slash commands: the table, parsing, and suggestions for a mistyped name.
+//! Slash commands: the one table of them (name, arguments, what the argument completes to,
+//! help), parsing, and suggestions for a mistyped name.
 
-/// One slash command.
+/// What the argument of a command completes to on Tab.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Completes {
+    /// Nothing.
+    Nothing,
+    /// A configured model alias.
+    Alias,
+    /// A recent session id.
+    Session,
+    /// File names (spaces escaped, as `/image` reads them).
+    Files,
+}
+
+/// One slash command's row in [`COMMANDS`].
 #[derive(Debug, Clone, Copy)]
-pub struct CommandSpec {
+pub struct Spec {
+    /// The command.
+    pub command: Command,
     /// The name, with its slash.
     pub name: &'static str,
     /// Its arguments, for help.
     pub args: &'static str,
+    /// What its argument completes to.
+    pub completes: Completes,
     /// What it does.
     pub help: &'static str,
 }
 
-/// Every slash command, in help order.
-pub const COMMANDS: &[CommandSpec] = &[
-    CommandSpec {
-        name: "/help",
-        args: "",
-        help: "show commands and keys",
-    },
-    CommandSpec {
-        name: "/model",
-        args: "[ALIAS]",
-        help: "show the model, or switch to an alias or a model name of the current provider",
-    },
-    CommandSpec {
-        name: "/models",
-        args: "",
-        help: "list configured model aliases",
-    },
-    CommandSpec {
-        name: "/compact",
-        args: "[INSTRUCTIONS]",
-        help: "summarise older messages to free context (optionally saying what to keep)",
-    },
-    CommandSpec {
-        name: "/image",
-        args: "[FILE...]",
-        help: "attach images to your next prompt (dropping an image file onto the terminal does too)",
-    },
-    CommandSpec {
-        name: "/sessions",
-        args: "",
-        help: "list recent sessions",
-    },
-    CommandSpec {
-        name: "/resume",
-        args: "ID",
-        help: "switch to another session (id or unique prefix)",
-    },
-    CommandSpec {
-        name: "/new",
-        args: "",
-        help: "start a new session with the current model",
-    },
-    CommandSpec {
-        name: "/system",
-        args: "[TEXT]",
-        help: "show the system prompt, or replace it",
-    },
-    CommandSpec {
-        name: "/tools",
-        args: "",
-        help: "list the tools and their approval",
-    },
-    CommandSpec {
-        name: "/cost",
-        args: "",
-        help: "tokens and cost so far, and how full the context is",
-    },
-    CommandSpec {
-        name: "/quit",
-        args: "",
-        help: "exit (Ctrl-D does too)",
-    },
-];
+/// Declares [`Command`] and [`COMMANDS`] from one list, so that a command cannot be added to one
+/// and not the other: the table drives parsing, `/help` and Tab completion, and the REPL matches
+/// on the enum, so the compiler asks for the new command's handler.
+macro_rules! slash_commands {
+    ($($variant:ident = $name:literal, $args:literal, $completes:ident, $help:literal;)*) => {
+        /// A slash command.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Command {
+            $(
+                #[doc = $help]
+                $variant,
+            )*
+        }
+
+        /// Every slash command, in help order (the order of [`Command`]'s variants).
+        pub const COMMANDS: &[Spec] = &[
+            $(
+                Spec {
+                    command: Command::$variant,
+                    name: $name,
+                    args: $args,
+                    completes: Completes::$completes,
+                    help: $help,
+                },
+            )*
+        ];
+    };
+}
+
+slash_commands! {
+    Help = "/help", "", Nothing, "show commands and keys";
+    Model = "/model", "[ALIAS]", Alias,
+        "show the model, or switch to an alias or a model name of the current provider";
+    Models = "/models", "", Nothing, "list configured model aliases";
+    Compact = "/compact", "[INSTRUCTIONS]", Nothing,
+        "summarise older messages to free context (optionally saying what to keep)";
+    Image = "/image", "[FILE...]", Files,
+        "attach images to your next prompt (dropping an image file onto the terminal does too)";
+    Sessions = "/sessions", "", Nothing, "list recent sessions";
+    Resume = "/resume", "ID", Session, "switch to another session (id or unique prefix)";
+    New = "/new", "", Nothing, "start a new session with the current model";
+    System = "/system", "[TEXT]", Nothing, "show the system prompt, or replace it";
+    Tools = "/tools", "", Nothing, "list the tools and their approval";
+    Cost = "/cost", "", Nothing, "tokens and cost so far, and how full the context is";
+    Quit = "/quit", "", Nothing, "exit (Ctrl-D does too)";
+}
+
+impl Command {
+    /// Its row of the table: the variants and the rows are declared in the same order.
+    pub fn spec(self) -> &'static Spec {
+        &COMMANDS[self as usize]
+    }
+
+    /// The command called `name` (with its slash).
+    pub fn named(name: &str) -> Option<Command> {
+        COMMANDS.iter().find(|c| c.name == name).map(|c| c.command)
+    }
+}
 
 /// A line that starts with `/`.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Parsed<'a> {
     /// A known command and its (trimmed) argument text.
-    Command(&'static str, &'a str),
+    Command(Command, &'a str),
     /// An unknown name, with the close matches.
     Unknown(&'a str, Vec<&'static str>),
 }
@@ -91,8 +104,8 @@ pub fn parse(line: &str) -> Parsed<'_> {
         Some(i) => (&line[..i], line[i..].trim()),
         None => (line, ""),
     };
-    match COMMANDS.iter().find(|c| c.name == name) {
-        Some(c) => Parsed::Command(c.name, args),
+    match Command::named(name) {
+        Some(command) => Parsed::Command(command, args),
         None => Parsed::Unknown(name, suggestions(name)),
     }
 }
@@ -145,12 +158,26 @@ mod tests {
 
     #[test]
     fn parses_commands_with_arguments() {
-        assert_eq!(parse("/model  sonnet "), Parsed::Command("/model", "sonnet"));
+        assert_eq!(parse("/model  sonnet "), Parsed::Command(Command::Model, "sonnet"));
         assert_eq!(
             parse("/compact keep the plan"),
-            Parsed::Command("/compact", "keep the plan")
+            Parsed::Command(Command::Compact, "keep the plan")
         );
-        assert_eq!(parse("/quit"), Parsed::Command("/quit", ""));
+        assert_eq!(parse("/quit"), Parsed::Command(Command::Quit, ""));
+    }
+
+    #[test]
+    fn each_command_is_its_row_of_the_table_and_parses_back() {
+        for (i, spec) in COMMANDS.iter().enumerate() {
+            assert_eq!(spec.command as usize, i, "{}", spec.name);
+            assert_eq!(spec.command.spec().name, spec.name);
+            assert_eq!(parse(spec.name), Parsed::Command(spec.command, ""));
+            assert!(spec.name.starts_with('/') && !spec.help.is_empty(), "{}", spec.name);
+        }
+        let help = help();
+        assert!(help
+            .iter()
+            .any(|l| l.contains("/resume ID") && l.contains("switch to another session")));
     }
 
     #[test]

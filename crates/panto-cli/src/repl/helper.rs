@@ -11,18 +11,55 @@ use rustyline::history::DefaultHistory;
 use rustyline::validate::{ValidationContext, ValidationResult, Validator};
 use rustyline::{Cmd, Config, Context, Editor, EventHandler, Helper, KeyCode, KeyEvent, Modifiers};
 
-use super::commands::COMMANDS;
+use super::commands::{Command, Completes, COMMANDS};
 
 /// The most history entries kept.
 const HISTORY_SIZE: usize = 10_000;
 
 /// Completion and validation for the REPL line.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct PantoHelper {
     /// Model aliases, for `/model `.
     pub aliases: Vec<String>,
-    /// Recent session ids, for `/resume ` (refreshed by `/sessions`).
-    pub sessions: Arc<Mutex<Vec<String>>>,
+    /// Recent session ids, for `/resume `.
+    pub sessions: RecentIds,
+}
+
+/// Where a listing of session ids comes from: the store, asked when they are first needed.
+type ListIds = Arc<dyn Fn() -> Option<Vec<String>> + Send + Sync>;
+
+/// The session ids `/resume ` completes: listed the first time Tab asks for them (not at
+/// start-up, where `-c` and `-r` have just listed the store, and a new session needs no
+/// listing), and replaced by the ids `/sessions` showed.
+#[derive(Clone, Default)]
+pub struct RecentIds {
+    ids: Arc<Mutex<Option<Vec<String>>>>,
+    list: Option<ListIds>,
+}
+
+impl RecentIds {
+    /// Ids that `list` lists on first use; `None` from it (a listing that failed) is asked again
+    /// next time.
+    pub fn listed_by(list: impl Fn() -> Option<Vec<String>> + Send + Sync + 'static) -> RecentIds {
+        RecentIds {
+            ids: Arc::default(),
+            list: Some(Arc::new(list)),
+        }
+    }
+
+    /// The ids, listing them first if that has not happened yet.
+    pub fn get(&self) -> Vec<String> {
+        let mut ids = self.ids.lock().unwrap_or_else(|e| e.into_inner());
+        if ids.is_none() {
+            *ids = self.list.as_ref().and_then(|list| list());
+        }
+        ids.clone().unwrap_or_default()
+    }
+
+    /// Replaces the ids (with the ones `/sessions` just showed).
+    pub fn set(&self, new: Vec<String>) {
+        *self.ids.lock().unwrap_or_else(|e| e.into_inner()) = Some(new);
+    }
 }
 
 /// The candidates among `options` that start with `typed`.
@@ -45,23 +82,20 @@ impl Completer for PantoHelper {
         if !before.starts_with('/') {
             return Ok((0, Vec::new()));
         }
-        if before.starts_with("/image ") {
-            // File names, with spaces escaped as `/image` reads them.
-            return FilenameCompleter::new().complete_path(line, pos);
-        }
-        match before.split_once(' ') {
-            None => Ok((0, matching(COMMANDS.iter().map(|c| c.name.to_owned()), before))),
-            Some((command, arg)) if !arg.contains(' ') => {
-                let start = command.len() + 1;
-                let options: Vec<String> = match command {
-                    "/model" => self.aliases.clone(),
-                    "/resume" => self.sessions.lock().unwrap_or_else(|e| e.into_inner()).clone(),
-                    _ => Vec::new(),
-                };
-                Ok((start, matching(options, arg)))
-            }
-            Some(_) => Ok((0, Vec::new())),
-        }
+        let Some((name, arg)) = before.split_once(' ') else {
+            return Ok((0, matching(COMMANDS.iter().map(|c| c.name.to_owned()), before)));
+        };
+        let completes = Command::named(name).map_or(Completes::Nothing, |c| c.spec().completes);
+        let start = name.len() + 1;
+        Ok(match completes {
+            // Every word of the argument is a file name; spaces in one are escaped.
+            Completes::Files => return FilenameCompleter::new().complete_path(line, pos),
+            // One word: after a space there is nothing more to complete.
+            _ if arg.contains(' ') => (0, Vec::new()),
+            Completes::Alias => (start, matching(self.aliases.clone(), arg)),
+            Completes::Session => (start, matching(self.sessions.get(), arg)),
+            Completes::Nothing => (start, Vec::new()),
+        })
     }
 }
 
@@ -131,12 +165,52 @@ mod tests {
     fn completes_commands_aliases_and_sessions() {
         let helper = PantoHelper {
             aliases: vec!["sonnet".into(), "gpt".into()],
-            sessions: Arc::new(Mutex::new(vec!["0190ab".into()])),
+            sessions: RecentIds::listed_by(|| Some(vec!["0190ab".into()])),
         };
         assert_eq!(complete(&helper, "/mo"), (0, vec!["/model".into(), "/models".into()]));
         assert_eq!(complete(&helper, "/model s"), (7, vec!["sonnet".into()]));
+        assert_eq!(complete(&helper, "/model sonnet x").1, Vec::<String>::new());
         assert_eq!(complete(&helper, "/resume 01"), (8, vec!["0190ab".into()]));
+        assert_eq!(complete(&helper, "/help x").1, Vec::<String>::new());
         assert_eq!(complete(&helper, "hello /mo").1, Vec::<String>::new());
+    }
+
+    #[test]
+    fn sessions_are_listed_once_and_only_when_resume_completes() {
+        let listings = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = listings.clone();
+        let helper = PantoHelper {
+            aliases: Vec::new(),
+            sessions: RecentIds::listed_by(move || {
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                Some(vec!["0190ab".into(), "0191cd".into()])
+            }),
+        };
+        let count = || listings.load(std::sync::atomic::Ordering::SeqCst);
+        complete(&helper, "/res");
+        complete(&helper, "/model x");
+        assert_eq!(count(), 0, "no listing before /resume is completed");
+        assert_eq!(complete(&helper, "/resume 0190").1, ["0190ab"]);
+        assert_eq!(complete(&helper, "/resume 019").1, ["0190ab", "0191cd"]);
+        assert_eq!(count(), 1, "listed once");
+        helper.sessions.set(vec!["0192ef".into()]);
+        assert_eq!(complete(&helper, "/resume ").1, ["0192ef"]);
+        assert_eq!(count(), 1);
+    }
+
+    #[test]
+    fn a_failed_listing_is_tried_again() {
+        let failing = RecentIds::listed_by(|| None);
+        assert!(failing.get().is_empty());
+        let tries = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = tries.clone();
+        let ids = RecentIds::listed_by(move || {
+            (counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst) > 0).then(|| vec!["0190ab".to_owned()])
+        });
+        assert!(ids.get().is_empty());
+        assert_eq!(ids.get(), ["0190ab"]);
+        assert_eq!(ids.get(), ["0190ab"]);
+        assert_eq!(tries.load(std::sync::atomic::Ordering::SeqCst), 2);
     }
 
     #[test]

@@ -11,9 +11,9 @@ mod turn;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use panto_core::{Agent, ContentBlock, Conversation, PricingRegistry, Role, SessionStore, Usage, UserMessage};
+use panto_core::{Agent, ContentBlock, Conversation, PricingRegistry, Role, Usage, UserMessage};
 use rustyline::error::ReadlineError;
 
 use crate::attach::{self, Attachment};
@@ -23,10 +23,11 @@ use crate::exit::Failure;
 use crate::render::Screen;
 use crate::sessions::{short_ids, table, RECENT};
 use crate::setup::{self, Launch, SessionChoice};
+use crate::store::OpenStore;
 use crate::terminal::TerminalAsker;
 use crate::tools::{Approval, Gate, ToolContext, ToolName};
-use commands::{Parsed, COMMANDS};
-use helper::{join_continuations, PantoHelper};
+use commands::{Command, Parsed};
+use helper::{join_continuations, PantoHelper, RecentIds};
 
 /// Whether the loop goes on after a command.
 #[derive(Debug, PartialEq, Eq)]
@@ -72,10 +73,9 @@ impl Totals {
 struct Repl<'r> {
     rt: &'r tokio::runtime::Runtime,
     settings: Settings,
-    session_dir: Option<PathBuf>,
-    /// Where sessions are, for messages.
-    place: String,
-    store: Arc<dyn SessionStore>,
+    /// Whether sessions are kept (not with `--no-session`).
+    saving: bool,
+    store: OpenStore,
     gate: Arc<Gate>,
     tools: Vec<ToolName>,
     ctx: ToolContext,
@@ -85,7 +85,7 @@ struct Repl<'r> {
     screen: Screen,
     totals: Totals,
     /// Session ids for `/resume` completion.
-    recent_ids: Arc<Mutex<Vec<String>>>,
+    recent_ids: RecentIds,
     /// `$HOME`, for `~/` in dragged image paths.
     home: Option<PathBuf>,
     /// Images attached with `/image`, sent with the next prompt.
@@ -122,14 +122,12 @@ pub fn run(rt: &tokio::runtime::Runtime, launch: Launch, approval: Approval) -> 
     // From here on Ctrl-C never kills the REPL: outside a turn (a slash command running) it is
     // ignored, inside one the turn's own listener cancels the turn.
     rt.block_on(async { crate::interrupt::ignore_interrupts() });
-    let store = rt.block_on(setup::store_for(&launch))?;
-    let place = launch.store_place();
+    let store = rt.block_on(launch.store.open_for_writing())?;
     let ctx = setup::tool_context(&launch.settings, setup::working_dir()?, gate.clone());
     let model = setup::ModelChoice::Choose(launch.model.as_deref());
     let ready = rt.block_on(setup::open(
         &launch.settings,
         &store,
-        &place,
         &launch.choice,
         model,
         &launch.tools,
@@ -137,13 +135,13 @@ pub fn run(rt: &tokio::runtime::Runtime, launch: Launch, approval: Approval) -> 
     ))?;
     let history = launch.env.history_path();
     let aliases = launch.settings.models.iter().map(|m| m.name.clone()).collect();
+    let recent = recent_ids(rt, &store);
     let mut repl = Repl {
         rt,
         ctx,
         pricing: launch.settings.pricing(),
         settings: launch.settings,
-        place,
-        session_dir: launch.session_dir,
+        saving: launch.store.persists(),
         store,
         gate,
         tools: launch.tools,
@@ -151,13 +149,12 @@ pub fn run(rt: &tokio::runtime::Runtime, launch: Launch, approval: Approval) -> 
         selection: ready.selection,
         screen,
         totals: Totals::new(),
-        recent_ids: Arc::new(Mutex::new(Vec::new())),
+        recent_ids: recent,
         home: launch.env.home(),
         pending_images: Vec::new(),
     };
     notes_before.extend(ready.notes);
     repl.banner(ready.resumed, &notes_before);
-    repl.refresh_recent();
 
     let helper = PantoHelper {
         aliases,
@@ -199,6 +196,16 @@ pub fn run(rt: &tokio::runtime::Runtime, launch: Launch, approval: Approval) -> 
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The ids of the recent sessions in `store`, listed when Tab first completes `/resume `.
+fn recent_ids(rt: &tokio::runtime::Runtime, store: &OpenStore) -> RecentIds {
+    let (handle, store) = (rt.handle().clone(), store.store.clone());
+    // The completer runs on the REPL's thread, outside the runtime, so it may block on it.
+    RecentIds::listed_by(move || {
+        let infos = handle.block_on(store.list()).ok()?;
+        Some(infos.iter().take(RECENT).map(|i| i.id.clone()).collect())
+    })
 }
 
 /// Appends the new history entry to the file, creating its directory (private) on first use.
@@ -256,7 +263,7 @@ impl Repl<'_> {
 
     fn banner(&self, resumed: bool, notes: &[String]) {
         let s = self.screen.deco;
-        let session = if self.session_dir.is_none() {
+        let session = if !self.saving {
             "session not saved (--no-session)".to_owned()
         } else if resumed {
             format!(
@@ -285,13 +292,6 @@ impl Repl<'_> {
             }
         }
         self.dim("/help for commands · Ctrl-C cancels a turn · Ctrl-D exits");
-    }
-
-    fn refresh_recent(&self) {
-        if let Ok(infos) = self.rt.block_on(self.store.list()) {
-            let ids: Vec<String> = infos.iter().take(RECENT).map(|i| i.id.clone()).collect();
-            *self.recent_ids.lock().unwrap_or_else(|e| e.into_inner()) = ids;
-        }
     }
 
     fn turn(&mut self, text: String) {
@@ -363,42 +363,38 @@ impl Repl<'_> {
                 }
                 Flow::Continue
             }
-            Parsed::Command(name, args) => {
+            Parsed::Command(command, args) => {
                 let args = args.to_owned();
-                match name {
-                    "/help" => {
+                match command {
+                    Command::Help => {
                         for line in commands::help() {
                             self.note(&line);
                         }
                     }
-                    "/quit" => return Flow::Quit,
-                    "/model" => self.model(&args),
-                    "/models" => {
-                        for row in crate::sessions::models_rows(&self.settings, self.selection.alias.as_deref()) {
+                    Command::Quit => return Flow::Quit,
+                    Command::Model => self.model(&args),
+                    Command::Models => {
+                        for row in crate::models::models_rows(&self.settings, self.selection.alias.as_deref()) {
                             self.note(&row);
                         }
                     }
-                    "/compact" => self.compact(&args),
-                    "/image" => self.image(&args),
-                    "/sessions" => self.sessions(),
-                    "/resume" => {
+                    Command::Compact => self.compact(&args),
+                    Command::Image => self.image(&args),
+                    Command::Sessions => self.sessions(),
+                    Command::Resume => {
                         if args.is_empty() {
                             self.error("/resume needs a session id or prefix (see /sessions)");
                         } else {
                             self.switch(SessionChoice::Resume(args), None);
                         }
                     }
-                    "/new" => {
+                    Command::New => {
                         let keep = self.selection.clone();
                         self.switch(SessionChoice::New, Some(keep));
                     }
-                    "/system" => self.system(&args),
-                    "/tools" => self.list_tools(),
-                    "/cost" => self.cost(),
-                    _ => {
-                        // Every name in COMMANDS is handled above; a new one must be added there.
-                        debug_assert!(COMMANDS.iter().all(|c| c.name != name), "unhandled {name}");
-                    }
+                    Command::System => self.system(&args),
+                    Command::Tools => self.list_tools(),
+                    Command::Cost => self.cost(),
                 }
                 Flow::Continue
             }
@@ -463,7 +459,7 @@ impl Repl<'_> {
     }
 
     fn sessions(&mut self) {
-        match self.rt.block_on(self.store.list()) {
+        match self.rt.block_on(self.store.store.list()) {
             Ok(infos) if infos.is_empty() => self.note("no sessions yet"),
             Ok(infos) => {
                 let shown = &infos[..infos.len().min(RECENT)];
@@ -472,7 +468,7 @@ impl Repl<'_> {
                     let mark = if info.id == current { "*" } else { " " };
                     self.note(&format!("{mark} {row}"));
                 }
-                *self.recent_ids.lock().unwrap_or_else(|e| e.into_inner()) = short_ids(shown);
+                self.recent_ids.set(short_ids(shown));
             }
             Err(e) => self.error(&format!("cannot list sessions: {e}")),
         }
@@ -488,7 +484,6 @@ impl Repl<'_> {
         let opened = self.rt.block_on(setup::open(
             &self.settings,
             &self.store,
-            &self.place,
             &choice,
             model,
             &self.tools,

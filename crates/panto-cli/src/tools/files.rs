@@ -1,5 +1,5 @@
-//! Opening, reading and writing the files the file tools work on: regular files only, and never
-//! more bytes than asked for.
+//! Opening, reading and writing the files the file tools work on, and the images attached to a
+//! prompt ([`crate::attach`]): regular files only, and never more bytes than asked for.
 //!
 //! A path from the model may name a FIFO (opening it blocks until a writer comes, forever), a
 //! device (`/dev/zero` never ends, whatever its size says), a socket or a directory. Files are
@@ -39,39 +39,69 @@ pub fn kind(kind: FileType) -> &'static str {
 }
 
 /// The refusal for a path that is not a regular file. `tool` is the verb: `read`, `write`.
-fn not_regular(path: &Path, meta: &Metadata, tool: &str) -> String {
-    if meta.is_dir() && tool == "read" {
+fn not_regular(path: &Path, file_type: FileType, tool: &str) -> String {
+    if file_type.is_dir() && tool == "read" {
         return format!("{} is a directory; use bash (ls) to list it", path.display());
     }
     format!(
         "{} is {}, not a regular file; {tool} only works on regular files",
         path.display(),
-        kind(meta.file_type())
+        kind(file_type)
     )
 }
 
-/// Opens the regular file at `path` for reading, after `roots` passed it.
-pub fn open_for_read(path: &Path, roots: &Roots) -> Result<(File, Metadata), String> {
+/// Why [`open_regular`] refused a path.
+#[derive(Debug)]
+pub enum OpenRefusal {
+    /// It exists and is not a regular file: this is what it is.
+    NotRegular(FileType),
+    /// It could not be opened or examined.
+    Io(std::io::Error),
+}
+
+/// Opens the regular file at `path` for reading, and nothing else: a FIFO does not block the
+/// open, and what the descriptor turns out to be (a FIFO, a device, a directory) is refused. The
+/// one way panto opens a file it was given a path to, whoever gave it (a tool call, `--image`).
+pub fn open_regular(path: &Path) -> Result<(File, Metadata), OpenRefusal> {
     let file = OpenOptions::new()
         .read(true)
         .custom_flags(OPEN_FLAGS)
         .open(path)
-        .map_err(|e| open_error(path, &e, "read"))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        .map_err(|e| match std::fs::metadata(path) {
+            // A socket cannot be opened at all (`ENXIO`): say what it is rather than the error.
+            Ok(meta) if !meta.is_file() => OpenRefusal::NotRegular(meta.file_type()),
+            _ => OpenRefusal::Io(e),
+        })?;
+    let meta = file.metadata().map_err(OpenRefusal::Io)?;
     if !meta.is_file() {
-        return Err(not_regular(path, &meta, "read"));
+        return Err(OpenRefusal::NotRegular(meta.file_type()));
     }
+    Ok((file, meta))
+}
+
+/// Reads `file` to its end, or `None` once it holds more than `cap` bytes, whatever its size
+/// claimed (a `/proc` file says 0).
+pub fn read_bounded(file: File, size_hint: u64, cap: u64) -> std::io::Result<Option<Vec<u8>>> {
+    let mut bytes = Vec::with_capacity(usize::try_from(size_hint.min(cap)).unwrap_or(0));
+    file.take(cap + 1).read_to_end(&mut bytes)?;
+    Ok((bytes.len() as u64 <= cap).then_some(bytes))
+}
+
+/// Opens the regular file at `path` for reading, after `roots` passed it.
+pub fn open_for_read(path: &Path, roots: &Roots) -> Result<(File, Metadata), String> {
+    let (file, meta) = open_regular(path).map_err(|refusal| match refusal {
+        OpenRefusal::NotRegular(file_type) => not_regular(path, file_type, "read"),
+        OpenRefusal::Io(e) => format!("cannot read {}: {e}", path.display()),
+    })?;
     roots.check_opened(&file, path)?;
     Ok((file, meta))
 }
 
-/// Why an open failed. A socket cannot be opened at all (`ENXIO`), nor a FIFO for writing without
-/// a reader: those say what the path is rather than the bare system error.
+/// Why an open for writing failed. A FIFO cannot be opened for writing without a reader: that
+/// says what the path is rather than the bare system error.
 fn open_error(path: &Path, error: &std::io::Error, tool: &str) -> String {
     match std::fs::metadata(path) {
-        Ok(meta) if !meta.is_file() => not_regular(path, &meta, tool),
+        Ok(meta) if !meta.is_file() => not_regular(path, meta.file_type(), tool),
         _ => format!("cannot {tool} {}: {error}", path.display()),
     }
 }
@@ -88,18 +118,15 @@ pub fn read_capped(path: &Path, roots: &Roots, cap: u64) -> Result<Vec<u8>, Stri
             meta.len()
         ));
     }
-    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
-    file.take(cap + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    if bytes.len() as u64 > cap {
-        return Err(format!(
-            "{} holds more than the {cap} bytes the file tools read (its size says {} bytes); {hint}",
-            path.display(),
-            meta.len()
-        ));
-    }
-    Ok(bytes)
+    read_bounded(file, meta.len(), cap)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?
+        .ok_or_else(|| {
+            format!(
+                "{} holds more than the {cap} bytes the file tools read (its size says {} bytes); {hint}",
+                path.display(),
+                meta.len()
+            )
+        })
 }
 
 /// Whether `path` is an existing regular file; an error for anything else that exists (a FIFO,
@@ -107,7 +134,7 @@ pub fn read_capped(path: &Path, roots: &Roots, cap: u64) -> Result<Vec<u8>, Stri
 pub fn existing_regular(path: &Path) -> Result<bool, String> {
     match std::fs::metadata(path) {
         Ok(meta) if meta.is_file() => Ok(true),
-        Ok(meta) => Err(not_regular(path, &meta, "write")),
+        Ok(meta) => Err(not_regular(path, meta.file_type(), "write")),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(format!("cannot write {}: {e}", path.display())),
     }
@@ -129,7 +156,7 @@ pub fn write_regular(path: &Path, roots: &Roots, bytes: &[u8]) -> Result<(), Str
         .metadata()
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     if !meta.is_file() {
-        return Err(not_regular(path, &meta, "write"));
+        return Err(not_regular(path, meta.file_type(), "write"));
     }
     roots.check_opened(&file, path)?;
     file.set_len(0)

@@ -25,6 +25,7 @@ use panto_core::{Tool, ToolError};
 use serde::de::DeserializeOwned;
 
 pub use approval::{parse_answer as approval_answer, Answer, Approval, Asker, Gate};
+pub use files::{kind as file_kind, open_regular, read_bounded, OpenRefusal};
 pub use roots::Roots;
 pub use running::{global as running, Running};
 

@@ -8,9 +8,8 @@ use panto_testkit::script::AnthropicScript;
 use panto_testkit::{script, MockServer, Reply};
 use serde_json::json;
 
-use super::repl::blocking;
 use super::screen::Terminal;
-use super::support::Home;
+use super::support::{blocking, Home};
 
 /// OSC 0: set the window title.
 const TITLE: &str = "\x1b]0;PWNED-TITLE\x07";

@@ -136,17 +136,7 @@ async fn ctrl_c_in_print_mode_exits_130_and_keeps_what_streamed() {
     server.push(Reply::sse(stream).stall_after(cut));
     let mut home = Home::new();
     home.anthropic(&server);
-    let mut child = tokio::process::Command::new(super::support::panto_bin())
-        .args(["-p", "go", "--output-format", "stream-json"])
-        .env_clear()
-        .envs(home.env())
-        .current_dir(home.work())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let mut child = home.spawn(&["-p", "go", "--output-format", "stream-json"]);
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut seen = Vec::new();
     let wait_for_words = async {

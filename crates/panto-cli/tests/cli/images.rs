@@ -7,8 +7,7 @@ use std::path::Path;
 use panto_testkit::{script, MockServer, Reply};
 use serde_json::Value;
 
-use super::repl::{blocking, spawn_repl};
-use super::support::{body, Home};
+use super::support::{body, Home, Talk};
 
 /// Writes a `width` × `height` PNG to `path`.
 fn write_png(path: &Path, width: u32, height: u32) {
@@ -103,6 +102,27 @@ async fn a_bad_image_is_a_usage_error_that_names_the_file_and_sends_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn an_image_that_is_a_fifo_is_refused_at_once_and_named() {
+    // Opening a FIFO for reading waits for a writer: `--image` must say what it is rather than
+    // hang (the run would outlast the harness's minute).
+    let server = MockServer::start().await;
+    let mut home = Home::new();
+    home.anthropic(&server);
+    let fifo = home.work().join("shot.png");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let out = home.run(&["-p", "look", "--image", "shot.png"], None).await;
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("cannot attach shot.png: it is a FIFO (named pipe), not a regular file"),
+        "{}",
+        out.stderr
+    );
+    assert!(server.requests().is_empty());
+    assert!(home.session_files().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn the_repl_attaches_with_image_and_when_a_file_is_dropped_on_it() {
     let server = MockServer::start().await;
     server.push(Reply::sse(script::anthropic_text("One picture.")));
@@ -112,29 +132,21 @@ async fn the_repl_attaches_with_image_and_when_a_file_is_dropped_on_it() {
     write_png(&home.work().join("first.png"), 3, 3);
     let dropped = home.work().join("my screenshot.png");
     write_png(&dropped, 5, 2);
-    let h = std::sync::Arc::new(home);
-    let home2 = h.clone();
     let dropped_typed = format!("'{}'", dropped.display());
-    blocking(move || {
-        let mut p = spawn_repl(&home2, &[]);
-        p.exp_string("> ").unwrap();
-        p.send_line("/image").unwrap();
-        p.exp_string("no images attached").unwrap();
-        p.exp_string("> ").unwrap();
-        p.send_line("/image first.png").unwrap();
+    home.in_repl(&[], move |p| {
+        p.type_line("/image");
+        p.expect("no images attached");
+        p.type_line("/image first.png");
         p.exp_string("attached first.png (PNG, 1 KB): it goes with your next prompt")
             .unwrap();
-        p.exp_string("> ").unwrap();
-        p.send_line("describe it").unwrap();
-        p.exp_string("One picture.").unwrap();
-        p.exp_string("> ").unwrap();
+        p.type_line("describe it");
+        p.expect("One picture.");
+        p.expect("> ");
         // A file dropped onto the terminal arrives as its quoted path.
         p.send_line(&format!("and this one {dropped_typed} please")).unwrap();
-        p.exp_string("with my screenshot.png (PNG").unwrap();
-        p.exp_string("Another picture.").unwrap();
-        p.exp_string("> ").unwrap();
-        p.send_line("/quit").unwrap();
-        p.exp_eof().unwrap();
+        p.expect("with my screenshot.png (PNG");
+        p.expect("Another picture.");
+        p.quit();
     })
     .await;
     let requests = server.requests();

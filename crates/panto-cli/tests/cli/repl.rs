@@ -1,33 +1,11 @@
 //! The REPL driven through a pseudo-terminal: a turn, slash commands, Ctrl-C mid-stream, the
 //! approval question, and history across runs.
 //!
-//! rexpect is blocking, so each conversation runs on a blocking thread while the mock server
-//! keeps serving on the test's runtime.
-
-use std::process::Command;
+//! Each conversation runs through `Home::in_repl` (support.rs).
 
 use panto_testkit::{script, MockServer, Reply};
-use rexpect::reader::Options;
-use rexpect::session::{spawn_with_options, PtySession};
 
-use super::support::{all_text, body, panto_bin, Home, KEY};
-
-/// Starts the REPL in `home` on a pseudo-terminal, without colour so output can be matched.
-pub fn spawn_repl(home: &Home, args: &[&str]) -> PtySession {
-    let mut cmd = Command::new(panto_bin());
-    cmd.args(args).env_clear().envs(home.env()).current_dir(home.work());
-    cmd.env("TERM", "xterm").env("NO_COLOR", "1");
-    spawn_with_options(
-        cmd,
-        Options::new().timeout_ms(Some(20_000)).strip_ansi_escape_codes(true),
-    )
-    .expect("panto starts on a pty")
-}
-
-/// Runs `f` on a blocking thread and waits for it.
-pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
-    tokio::task::spawn_blocking(f).await.expect("the pty conversation")
-}
+use super::support::{all_text, body, Home, Talk, KEY};
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_turn_and_slash_commands() {
@@ -35,33 +13,24 @@ async fn a_turn_and_slash_commands() {
     server.push(Reply::sse(script::anthropic_text("Hi from the REPL.")));
     let mut home = Home::new();
     home.anthropic(&server);
-    let h = std::sync::Arc::new(home);
-    let home2 = h.clone();
-    blocking(move || {
-        let mut p = spawn_repl(&home2, &[]);
-        p.exp_string("new session").unwrap();
-        p.exp_string("> ").unwrap();
-        p.send_line("hello there").unwrap();
-        p.exp_string("Hi from the REPL.").unwrap();
+    home.in_repl(&[], |p| {
+        p.expect("new session");
+        p.type_line("hello there");
+        p.expect("Hi from the REPL.");
         // The cost line after the turn (rexpect reads bytes as Latin-1, so match ASCII only).
         p.exp_regex(r"\d+ in .* \d+ out .*\$0\.\d{4}").unwrap();
-        p.exp_string("> ").unwrap();
-        p.send_line("/modle").unwrap();
-        p.exp_string("unknown command /modle; did you mean /model").unwrap();
-        p.exp_string("> ").unwrap();
-        p.send_line("/model").unwrap();
-        p.exp_string("model: claude-sonnet-4-5 (via anthropic)").unwrap();
-        p.exp_string("> ").unwrap();
-        p.send_line("/cost").unwrap();
-        p.exp_string("this run, 1 turn").unwrap();
-        p.exp_string("> ").unwrap();
-        p.send_line("/quit").unwrap();
-        p.exp_eof().unwrap();
+        p.type_line("/modle");
+        p.expect("unknown command /modle; did you mean /model");
+        p.type_line("/model");
+        p.expect("model: claude-sonnet-4-5 (via anthropic)");
+        p.type_line("/cost");
+        p.expect("this run, 1 turn");
+        p.quit();
     })
     .await;
     let req = body(&server.requests()[0]);
     assert!(all_text(&req["messages"]).contains("hello there"));
-    let files = h.session_files();
+    let files = home.session_files();
     assert_eq!(files.len(), 1);
     let log = std::fs::read_to_string(&files[0]).unwrap();
     assert!(log.contains("Hi from the REPL.") && !log.contains(KEY));
@@ -79,22 +48,16 @@ async fn ctrl_c_mid_stream_keeps_the_partial_text_and_returns_to_the_prompt() {
     server.push(Reply::sse(script::anthropic_text("recovered")));
     let mut home = Home::new();
     home.anthropic(&server);
-    let h = std::sync::Arc::new(home);
-    let home2 = h.clone();
-    blocking(move || {
-        let mut p = spawn_repl(&home2, &[]);
-        p.exp_string("> ").unwrap();
-        p.send_line("tell me a story").unwrap();
-        p.exp_string("PARTIAL-TWO").unwrap();
+    home.in_repl(&[], |p| {
+        p.type_line("tell me a story");
+        p.expect("PARTIAL-TWO");
         std::thread::sleep(std::time::Duration::from_millis(200));
         p.send_control('c').unwrap();
-        p.exp_string("cancelled").unwrap();
-        p.exp_string("> ").unwrap();
-        p.send_line("go on").unwrap();
-        p.exp_string("recovered").unwrap();
-        p.exp_string("> ").unwrap();
+        p.expect("cancelled");
+        p.type_line("go on");
+        p.expect("recovered");
+        p.expect("> ");
         p.send_control('d').unwrap();
-        p.exp_eof().unwrap();
     })
     .await;
     // The second request carries the salvaged partial answer, then the new prompt.
@@ -106,7 +69,7 @@ async fn ctrl_c_mid_stream_keeps_the_partial_text_and_returns_to_the_prompt() {
     assert!(partial.contains("PARTIAL-ONE PARTIAL-TWO"), "{partial}");
     assert!(!partial.contains("never arrives"), "{partial}");
     // And the session on disk holds it too.
-    let log = std::fs::read_to_string(&h.session_files()[0]).unwrap();
+    let log = std::fs::read_to_string(&home.session_files()[0]).unwrap();
     assert!(log.contains("PARTIAL-ONE PARTIAL-TWO"));
 }
 
@@ -121,24 +84,21 @@ async fn approval_question_runs_the_tool_on_yes() {
     server.push(Reply::sse(script::anthropic_text("File written.")));
     let mut home = Home::new();
     home.anthropic(&server);
-    let h = std::sync::Arc::new(home);
-    let home2 = h.clone();
-    blocking(move || {
-        let mut p = spawn_repl(&home2, &[]);
-        p.exp_string("> ").unwrap();
-        p.send_line("write ok.txt").unwrap();
-        p.exp_string("allow bash: echo approved > ok.txt").unwrap();
-        p.exp_string("[y]es / [n]o / [a]lways:").unwrap();
+    home.in_repl(&[], |p| {
+        p.type_line("write ok.txt");
+        p.expect("allow bash: echo approved > ok.txt");
+        p.expect("[y]es / [n]o / [a]lways:");
         p.send_line("y").unwrap();
-        p.exp_string("bash (1 line, 13 bytes)").unwrap();
-        p.exp_string("[exit code 0]").unwrap();
-        p.exp_string("File written.").unwrap();
-        p.exp_string("> ").unwrap();
-        p.send_line("/quit").unwrap();
-        p.exp_eof().unwrap();
+        p.expect("bash (1 line, 13 bytes)");
+        p.expect("[exit code 0]");
+        p.expect("File written.");
+        p.quit();
     })
     .await;
-    assert_eq!(std::fs::read_to_string(h.work().join("ok.txt")).unwrap(), "approved\n");
+    assert_eq!(
+        std::fs::read_to_string(home.work().join("ok.txt")).unwrap(),
+        "approved\n"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -148,42 +108,29 @@ async fn history_persists_across_runs_and_continue_resumes() {
     server.push(Reply::sse(script::anthropic_text("noted again")));
     let mut home = Home::new();
     home.anthropic(&server);
-    let h = std::sync::Arc::new(home);
-    let home2 = h.clone();
-    blocking(move || {
-        let mut p = spawn_repl(&home2, &[]);
-        p.exp_string("> ").unwrap();
-        p.send_line("remember this line").unwrap();
-        p.exp_string("noted").unwrap();
-        p.exp_string("> ").unwrap();
-        p.send_line("/quit").unwrap();
-        p.exp_eof().unwrap();
+    home.in_repl(&[], |p| {
+        p.type_line("remember this line");
+        p.expect("noted");
+        p.quit();
     })
     .await;
-    let history = std::fs::read_to_string(h.history_file()).expect("a history file");
+    let history = std::fs::read_to_string(home.history_file()).expect("a history file");
     assert!(history.contains("remember this line"), "{history}");
     assert!(!history.contains(KEY));
 
-    let home3 = h.clone();
-    blocking(move || {
-        let mut p = spawn_repl(&home3, &["-c"]);
+    home.in_repl(&["-c"], |p| {
         // The recap of the resumed session.
-        p.exp_string("resumed session").unwrap();
-        p.exp_string("you: remember this line").unwrap();
-        p.exp_string("> ").unwrap();
+        p.expect("resumed session");
+        p.expect("you: remember this line");
+        p.expect("> ");
         // Up twice: past "/quit" to the prompt typed in the first run.
-        p.send("\x1b[A").unwrap();
-        p.flush().unwrap();
-        p.exp_string("/quit").unwrap();
-        p.send("\x1b[A").unwrap();
-        p.flush().unwrap();
-        p.exp_string("remember this line").unwrap();
-        p.send("\r").unwrap();
-        p.flush().unwrap();
-        p.exp_string("noted again").unwrap();
-        p.exp_string("> ").unwrap();
-        p.send_line("/quit").unwrap();
-        p.exp_eof().unwrap();
+        p.keys("\x1b[A");
+        p.expect("/quit");
+        p.keys("\x1b[A");
+        p.expect("remember this line");
+        p.keys("\r");
+        p.expect("noted again");
+        p.quit();
     })
     .await;
     let req = body(&server.requests()[1]);
@@ -206,27 +153,21 @@ async fn resume_without_an_id_offers_a_numbered_picker() {
     home.openai(&server);
     home.run(&["-p", "topic one"], None).await.ok();
     home.run(&["-p", "topic two"], None).await.ok();
-    let h = std::sync::Arc::new(home);
-    let home2 = h.clone();
-    blocking(move || {
-        let mut p = spawn_repl(&home2, &["-r"]);
+    home.in_repl(&["-r"], |p| {
         // Newest first: "topic two" is 1, "topic one" is 2.
-        p.exp_string("1. ").unwrap();
-        p.exp_string("topic two").unwrap();
-        p.exp_string("2. ").unwrap();
-        p.exp_string("topic one").unwrap();
-        p.exp_string("resume which session?").unwrap();
+        p.expect("1. ");
+        p.expect("topic two");
+        p.expect("2. ");
+        p.expect("topic one");
+        p.expect("resume which session?");
         p.send_line("9").unwrap();
-        p.exp_string("please type a number from 1 to 2").unwrap();
+        p.expect("please type a number from 1 to 2");
         p.send_line("2").unwrap();
-        p.exp_string("resumed session").unwrap();
-        p.exp_string("you: topic one").unwrap();
-        p.exp_string("> ").unwrap();
-        p.send_line("and more").unwrap();
-        p.exp_string("picked up").unwrap();
-        p.exp_string("> ").unwrap();
-        p.send_line("/quit").unwrap();
-        p.exp_eof().unwrap();
+        p.expect("resumed session");
+        p.expect("you: topic one");
+        p.type_line("and more");
+        p.expect("picked up");
+        p.quit();
     })
     .await;
     let req = body(&server.requests()[2]);
@@ -235,6 +176,30 @@ async fn resume_without_an_id_offers_a_numbered_picker() {
         history.contains("topic one") && history.contains("and more") && !history.contains("topic two"),
         "{history}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tab_completes_a_session_id_after_resume() {
+    let server = MockServer::start().await;
+    server.push(Reply::sse(script::openai_text("first answer")));
+    let mut home = Home::new();
+    home.openai(&server);
+    home.run(&["-p", "the earlier topic"], None).await.ok();
+    let listing = home.run(&["sessions", "--json"], None).await;
+    let sessions: serde_json::Value = serde_json::from_str(listing.ok()).unwrap();
+    let id = sessions[0]["id"].as_str().unwrap().to_owned();
+    let resumed = format!("resumed session {id}");
+    home.in_repl(&[], move |p| {
+        p.expect("> ");
+        // The session ids are listed when Tab first asks for them.
+        p.keys("/resume \t");
+        p.expect(&id);
+        p.keys("\r");
+        p.expect(&resumed);
+        p.expect("you: the earlier topic");
+        p.quit();
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

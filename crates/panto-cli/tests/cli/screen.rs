@@ -4,13 +4,12 @@
 //! clipboard, ring the bell). Asserting on bytes would miss what matters: an escape sequence that
 //! redraws a line shows up as harmless bytes and a misleading screen.
 //!
-//! Blocking, like rexpect: a conversation runs on a blocking thread (see `repl::blocking`) while
+//! Blocking, like rexpect: a conversation runs on a blocking thread (see `support::blocking`) while
 //! the mock server serves on the test's runtime.
 
 use std::fs::File;
 use std::io::{Read, Write};
 use std::num::NonZeroU16;
-use std::process::Command;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -103,7 +102,7 @@ impl Terminal {
     pub fn start_sized(home: &Home, args: &[&str], rows: u16, cols: u16) -> Terminal {
         // The size is set on the terminal itself, so what panto reads back is what the emulator
         // renders (rexpect's terminal starts at 0×0). `stty` runs on the same terminal first.
-        let mut cmd = Command::new("sh");
+        let mut cmd = home.command_of("sh");
         cmd.arg("-c")
             .arg("stty rows \"$1\" cols \"$2\" && shift 2 && exec \"$@\"")
             .arg("sh")
@@ -111,10 +110,7 @@ impl Terminal {
             .arg(cols.to_string())
             .arg(panto_bin())
             .args(args)
-            .env_clear()
-            .envs(home.env())
-            .env("TERM", "xterm-256color")
-            .current_dir(home.work());
+            .env("TERM", "xterm-256color");
         let mut process = PtyProcess::new(cmd).expect("panto starts on a pty");
         process.set_kill_timeout(Some(2_000));
         let mut output = process.get_file_handle().expect("the pty");

@@ -1,9 +1,11 @@
 //! The harness: a private home for each test, and a way to run `panto` in it.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{Command, Stdio};
 
 use panto_testkit::{MockServer, RecordedRequest};
+use rexpect::reader::Options;
+use rexpect::session::{spawn_with_options, PtySession};
 use serde_json::Value;
 use tempfile::TempDir;
 use tokio::io::AsyncWriteExt;
@@ -141,19 +143,42 @@ impl Home {
         env
     }
 
+    /// `program` in `work/` with this home's variables and nothing else.
+    pub fn command_of(&self, program: &str) -> Command {
+        let mut cmd = Command::new(program);
+        cmd.env_clear().envs(self.env()).current_dir(self.work());
+        cmd
+    }
+
+    /// `panto args` as every test runs it: in `work/` with this home's variables.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = self.command_of(panto_bin());
+        cmd.args(args);
+        cmd
+    }
+
+    /// Starts `panto args` with stdin empty and stdout and stderr piped, for a test that reads
+    /// its output as it comes or signals it. Killed when dropped.
+    pub fn spawn(&self, args: &[&str]) -> tokio::process::Child {
+        tokio::process::Command::from(self.command(args))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("panto starts")
+    }
+
     /// Runs `panto args` (stdin empty or `stdin`) to completion. Async, so the in-process mock
     /// server keeps serving while the child runs.
     pub async fn run(&self, args: &[&str], stdin: Option<&str>) -> Run {
-        let mut cmd = tokio::process::Command::new(panto_bin());
-        cmd.args(args)
-            .env_clear()
-            .envs(self.env())
-            .current_dir(self.work())
+        let mut child = tokio::process::Command::from(self.command(args))
             .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        let mut child = cmd.spawn().expect("panto starts");
+            .kill_on_drop(true)
+            .spawn()
+            .expect("panto starts");
         if let Some(text) = stdin {
             let mut pipe = child.stdin.take().unwrap();
             pipe.write_all(text.as_bytes()).await.unwrap();
@@ -170,10 +195,68 @@ impl Home {
         }
     }
 
+    /// Talks to the REPL (`panto args`) on a pseudo-terminal, without colour so that output can
+    /// be matched: `talk` types and expects, and ends the session (`/quit`, Ctrl-D); then the
+    /// REPL must exit. rexpect blocks, so the talk runs on a blocking thread while the mock
+    /// server keeps serving on the test's runtime.
+    pub async fn in_repl<T: Send + 'static>(
+        &self,
+        args: &[&str],
+        talk: impl FnOnce(&mut PtySession) -> T + Send + 'static,
+    ) -> T {
+        let mut cmd = self.command(args);
+        cmd.env("TERM", "xterm").env("NO_COLOR", "1");
+        blocking(move || {
+            let options = Options::new().timeout_ms(Some(20_000)).strip_ansi_escape_codes(true);
+            let mut repl = spawn_with_options(cmd, options).expect("panto starts on a pty");
+            let result = talk(&mut repl);
+            repl.exp_eof().expect("the REPL exits");
+            result
+        })
+        .await
+    }
+
     /// Every file under the session directory.
     pub fn session_files(&self) -> Vec<PathBuf> {
         files_under(&self.sessions_dir())
     }
+}
+
+/// The steps of a conversation with the REPL on a pseudo-terminal ([`Home::in_repl`]).
+pub trait Talk {
+    /// Waits for `text` on the screen.
+    fn expect(&mut self, text: &str);
+    /// Waits for the prompt and types `line` and Enter.
+    fn type_line(&mut self, line: &str);
+    /// Types `keys` as they are (no Enter): arrows, Tab, a partial line.
+    fn keys(&mut self, keys: &str);
+    /// Waits for the prompt and types `/quit`.
+    fn quit(&mut self) {
+        self.type_line("/quit");
+    }
+}
+
+impl Talk for PtySession {
+    fn expect(&mut self, text: &str) {
+        if let Err(e) = self.exp_string(text) {
+            panic!("waiting for {text:?}: {e}");
+        }
+    }
+
+    fn type_line(&mut self, line: &str) {
+        self.expect("> ");
+        self.send_line(line).expect("the pty takes input");
+    }
+
+    fn keys(&mut self, keys: &str) {
+        self.send(keys).expect("the pty takes input");
+        self.flush().expect("the pty takes input");
+    }
+}
+
+/// Runs `f` on a blocking thread and waits for it: a conversation on a pseudo-terminal blocks.
+pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
+    tokio::task::spawn_blocking(f).await.expect("the pty conversation")
 }
 
 /// Every regular file under `dir`, recursively (empty when it does not exist).

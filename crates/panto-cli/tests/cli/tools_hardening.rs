@@ -9,7 +9,7 @@ use std::time::Duration;
 use panto_testkit::{script, MockServer, Reply};
 use serde_json::Value;
 
-use super::support::{all_text, body, panto_bin, Home};
+use super::support::{all_text, body, Home};
 
 /// The tool results of the last message of request `index`, as (is_error, text), in call order.
 fn tool_results(server: &MockServer, index: usize) -> Vec<(bool, String)> {
@@ -256,17 +256,7 @@ async fn ctrl_c_during_bash_exits_130_and_leaves_no_process_running() {
     )])));
     let mut home = Home::new();
     home.anthropic(&server);
-    let child = tokio::process::Command::new(panto_bin())
-        .args(["-p", "run it", "--approve", "auto"])
-        .env_clear()
-        .envs(home.env())
-        .current_dir(home.work())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let child = home.spawn(&["-p", "run it", "--approve", "auto"]);
     let pid_file = home.work().join("escaped.pid");
     tokio::time::timeout(Duration::from_secs(30), async {
         while std::fs::read_to_string(&pid_file).map_or(true, |t| !t.ends_with('\n')) {

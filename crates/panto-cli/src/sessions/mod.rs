@@ -1,0 +1,180 @@
+//! `panto sessions`: the listing, `export` and `import`.
+
+mod export;
+mod table;
+
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::process::ExitCode;
+
+use panto_core::{strip_userinfo, SessionInfo};
+
+use crate::exit::Failure;
+use crate::store::{OpenStore, StoreLocation};
+
+pub use export::{export_command, ExportFormat};
+pub use table::{one_line, short_ids, table, RECENT};
+
+/// One session of `panto sessions --json` (docs/cli.md). Serialised straight from the listing,
+/// borrowing its strings: building a `Value` per session cost more than reading the files of
+/// small sessions. Fields are in alphabetical order, the order the output has always had.
+#[derive(serde::Serialize)]
+struct InfoJson<'a> {
+    api_style: Option<&'a str>,
+    /// Without credentials, even from a session recorded before panto stripped them.
+    base_url: Option<std::borrow::Cow<'a, str>>,
+    created: String,
+    id: &'a str,
+    last_prompt_at: Option<String>,
+    last_user_message: Option<&'a str>,
+    message_count: usize,
+    model: Option<&'a str>,
+    modified: String,
+    reasoning: Option<&'a str>,
+}
+
+impl<'a> InfoJson<'a> {
+    fn of(info: &'a SessionInfo) -> Self {
+        let wire = info.wire.as_ref();
+        InfoJson {
+            api_style: wire.map(|w| w.api_style.as_str()),
+            base_url: wire.map(|w| strip_userinfo(&w.base_url)),
+            created: info.created.to_rfc3339(),
+            id: &info.id,
+            last_prompt_at: info.last_prompt_at.map(|t| t.to_rfc3339()),
+            last_user_message: info.last_user_message.as_deref(),
+            message_count: info.message_count,
+            model: wire.map(|w| w.model.as_str()),
+            modified: info.modified.to_rfc3339(),
+            reasoning: wire.map(|w| w.reasoning.as_str()),
+        }
+    }
+}
+
+/// `panto sessions [--json]`. Files that cannot be read are reported on stderr, never fatal.
+pub async fn list_command(store: &OpenStore, as_json: bool) -> Result<ExitCode, Failure> {
+    let (infos, problems) = store.list_with_problems().await?;
+    for (path, error) in &problems {
+        crate::safe::eprint_line(&format!("skipped {}: {error}", path.display()));
+    }
+    // Listings quote session files (the last prompt, the model): neutralised on a terminal.
+    let stdout = std::io::stdout();
+    let terminal = stdout.is_terminal();
+    let mut out = stdout.lock();
+    if as_json {
+        let list: Vec<InfoJson<'_>> = infos.iter().map(InfoJson::of).collect();
+        // Encoded whole and written at once: formatting straight into stdout's line buffer
+        // issued one write per KiB, thousands for a long listing.
+        let mut text =
+            serde_json::to_vec(&list).map_err(|e| Failure::runtime(format!("cannot encode the listing: {e}")))?;
+        text.push(b'\n');
+        if terminal {
+            let text = String::from_utf8_lossy(&text);
+            let _ = out.write_all(crate::safe::json_for_terminal(&text).as_bytes());
+        } else {
+            let _ = out.write_all(&text);
+        }
+    } else if infos.is_empty() {
+        eprintln!("panto: no sessions in {}", store.place);
+    } else {
+        for row in table(&infos) {
+            let _ = writeln!(out, "{}", crate::safe::for_stream(&row, terminal));
+        }
+    }
+    let _ = out.flush();
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `panto sessions import DIR`: every session of `dir` into the PostgreSQL store at `into`.
+/// Exits non-zero when a file could not be imported (the others are imported all the same).
+pub async fn import_command(into: &StoreLocation, dir: &Path) -> Result<ExitCode, Failure> {
+    let StoreLocation::Postgres(url) = into else {
+        return Err(Failure::usage(
+            "panto sessions import needs a PostgreSQL store: --store postgres://…, PANTO_STORE or [store] url",
+        ));
+    };
+    if !dir.is_dir() {
+        return Err(Failure::usage(format!("{} is not a directory", dir.display())));
+    }
+    let store = crate::store::connect_postgres(url).await?;
+    let report = panto_store_postgres::import_fs(dir, &store).await?;
+    println!(
+        "imported {} session(s) into {}; {} already there",
+        report.imported.len(),
+        into.place(),
+        report.skipped.len()
+    );
+    for (path, error) in &report.problems {
+        crate::safe::eprint_line(&format!("not imported: {}: {error}", path.display()));
+    }
+    Ok(if report.problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// A session created now, for the tests of this module's parts.
+#[cfg(test)]
+fn test_info(id: &str) -> SessionInfo {
+    SessionInfo::new(id, chrono::Utc::now())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::sessions::test_info as info;
+
+    #[test]
+    fn listing_json_has_every_documented_field_in_order() {
+        let mut full = info("0190aaaa-1111-7000-8000-000000000000");
+        full.message_count = 3;
+        full.last_user_message = Some("fix the \"parser\"".into());
+        full.last_prompt_at = Some(full.created);
+        full.wire = Some(panto_core::WireIdentity {
+            api_style: panto_core::ApiStyle::OpenAiChat,
+            base_url: "http://127.0.0.1:9/v1".into(),
+            model: "gpt-4o".into(),
+            reasoning: panto_core::ReasoningEffort::High,
+        });
+        let created = full.created.to_rfc3339();
+        let text = serde_json::to_string(&InfoJson::of(&full)).unwrap();
+        let expected = json!({
+            "api_style": "openai-chat", "base_url": "http://127.0.0.1:9/v1", "created": created,
+            "id": "0190aaaa-1111-7000-8000-000000000000", "last_prompt_at": created,
+            "last_user_message": "fix the \"parser\"", "message_count": 3, "model": "gpt-4o",
+            "modified": full.modified.to_rfc3339(), "reasoning": "high",
+        });
+        assert_eq!(text, expected.to_string(), "same keys, values and order as before");
+
+        let bare = info("0190aaaa-2222-7000-8000-000000000000");
+        let value = serde_json::to_value(InfoJson::of(&bare)).unwrap();
+        for key in [
+            "api_style",
+            "base_url",
+            "last_prompt_at",
+            "last_user_message",
+            "model",
+            "reasoning",
+        ] {
+            assert_eq!(value[key], serde_json::Value::Null, "{key}");
+        }
+        assert_eq!(value["message_count"], 0);
+    }
+
+    #[test]
+    fn credentials_in_a_recorded_base_url_are_not_listed() {
+        // A session written before panto stripped credentials, read by a store that kept them.
+        let mut old = info("0190aaaa-1111-7000-8000-000000000000");
+        old.wire = Some(panto_core::WireIdentity {
+            api_style: panto_core::ApiStyle::OpenAiChat,
+            base_url: "http://user:pw-secret@proxy:8080/v1".into(),
+            model: "gpt-4o".into(),
+            reasoning: panto_core::ReasoningEffort::Off,
+        });
+        let listed = serde_json::to_value(InfoJson::of(&old)).unwrap();
+        assert_eq!(listed["base_url"], "http://proxy:8080/v1");
+    }
+}

@@ -1,0 +1,89 @@
+//! The session table: the short ids and rows of `panto sessions`, the `-r` picker and
+//! `/sessions`.
+
+use chrono::{DateTime, Local, Utc};
+use panto_core::SessionInfo;
+
+/// How many sessions the picker and `/sessions` show.
+pub const RECENT: usize = 20;
+
+/// The shortest id prefix, at least 8 characters, that tells each listed session apart: UUIDv7
+/// ids share their leading (time) digits when created close together.
+pub fn short_ids(infos: &[SessionInfo]) -> Vec<String> {
+    // The longest prefix any two ids share is shared by two ids that sort next to each other, so
+    // comparing neighbours after a sort finds it: comparing every pair took seconds for 10,000.
+    let mut sorted: Vec<&str> = infos.iter().map(|i| i.id.as_str()).collect();
+    sorted.sort_unstable();
+    let len = sorted
+        .windows(2)
+        .filter(|w| w[0] != w[1])
+        .map(|w| w[0].chars().zip(w[1].chars()).take_while(|(x, y)| x == y).count() + 1)
+        .fold(8, usize::max);
+    infos
+        .iter()
+        .map(|i| i.id.chars().take(len.min(i.id.len())).collect())
+        .collect()
+}
+
+fn local_time(t: DateTime<Utc>) -> String {
+    t.with_timezone(&Local).format("%Y-%m-%d %H:%M").to_string()
+}
+
+/// `text` on one line (whitespace runs as one space), cut to `max` characters with `…`.
+pub fn one_line(text: &str, max: usize) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > max {
+        format!("{}…", flat.chars().take(max).collect::<String>())
+    } else {
+        flat
+    }
+}
+
+/// The table rows of a listing: short id, last prompt time, messages, model, last prompt.
+pub fn table(infos: &[SessionInfo]) -> Vec<String> {
+    let ids = short_ids(infos);
+    infos
+        .iter()
+        .zip(ids)
+        .map(|(info, id)| {
+            format!(
+                "{id}  {}  {:>4} msgs  {:<20}  {}",
+                local_time(info.recency()),
+                info.message_count,
+                info.wire.as_ref().map_or("-", |w| w.model.as_str()),
+                one_line(info.last_user_message.as_deref().unwrap_or(""), 60)
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sessions::test_info as info;
+
+    #[test]
+    fn short_ids_grow_until_unique() {
+        let infos = [
+            info("0190aaaa-1111-7000-8000-000000000000"),
+            info("0190aaaa-1122-7000-8000-000000000000"),
+        ];
+        assert_eq!(short_ids(&infos), ["0190aaaa-111", "0190aaaa-112"]);
+        assert_eq!(short_ids(&infos[..1]), ["0190aaaa"]);
+    }
+
+    #[test]
+    fn short_ids_find_the_closest_pair_in_any_order() {
+        // The two ids that need the longest prefix are neither first nor adjacent in the input.
+        let infos = [
+            info("0190aaaa-1122-7000-8000-000000000000"),
+            info("0190bbbb-0000-7000-8000-000000000000"),
+            info("0190aaaa-1000-7000-8000-000000000000"),
+            info("0190aaaa-1122-7000-8000-000000000001"),
+            info("0190aaaa-1122-7000-8000-000000000000"),
+        ];
+        let ids = short_ids(&infos);
+        assert!(ids.iter().all(|id| id.len() == 36), "{ids:?}");
+        assert_eq!(short_ids(&infos[..3]), ["0190aaaa-11", "0190bbbb-00", "0190aaaa-10"]);
+    }
+}
