@@ -3,7 +3,8 @@
 //!
 //! Each function takes one input and panics only on a real bug: a panic inside panto, or a
 //! property that must hold for every input (the SSE parser giving different events for two
-//! chunkings of the same bytes). Errors returned for bad input are the expected outcome.
+//! chunkings of the same bytes, a decoded message that does not load back). Errors returned for
+//! bad input are the expected outcome.
 
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
@@ -11,18 +12,28 @@
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
-use panto_core::__bench::{decode, sse_events};
-use panto_core::{ApiStyle, ContentBlock, Conversation, Error, Message, PersistentMessage, Role, SessionStore};
+use panto_core::__bench::{decode, decode_message, sse_events};
+use panto_core::{
+    is_wire_name, ApiStyle, ContentBlock, Conversation, Error, Message, PersistentMessage, Role, SessionStore,
+    ToolResultContent,
+};
 use panto_store_fs::{Durability, FileSystemJSONLStore};
 
 /// The session id every `jsonl` input is stored under; seeds carry it in their header.
 pub const FUZZ_SESSION_ID: &str = "019ad0a0-0000-7000-8000-00000000f022";
 
+/// The session id `decoded_roundtrip` writes its conversations under.
+pub const ROUNDTRIP_SESSION_ID: &str = "019ad0a0-0000-7000-8000-00000000d0de";
+
 /// A fuzz target's body.
 pub type Target = fn(&[u8]);
 
 /// The fuzz targets by name, for the driver.
-pub const TARGETS: &[(&str, Target)] = &[("sse_parser", sse), ("jsonl_loader", jsonl)];
+pub const TARGETS: &[(&str, Target)] = &[
+    ("sse_parser", sse),
+    ("jsonl_loader", jsonl),
+    ("decoded_roundtrip", decoded_roundtrip),
+];
 
 /// The SSE parser and both decoders on `data`.
 ///
@@ -138,4 +149,105 @@ pub fn jsonl(data: &[u8]) {
             }
         }
     });
+}
+
+/// The decoders' output through the JSONL store, on `data` as a response body.
+///
+/// The body is decoded as an Anthropic stream answering a prompt, then as an OpenAI stream
+/// answering the conversation so far (so the second decoder sees the first one's tool call ids
+/// as taken). Each message a decoder completes joins the conversation with the tool results the
+/// agent would add (a rejected call's error, "ok" for the others). Every tool call must be one a
+/// later request can carry (an id of 1 to 40 characters of `[A-Za-z0-9_-]`, unique in the
+/// conversation; a wire name; an object for input, at most 64 levels deep), and the
+/// conversation, written through the JSONL store, must load back exactly.
+pub fn decoded_roundtrip(data: &[u8]) {
+    let mut conversation = Conversation::new();
+    conversation.add_user_message("go");
+    for style in [ApiStyle::AnthropicMessages, ApiStyle::OpenAiChat] {
+        let Ok(decoded) = decode_message(style, &conversation.messages, data) else {
+            continue;
+        };
+        let results: Vec<ContentBlock> = decoded
+            .message
+            .tool_uses()
+            .map(|(id, _, _)| {
+                let error = decoded.rejected.iter().find(|(r, _)| r == id);
+                ContentBlock::ToolResult {
+                    tool_use_id: id.to_owned(),
+                    content: vec![ToolResultContent::Text {
+                        text: error.map_or("ok", |(_, reason)| reason).to_owned(),
+                    }],
+                    is_error: error.is_some(),
+                }
+            })
+            .collect();
+        conversation.messages.push(decoded.message);
+        if !results.is_empty() {
+            conversation.messages.push(Message::new(Role::User, results));
+        }
+    }
+    if conversation.messages.len() == 1 {
+        return;
+    }
+    check_tool_calls(&conversation);
+
+    let env = env();
+    let path = env.dir.join(format!("{ROUNDTRIP_SESSION_ID}.jsonl"));
+    match std::fs::remove_file(&path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => panic!("removing {}: {e}", path.display()),
+    }
+    env.rt.block_on(async {
+        let store: Arc<dyn SessionStore> = FileSystemJSONLStore::with_durability(&env.dir, Durability::None);
+        for message in &conversation.messages {
+            let entry = PersistentMessage {
+                message,
+                usage: message.usage,
+                wire: None,
+                conversation: &conversation,
+                tools_available: &[],
+                compaction: None,
+            };
+            let appended = store.append(ROUNDTRIP_SESSION_ID, &[entry]).await;
+            check("append", &appended);
+            if let Err(e) = appended {
+                panic!("a decoded message could not be written: {e}");
+            }
+        }
+        drop(store);
+        let fresh: Arc<dyn SessionStore> = FileSystemJSONLStore::with_durability(&env.dir, Durability::None);
+        let loaded = fresh.load(ROUNDTRIP_SESSION_ID).await;
+        check("load", &loaded);
+        match loaded {
+            Ok(Some(loaded)) => assert_eq!(loaded, conversation, "the session loads back as written"),
+            other => panic!("a session of decoded messages does not load: {other:?}"),
+        }
+    });
+}
+
+/// Panics unless every tool call of `conversation` is one a later request can carry.
+fn check_tool_calls(conversation: &Conversation) {
+    let mut ids = std::collections::HashSet::new();
+    for (id, name, input) in conversation.messages.iter().flat_map(Message::tool_uses) {
+        assert!(
+            (1..=40).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'),
+            "tool call id {id:?} is not one a request can carry"
+        );
+        assert!(ids.insert(id), "tool call id {id:?} twice in the conversation");
+        assert!(is_wire_name(name), "tool name {name:?} is not a wire name");
+        assert!(
+            input.is_object() && depth(input) <= 64,
+            "tool input {input} is not an object at most 64 levels deep"
+        );
+    }
+}
+
+/// How many levels of arrays and objects `value` nests.
+fn depth(value: &serde_json::Value) -> usize {
+    match value {
+        serde_json::Value::Array(items) => 1 + items.iter().map(depth).max().unwrap_or(0),
+        serde_json::Value::Object(map) => 1 + map.values().map(depth).max().unwrap_or(0),
+        _ => 0,
+    }
 }

@@ -16,11 +16,12 @@ use anyhow::{bail, Context, Result};
 use crate::run;
 
 /// The targets, as named in `fuzz/Cargo.toml`.
-const TARGETS: &[&str] = &["sse_parser", "jsonl_loader"];
+const TARGETS: &[&str] = &["sse_parser", "jsonl_loader", "decoded_roundtrip"];
 
 const FUZZ_USAGE: &str = "usage: cargo xtask fuzz <target> <seconds> [--driver]
 
-targets: sse_parser (SSE parser and both decoders), jsonl_loader (the JSONL session store)
+targets: sse_parser (SSE parser and both decoders), jsonl_loader (the JSONL session store),
+  decoded_roundtrip (both decoders' messages written through the JSONL store and loaded back)
   --driver   use the stable, libFuzzer-free driver even when nightly is installed";
 
 /// `cargo xtask fuzz <target> <seconds> [--driver]`.

@@ -8,7 +8,8 @@
 use std::collections::VecDeque;
 
 use crate::config::ApiStyle;
-use crate::error::Result;
+use crate::conversation::Message;
+use crate::error::{Error, Result};
 use crate::provider::sse::SseParser;
 use crate::provider::ProviderEvent;
 
@@ -29,7 +30,7 @@ pub struct WireCounts {
 /// event is taken off the queue one at a time. At end of body the parser is finished and the
 /// decoder told, so a truncated body is an error here as it is on the wire.
 pub fn decode<'a>(style: ApiStyle, chunks: impl IntoIterator<Item = &'a [u8]>) -> Result<WireCounts> {
-    let mut decoder = crate::provider::new_decoder(style);
+    let mut decoder = crate::provider::new_decoder(style, &[]);
     let mut parser = SseParser::default();
     let mut pending: VecDeque<ProviderEvent> = VecDeque::new();
     let mut counts = WireCounts::default();
@@ -58,6 +59,54 @@ pub fn decode<'a>(style: ApiStyle, chunks: impl IntoIterator<Item = &'a [u8]>) -
         drain(&mut pending, &mut counts);
     }
     Ok(counts)
+}
+
+/// The assistant message a response completed as, the way the agent adds it to the
+/// conversation, and the tool calls of it that the agent would not run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecodedMessage {
+    /// The message: blocks, usage, stop reason.
+    pub message: Message,
+    /// `(call id, error result text)` of each tool call that does not run.
+    pub rejected: Vec<(String, String)>,
+}
+
+/// Decodes a whole response body, answering a request that carried `history`, to the message
+/// it completes as. The body goes through the SSE parser and `style`'s decoder as a live one
+/// does (in one chunk); an error is what a live response would fail with.
+pub fn decode_message(style: ApiStyle, history: &[Message], body: &[u8]) -> Result<DecodedMessage> {
+    let mut decoder = crate::provider::new_decoder(style, history);
+    let mut parser = SseParser::default();
+    let mut pending: VecDeque<ProviderEvent> = VecDeque::new();
+    parser.feed(body);
+    while let Some(ev) = parser.next_event()? {
+        decoder.on_event(ev.event, ev.data, ev.offset, &mut pending)?;
+        if decoder.is_done() {
+            break;
+        }
+    }
+    if !decoder.is_done() {
+        if let Some(ev) = parser.finish()? {
+            decoder.on_event(ev.event, ev.data, ev.offset, &mut pending)?;
+        }
+        if !decoder.is_done() {
+            decoder.on_eof(&mut pending)?;
+        }
+    }
+    match pending.pop_back() {
+        Some(ProviderEvent::MessageComplete {
+            blocks,
+            usage,
+            stop_reason,
+            rejected,
+        }) => Ok(DecodedMessage {
+            message: Message::assistant(blocks, usage, stop_reason),
+            rejected: rejected.into_iter().map(|r| (r.id, r.reason)).collect(),
+        }),
+        _ => Err(Error::Truncated {
+            expected: "the end of the message",
+        }),
+    }
 }
 
 /// Takes every queued provider event off the queue, as the agent's stream does one by one.

@@ -251,6 +251,16 @@ impl Message {
         }
     }
 
+    /// The assistant message a provider response completes as: its blocks, usage and stop
+    /// reason.
+    pub(crate) fn assistant(content: Vec<ContentBlock>, usage: Option<Usage>, stop_reason: StopReason) -> Self {
+        Message {
+            usage,
+            stop_reason: Some(stop_reason),
+            ..Message::new(Role::Assistant, content)
+        }
+    }
+
     /// Whether a person typed this message: a user message with text or an image, as opposed to
     /// tool results, compaction summaries and synthetic closers.
     ///

@@ -27,6 +27,11 @@ pub fn is_wire_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
+/// The rule of [`is_wire_name`] as a sentence, for errors that refuse a name.
+pub(crate) fn wire_name_rule() -> String {
+    format!("names must be 1 to {MAX_WIRE_NAME} characters of A-Z, a-z, 0-9, '_' and '-'")
+}
+
 fn encode_part(part: &str, out: &mut String) {
     for b in part.bytes() {
         if b.is_ascii_alphanumeric() || b == b'-' {
@@ -141,7 +146,7 @@ impl ToolRegistry {
         if !is_wire_name(&decl.name) {
             return Err(Error::InvalidTool {
                 name: decl.name,
-                reason: format!("names must be 1 to {MAX_WIRE_NAME} characters of A-Z, a-z, 0-9, '_' and '-'"),
+                reason: wire_name_rule(),
             });
         }
         self.insert(decl, Target::Tool(tool), None)

@@ -8,7 +8,9 @@ mod fs {
     mod compaction;
     mod contract;
     mod corrupt;
+    mod decoded;
     mod format;
+    mod hostile_model;
     mod listing;
     mod locking;
     mod permissions;

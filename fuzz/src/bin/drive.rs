@@ -38,7 +38,7 @@ impl Rng {
     }
 }
 
-/// Bytes that steer the SSE and JSONL grammars.
+/// Bytes that steer the SSE and JSONL grammars, and the tool calls inside responses.
 const TOKENS: &[&[u8]] = &[
     b"\n",
     b"\r\n",
@@ -66,6 +66,11 @@ const TOKENS: &[&[u8]] = &[
     b"\"parent_id\"",
     b"message_stop",
     b"[DONE]",
+    b"\"id\":\"\"",
+    b"\"tool_use\"",
+    b"\"tool_calls\"",
+    b"{\\\"a\\\":",
+    b"[[[[[[[[[[[[[[[[",
 ];
 
 fn mutate(rng: &mut Rng, corpus: &[Vec<u8>]) -> Vec<u8> {

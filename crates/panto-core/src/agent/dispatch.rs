@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::INTERRUPTED_RESULT;
 use crate::conversation::{ContentBlock, Message, Role, ToolResultContent};
 use crate::event::Event;
+use crate::provider::validate::RejectedCall;
 use crate::registry::{Target, ToolRegistry};
 use crate::tool::{ResultPart, ToolCall, ToolCallResult};
 
@@ -35,11 +36,13 @@ pub(crate) struct Dispatch {
 }
 
 impl Dispatch {
-    /// Starts every tool call of `message` on the runtime. Returns the dispatch and one
-    /// `ToolDispatchStart` event per call, in call order.
+    /// Starts every tool call of `message` on the runtime, except the `rejected` ones, which get
+    /// their error result without running. Returns the dispatch and one `ToolDispatchStart`
+    /// event per call, in call order.
     pub fn start(
         registry: &ToolRegistry,
         message: &Message,
+        rejected: &[RejectedCall],
         max_image_dimension: u32,
         cancel: CancellationToken,
     ) -> (Self, Vec<Event>) {
@@ -65,6 +68,11 @@ impl Dispatch {
                 name,
             });
             dispatch.results.push(None);
+            if let Some(rejected) = rejected.iter().find(|r| r.id == id) {
+                let outcome = (vec![text(rejected.reason.clone())], true);
+                dispatch.tasks.spawn(async move { (index, outcome) });
+                continue;
+            }
             let Some((target, _)) = resolved else {
                 let outcome = (vec![text(format!("unknown tool {wire_name:?}"))], true);
                 dispatch.tasks.spawn(async move { (index, outcome) });

@@ -15,6 +15,7 @@ use super::{retry, Agent, UserMessage};
 use crate::conversation::{ContentBlock, Message, Role, StopReason, Usage};
 use crate::error::{Error, Result};
 use crate::event::{Event, RetryInfo};
+use crate::provider::validate::RejectedCall;
 use crate::provider::{ProviderEvent, ProviderRequest, ProviderStream};
 use crate::registry::ToolRegistry;
 use crate::tool::Tool;
@@ -248,7 +249,8 @@ impl<'a> Stream<'a> {
                     blocks,
                     usage,
                     stop_reason,
-                })) => self.complete_message(blocks, usage, stop_reason).await,
+                    rejected,
+                })) => self.complete_message(blocks, usage, stop_reason, &rejected).await,
                 Ok(Some(event)) => {
                     partial.observe(&event);
                     Ok(Some(match event {
@@ -319,19 +321,19 @@ impl<'a> Stream<'a> {
         blocks: Vec<ContentBlock>,
         usage: Option<Usage>,
         stop_reason: StopReason,
+        rejected: &[RejectedCall],
     ) -> Result<Option<Event>> {
         self.attempt = 1;
         if let Some(u) = &usage {
             self.usage.accumulate(u);
         }
-        let mut message = Message::new(Role::Assistant, blocks);
-        message.usage = usage;
-        message.stop_reason = Some(stop_reason.clone());
+        let message = Message::assistant(blocks, usage, stop_reason.clone());
         let has_tools = message.tool_uses().next().is_some();
         if has_tools {
             let (dispatch, starts) = Dispatch::start(
                 &self.agent.registry,
                 &message,
+                rejected,
                 self.agent.config.max_image_dimension,
                 self.cancel.child_token(),
             );

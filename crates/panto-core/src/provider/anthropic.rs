@@ -165,3 +165,6 @@ fn image(media_type: &str, data: &str) -> Value {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod tool_call_tests;

@@ -9,6 +9,7 @@ pub(crate) mod anthropic;
 pub(crate) mod http;
 pub(crate) mod openai;
 pub(crate) mod sse;
+pub(crate) mod validate;
 
 use std::collections::VecDeque;
 use std::time::Duration;
@@ -21,6 +22,7 @@ use crate::conversation::{ContentBlock, Message, StopReason, Usage};
 use crate::error::{Error, Result};
 use crate::event::{BlockKind, ContentDelta, ToolDetails};
 use crate::tool::ToolDecl;
+use validate::{RejectedCall, ToolCallCheck};
 
 /// Everything a provider needs to build one request.
 #[derive(Debug, Clone, Copy)]
@@ -58,13 +60,21 @@ pub(crate) enum ProviderEvent {
         blocks: Vec<ContentBlock>,
         usage: Option<Usage>,
         stop_reason: StopReason,
+        /// Tool calls of `blocks` that must not run, and the error result each gets instead
+        /// (see [`validate`]).
+        rejected: Vec<RejectedCall>,
     },
 }
 
 impl ProviderEvent {
     /// The `MessageComplete` of `blocks`. Without a stop reason on the wire, a message with tool
     /// calls stopped for them: tool calls are the one thing the agent must not miss.
-    pub(crate) fn message_complete(blocks: Vec<ContentBlock>, usage: Option<Usage>, stop: Option<StopReason>) -> Self {
+    pub(crate) fn message_complete(
+        blocks: Vec<ContentBlock>,
+        usage: Option<Usage>,
+        stop: Option<StopReason>,
+        rejected: Vec<RejectedCall>,
+    ) -> Self {
         let stop_reason = stop.unwrap_or_else(|| {
             if blocks.iter().any(|b| matches!(b, ContentBlock::ToolUse { .. })) {
                 StopReason::ToolUse
@@ -76,6 +86,7 @@ impl ProviderEvent {
             blocks,
             usage,
             stop_reason,
+            rejected,
         }
     }
 }
@@ -115,10 +126,13 @@ pub(crate) fn build_request(req: &ProviderRequest<'_>) -> (String, Vec<(String, 
     }
 }
 
-pub(crate) fn new_decoder(style: ApiStyle) -> Box<dyn Decoder> {
+/// A decoder for a response to a request that carried `history`: the tool calls it decodes get
+/// ids unique in the conversation.
+pub(crate) fn new_decoder(style: ApiStyle, history: &[Message]) -> Box<dyn Decoder> {
+    let check = ToolCallCheck::after(history);
     match style {
-        ApiStyle::AnthropicMessages => Box::new(anthropic::AnthropicDecoder::default()),
-        ApiStyle::OpenAiChat => Box::new(openai::OpenAiDecoder::default()),
+        ApiStyle::AnthropicMessages => Box::new(anthropic::AnthropicDecoder::new(check)),
+        ApiStyle::OpenAiChat => Box::new(openai::OpenAiDecoder::new(check)),
     }
 }
 
@@ -149,7 +163,7 @@ impl ProviderStream {
         Ok(ProviderStream {
             body: response.bytes_stream().boxed(),
             parser: sse::SseParser::new(req.config.max_event_bytes),
-            decoder: new_decoder(req.config.api_style),
+            decoder: new_decoder(req.config.api_style, req.messages),
             pending: VecDeque::new(),
             idle_timeout,
             eof: false,

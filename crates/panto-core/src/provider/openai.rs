@@ -198,3 +198,6 @@ fn image_part(media_type: &str, data: &str) -> Value {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod tool_call_tests;

@@ -18,7 +18,7 @@ use super::common::fast_store;
 
 /// Text of every kind a conversation holds: plain, Unicode, JSON-hostile (quotes, backslashes,
 /// control characters, `\u2028`).
-fn text() -> impl Strategy<Value = String> {
+pub(super) fn text() -> impl Strategy<Value = String> {
     prop_oneof![
         3 => "[a-zA-Z0-9 .,]{0,24}",
         2 => any::<String>(),
@@ -27,7 +27,7 @@ fn text() -> impl Strategy<Value = String> {
 }
 
 /// A JSON value, including integers at the edges and floats that print exactly.
-fn json() -> impl Strategy<Value = Value> {
+pub(super) fn json() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
@@ -124,7 +124,7 @@ fn conversation() -> impl Strategy<Value = Conversation> {
         .prop_map(|(messages, metadata)| Conversation { messages, metadata })
 }
 
-fn runtime() -> tokio::runtime::Runtime {
+pub(super) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::event::{BlockKind, ContentDelta, ToolDetails};
 use crate::provider::http::classify_stream_error;
 use crate::provider::sse::json::{or_empty, parse, Str};
+use crate::provider::validate::{kept_name, ToolCallCheck, ANTHROPIC_ID_PREFIX};
 use crate::provider::{Decoder, ProviderEvent};
 
 /// Decodes one Messages API response.
@@ -31,6 +32,8 @@ pub(crate) struct AnthropicDecoder {
     stop_reason: Option<StopReason>,
     /// Whether `message_stop` has been handled.
     done: bool,
+    /// The tool calls' ids and verdicts.
+    calls: ToolCallCheck,
 }
 
 /// One block of the message, by its wire index.
@@ -58,7 +61,9 @@ enum Partial {
     },
     Redacted(String),
     ToolUse {
+        /// The id the call keeps (the model's, or one minted in its place).
         id: String,
+        /// The name as the model sent it; checked when the block completes.
         name: String,
         /// The concatenated `partial_json` fragments.
         json: String,
@@ -246,6 +251,14 @@ impl Decoder for AnthropicDecoder {
 }
 
 impl AnthropicDecoder {
+    /// A decoder whose tool calls are checked by `calls`.
+    pub(crate) fn new(calls: ToolCallCheck) -> Self {
+        AnthropicDecoder {
+            calls,
+            ..AnthropicDecoder::default()
+        }
+    }
+
     fn block_start(&mut self, start: BlockStart<'_>, offset: u64, out: &mut VecDeque<ProviderEvent>) -> Result<()> {
         if self.find(start.index).is_some() || self.skipped.contains(&start.index) {
             return Err(protocol(offset, format!("content block {} started twice", start.index)));
@@ -268,11 +281,12 @@ impl AnthropicDecoder {
                 None,
             ),
             "tool_use" => {
-                let id = or_empty(&b.id).to_owned();
+                // Consumers see the id and name the call will keep from its start on.
+                let id = self.calls.id(or_empty(&b.id), ANTHROPIC_ID_PREFIX);
                 let name = or_empty(&b.name).to_owned();
                 let tool = ToolDetails {
                     id: id.clone(),
-                    name: name.clone(),
+                    name: kept_name(&name).to_owned(),
                 };
                 let start_input = b.input.map(RawValue::get).filter(|raw| !is_empty_object(raw));
                 let partial = Partial::ToolUse {
@@ -382,6 +396,7 @@ impl AnthropicDecoder {
             blocks,
             self.usage,
             self.stop_reason.take(),
+            self.calls.take_rejected(),
         ));
         self.done = true;
         Ok(())
@@ -460,20 +475,9 @@ impl AnthropicDecoder {
                 } else {
                     json.as_str()
                 };
-                let input = serde_json::from_str(source).map_err(|e| {
-                    protocol(
-                        offset,
-                        format!(
-                            "tool_use block {} ({name}): arguments are not valid JSON: {e}",
-                            slot.wire_index
-                        ),
-                    )
-                })?;
-                ContentBlock::ToolUse {
-                    id: std::mem::take(id),
-                    name: std::mem::take(name),
-                    input,
-                }
+                // Input that is not a JSON object (cut off by max_tokens, say) is kept as a
+                // call that does not run, never as a stream error: the model is told why.
+                self.calls.finish(std::mem::take(id), name, source)
             }
         };
         slot.state = SlotState::Closed(block.clone());

@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::event::{BlockKind, ContentDelta, ToolDetails};
 use crate::provider::http::classify_stream_error;
 use crate::provider::sse::json::{or_empty, parse, Str};
+use crate::provider::validate::{kept_name, ToolCallCheck, OPENAI_ID_PREFIX};
 use crate::provider::{Decoder, ProviderEvent};
 
 /// Decodes one Chat Completions response.
@@ -32,10 +33,10 @@ pub(crate) struct OpenAiDecoder {
     finish_reason: Option<StopReason>,
     /// The last usage report seen.
     usage: Option<Usage>,
-    /// Offset of the last event, for errors raised at end of body.
-    last_offset: u64,
     /// Whether `MessageComplete` has been produced.
     done: bool,
+    /// The tool calls' ids and verdicts.
+    calls: ToolCallCheck,
 }
 
 /// The block being assembled.
@@ -45,7 +46,13 @@ enum Open {
     Thinking(String),
     Tool {
         wire_index: u64,
+        /// The id as the server sent it with the call's first fragment, which later fragments
+        /// may repeat.
+        wire_id: String,
+        /// The id the call keeps: the server's, or one minted in its place (also when the server
+        /// sends none, as some compatible servers do).
         id: String,
+        /// The name as the server sent it; checked when the call completes.
         name: String,
         arguments: String,
     },
@@ -218,9 +225,9 @@ impl Decoder for OpenAiDecoder {
         if self.done {
             return Ok(());
         }
-        self.last_offset = offset;
         if data.trim_ascii() == "[DONE]" {
-            return self.complete(offset, out);
+            self.complete(out);
+            return Ok(());
         }
         if event == "error" {
             return Err(classify_stream_error(data));
@@ -238,8 +245,8 @@ impl Decoder for OpenAiDecoder {
             return Ok(());
         };
         if let Some(delta) = choice.delta {
-            self.push_text(BlockKind::Thinking, or_empty(&delta.reasoning), offset, out)?;
-            self.push_text(BlockKind::Text, or_empty(&delta.text), offset, out)?;
+            self.push_text(BlockKind::Thinking, or_empty(&delta.reasoning), out);
+            self.push_text(BlockKind::Text, or_empty(&delta.text), out);
             for call in delta.tool_calls.iter().flatten() {
                 self.tool_call(call, offset, out)?;
             }
@@ -258,7 +265,8 @@ impl Decoder for OpenAiDecoder {
         // Some servers end the body without `[DONE]`; a finish reason says the message was
         // complete anyway.
         if self.finish_reason.is_some() {
-            return self.complete(self.last_offset, out);
+            self.complete(out);
+            return Ok(());
         }
         Err(Error::Truncated { expected: "[DONE]" })
     }
@@ -269,18 +277,26 @@ impl Decoder for OpenAiDecoder {
 }
 
 impl OpenAiDecoder {
+    /// A decoder whose tool calls are checked by `calls`.
+    pub(crate) fn new(calls: ToolCallCheck) -> Self {
+        OpenAiDecoder {
+            calls,
+            ..OpenAiDecoder::default()
+        }
+    }
+
     /// Appends text or reasoning, opening a block of that kind if another is open. Empty
     /// strings (`content: ""` beside reasoning, say) never open a block.
-    fn push_text(&mut self, kind: BlockKind, s: &str, offset: u64, out: &mut VecDeque<ProviderEvent>) -> Result<()> {
+    fn push_text(&mut self, kind: BlockKind, s: &str, out: &mut VecDeque<ProviderEvent>) {
         if s.is_empty() {
-            return Ok(());
+            return;
         }
         let continues = matches!(
             (&self.open, kind),
             (Some(Open::Text(_)), BlockKind::Text) | (Some(Open::Thinking(_)), BlockKind::Thinking)
         );
         if !continues {
-            self.close_open(offset, out)?;
+            self.close_open(out);
             self.open = Some(if kind == BlockKind::Text {
                 Open::Text(String::new())
             } else {
@@ -301,13 +317,12 @@ impl OpenAiDecoder {
                 text.push_str(s);
                 ContentDelta::Thinking(s.to_owned())
             }
-            _ => return Ok(()),
+            _ => return,
         };
         out.push_back(ProviderEvent::Delta {
             index: self.blocks.len(),
             delta,
         });
-        Ok(())
     }
 
     /// Applies one tool-call fragment.
@@ -323,10 +338,8 @@ impl OpenAiDecoder {
             // current one.
             None => match &self.open {
                 Some(Open::Tool {
-                    wire_index,
-                    id: open_id,
-                    ..
-                }) if id.is_empty() || id == open_id.as_str() => *wire_index,
+                    wire_index, wire_id, ..
+                }) if id.is_empty() || id == wire_id.as_str() => *wire_index,
                 open => {
                     let open_index = match open {
                         Some(Open::Tool { wire_index, .. }) => Some(*wire_index),
@@ -352,24 +365,27 @@ impl OpenAiDecoder {
                     message: format!("arguments for tool call {wire_index} arrived after another block began"),
                 });
             }
-            self.close_open(offset, out)?;
-            self.open = Some(Open::Tool {
-                wire_index,
-                id: id.to_owned(),
-                name: name.to_owned(),
-                arguments: String::new(),
-            });
+            self.close_open(out);
+            // Consumers see the id the call keeps, and its name as far as it is known yet.
+            let kept_id = self.calls.id(id, OPENAI_ID_PREFIX);
+            let shown_name = if name.is_empty() { "" } else { kept_name(name) };
             out.push_back(ProviderEvent::BlockStart {
                 index: self.blocks.len(),
                 kind: BlockKind::ToolUse,
                 tool: Some(ToolDetails {
-                    id: id.to_owned(),
-                    name: name.to_owned(),
+                    id: kept_id.clone(),
+                    name: shown_name.to_owned(),
                 }),
+            });
+            self.open = Some(Open::Tool {
+                wire_index,
+                wire_id: id.to_owned(),
+                id: kept_id,
+                name: name.to_owned(),
+                arguments: String::new(),
             });
         }
         let Some(Open::Tool {
-            id: open_id,
             name: open_name,
             arguments: open_arguments,
             ..
@@ -379,9 +395,6 @@ impl OpenAiDecoder {
         };
         // llama-cpp-python repeats the id and the whole name on every fragment: they are taken
         // once, never appended.
-        if open_id.is_empty() {
-            open_id.push_str(id);
-        }
         if open_name.is_empty() {
             open_name.push_str(name);
         }
@@ -396,9 +409,9 @@ impl OpenAiDecoder {
     }
 
     /// Completes the open block, if any, and announces it.
-    fn close_open(&mut self, offset: u64, out: &mut VecDeque<ProviderEvent>) -> Result<()> {
+    fn close_open(&mut self, out: &mut VecDeque<ProviderEvent>) {
         let Some(open) = self.open.take() else {
-            return Ok(());
+            return;
         };
         let index = self.blocks.len();
         let block = match open {
@@ -412,34 +425,29 @@ impl OpenAiDecoder {
                 id,
                 name,
                 arguments,
+                ..
             } => {
                 self.closed_tools.push(wire_index);
                 let source = if arguments.trim().is_empty() { "{}" } else { &arguments };
-                let input = serde_json::from_str(source).map_err(|e| Error::Protocol {
-                    offset,
-                    message: format!("tool call {wire_index} ({name}): arguments are not valid JSON: {e}"),
-                })?;
-                // A call must have an id for its result to refer to; a server that sends none
-                // gets one made up.
-                let id = if id.is_empty() { format!("call_{index}") } else { id };
-                ContentBlock::ToolUse { id, name, input }
+                // Arguments that are not a JSON object are kept as a call that does not run,
+                // never as a stream error: the model is told why.
+                self.calls.finish(id, &name, source)
             }
         };
         self.blocks.push(block.clone());
         out.push_back(ProviderEvent::BlockComplete { index, block });
-        Ok(())
     }
 
     /// Closes the open block and produces `MessageComplete`.
-    fn complete(&mut self, offset: u64, out: &mut VecDeque<ProviderEvent>) -> Result<()> {
-        self.close_open(offset, out)?;
+    fn complete(&mut self, out: &mut VecDeque<ProviderEvent>) {
+        self.close_open(out);
         let blocks = std::mem::take(&mut self.blocks);
         out.push_back(ProviderEvent::message_complete(
             blocks,
             self.usage,
             self.finish_reason.take(),
+            self.calls.take_rejected(),
         ));
         self.done = true;
-        Ok(())
     }
 }

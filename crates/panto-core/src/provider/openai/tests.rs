@@ -530,14 +530,12 @@ fn llama_cpp_python_dialect() {
         None,
         StopReason::MaxTokens,
     );
-    // The id and name repeat on every fragment; the name must not be repeated with them.
+    // The id and name repeat on every fragment; the name must not be repeated with them. The id
+    // (`call__0_get_weather_cmpl-143a8c4e-…`, 61 characters) is longer than OpenAI accepts back,
+    // so the call gets a minted one.
     let decoded = assert_message(
         "llama-cpp-python/forced-tool-call-grammar.sse",
-        &[tool_use(
-            "call__0_get_weather_cmpl-143a8c4e-0bdf-4a44-bbf4-615299793293",
-            "get_weather",
-            json!({"city": "Paris"}),
-        )],
+        &[tool_use("call_panto_0", "get_weather", json!({"city": "Paris"}))],
         None,
         StopReason::ToolUse,
     );
@@ -625,20 +623,6 @@ fn openrouter_cache_writes_are_split_out_of_the_prompt_tokens() {
 
 #[test]
 fn bad_chunks_are_errors() {
-    let prefix = body(&[
-        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"c","function":{"name":"calc","arguments":"{\"a\": "}}]}}]}"#,
-    ]);
-    let stream = [prefix.clone(), body(&["[DONE]"])].concat();
-    match decode_every_way::<OpenAiDecoder>("bad args", &stream).error {
-        Some(Error::Protocol { offset, message }) => {
-            assert_eq!(offset, prefix.len() as u64);
-            assert!(
-                message.contains("calc") && message.contains("not valid JSON"),
-                "{message}"
-            );
-        }
-        other => panic!("expected a protocol error, got {other:?}"),
-    }
     let stream = body(&[r#"{"choices":[{"index":0,"delta":{"content":5}}]}"#]);
     match decode_every_way::<OpenAiDecoder>("bad chunk", &stream).error {
         Some(Error::Protocol { offset: 0, message }) => {

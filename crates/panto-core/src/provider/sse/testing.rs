@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use super::SseParser;
 use crate::conversation::{ContentBlock, StopReason, Usage};
 use crate::error::{Error, Result};
-use crate::event::{BlockKind, ContentDelta};
+use crate::event::{BlockKind, ContentDelta, ToolDetails};
 use crate::provider::{Decoder, ProviderEvent};
 
 /// The directory of recorded wire fixtures.
@@ -76,6 +76,7 @@ impl Decoded {
                 blocks,
                 usage,
                 stop_reason,
+                ..
             }) => (blocks, *usage, stop_reason),
             other => panic!("expected MessageComplete last, got {other:?}"),
         }
@@ -144,10 +145,12 @@ pub(crate) fn decode_every_way<D: Decoder + Default>(name: &str, body: &[u8]) ->
 }
 
 /// Checks the contract of [`ProviderEvent`]s: each block starts once, in index order, before its
-/// deltas; its deltas add up to the completed block; `MessageComplete` comes last and repeats
-/// the completed blocks in index order.
+/// deltas; a tool call starts with the id it completes with (and its name, once known); its
+/// deltas add up to the completed block; `MessageComplete` comes last and repeats the completed
+/// blocks in index order.
 pub(crate) fn assert_well_formed(name: &str, events: &[ProviderEvent]) {
     let mut started: Vec<(BlockKind, String)> = Vec::new();
+    let mut tools: Vec<Option<ToolDetails>> = Vec::new();
     let mut completed: Vec<ContentBlock> = Vec::new();
     for (i, event) in events.iter().enumerate() {
         match event {
@@ -155,6 +158,7 @@ pub(crate) fn assert_well_formed(name: &str, events: &[ProviderEvent]) {
                 assert_eq!(*index, started.len(), "{name}: block {index} started out of order");
                 assert_eq!(tool.is_some(), *kind == BlockKind::ToolUse, "{name}: tool details");
                 started.push((*kind, String::new()));
+                tools.push(tool.clone());
             }
             ProviderEvent::Delta { index, delta } => {
                 assert!(*index < started.len(), "{name}: delta before start");
@@ -180,19 +184,42 @@ pub(crate) fn assert_well_formed(name: &str, events: &[ProviderEvent]) {
                     (BlockKind::RedactedThinking, ContentBlock::RedactedThinking { .. }) => {
                         assert!(acc.is_empty(), "{name}")
                     }
-                    (BlockKind::ToolUse, ContentBlock::ToolUse { input, .. }) => {
-                        let streamed = if acc.trim().is_empty() { "{}" } else { acc.as_str() };
-                        let streamed: serde_json::Value = serde_json::from_str(streamed).expect("streamed input");
-                        assert_eq!(&streamed, input, "{name}: streamed tool input");
+                    (
+                        BlockKind::ToolUse,
+                        ContentBlock::ToolUse {
+                            input,
+                            id,
+                            name: tool_name,
+                        },
+                    ) => {
+                        let start = tools[*index].as_ref().expect("tool details");
+                        assert_eq!(&start.id, id, "{name}: tool call {index} changed its id");
+                        if !start.name.is_empty() {
+                            assert_eq!(&start.name, tool_name, "{name}: tool call {index} changed its name");
+                        }
+                        // Input the decoder refused (not a JSON object) is kept as `{}`.
+                        if *input != serde_json::json!({}) {
+                            let streamed: serde_json::Value = serde_json::from_str(acc).expect("streamed input");
+                            assert_eq!(&streamed, input, "{name}: streamed tool input");
+                        }
                     }
                     other => panic!("{name}: block kind mismatch {other:?}"),
                 }
                 completed.push(block.clone());
             }
-            ProviderEvent::MessageComplete { blocks, .. } => {
+            ProviderEvent::MessageComplete { blocks, rejected, .. } => {
                 assert_eq!(i, events.len() - 1, "{name}: MessageComplete is not last");
                 assert_eq!(blocks, &completed, "{name}: MessageComplete blocks");
                 assert_eq!(started.len(), completed.len(), "{name}: unclosed block");
+                for call in rejected {
+                    assert!(
+                        blocks
+                            .iter()
+                            .any(|b| matches!(b, ContentBlock::ToolUse { id, .. } if *id == call.id)),
+                        "{name}: rejected call {} is not in the message",
+                        call.id
+                    );
+                }
             }
         }
     }
