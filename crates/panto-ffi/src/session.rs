@@ -134,10 +134,7 @@ pub unsafe extern "C" fn panto_session_latest(
 pub unsafe extern "C" fn panto_session_id(session: *const panto_session) -> *const c_char {
     crate::guard::guard_or(std::ptr::null(), || {
         // SAFETY: the contract makes `session` NULL or live.
-        match unsafe { session.as_ref() } {
-            Some(s) => s.id.as_ptr(),
-            None => std::ptr::null(),
-        }
+        unsafe { session.as_ref() }.map_or(std::ptr::null(), |s| s.id.as_ptr())
     })
 }
 
