@@ -12,7 +12,7 @@ use serde_json::json;
 
 use crate::config::panto_config;
 use crate::error::{panto_error, Failure};
-use crate::guard::{handle, take, ErrOut, Out};
+use crate::guard::{handle, take, ErrOut, HandOut, Handle};
 use crate::run::RunShared;
 use crate::runtime::{in_runtime, Rt};
 use crate::session::panto_session;
@@ -127,6 +127,8 @@ pub struct panto_agent {
     session_id: CString,
 }
 
+impl Handle for panto_agent {}
+
 fn resumed_usage(conversation: &Conversation, ledger: &mut Ledger) {
     for message in &conversation.messages {
         if message.role == Role::Assistant {
@@ -156,16 +158,11 @@ pub unsafe extern "C" fn panto_agent_new(
     out: *mut *mut panto_agent,
     err: *mut *mut panto_error,
 ) -> i32 {
-    // SAFETY: the contract makes `err` NULL or writable.
-    let err = unsafe { ErrOut::new(err) };
-    // SAFETY: the contract makes `out` NULL or writable.
-    let out = unsafe { Out::new(out, "out") };
-    err.guard(|| {
-        out.check()?;
-        // SAFETY: the contract makes `config` NULL or live.
-        let config = unsafe { handle(config, "config") }?.config.clone();
-        // SAFETY: the contract makes `session` NULL or live.
-        let session = unsafe { handle(session, "session") }?;
+    // SAFETY: the contract makes `out` and `err` NULL or writable.
+    unsafe { HandOut::required(out, "out", err) }.guard(|| {
+        // SAFETY: the contract makes `config` and `session` NULL or live.
+        let (config, session) = unsafe { (handle(config, "config")?, handle(session, "session")?) };
+        let config = config.config.clone();
         let rt = session.rt.clone();
         let stored = session.session.clone();
         let conversation = rt.block_on("panto_agent_new", stored.store.load(stored.id()))??;
@@ -185,7 +182,7 @@ pub unsafe extern "C" fn panto_agent_new(
             Agent::new(config, stored, conversation)?
         };
         let (inflight, _) = tokio::sync::watch::channel(0usize);
-        out.write_box(panto_agent {
+        Ok(panto_agent {
             rt,
             shared: Arc::new(AgentShared {
                 slot: Mutex::new(Slot::Idle(Box::new(agent))),
@@ -262,12 +259,9 @@ pub unsafe extern "C" fn panto_agent_add_tool(
     err: *mut *mut panto_error,
 ) -> i32 {
     // SAFETY: the contract makes `err` NULL or writable.
-    let err = unsafe { ErrOut::new(err) };
-    err.guard(|| {
-        // SAFETY: the contract makes `agent` NULL or live.
-        let agent = unsafe { handle(agent, "agent") }?;
-        // SAFETY: the contract makes `tool` NULL or live.
-        let tool = unsafe { handle(tool, "tool") }?;
+    unsafe { ErrOut::new(err) }.guard(|| {
+        // SAFETY: the contract makes `agent` and `tool` NULL or live.
+        let (agent, tool) = unsafe { (handle(agent, "agent")?, handle(tool, "tool")?) };
         let registered = Arc::new(AgentTool {
             tool: tool.tool.clone(),
             inflight: agent.shared.inflight.clone(),
@@ -294,12 +288,10 @@ pub unsafe extern "C" fn panto_agent_set_config(
     err: *mut *mut panto_error,
 ) -> i32 {
     // SAFETY: the contract makes `err` NULL or writable.
-    let err = unsafe { ErrOut::new(err) };
-    err.guard(|| {
-        // SAFETY: the contract makes `agent` NULL or live.
-        let agent = unsafe { handle(agent, "agent") }?;
-        // SAFETY: the contract makes `config` NULL or live.
-        let config = unsafe { handle(config, "config") }?.config.clone();
+    unsafe { ErrOut::new(err) }.guard(|| {
+        // SAFETY: the contract makes `agent` and `config` NULL or live.
+        let (agent, config) = unsafe { (handle(agent, "agent")?, handle(config, "config")?) };
+        let config = config.config.clone();
         let wire = config.provider.wire_identity();
         agent.shared.with_idle(|a| {
             a.set_config(config);
@@ -323,19 +315,14 @@ pub unsafe extern "C" fn panto_agent_conversation_json(
     json_out: *mut *mut c_char,
     err: *mut *mut panto_error,
 ) -> i32 {
-    // SAFETY: the contract makes `err` NULL or writable.
-    let err = unsafe { ErrOut::new(err) };
-    // SAFETY: the contract makes `json_out` NULL or writable.
-    let out = unsafe { Out::new(json_out, "json_out") };
-    err.guard(|| {
-        out.check()?;
+    // SAFETY: the contract makes `json_out` and `err` NULL or writable.
+    unsafe { HandOut::required(json_out, "json_out", err) }.guard(|| {
         // SAFETY: the contract makes `agent` NULL or live.
         let agent = unsafe { handle(agent, "agent") }?;
-        let json = agent.shared.with_idle(|a| {
+        agent.shared.with_idle(|a| {
             serde_json::to_string(a.conversation())
                 .map_err(|e| Failure::state(format!("the conversation cannot be written as JSON: {e}")))
-        })?;
-        out.write(crate::cstr::owned(json))
+        })
     })
 }
 
@@ -351,12 +338,9 @@ unsafe fn system(
     replace: bool,
 ) -> i32 {
     // SAFETY: forwarded contract.
-    let err = unsafe { ErrOut::new(err) };
-    err.guard(|| {
+    unsafe { ErrOut::new(err) }.guard(|| {
         // SAFETY: forwarded contract.
-        let agent = unsafe { handle(agent, "agent") }?;
-        // SAFETY: forwarded contract.
-        let text = unsafe { crate::cstr::arg(text, "text") }?;
+        let (agent, text) = unsafe { (handle(agent, "agent")?, crate::cstr::arg(text, "text")?) };
         agent.shared.with_idle(|a| {
             if replace {
                 agent.rt.block_on(function, a.set_system_prompt(text))??;
@@ -425,11 +409,8 @@ pub unsafe extern "C" fn panto_agent_compact(
     result_json: *mut *mut c_char,
     err: *mut *mut panto_error,
 ) -> i32 {
-    // SAFETY: the contract makes `err` NULL or writable.
-    let err = unsafe { ErrOut::new(err) };
-    // SAFETY: the contract makes `result_json` NULL or writable.
-    let out = unsafe { Out::new(result_json, "result_json") };
-    err.guard(|| {
+    // SAFETY: the contract makes `result_json` and `err` NULL or writable.
+    unsafe { HandOut::optional(result_json, "result_json", err) }.guard(|| {
         // SAFETY: the contract makes `agent` NULL or live.
         let agent = unsafe { handle(agent, "agent") }?;
         // SAFETY: the contract makes both strings NULL or NUL-terminated.
@@ -444,18 +425,15 @@ pub unsafe extern "C" fn panto_agent_compact(
                 .rt
                 .block_on("panto_agent_compact", a.compact(prompt.as_deref(), extra.as_deref()))??)
         })?;
-        if out.check().is_ok() {
-            let json = json!({
-                "summary": result.summary,
-                "tokens_before": result.tokens_before,
-                "tokens_after": result.tokens_after,
-                "messages_summarized": result.messages_summarized,
-                "messages_kept": result.messages_kept,
-                "usage": result.usage,
-            });
-            out.write(crate::cstr::owned(json.to_string()))?;
-        }
-        Ok(PANTO_OK)
+        let json = json!({
+            "summary": result.summary,
+            "tokens_before": result.tokens_before,
+            "tokens_after": result.tokens_after,
+            "messages_summarized": result.messages_summarized,
+            "messages_kept": result.messages_kept,
+            "usage": result.usage,
+        });
+        Ok(json.to_string())
     })
 }
 
@@ -491,24 +469,18 @@ pub unsafe extern "C" fn panto_agent_usage_json(
     json_out: *mut *mut c_char,
     err: *mut *mut panto_error,
 ) -> i32 {
-    // SAFETY: the contract makes `err` NULL or writable.
-    let err = unsafe { ErrOut::new(err) };
-    // SAFETY: the contract makes `json_out` NULL or writable.
-    let out = unsafe { Out::new(json_out, "json_out") };
-    err.guard(|| {
-        out.check()?;
+    // SAFETY: the contract makes `json_out` and `err` NULL or writable.
+    unsafe { HandOut::required(json_out, "json_out", err) }.guard(|| {
         // SAFETY: the contract makes `agent` NULL or live.
         let agent = unsafe { handle(agent, "agent") }?;
-        let json = {
-            let ledger = lock(&agent.shared.ledger);
-            json!({
-                "input_tokens": ledger.usage.input_tokens,
-                "output_tokens": ledger.usage.output_tokens,
-                "cache_read_tokens": ledger.usage.cache_read_tokens,
-                "cache_write_tokens": ledger.usage.cache_write_tokens,
-                "cost_micro_cents": ledger.cost,
-            })
-        };
-        out.write(crate::cstr::owned(json.to_string()))
+        let ledger = lock(&agent.shared.ledger);
+        let json = json!({
+            "input_tokens": ledger.usage.input_tokens,
+            "output_tokens": ledger.usage.output_tokens,
+            "cache_read_tokens": ledger.usage.cache_read_tokens,
+            "cache_write_tokens": ledger.usage.cache_write_tokens,
+            "cost_micro_cents": ledger.cost,
+        });
+        Ok(json.to_string())
     })
 }

@@ -10,7 +10,7 @@ use panto_core::Config;
 use serde_json::Value;
 
 use crate::error::{panto_error, Failure};
-use crate::guard::{take, ErrOut, Out};
+use crate::guard::{free, HandOut, Handle};
 use crate::status::PANTO_ERR_CONFIG;
 
 /// An agent configuration: provider, model, base URL, key, retry, compaction, limits.
@@ -23,6 +23,8 @@ use crate::status::PANTO_ERR_CONFIG;
 pub struct panto_config {
     pub(crate) config: Config,
 }
+
+impl Handle for panto_config {}
 
 fn config_error(message: impl Into<String>) -> Failure {
     Failure::new(PANTO_ERR_CONFIG, message)
@@ -84,16 +86,12 @@ pub unsafe extern "C" fn panto_config_new_json(
     out: *mut *mut panto_config,
     err: *mut *mut panto_error,
 ) -> i32 {
-    // SAFETY: the contract makes `err` NULL or writable.
-    let err = unsafe { ErrOut::new(err) };
-    // SAFETY: the contract makes `out` NULL or writable.
-    let out = unsafe { Out::new(out, "out") };
-    err.guard(|| {
-        out.check()?;
+    // SAFETY: the contract makes `out` and `err` NULL or writable.
+    unsafe { HandOut::required(out, "out", err) }.guard(|| {
         // SAFETY: the contract makes `json` NULL or NUL-terminated.
         let json = unsafe { crate::cstr::arg(json, "json") }?;
         let config = parse(&json, |name| std::env::var(name).ok())?;
-        out.write_box(panto_config { config })
+        Ok(panto_config { config })
     })
 }
 
@@ -106,10 +104,8 @@ pub unsafe extern "C" fn panto_config_new_json(
 /// `config` must be NULL or a config from `panto_config_new_json` not yet freed.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn panto_config_free(config: *mut panto_config) {
-    crate::guard::guard_void(|| {
-        // SAFETY: the caller gives up a live config handle (or NULL).
-        drop(unsafe { take(config) });
-    })
+    // SAFETY: the caller gives up a live config handle (or NULL).
+    unsafe { free(config) }
 }
 
 #[cfg(test)]

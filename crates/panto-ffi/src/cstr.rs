@@ -5,8 +5,10 @@
 //! buffer at once; Go callers rely on this, having no way to pin Go memory (Go 1.19).
 
 use std::ffi::{c_char, CStr, CString};
+use std::ptr::NonNull;
 
 use crate::error::Failure;
+use crate::guard::{free, Owned};
 use crate::status::PANTO_ERR_UTF8;
 
 /// Copies the required string argument `name` from `ptr`.
@@ -64,9 +66,20 @@ pub(crate) fn to_cstring(text: impl Into<String>) -> CString {
     }
 }
 
-/// An owned C string for the caller, to be freed with `panto_string_free`.
-pub(crate) fn owned(text: impl Into<String>) -> *mut c_char {
-    to_cstring(text).into_raw()
+/// Owned strings (the JSON documents exports hand out) are C strings from `CString::into_raw`,
+/// freed with `panto_string_free`.
+impl Owned for c_char {
+    type Value = String;
+
+    fn into_raw(value: String) -> *mut c_char {
+        to_cstring(value).into_raw()
+    }
+
+    unsafe fn drop_raw(ptr: NonNull<c_char>) {
+        // SAFETY: `ptr` came from CString::into_raw in `into_raw` and is unused after (the
+        // contract).
+        drop(unsafe { CString::from_raw(ptr.as_ptr()) });
+    }
 }
 
 /// Frees a string libpanto returned as owned (a `char **` out-parameter: JSON documents).
@@ -79,12 +92,8 @@ pub(crate) fn owned(text: impl Into<String>) -> *mut c_char {
 /// that are borrowed (`const char *` returns) or that the caller allocated.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn panto_string_free(s: *mut c_char) {
-    crate::guard::guard_void(|| {
-        if !s.is_null() {
-            // SAFETY: `s` came from CString::into_raw in `owned` and the caller gives it up.
-            drop(unsafe { CString::from_raw(s) });
-        }
-    })
+    // SAFETY: the caller gives up a string libpanto handed out (or NULL).
+    unsafe { free(s) }
 }
 
 #[cfg(test)]

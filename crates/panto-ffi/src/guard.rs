@@ -1,12 +1,71 @@
-//! The boundary: panic guards, and safe wrappers over the out-parameters of every export.
+//! The boundary: one definition of each step an export takes, so that its body is its real work
+//! (rustls-ffi's `ffi_panic_boundary!`, `try_ref_from_ptr!`, `Castable` and `free_box`, with
+//! closures for its macros: `?` on a [`Failure`] is the early return).
 //!
-//! A panic must never unwind into C (that aborts the process, or worse). Every export runs its
-//! body through one of the guards here, which turn a panic into `PANTO_ERR_PANIC` (or a neutral
-//! return value for functions without an error out-parameter).
+//! - [`handle`] borrows a handle argument; NULL fails with `PANTO_ERR_NULL` naming it.
+//! - [`HandOut::guard`] is the body of an export that makes a handle or a JSON document and hands
+//!   it out owned through a `T **` out-parameter; [`ErrOut::guard`] of one that only reports a
+//!   status; [`free`] of every `_free` that only drops; [`guard_or`] of a getter.
+//! - [`Owned`] says how each kind of owned pointer is made and freed.
+//!
+//! A panic must never unwind into C (that aborts the process, or worse): each of these runs the
+//! body behind a guard that turns a panic into `PANTO_ERR_PANIC` (or a neutral return value for
+//! functions without an error out-parameter).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr::NonNull;
 
 use crate::error::{panto_error, Failure};
+use crate::status::PANTO_OK;
+
+/// A type C only ever holds through a pointer libpanto handed out owned, until it gives the
+/// pointer back to a `_free`: the one place that says how such a pointer is made and unmade, so
+/// that no handle can be freed as a string or the other way round (rustls-ffi's `Castable`).
+pub(crate) trait Owned: Sized {
+    /// The Rust value C receives a pointer to.
+    type Value;
+
+    /// Gives `value` up to C.
+    fn into_raw(value: Self::Value) -> *mut Self;
+
+    /// Drops what [`Owned::into_raw`] gave up.
+    ///
+    /// # Safety
+    /// `ptr` must come from `into_raw` of this type and not be freed yet; nothing uses it after.
+    unsafe fn drop_raw(ptr: NonNull<Self>);
+}
+
+/// An opaque handle type (`panto_agent`, `panto_store`, ...): C holds it as a pointer from
+/// `Box::into_raw`.
+pub(crate) trait Handle {}
+
+impl<T: Handle> Owned for T {
+    type Value = T;
+
+    fn into_raw(value: T) -> *mut T {
+        Box::into_raw(Box::new(value))
+    }
+
+    unsafe fn drop_raw(ptr: NonNull<T>) {
+        // SAFETY: `ptr` came from Box::into_raw in `into_raw` and is unused after (the contract).
+        drop(unsafe { Box::from_raw(ptr.as_ptr()) });
+    }
+}
+
+/// The body of every `_free` that only drops: NULL does nothing, and a panic while dropping stays
+/// on this side of the boundary.
+///
+/// # Safety
+/// `ptr` must be NULL or a pointer libpanto handed out owned as a `T` and not freed yet; the
+/// caller gives up every use of it.
+pub(crate) unsafe fn free<T: Owned>(ptr: *mut T) {
+    guard_void(|| {
+        if let Some(ptr) = NonNull::new(ptr) {
+            // SAFETY: per the contract, `ptr` came from `T::into_raw` and is unused after.
+            unsafe { T::drop_raw(ptr) };
+        }
+    })
+}
 
 /// The `panto_error **err` out-parameter of a fallible export: NULL (the caller does not want
 /// details) or a place to write the error handle.
@@ -51,6 +110,66 @@ impl ErrOut {
     }
 }
 
+/// The out-parameters of an export that makes something for the caller: `T **out` receives what
+/// the body made, owned, and `panto_error **err` the failure. Both are cleared on entry, so each
+/// is NULL unless the call produced it.
+#[derive(Debug)]
+pub(crate) struct HandOut<T> {
+    out: Out<T>,
+    err: ErrOut,
+    /// Whether a NULL `out` is an error (otherwise the caller does not want the result).
+    required: bool,
+}
+
+impl<T: Owned> HandOut<T> {
+    /// For a result the caller must take: a NULL `out` fails with `PANTO_ERR_NULL` naming `name`
+    /// before the body runs, so nothing is done (and then dropped) for a call that cannot return
+    /// its result.
+    ///
+    /// # Safety
+    /// `out` and `err` must each be NULL or valid for writing one pointer for the duration of the
+    /// call.
+    pub(crate) unsafe fn required(out: *mut *mut T, name: &'static str, err: *mut *mut panto_error) -> Self {
+        // SAFETY: forwarded contract.
+        let (out, err) = unsafe { (Out::new(out, name), ErrOut::new(err)) };
+        HandOut {
+            out,
+            err,
+            required: true,
+        }
+    }
+
+    /// For a result the caller may decline with a NULL `out`: the body runs all the same, and what
+    /// it made is dropped.
+    ///
+    /// # Safety
+    /// As for [`HandOut::required`].
+    pub(crate) unsafe fn optional(out: *mut *mut T, name: &'static str, err: *mut *mut panto_error) -> Self {
+        HandOut {
+            required: false,
+            // SAFETY: forwarded contract.
+            ..unsafe { HandOut::required(out, name, err) }
+        }
+    }
+
+    /// Runs `make` behind a panic guard and hands what it made to the caller: `PANTO_OK`, or the
+    /// failure's code with the failure in `*err`.
+    pub(crate) fn guard(self, make: impl FnOnce() -> Result<T::Value, Failure>) -> i32 {
+        let HandOut { out, err, required } = self;
+        err.guard(|| {
+            if required {
+                out.check()?;
+            }
+            let value = make()?;
+            if out.ptr.is_null() {
+                // Declined (an optional result): `value` is dropped here.
+                return Ok(PANTO_OK);
+            }
+            out.write(T::into_raw(value))
+        })
+    }
+}
+
 /// A required `T **out` out-parameter, cleared to NULL on entry so it is NULL on any failure.
 #[derive(Debug)]
 pub(crate) struct Out<T> {
@@ -86,7 +205,7 @@ impl<T> Out<T> {
         self.check()?;
         // SAFETY: `self.ptr` is non-NULL (checked) and writable (the function's contract).
         unsafe { self.ptr.write(value) };
-        Ok(crate::status::PANTO_OK)
+        Ok(PANTO_OK)
     }
 
     /// Hands a boxed handle to the caller.
@@ -116,7 +235,8 @@ pub(crate) unsafe fn handle<'a, T>(ptr: *const T, name: &str) -> Result<&'a T, F
     unsafe { ptr.as_ref() }.ok_or_else(|| Failure::null(name))
 }
 
-/// Takes back ownership of a handle the caller frees. `None` for NULL.
+/// Takes back ownership of a boxed handle, for a `_free` that does more than drop it (the agent's
+/// and the run's wait for a live run). `None` for NULL.
 ///
 /// # Safety
 /// `ptr` must be NULL or a pointer from `Box::into_raw` not yet freed, and the caller gives up
@@ -134,6 +254,18 @@ pub(crate) unsafe fn take<T>(ptr: *mut T) -> Option<Box<T>> {
 mod tests {
     use super::*;
     use crate::status::{PANTO_ERR_NULL, PANTO_ERR_PANIC, PANTO_OK};
+    use std::ffi::{c_char, CStr};
+
+    fn message(err: *mut panto_error) -> String {
+        // SAFETY: `err` holds the live error of a failed call; it is freed right after.
+        unsafe {
+            let message = CStr::from_ptr(crate::error::panto_error_message(err))
+                .to_string_lossy()
+                .into_owned();
+            crate::error::panto_error_free(err);
+            message
+        }
+    }
 
     #[test]
     fn a_panic_becomes_a_status_and_an_error() {
@@ -143,12 +275,7 @@ mod tests {
         let status = out.guard(|| panic!("kaboom"));
         assert_eq!(status, PANTO_ERR_PANIC);
         assert!(!err.is_null());
-        // SAFETY: `err` was just set to a live error handle, freed right after.
-        unsafe {
-            let message = std::ffi::CStr::from_ptr(crate::error::panto_error_message(err));
-            assert!(message.to_string_lossy().contains("kaboom"), "{message:?}");
-            crate::error::panto_error_free(err);
-        }
+        assert!(message(err).contains("kaboom"));
     }
 
     #[test]
@@ -164,11 +291,48 @@ mod tests {
         let missing: Out<u8> = unsafe { Out::new(std::ptr::null_mut(), "out") };
         let status = out.guard(|| missing.write_box(1));
         assert_eq!(status, PANTO_ERR_NULL);
-        // SAFETY: `err` now holds the error of the failed call.
+        assert_eq!(message(err), "argument `out` is NULL");
+    }
+
+    #[test]
+    fn a_required_result_needs_its_out_parameter_before_the_body_runs() {
+        let mut err: *mut panto_error = std::ptr::null_mut();
+        let mut ran = false;
+        // SAFETY: NULL `out` is allowed; `err` is a local.
+        let call = unsafe { HandOut::<c_char>::required(std::ptr::null_mut(), "json_out", &mut err) };
+        let status = call.guard(|| {
+            ran = true;
+            Ok("{}".to_owned())
+        });
+        assert_eq!(status, PANTO_ERR_NULL);
+        assert!(!ran, "nothing is made for a caller that cannot take it");
+        assert_eq!(message(err), "argument `json_out` is NULL");
+
+        // A declined optional result is made and dropped; the call succeeds.
+        // SAFETY: as above.
+        let call = unsafe { HandOut::<c_char>::optional(std::ptr::null_mut(), "result_json", &mut err) };
+        assert_eq!(call.guard(|| Ok("{}".to_owned())), PANTO_OK);
+        assert!(err.is_null());
+    }
+
+    #[test]
+    fn a_handed_out_string_is_the_callers_until_freed() {
+        let mut json: *mut c_char = std::ptr::dangling_mut();
+        // SAFETY: `json` is a local, writable pointer; no error is asked for.
+        let call = unsafe { HandOut::required(&mut json, "json_out", std::ptr::null_mut()) };
+        assert_eq!(call.guard(|| Ok("[1,2]".to_owned())), PANTO_OK);
+        // SAFETY: `json` was just handed out, owned; freed once.
         unsafe {
-            let message = std::ffi::CStr::from_ptr(crate::error::panto_error_message(err));
-            assert_eq!(message.to_str(), Ok("argument `out` is NULL"));
-            crate::error::panto_error_free(err);
+            assert_eq!(CStr::from_ptr(json).to_str(), Ok("[1,2]"));
+            free(json);
+            free::<c_char>(std::ptr::null_mut());
         }
+
+        // A failure leaves the output NULL, even where the caller left garbage in it.
+        let mut json: *mut c_char = std::ptr::dangling_mut();
+        // SAFETY: as above.
+        let call = unsafe { HandOut::required(&mut json, "json_out", std::ptr::null_mut()) };
+        assert_eq!(call.guard(|| Err(Failure::state("no"))), crate::status::PANTO_ERR_STATE);
+        assert!(json.is_null());
     }
 }

@@ -8,7 +8,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use crate::error::Failure;
-use crate::guard::{take, ErrOut, Out};
+use crate::guard::{free, HandOut, Handle};
 use crate::status::PANTO_ERR_OTHER;
 
 /// The shared runtime. Dropping the last reference shuts it down.
@@ -79,6 +79,8 @@ pub struct panto_runtime {
     pub(crate) rt: Arc<Rt>,
 }
 
+impl Handle for panto_runtime {}
+
 /// Starts a runtime with `worker_threads` threads (0: one per CPU).
 ///
 /// Ownership: `*out` receives an owned runtime (NULL on failure); free it with
@@ -93,13 +95,9 @@ pub unsafe extern "C" fn panto_runtime_new(
     out: *mut *mut panto_runtime,
     err: *mut *mut crate::error::panto_error,
 ) -> i32 {
-    // SAFETY: the contract makes `err` NULL or writable.
-    let err = unsafe { ErrOut::new(err) };
-    // SAFETY: the contract makes `out` NULL or writable.
-    let out = unsafe { Out::new(out, "out") };
-    err.guard(|| {
-        out.check()?;
-        out.write_box(panto_runtime {
+    // SAFETY: the contract makes `out` and `err` NULL or writable.
+    unsafe { HandOut::required(out, "out", err) }.guard(|| {
+        Ok(panto_runtime {
             rt: Rt::new(worker_threads)?,
         })
     })
@@ -115,8 +113,6 @@ pub unsafe extern "C" fn panto_runtime_new(
 /// `runtime` must be NULL or a runtime from `panto_runtime_new` not yet freed.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn panto_runtime_free(runtime: *mut panto_runtime) {
-    crate::guard::guard_void(|| {
-        // SAFETY: the caller gives up a live runtime handle (or NULL).
-        drop(unsafe { take(runtime) });
-    })
+    // SAFETY: the caller gives up a live runtime handle (or NULL).
+    unsafe { free(runtime) }
 }

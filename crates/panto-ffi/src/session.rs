@@ -6,7 +6,7 @@ use std::sync::Arc;
 use panto_core::Session;
 
 use crate::error::{panto_error, Failure};
-use crate::guard::{handle, take, ErrOut, Out};
+use crate::guard::{free, handle, HandOut, Handle};
 use crate::runtime::Rt;
 use crate::status::PANTO_ERR_SESSION_NOT_FOUND;
 use crate::store::{info_json, panto_store};
@@ -24,6 +24,8 @@ pub struct panto_session {
     pub(crate) session: Session,
     id: CString,
 }
+
+impl Handle for panto_session {}
 
 impl panto_session {
     fn new(rt: Arc<Rt>, session: Session) -> Self {
@@ -43,15 +45,10 @@ unsafe fn hand_out(
     find: impl FnOnce(&panto_store) -> Result<Session, Failure>,
 ) -> i32 {
     // SAFETY: forwarded contract.
-    let err = unsafe { ErrOut::new(err) };
-    // SAFETY: forwarded contract.
-    let out = unsafe { Out::new(out, "out") };
-    err.guard(|| {
-        out.check()?;
+    unsafe { HandOut::required(out, "out", err) }.guard(|| {
         // SAFETY: forwarded contract.
         let store = unsafe { handle(store, "store") }?;
-        let session = find(store)?;
-        out.write_box(panto_session::new(store.rt.clone(), session))
+        Ok(panto_session::new(store.rt.clone(), find(store)?))
     })
 }
 
@@ -137,10 +134,7 @@ pub unsafe extern "C" fn panto_session_latest(
 pub unsafe extern "C" fn panto_session_id(session: *const panto_session) -> *const c_char {
     crate::guard::guard_or(std::ptr::null(), || {
         // SAFETY: the contract makes `session` NULL or live.
-        match unsafe { session.as_ref() } {
-            Some(s) => s.id.as_ptr(),
-            None => std::ptr::null(),
-        }
+        unsafe { session.as_ref() }.map_or(std::ptr::null(), |s| s.id.as_ptr())
     })
 }
 
@@ -158,15 +152,11 @@ pub unsafe extern "C" fn panto_session_info_json(
     json_out: *mut *mut c_char,
     err: *mut *mut panto_error,
 ) -> i32 {
-    // SAFETY: the contract makes `err` NULL or writable.
-    let err = unsafe { ErrOut::new(err) };
-    // SAFETY: the contract makes `json_out` NULL or writable.
-    let out = unsafe { Out::new(json_out, "json_out") };
-    err.guard(|| {
-        out.check()?;
+    // SAFETY: the contract makes `json_out` and `err` NULL or writable.
+    unsafe { HandOut::required(json_out, "json_out", err) }.guard(|| {
         // SAFETY: the contract makes `session` NULL or live.
         let session = unsafe { handle(session, "session") }?;
-        out.write(crate::cstr::owned(info_json(&session.session.info).to_string()))
+        Ok(info_json(&session.session.info).to_string())
     })
 }
 
@@ -178,8 +168,6 @@ pub unsafe extern "C" fn panto_session_info_json(
 /// `session` must be NULL or a session not yet freed.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn panto_session_free(session: *mut panto_session) {
-    crate::guard::guard_void(|| {
-        // SAFETY: the caller gives up a live session handle (or NULL).
-        drop(unsafe { take(session) });
-    })
+    // SAFETY: the caller gives up a live session handle (or NULL).
+    unsafe { free(session) }
 }

@@ -8,7 +8,7 @@ use panto_store_fs::FileSystemJSONLStore;
 use serde_json::{json, Value};
 
 use crate::error::{panto_error, Failure};
-use crate::guard::{handle, take, ErrOut, Out};
+use crate::guard::{free, handle, HandOut, Handle};
 use crate::runtime::{panto_runtime, Rt};
 
 /// A session store.
@@ -23,6 +23,17 @@ use crate::runtime::{panto_runtime, Rt};
 pub struct panto_store {
     pub(crate) rt: Arc<Rt>,
     pub(crate) store: Arc<dyn SessionStore>,
+}
+
+impl Handle for panto_store {}
+
+impl panto_store {
+    fn new(runtime: &panto_runtime, store: Arc<dyn SessionStore>) -> Self {
+        panto_store {
+            rt: runtime.rt.clone(),
+            store,
+        }
+    }
 }
 
 /// The JSON form of a session's info, as `panto_store_list_json` and `panto_session_info_json`
@@ -56,23 +67,14 @@ pub unsafe extern "C" fn panto_store_open_fs(
     out: *mut *mut panto_store,
     err: *mut *mut panto_error,
 ) -> i32 {
-    // SAFETY: the contract makes `err` NULL or writable.
-    let err = unsafe { ErrOut::new(err) };
-    // SAFETY: the contract makes `out` NULL or writable.
-    let out = unsafe { Out::new(out, "out") };
-    err.guard(|| {
-        out.check()?;
-        // SAFETY: the contract makes `runtime` NULL or live.
-        let runtime = unsafe { handle(runtime, "runtime") }?;
-        // SAFETY: the contract makes `dir` NULL or NUL-terminated.
-        let dir = unsafe { crate::cstr::arg(dir, "dir") }?;
+    // SAFETY: the contract makes `out` and `err` NULL or writable.
+    unsafe { HandOut::required(out, "out", err) }.guard(|| {
+        // SAFETY: the contract makes `runtime` NULL or live, and `dir` NULL or NUL-terminated.
+        let (runtime, dir) = unsafe { (handle(runtime, "runtime")?, crate::cstr::arg(dir, "dir")?) };
         if dir.is_empty() {
             return Err(Failure::invalid("argument `dir` is empty; give a directory path"));
         }
-        out.write_box(panto_store {
-            rt: runtime.rt.clone(),
-            store: FileSystemJSONLStore::new(dir),
-        })
+        Ok(panto_store::new(runtime, FileSystemJSONLStore::new(dir)))
     })
 }
 
@@ -89,18 +91,11 @@ pub unsafe extern "C" fn panto_store_new_null(
     out: *mut *mut panto_store,
     err: *mut *mut panto_error,
 ) -> i32 {
-    // SAFETY: the contract makes `err` NULL or writable.
-    let err = unsafe { ErrOut::new(err) };
-    // SAFETY: the contract makes `out` NULL or writable.
-    let out = unsafe { Out::new(out, "out") };
-    err.guard(|| {
-        out.check()?;
+    // SAFETY: the contract makes `out` and `err` NULL or writable.
+    unsafe { HandOut::required(out, "out", err) }.guard(|| {
         // SAFETY: the contract makes `runtime` NULL or live.
         let runtime = unsafe { handle(runtime, "runtime") }?;
-        out.write_box(panto_store {
-            rt: runtime.rt.clone(),
-            store: NullStore::shared(),
-        })
+        Ok(panto_store::new(runtime, NullStore::shared()))
     })
 }
 
@@ -120,17 +115,13 @@ pub unsafe extern "C" fn panto_store_list_json(
     json_out: *mut *mut c_char,
     err: *mut *mut panto_error,
 ) -> i32 {
-    // SAFETY: the contract makes `err` NULL or writable.
-    let err = unsafe { ErrOut::new(err) };
-    // SAFETY: the contract makes `json_out` NULL or writable.
-    let out = unsafe { Out::new(json_out, "json_out") };
-    err.guard(|| {
-        out.check()?;
+    // SAFETY: the contract makes `json_out` and `err` NULL or writable.
+    unsafe { HandOut::required(json_out, "json_out", err) }.guard(|| {
         // SAFETY: the contract makes `store` NULL or live.
         let store = unsafe { handle(store, "store") }?;
         let infos = store.rt.block_on("panto_store_list_json", store.store.list())??;
         let list: Vec<Value> = infos.iter().map(info_json).collect();
-        out.write(crate::cstr::owned(Value::Array(list).to_string()))
+        Ok(Value::Array(list).to_string())
     })
 }
 
@@ -143,8 +134,6 @@ pub unsafe extern "C" fn panto_store_list_json(
 /// `store` must be NULL or a store not yet freed.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn panto_store_free(store: *mut panto_store) {
-    crate::guard::guard_void(|| {
-        // SAFETY: the caller gives up a live store handle (or NULL).
-        drop(unsafe { take(store) });
-    })
+    // SAFETY: the caller gives up a live store handle (or NULL).
+    unsafe { free(store) }
 }

@@ -13,7 +13,7 @@ use panto_core::{is_wire_name, Tool, ToolCall, ToolCallResult, ToolDecl, ToolErr
 use serde_json::Value;
 
 use crate::error::{panto_error, Failure};
-use crate::guard::{handle, take, ErrOut, Out};
+use crate::guard::{free, handle, ErrOut, HandOut, Handle};
 use crate::status::PANTO_OK;
 
 /// The C function that runs a tool call: `context` is the pointer given to `panto_tool_new`,
@@ -38,6 +38,8 @@ pub type panto_tool_drop_fn = Option<unsafe extern "C" fn(context: *mut c_void)>
 pub struct panto_tool {
     pub(crate) tool: Arc<CTool>,
 }
+
+impl Handle for panto_tool {}
 
 /// Where a tool call writes its outcome. Only valid during the `call` callback it was passed to.
 #[allow(non_camel_case_types)]
@@ -189,12 +191,8 @@ pub unsafe extern "C" fn panto_tool_new(
     out: *mut *mut panto_tool,
     err: *mut *mut panto_error,
 ) -> i32 {
-    // SAFETY: the contract makes `err` NULL or writable.
-    let err = unsafe { ErrOut::new(err) };
-    // SAFETY: the contract makes `out` NULL or writable.
-    let out = unsafe { Out::new(out, "out") };
-    err.guard(|| {
-        out.check()?;
+    // SAFETY: the contract makes `out` and `err` NULL or writable.
+    unsafe { HandOut::required(out, "out", err) }.guard(|| {
         // SAFETY: the contract makes the strings NULL or NUL-terminated.
         let (name, description, schema) = unsafe {
             (
@@ -226,7 +224,7 @@ pub unsafe extern "C" fn panto_tool_new(
             call,
             drop,
         };
-        out.write_box(panto_tool { tool: Arc::new(tool) })
+        Ok(panto_tool { tool: Arc::new(tool) })
     })
 }
 
@@ -248,12 +246,10 @@ pub unsafe extern "C" fn panto_tool_result_set_text(
     err: *mut *mut panto_error,
 ) -> i32 {
     // SAFETY: the contract makes `err` NULL or writable.
-    let err = unsafe { ErrOut::new(err) };
-    err.guard(|| {
-        // SAFETY: the contract makes `result` NULL or live for the duration of this call.
-        let result = unsafe { handle(result.cast_const(), "result") }?;
-        // SAFETY: the contract makes `text` NULL or NUL-terminated.
-        let text = unsafe { crate::cstr::arg(text, "text") }?;
+    unsafe { ErrOut::new(err) }.guard(|| {
+        // SAFETY: the contract makes `result` NULL or live for the duration of this call, and
+        // `text` NULL or NUL-terminated.
+        let (result, text) = unsafe { (handle(result.cast_const(), "result")?, crate::cstr::arg(text, "text")?) };
         let is_error = match is_error {
             0 => false,
             1 => true,
@@ -277,10 +273,8 @@ pub unsafe extern "C" fn panto_tool_result_set_text(
 /// `tool` must be NULL or a tool from `panto_tool_new` not yet freed.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn panto_tool_free(tool: *mut panto_tool) {
-    crate::guard::guard_void(|| {
-        // SAFETY: the caller gives up a live tool handle (or NULL).
-        drop(unsafe { take(tool) });
-    })
+    // SAFETY: the caller gives up a live tool handle (or NULL).
+    unsafe { free(tool) }
 }
 
 #[cfg(test)]
