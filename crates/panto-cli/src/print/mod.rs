@@ -1,8 +1,9 @@
 //! Print mode: `panto -p PROMPT` runs one turn and prints the outcome for a script.
 //!
 //! `text` prints the final assistant text; `json` prints one result object; `stream-json` prints
-//! a `session` line, one line per event as it happens (flushed at once, so a `message_complete`
-//! line means that message is persisted), and a closing `result` line. Any failure also prints a
+//! a `session` line (with the event JSON's `version`), one line per event as it happens, in
+//! panto-core's event JSON (flushed at once, so a `message_complete` line means that message is
+//! persisted), and a closing `result` line. Any failure also prints a
 //! one-line reason on stderr and exits non-zero.
 
 mod events;
@@ -13,14 +14,14 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use panto_core::{Event, Role, UserMessage};
-use serde_json::{json, Value};
+use serde::Serialize;
 
 use crate::attach;
 use crate::exit::Failure;
 use crate::setup::{self, Launch};
 use crate::tools::{Approval, Gate};
 use crate::OutputFormat;
-use events::{event_json, TurnResult};
+use events::{SessionLine, TurnResult};
 
 /// The approval mode of print mode: read-only unless `--approve auto`. `ask` has nobody to ask.
 pub fn approval(flag: Option<Approval>) -> Result<Approval, Failure> {
@@ -33,11 +34,14 @@ pub fn approval(flag: Option<Approval>) -> Result<Approval, Failure> {
     }
 }
 
-/// Writes one line to stdout and flushes it. A closed stdout (the reader went away) is not an
-/// error worth more output.
-fn emit(value: &Value) {
+/// Writes one JSON line to stdout and flushes it. A closed stdout (the reader went away) is not
+/// an error worth more output.
+fn emit(value: &impl Serialize) {
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{value}");
+    // Neither a Value nor an Event can fail to serialise (no map has non-string keys).
+    if serde_json::to_writer(&mut out, value).is_ok() {
+        let _ = out.write_all(b"\n");
+    }
     let _ = out.flush();
 }
 
@@ -97,15 +101,17 @@ pub async fn run(
         error: None,
     };
     if format == OutputFormat::StreamJson {
-        emit(&json!({
-            "type": "session",
-            "session_id": result.session_id,
-            "persisted": result.persisted,
-            "resumed": ready.resumed,
-            "model": ready.selection.model,
-            "alias": ready.selection.alias,
-            "api_style": ready.selection.provider.api_style.as_str(),
-        }));
+        emit(
+            &SessionLine {
+                session_id: &result.session_id,
+                persisted: result.persisted,
+                resumed: ready.resumed,
+                model: &ready.selection.model,
+                alias: ready.selection.alias.as_deref(),
+                api_style: ready.selection.provider.api_style.as_str(),
+            }
+            .to_json(),
+        );
     }
 
     let outcome = {
@@ -126,9 +132,8 @@ pub async fn run(
                         result.stop_reason = Some(stop_reason.clone());
                     }
                     if format == OutputFormat::StreamJson {
-                        if let Some(line) = event_json(&event) {
-                            emit(&line);
-                        }
+                        // Every event, as panto-core writes it (docs/events.md).
+                        emit(&event);
                     }
                 }
                 Ok(None) => break Ok(()),
