@@ -161,7 +161,11 @@ mod tests {
             "every event type of docs/events.schema.json needs a PANTO_EVENT_* number in KINDS, and only those"
         );
         let mut numbers: Vec<i32> = KINDS.iter().map(|(_, kind)| *kind).collect();
-        assert_eq!(numbers, (1..=12).collect::<Vec<_>>(), "kinds are numbered 1, 2, ... in order");
+        assert_eq!(
+            numbers,
+            (1..=12).collect::<Vec<_>>(),
+            "kinds are numbered 1, 2, ... in order"
+        );
     }
 
     #[test]
