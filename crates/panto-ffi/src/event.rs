@@ -3,10 +3,11 @@
 //! The JSON is panto-core's event JSON (`serde_json` of the `Event`, docs/events.md), the same
 //! object stream-json prints; this module only numbers its `type`s for C.
 
+use std::borrow::Cow;
 use std::ffi::{c_char, CString};
 
 use panto_core::Event;
-use serde_json::Value;
+use serde::Deserialize;
 
 use crate::guard::take;
 
@@ -73,21 +74,28 @@ pub struct panto_event {
 }
 
 impl panto_event {
-    /// The C form of `event`: its JSON, and the number of its `type` (0 for a type without one,
-    /// which the test below rules out; the event is still delivered, so a reader can log it).
-    /// `None` only if the event cannot be written as JSON, which serde rules out for `Event`.
+    /// The C form of `event`: its JSON, byte for byte what stream-json prints for it, and the
+    /// number of its `type` (0 for a type without one, which a test rules out; the event is
+    /// still delivered, so a reader can log it). `None` only if the event cannot be written as
+    /// JSON, which cannot happen for `Event` (it has no map with non-string keys).
     pub(crate) fn from_core(event: &Event) -> Option<Self> {
-        let json = serde_json::to_value(event).ok()?;
-        let kind = json
-            .get("type")
-            .and_then(Value::as_str)
-            .and_then(|name| KINDS.iter().find(|(known, _)| *known == name))
+        let json = serde_json::to_string(event).ok()?;
+        let kind = serde_json::from_str::<Tag<'_>>(&json)
+            .ok()
+            .and_then(|tag| KINDS.iter().find(|(known, _)| *known == tag.name))
             .map_or(0, |(_, kind)| *kind);
         Some(panto_event {
             kind,
-            json: crate::cstr::to_cstring(json.to_string()),
+            json: crate::cstr::to_cstring(json),
         })
     }
+}
+
+/// The `type` of an event's JSON; everything else is skipped unread.
+#[derive(Deserialize)]
+struct Tag<'a> {
+    #[serde(rename = "type", borrow)]
+    name: Cow<'a, str>,
 }
 
 /// The event's kind, one of the `PANTO_EVENT_*` constants (0 when `event` is NULL). New kinds
@@ -141,12 +149,14 @@ mod tests {
     use panto_core::{
         BlockKind, ContentBlock, ContentDelta, RetryInfo, StopReason, ToolDetails, ToolResultContent, Usage,
     };
-    use serde_json::json;
+    use serde_json::{json, Value};
     use std::time::Duration;
 
     fn payload(event: Event) -> (i32, Value) {
         let e = panto_event::from_core(&event).expect("an event");
-        let json: Value = serde_json::from_str(e.json.to_str().unwrap()).unwrap();
+        let text = e.json.to_str().unwrap();
+        assert_eq!(text, serde_json::to_string(&event).unwrap(), "the bytes stream-json prints");
+        let json: Value = serde_json::from_str(text).unwrap();
         panto_testkit::assert_event(&json);
         (e.kind, json)
     }
@@ -160,7 +170,7 @@ mod tests {
             numbered, defined,
             "every event type of docs/events.schema.json needs a PANTO_EVENT_* number in KINDS, and only those"
         );
-        let mut numbers: Vec<i32> = KINDS.iter().map(|(_, kind)| *kind).collect();
+        let numbers: Vec<i32> = KINDS.iter().map(|(_, kind)| *kind).collect();
         assert_eq!(
             numbers,
             (1..=12).collect::<Vec<_>>(),
