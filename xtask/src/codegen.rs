@@ -52,24 +52,7 @@ pub(crate) fn run(root: &Path, check: bool) -> Result<()> {
         },
     ];
     if check {
-        let stale: Vec<String> = files
-            .iter()
-            .filter_map(|file| {
-                let committed = std::fs::read_to_string(root.join(file.path)).unwrap_or_default();
-                (committed != file.text).then(|| {
-                    format!(
-                        "{} is stale: it does not match what {} generates ({} lines committed, {} generated).",
-                        file.path,
-                        file.source,
-                        committed.lines().count(),
-                        file.text.lines().count()
-                    )
-                })
-            })
-            .collect();
-        if !stale.is_empty() {
-            bail!("{}\nRun `cargo xtask codegen` and commit the result.", stale.join("\n"));
-        }
+        check_current(root, &files)?;
         for file in &files {
             println!("{} is up to date", file.path);
         }
@@ -82,6 +65,30 @@ pub(crate) fn run(root: &Path, check: bool) -> Result<()> {
         }
         std::fs::write(&path, &file.text).with_context(|| format!("cannot write {}", path.display()))?;
         println!("wrote {} ({} lines)", file.path, file.text.lines().count());
+    }
+    Ok(())
+}
+
+/// Fails naming every committed file that differs from what is generated, and the command that
+/// fixes them.
+fn check_current(root: &Path, files: &[Generated]) -> Result<()> {
+    let stale: Vec<String> = files
+        .iter()
+        .filter_map(|file| {
+            let committed = std::fs::read_to_string(root.join(file.path)).unwrap_or_default();
+            (committed != file.text).then(|| {
+                format!(
+                    "{} is stale: it does not match what {} generates ({} lines committed, {} generated).",
+                    file.path,
+                    file.source,
+                    committed.lines().count(),
+                    file.text.lines().count()
+                )
+            })
+        })
+        .collect();
+    if !stale.is_empty() {
+        bail!("{}\nRun `cargo xtask codegen` and commit the result.", stale.join("\n"));
     }
     Ok(())
 }
@@ -172,6 +179,41 @@ fn version_macros(version: &str) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stale_schema_is_named_with_the_command_to_run() {
+        let root = std::env::temp_dir().join(format!("panto-codegen-{}", std::process::id()));
+        std::fs::create_dir_all(root.join("docs")).unwrap();
+        let schema = event_schema().unwrap();
+        let files = [Generated {
+            path: EVENT_SCHEMA,
+            source: "panto-core's event types",
+            text: schema.clone(),
+        }];
+        // Missing, then edited by hand: both stale.
+        let e = check_current(&root, &files).unwrap_err().to_string();
+        assert!(e.contains("docs/events.schema.json is stale"), "{e}");
+        std::fs::write(root.join(EVENT_SCHEMA), schema.replace("version 2", "version 1")).unwrap();
+        let e = check_current(&root, &files).unwrap_err().to_string();
+        assert!(
+            e.contains("docs/events.schema.json is stale")
+                && e.ends_with("Run `cargo xtask codegen` and commit the result."),
+            "{e}"
+        );
+        std::fs::write(root.join(EVENT_SCHEMA), &schema).unwrap();
+        check_current(&root, &files).unwrap();
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn the_committed_schema_is_current() {
+        let root = crate::workspace_root();
+        let committed = std::fs::read_to_string(root.join(EVENT_SCHEMA)).unwrap();
+        assert!(
+            committed == event_schema().unwrap(),
+            "{EVENT_SCHEMA} is stale: run `cargo xtask codegen`"
+        );
+    }
 
     #[test]
     fn version_macros_split_the_version() {

@@ -155,7 +155,11 @@ mod tests {
     fn payload(event: Event) -> (i32, Value) {
         let e = panto_event::from_core(&event).expect("an event");
         let text = e.json.to_str().unwrap();
-        assert_eq!(text, serde_json::to_string(&event).unwrap(), "the bytes stream-json prints");
+        assert_eq!(
+            text,
+            serde_json::to_string(&event).unwrap(),
+            "the bytes stream-json prints"
+        );
         let json: Value = serde_json::from_str(text).unwrap();
         panto_testkit::assert_event(&json);
         (e.kind, json)
