@@ -17,69 +17,78 @@
 
 /**
  * The version of the C ABI. It changes only when a function's signature or meaning changes
- * incompatibly; adding functions, event kinds or status codes does not change it.
+ * incompatibly, the event JSON included; adding functions, event kinds, event fields or status
+ * codes does not change it. Version 2: `panto_event_json` returns panto's one event JSON
+ * (docs/events.md, version 2), the same objects stream-json prints.
  */
-#define PANTO_ABI_VERSION 1
+#define PANTO_ABI_VERSION 2
 
 /**
- * A content block starts: `{"index", "type": "text"|"thinking"|"redacted_thinking"|"tool_use"}`
- * plus `"id"` and `"name"` for a tool call.
+ * A content block starts: `{"type": "block_start", "index", "kind", "tool"}`; `kind` is `text`,
+ * `thinking`, `redacted_thinking` or `tool_use`; `tool` is `{"id", "name"}` for a tool call,
+ * else null.
  */
 #define PANTO_EVENT_BLOCK_START 1
 
 /**
- * More text: `{"index", "text"}`.
+ * More answer text: `{"type": "text_delta", "index", "text"}`.
  */
 #define PANTO_EVENT_TEXT_DELTA 2
 
 /**
- * More reasoning: `{"index", "text"}`.
+ * More reasoning: `{"type": "thinking_delta", "index", "text"}`.
  */
 #define PANTO_EVENT_THINKING_DELTA 3
 
 /**
- * A fragment of a tool call's JSON arguments (not JSON on its own): `{"index", "partial_json"}`.
+ * A fragment of a tool call's JSON arguments (not JSON on its own):
+ * `{"type": "tool_input_delta", "index", "partial_json"}`.
  */
 #define PANTO_EVENT_TOOL_INPUT_DELTA 4
 
 /**
- * A block is complete: `{"index", "block"}`, the block as the conversation JSON holds it.
+ * A block is complete: `{"type": "block_complete", "index", "block"}`, the block as the
+ * conversation JSON holds it.
  */
 #define PANTO_EVENT_BLOCK_COMPLETE 5
 
 /**
- * An assistant message is complete and persisted: `{"usage": {...} or null, "stop_reason"}`.
+ * An assistant message is complete and persisted:
+ * `{"type": "message_complete", "usage": {...} or null, "stop_reason"}`.
  */
 #define PANTO_EVENT_MESSAGE_COMPLETE 6
 
 /**
- * A tool call starts running: `{"id", "name", "input"}`.
+ * A tool call starts running: `{"type": "tool_start", "id", "name", "input"}`.
  */
 #define PANTO_EVENT_TOOL_START 7
 
 /**
- * A tool call finished: `{"id", "name", "content": [{"type": "text", "text"}...], "is_error"}`.
+ * A tool call finished:
+ * `{"type": "tool_complete", "id", "name", "content": [{"type": "text", "text"}...], "is_error"}`.
  */
 #define PANTO_EVENT_TOOL_COMPLETE 8
 
 /**
  * A provider request failed and will be retried:
- * `{"attempt", "delay_ms", "reason", "discard_partial"}`.
+ * `{"type": "retry", "attempt", "delay_ms", "reason", "discard_partial"}`.
  */
 #define PANTO_EVENT_RETRY 9
 
 /**
- * Compaction starts: `{"tokens_before"}`.
+ * Compaction starts: `{"type": "compaction_start", "tokens_before"}`.
  */
 #define PANTO_EVENT_COMPACTION_START 10
 
 /**
- * Compaction finished: `{"tokens_before", "tokens_after"}`.
+ * Compaction finished:
+ * `{"type": "compaction_complete", "tokens_before", "tokens_after", "usage": {...} or null}`.
  */
 #define PANTO_EVENT_COMPACTION_COMPLETE 11
 
 /**
- * The turn is over (always the last event): `{"usage": {...}, "steps", "stop_reason"}`.
+ * The turn is over (always the last event):
+ * `{"type": "turn_complete", "usage": {...}, "steps", "stop_reason"}`.
  */
 #define PANTO_EVENT_TURN_COMPLETE 12
 

@@ -269,8 +269,39 @@ static void append_text(char *out, size_t cap, const char *json) {
     out[len] = '\0';
 }
 
+void mock_check_events(const char *json_array) { free(http("POST", "/__mock/check-events", json_array)); }
+
+/* A growing JSON array of event objects. */
+typedef struct {
+    char *text;
+    size_t len, cap;
+} json_array;
+
+static void array_push(json_array *a, const char *json) {
+    size_t need = a->len + strlen(json) + 3; /* a separator, the closing bracket, the NUL */
+    if (need > a->cap) {
+        a->cap = need * 2;
+        a->text = realloc(a->text, a->cap);
+        CHECK(a->text != NULL, "out of memory");
+    }
+    a->len += (size_t)snprintf(a->text + a->len, a->cap - a->len, "%s%s", a->len == 0 ? "[" : ",", json);
+}
+
+/* Sends every event of the run to the mock to be checked against the schema, then frees them. */
+static void check_and_free_events(json_array *a) {
+    if (a->len == 0) {
+        mock_check_events("[]");
+    } else {
+        a->text[a->len++] = ']';
+        a->text[a->len] = '\0';
+        mock_check_events(a->text);
+    }
+    free(a->text);
+}
+
 int32_t drain_run(panto_run *run, run_log *log) {
     memset(log, 0, sizeof *log);
+    json_array events = {NULL, 0, 0};
     for (;;) {
         panto_event *event = NULL;
         panto_error *err = NULL;
@@ -290,6 +321,7 @@ int32_t drain_run(panto_run *run, run_log *log) {
                 append_text(log->text, sizeof log->text, panto_event_json(event));
             }
             snprintf(log->last_json, sizeof log->last_json, "%s", panto_event_json(event));
+            array_push(&events, panto_event_json(event));
             panto_event_free(event);
             continue;
         }
@@ -302,6 +334,7 @@ int32_t drain_run(panto_run *run, run_log *log) {
             snprintf(log->error, sizeof log->error, "%s", panto_error_message(err));
             panto_error_free(err);
         }
+        check_and_free_events(&events);
         return status;
     }
 }

@@ -58,6 +58,9 @@ char *mock_request(size_t n);
 size_t mock_request_count(void);
 /* Forgets the queue and the recorded requests. */
 void mock_reset(void);
+/* Has the mock check a JSON array of events against docs/events.schema.json; fails the test with
+ * the mock's message (the event and the field at fault) unless every one matches. */
+void mock_check_events(const char *json_array);
 
 /* An Anthropic-style config for the mock: no retries, no compaction, the given extra JSON
  * members (may be "") appended at the top level. Free with panto_config_free. */
@@ -76,8 +79,8 @@ typedef struct {
     char error[1024];    /* the error message, if it ended with one */
 } run_log;
 
-/* Reads `run` until PANTO_END or an error (with a one-second poll), recording it in `log`.
- * Returns the final status. */
+/* Reads `run` until PANTO_END or an error (with a one-second poll), recording it in `log`, and
+ * has the mock check every event's JSON against the schema. Returns the final status. */
 int32_t drain_run(panto_run *run, run_log *log);
 
 /* Whether `log` saw an event of `kind`. */

@@ -1,8 +1,12 @@
-//! `cargo xtask codegen [--check]`: generates `include/panto.h` from `crates/panto-ffi` with
-//! cbindgen (pinned as a library dependency, so every machine produces the same bytes).
+//! `cargo xtask codegen [--check]`: writes the generated files of the repository.
 //!
-//! `--check` generates into memory and fails when the committed header differs, saying what to
-//! run; CI uses it so that the header can never drift from the Rust source.
+//! - `include/panto.h`, from `crates/panto-ffi` with cbindgen (pinned as a library dependency, so
+//!   every machine produces the same bytes);
+//! - `docs/events.schema.json`, the JSON Schema of the event JSON, from panto-core's types
+//!   (`panto_core::event_schema`).
+//!
+//! `--check` generates into memory and fails when a committed file differs, naming each stale
+//! file and what to run; CI uses it so that neither can drift from the Rust source.
 
 use std::path::Path;
 
@@ -10,6 +14,9 @@ use anyhow::{bail, Context, Result};
 
 /// The header's path, relative to the workspace root.
 pub(crate) const HEADER: &str = "include/panto.h";
+
+/// The event schema's path, relative to the workspace root.
+pub(crate) const EVENT_SCHEMA: &str = "docs/events.schema.json";
 
 /// The FFI crate's path, relative to the workspace root.
 const CRATE: &str = "crates/panto-ffi";
@@ -23,29 +30,74 @@ pub(crate) fn main(root: &Path, args: &[String]) -> Result<()> {
     }
 }
 
-/// Writes the header, or with `check` verifies it is current.
+/// One generated file: where it goes, what it is made from, and its text.
+struct Generated {
+    path: &'static str,
+    source: &'static str,
+    text: String,
+}
+
+/// Writes every generated file, or with `check` verifies each is current.
 pub(crate) fn run(root: &Path, check: bool) -> Result<()> {
-    let generated = generate(root)?;
-    let path = root.join(HEADER);
+    let files = [
+        Generated {
+            path: HEADER,
+            source: CRATE,
+            text: generate(root)?,
+        },
+        Generated {
+            path: EVENT_SCHEMA,
+            source: "panto-core's event types (crates/panto-core/src/event)",
+            text: event_schema()?,
+        },
+    ];
     if check {
-        let committed = std::fs::read_to_string(&path).unwrap_or_default();
-        if committed != generated {
-            bail!(
-                "{HEADER} is stale: it does not match what {CRATE} generates ({} lines committed, {} generated).\n\
-                 Run `cargo xtask codegen` and commit the result.",
-                committed.lines().count(),
-                generated.lines().count()
-            );
+        check_current(root, &files)?;
+        for file in &files {
+            println!("{} is up to date", file.path);
         }
-        println!("{HEADER} is up to date");
         return Ok(());
     }
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    for file in &files {
+        let path = root.join(file.path);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        std::fs::write(&path, &file.text).with_context(|| format!("cannot write {}", path.display()))?;
+        println!("wrote {} ({} lines)", file.path, file.text.lines().count());
     }
-    std::fs::write(&path, &generated).with_context(|| format!("cannot write {}", path.display()))?;
-    println!("wrote {HEADER} ({} lines)", generated.lines().count());
     Ok(())
+}
+
+/// Fails naming every committed file that differs from what is generated, and the command that
+/// fixes them.
+fn check_current(root: &Path, files: &[Generated]) -> Result<()> {
+    let stale: Vec<String> = files
+        .iter()
+        .filter_map(|file| {
+            let committed = std::fs::read_to_string(root.join(file.path)).unwrap_or_default();
+            (committed != file.text).then(|| {
+                format!(
+                    "{} is stale: it does not match what {} generates ({} lines committed, {} generated).",
+                    file.path,
+                    file.source,
+                    committed.lines().count(),
+                    file.text.lines().count()
+                )
+            })
+        })
+        .collect();
+    if !stale.is_empty() {
+        bail!("{}\nRun `cargo xtask codegen` and commit the result.", stale.join("\n"));
+    }
+    Ok(())
+}
+
+/// The event schema as the committed file holds it: pretty-printed, keys in serde_json's
+/// (sorted) order, one final newline.
+fn event_schema() -> Result<String> {
+    let text = serde_json::to_string_pretty(&panto_core::event_schema()).context("cannot write the event schema")?;
+    Ok(text + "\n")
 }
 
 /// The header text.
@@ -127,6 +179,41 @@ fn version_macros(version: &str) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stale_schema_is_named_with_the_command_to_run() {
+        let root = std::env::temp_dir().join(format!("panto-codegen-{}", std::process::id()));
+        std::fs::create_dir_all(root.join("docs")).unwrap();
+        let schema = event_schema().unwrap();
+        let files = [Generated {
+            path: EVENT_SCHEMA,
+            source: "panto-core's event types",
+            text: schema.clone(),
+        }];
+        // Missing, then edited by hand: both stale.
+        let e = check_current(&root, &files).unwrap_err().to_string();
+        assert!(e.contains("docs/events.schema.json is stale"), "{e}");
+        std::fs::write(root.join(EVENT_SCHEMA), schema.replace("version 2", "version 1")).unwrap();
+        let e = check_current(&root, &files).unwrap_err().to_string();
+        assert!(
+            e.contains("docs/events.schema.json is stale")
+                && e.ends_with("Run `cargo xtask codegen` and commit the result."),
+            "{e}"
+        );
+        std::fs::write(root.join(EVENT_SCHEMA), &schema).unwrap();
+        check_current(&root, &files).unwrap();
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn the_committed_schema_is_current() {
+        let root = crate::workspace_root();
+        let committed = std::fs::read_to_string(root.join(EVENT_SCHEMA)).unwrap();
+        assert!(
+            committed == event_schema().unwrap(),
+            "{EVENT_SCHEMA} is stale: run `cargo xtask codegen`"
+        );
+    }
 
     #[test]
     fn version_macros_split_the_version() {

@@ -57,7 +57,7 @@ tasks:
              no filesystem I/O in panto-core)
   bench      run every benchmark and print the table of targets (--only B, --cold)
   bench-data build the benchmark data sets under target/bench-data (--large, --force)
-  codegen    generate include/panto.h from crates/panto-ffi (--check: fail if it is stale)
+  codegen    generate include/panto.h and docs/events.schema.json (--check: fail if one is stale)
   crash-test SIGKILL panto at random moments and check the sessions it leaves (--trials N, --seed S)
   ffi-test   libpanto from C (plain, valgrind, ASan) and Go (also GOGC=1, -race); `c` or `go` alone
   fuzz       fuzz TARGET SECONDS: sse_parser or jsonl_loader (cargo-fuzz on nightly, else a driver)

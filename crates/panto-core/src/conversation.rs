@@ -4,6 +4,9 @@
 //! and every variant round-trips exactly: providers require some fields (thinking signatures,
 //! redacted thinking data) to come back byte for byte on later turns.
 
+use std::borrow::Cow;
+
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// Who wrote a message.
@@ -20,7 +23,7 @@ pub enum Role {
 }
 
 /// Whether a system block adds to the system prompt or replaces it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SystemMode {
     /// Appended after the system blocks before it.
@@ -30,7 +33,7 @@ pub enum SystemMode {
 }
 
 /// One part of a tool result as the conversation holds it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToolResultContent {
     /// Text output.
@@ -48,7 +51,7 @@ pub enum ToolResultContent {
 }
 
 /// One block of a message.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ContentBlock {
     /// Plain text.
@@ -118,7 +121,7 @@ impl ContentBlock {
 }
 
 /// Token counts reported by a provider for one model response.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 pub struct Usage {
     /// Uncached input tokens.
     #[serde(default)]
@@ -210,6 +213,21 @@ impl std::fmt::Display for StopReason {
 impl Serialize for StopReason {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_str(self.as_str())
+    }
+}
+
+/// A string: one of the values [`StopReason::as_str`] names, or another provider value verbatim.
+impl JsonSchema for StopReason {
+    fn schema_name() -> Cow<'static, str> {
+        Cow::Borrowed("StopReason")
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "Why the model stopped: end_turn, tool_use, max_tokens, stop_sequence, refusal, content_filter, pause_turn, or another provider value verbatim (an open set).",
+            "type": "string",
+            "examples": ["end_turn", "tool_use", "max_tokens", "stop_sequence", "refusal", "content_filter", "pause_turn"]
+        })
     }
 }
 

@@ -223,7 +223,7 @@ pub use config::{
 };
 pub use conversation::{ContentBlock, Conversation, Message, Role, StopReason, SystemMode, ToolResultContent, Usage};
 pub use error::{Error, Result};
-pub use event::{BlockKind, ContentDelta, Event, RetryInfo, ToolDetails};
+pub use event::{event_schema, BlockKind, ContentDelta, Event, RetryInfo, ToolDetails, EVENT_SCHEMA_VERSION};
 pub use pricing::{format_micro_cents, Pricing, PricingRegistry};
 pub use provider::http::http_client_builder;
 pub use registry::{is_wire_name, MAX_WIRE_NAME};

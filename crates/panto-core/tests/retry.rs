@@ -212,7 +212,7 @@ async fn connection_refused_is_retried_then_reported() {
     let mut stream = agent.run("hi".into());
     let mut saw_retry = false;
     let err = loop {
-        match stream.next().await {
+        match stream.next().await.map(|e| e.map(checked)) {
             Ok(Some(Event::ProviderRetry(_))) => saw_retry = true,
             Ok(Some(_)) => {}
             Ok(None) => panic!("completed"),

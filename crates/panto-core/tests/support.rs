@@ -84,14 +84,29 @@ pub fn tool_calls(style: ApiStyle, calls: &[(&str, &str, &str)]) -> Vec<u8> {
     }
 }
 
-/// Pulls every event of a turn.
+/// Pulls every event of a turn, each [`checked`].
 pub async fn collect(agent: &mut Agent, prompt: &str) -> panto_core::Result<Vec<Event>> {
     let mut stream = agent.run(prompt.into());
     let mut events = Vec::new();
     while let Some(event) = stream.next().await? {
-        events.push(event);
+        events.push(checked(event));
     }
     Ok(events)
+}
+
+/// Checks that an event's JSON matches docs/events.schema.json and reads back into an event
+/// that writes the same JSON (a retry's delay is whole milliseconds there, so the event itself
+/// may differ below a millisecond); every test that pulls events passes them through here.
+pub fn checked(event: Event) -> Event {
+    let json = serde_json::to_value(&event).unwrap();
+    panto_testkit::assert_event(&json);
+    let read: Event = serde_json::from_value(json.clone()).unwrap();
+    assert_eq!(
+        serde_json::to_value(&read).unwrap(),
+        json,
+        "the event JSON reads back: {event:?}"
+    );
+    event
 }
 
 /// The concatenated text deltas of `events`.

@@ -246,7 +246,7 @@ async fn dropping_the_stream_while_tools_run_stops_them_and_closes_the_calls() {
             .unwrap();
         {
             let mut stream = agent.run("wait".into());
-            while let Some(e) = stream.next().await.unwrap() {
+            while let Some(e) = stream.next().await.unwrap().map(checked) {
                 if matches!(e, Event::ToolDispatchStart { .. }) {
                     break;
                 }

@@ -204,7 +204,7 @@ async fn dropping_the_stream_mid_message_keeps_what_was_seen() {
         {
             let mut stream = agent.run("count".into());
             loop {
-                match stream.next().await.unwrap() {
+                match stream.next().await.unwrap().map(checked) {
                     Some(Event::Delta { .. }) => break,
                     Some(_) => {}
                     None => panic!("{style}: ended before a delta"),
@@ -236,7 +236,7 @@ async fn cancel_token_ends_the_turn_with_cancelled() {
         token.cancel();
     });
     let err = loop {
-        match stream.next().await {
+        match stream.next().await.map(|e| e.map(checked)) {
             Ok(Some(_)) => {}
             Ok(None) => panic!("the turn completed"),
             Err(e) => break e,

@@ -1,40 +1,66 @@
-//! `panto_event`: one step of a turn, as a kind (an integer) and a JSON payload.
+//! `panto_event`: one step of a turn, as a kind (an integer) and its JSON.
 //!
-//! The payload of each kind is documented in docs/ffi.md; the tests in this module pin it.
+//! The JSON is panto-core's event JSON (`serde_json` of the `Event`, docs/events.md), the same
+//! object stream-json prints; this module only numbers its `type`s for C.
 
+use std::borrow::Cow;
 use std::ffi::{c_char, CString};
 
-use panto_core::{BlockKind, ContentDelta, Event};
-use serde_json::{json, Value};
+use panto_core::Event;
+use serde::Deserialize;
 
 use crate::guard::take;
 
-/// A content block starts: `{"index", "type": "text"|"thinking"|"redacted_thinking"|"tool_use"}`
-/// plus `"id"` and `"name"` for a tool call.
+/// A content block starts: `{"type": "block_start", "index", "kind", "tool"}`; `kind` is `text`,
+/// `thinking`, `redacted_thinking` or `tool_use`; `tool` is `{"id", "name"}` for a tool call,
+/// else null.
 pub const PANTO_EVENT_BLOCK_START: i32 = 1;
-/// More text: `{"index", "text"}`.
+/// More answer text: `{"type": "text_delta", "index", "text"}`.
 pub const PANTO_EVENT_TEXT_DELTA: i32 = 2;
-/// More reasoning: `{"index", "text"}`.
+/// More reasoning: `{"type": "thinking_delta", "index", "text"}`.
 pub const PANTO_EVENT_THINKING_DELTA: i32 = 3;
-/// A fragment of a tool call's JSON arguments (not JSON on its own): `{"index", "partial_json"}`.
+/// A fragment of a tool call's JSON arguments (not JSON on its own):
+/// `{"type": "tool_input_delta", "index", "partial_json"}`.
 pub const PANTO_EVENT_TOOL_INPUT_DELTA: i32 = 4;
-/// A block is complete: `{"index", "block"}`, the block as the conversation JSON holds it.
+/// A block is complete: `{"type": "block_complete", "index", "block"}`, the block as the
+/// conversation JSON holds it.
 pub const PANTO_EVENT_BLOCK_COMPLETE: i32 = 5;
-/// An assistant message is complete and persisted: `{"usage": {...} or null, "stop_reason"}`.
+/// An assistant message is complete and persisted:
+/// `{"type": "message_complete", "usage": {...} or null, "stop_reason"}`.
 pub const PANTO_EVENT_MESSAGE_COMPLETE: i32 = 6;
-/// A tool call starts running: `{"id", "name", "input"}`.
+/// A tool call starts running: `{"type": "tool_start", "id", "name", "input"}`.
 pub const PANTO_EVENT_TOOL_START: i32 = 7;
-/// A tool call finished: `{"id", "name", "content": [{"type": "text", "text"}...], "is_error"}`.
+/// A tool call finished:
+/// `{"type": "tool_complete", "id", "name", "content": [{"type": "text", "text"}...], "is_error"}`.
 pub const PANTO_EVENT_TOOL_COMPLETE: i32 = 8;
 /// A provider request failed and will be retried:
-/// `{"attempt", "delay_ms", "reason", "discard_partial"}`.
+/// `{"type": "retry", "attempt", "delay_ms", "reason", "discard_partial"}`.
 pub const PANTO_EVENT_RETRY: i32 = 9;
-/// Compaction starts: `{"tokens_before"}`.
+/// Compaction starts: `{"type": "compaction_start", "tokens_before"}`.
 pub const PANTO_EVENT_COMPACTION_START: i32 = 10;
-/// Compaction finished: `{"tokens_before", "tokens_after"}`.
+/// Compaction finished:
+/// `{"type": "compaction_complete", "tokens_before", "tokens_after", "usage": {...} or null}`.
 pub const PANTO_EVENT_COMPACTION_COMPLETE: i32 = 11;
-/// The turn is over (always the last event): `{"usage": {...}, "steps", "stop_reason"}`.
+/// The turn is over (always the last event):
+/// `{"type": "turn_complete", "usage": {...}, "steps", "stop_reason"}`.
 pub const PANTO_EVENT_TURN_COMPLETE: i32 = 12;
+
+/// The kind number of each event JSON `type`. A new type in panto-core gets the next number
+/// here; a test fails while a type of docs/events.schema.json has none.
+const KINDS: [(&str, i32); 12] = [
+    ("block_start", PANTO_EVENT_BLOCK_START),
+    ("text_delta", PANTO_EVENT_TEXT_DELTA),
+    ("thinking_delta", PANTO_EVENT_THINKING_DELTA),
+    ("tool_input_delta", PANTO_EVENT_TOOL_INPUT_DELTA),
+    ("block_complete", PANTO_EVENT_BLOCK_COMPLETE),
+    ("message_complete", PANTO_EVENT_MESSAGE_COMPLETE),
+    ("tool_start", PANTO_EVENT_TOOL_START),
+    ("tool_complete", PANTO_EVENT_TOOL_COMPLETE),
+    ("retry", PANTO_EVENT_RETRY),
+    ("compaction_start", PANTO_EVENT_COMPACTION_START),
+    ("compaction_complete", PANTO_EVENT_COMPACTION_COMPLETE),
+    ("turn_complete", PANTO_EVENT_TURN_COMPLETE),
+];
 
 /// One event of a turn.
 ///
@@ -48,97 +74,28 @@ pub struct panto_event {
 }
 
 impl panto_event {
-    fn new(kind: i32, payload: Value) -> Self {
-        panto_event {
-            kind,
-            json: crate::cstr::to_cstring(payload.to_string()),
-        }
-    }
-
-    /// The C form of `event`, or `None` for a kind this version of libpanto does not know
-    /// (panto-core's events are non-exhaustive; an unknown one is skipped, not misreported).
+    /// The C form of `event`: its JSON, byte for byte what stream-json prints for it, and the
+    /// number of its `type` (0 for a type without one, which a test rules out; the event is
+    /// still delivered, so a reader can log it). `None` only if the event cannot be written as
+    /// JSON, which cannot happen for `Event` (it has no map with non-string keys).
     pub(crate) fn from_core(event: &Event) -> Option<Self> {
-        let (kind, payload) = match event {
-            Event::BlockStart { index, kind, tool } => {
-                let mut payload = json!({ "index": index, "type": block_kind(*kind)? });
-                if let Some(tool) = tool {
-                    payload["id"] = Value::from(tool.id.as_str());
-                    payload["name"] = Value::from(tool.name.as_str());
-                }
-                (PANTO_EVENT_BLOCK_START, payload)
-            }
-            Event::Delta { index, delta } => match delta {
-                ContentDelta::Text(text) => (PANTO_EVENT_TEXT_DELTA, json!({ "index": index, "text": text })),
-                ContentDelta::Thinking(text) => (PANTO_EVENT_THINKING_DELTA, json!({ "index": index, "text": text })),
-                ContentDelta::ToolInput(part) => (
-                    PANTO_EVENT_TOOL_INPUT_DELTA,
-                    json!({ "index": index, "partial_json": part }),
-                ),
-                _ => return None,
-            },
-            Event::BlockComplete { index, block } => (
-                PANTO_EVENT_BLOCK_COMPLETE,
-                json!({ "index": index, "block": serde_json::to_value(block).ok()? }),
-            ),
-            Event::MessageComplete { usage, stop_reason } => (
-                PANTO_EVENT_MESSAGE_COMPLETE,
-                json!({ "usage": usage, "stop_reason": stop_reason.as_str() }),
-            ),
-            Event::ToolDispatchStart { id, name, input } => (
-                PANTO_EVENT_TOOL_START,
-                json!({ "id": id, "name": name, "input": input }),
-            ),
-            Event::ToolDispatchComplete {
-                id,
-                name,
-                content,
-                is_error,
-            } => (
-                PANTO_EVENT_TOOL_COMPLETE,
-                json!({ "id": id, "name": name, "content": content, "is_error": is_error }),
-            ),
-            Event::ProviderRetry(info) => (
-                PANTO_EVENT_RETRY,
-                json!({
-                    "attempt": info.attempt,
-                    "delay_ms": u64::try_from(info.delay.as_millis()).unwrap_or(u64::MAX),
-                    "reason": info.reason,
-                    "discard_partial": info.discard_partial,
-                }),
-            ),
-            Event::CompactionStart { tokens_before } => {
-                (PANTO_EVENT_COMPACTION_START, json!({ "tokens_before": tokens_before }))
-            }
-            Event::CompactionComplete {
-                tokens_before,
-                tokens_after,
-                usage,
-            } => (
-                PANTO_EVENT_COMPACTION_COMPLETE,
-                json!({ "tokens_before": tokens_before, "tokens_after": tokens_after, "usage": usage }),
-            ),
-            Event::TurnComplete {
-                usage,
-                steps,
-                stop_reason,
-            } => (
-                PANTO_EVENT_TURN_COMPLETE,
-                json!({ "usage": usage, "steps": steps, "stop_reason": stop_reason.as_str() }),
-            ),
-            _ => return None,
-        };
-        Some(panto_event::new(kind, payload))
+        let json = serde_json::to_string(event).ok()?;
+        let kind = serde_json::from_str::<Tag<'_>>(&json)
+            .ok()
+            .and_then(|tag| KINDS.iter().find(|(known, _)| *known == tag.name))
+            .map_or(0, |(_, kind)| *kind);
+        Some(panto_event {
+            kind,
+            json: crate::cstr::to_cstring(json),
+        })
     }
 }
 
-fn block_kind(kind: BlockKind) -> Option<&'static str> {
-    Some(match kind {
-        BlockKind::Text => "text",
-        BlockKind::Thinking => "thinking",
-        BlockKind::RedactedThinking => "redacted_thinking",
-        BlockKind::ToolUse => "tool_use",
-        _ => return None,
-    })
+/// The `type` of an event's JSON; everything else is skipped unread.
+#[derive(Deserialize)]
+struct Tag<'a> {
+    #[serde(rename = "type", borrow)]
+    name: Cow<'a, str>,
 }
 
 /// The event's kind, one of the `PANTO_EVENT_*` constants (0 when `event` is NULL). New kinds
@@ -189,16 +146,44 @@ pub unsafe extern "C" fn panto_event_free(event: *mut panto_event) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use panto_core::{ContentBlock, RetryInfo, StopReason, ToolDetails, ToolResultContent, Usage};
+    use panto_core::{
+        BlockKind, ContentBlock, ContentDelta, RetryInfo, StopReason, ToolDetails, ToolResultContent, Usage,
+    };
+    use serde_json::{json, Value};
     use std::time::Duration;
 
     fn payload(event: Event) -> (i32, Value) {
-        let e = panto_event::from_core(&event).expect("a known event");
-        (e.kind, serde_json::from_str(e.json.to_str().unwrap()).unwrap())
+        let e = panto_event::from_core(&event).expect("an event");
+        let text = e.json.to_str().unwrap();
+        assert_eq!(
+            text,
+            serde_json::to_string(&event).unwrap(),
+            "the bytes stream-json prints"
+        );
+        let json: Value = serde_json::from_str(text).unwrap();
+        panto_testkit::assert_event(&json);
+        (e.kind, json)
     }
 
     #[test]
-    fn payloads_have_the_documented_shape() {
+    fn every_type_of_the_schema_has_a_kind() {
+        let mut numbered: Vec<&str> = KINDS.iter().map(|(name, _)| *name).collect();
+        numbered.sort_unstable();
+        let defined = panto_testkit::event_types().unwrap();
+        assert_eq!(
+            numbered, defined,
+            "every event type of docs/events.schema.json needs a PANTO_EVENT_* number in KINDS, and only those"
+        );
+        let numbers: Vec<i32> = KINDS.iter().map(|(_, kind)| *kind).collect();
+        assert_eq!(
+            numbers,
+            (1..=12).collect::<Vec<_>>(),
+            "kinds are numbered 1, 2, ... in order"
+        );
+    }
+
+    #[test]
+    fn payloads_are_the_event_json() {
         assert_eq!(
             payload(Event::BlockStart {
                 index: 1,
@@ -210,7 +195,19 @@ mod tests {
             }),
             (
                 PANTO_EVENT_BLOCK_START,
-                json!({"index": 1, "type": "tool_use", "id": "toolu_1", "name": "get_weather"})
+                json!({"type": "block_start", "index": 1, "kind": "tool_use",
+                       "tool": {"id": "toolu_1", "name": "get_weather"}})
+            )
+        );
+        assert_eq!(
+            payload(Event::BlockStart {
+                index: 0,
+                kind: BlockKind::Thinking,
+                tool: None,
+            }),
+            (
+                PANTO_EVENT_BLOCK_START,
+                json!({"type": "block_start", "index": 0, "kind": "thinking", "tool": null})
             )
         );
         assert_eq!(
@@ -218,7 +215,20 @@ mod tests {
                 index: 0,
                 delta: ContentDelta::Text("Hel".into())
             }),
-            (PANTO_EVENT_TEXT_DELTA, json!({"index": 0, "text": "Hel"}))
+            (
+                PANTO_EVENT_TEXT_DELTA,
+                json!({"type": "text_delta", "index": 0, "text": "Hel"})
+            )
+        );
+        assert_eq!(
+            payload(Event::Delta {
+                index: 0,
+                delta: ContentDelta::Thinking("Hmm".into())
+            }),
+            (
+                PANTO_EVENT_THINKING_DELTA,
+                json!({"type": "thinking_delta", "index": 0, "text": "Hmm"})
+            )
         );
         assert_eq!(
             payload(Event::Delta {
@@ -227,7 +237,7 @@ mod tests {
             }),
             (
                 PANTO_EVENT_TOOL_INPUT_DELTA,
-                json!({"index": 1, "partial_json": "{\"ci"})
+                json!({"type": "tool_input_delta", "index": 1, "partial_json": "{\"ci"})
             )
         );
         assert_eq!(
@@ -237,7 +247,18 @@ mod tests {
             }),
             (
                 PANTO_EVENT_BLOCK_COMPLETE,
-                json!({"index": 0, "block": {"type": "text", "text": "Hello"}})
+                json!({"type": "block_complete", "index": 0, "block": {"type": "text", "text": "Hello"}})
+            )
+        );
+        assert_eq!(
+            payload(Event::ToolDispatchStart {
+                id: "toolu_1".into(),
+                name: "get_weather".into(),
+                input: json!({"city": "Paris"}),
+            }),
+            (
+                PANTO_EVENT_TOOL_START,
+                json!({"type": "tool_start", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}})
             )
         );
         assert_eq!(
@@ -249,7 +270,7 @@ mod tests {
             }),
             (
                 PANTO_EVENT_TOOL_COMPLETE,
-                json!({"id": "toolu_1", "name": "get_weather",
+                json!({"type": "tool_complete", "id": "toolu_1", "name": "get_weather",
                        "content": [{"type": "text", "text": "sunny"}], "is_error": true})
             )
         );
@@ -262,7 +283,26 @@ mod tests {
             })),
             (
                 PANTO_EVENT_RETRY,
-                json!({"attempt": 2, "delay_ms": 1500, "reason": "HTTP 529", "discard_partial": false})
+                json!({"type": "retry", "attempt": 2, "delay_ms": 1500, "reason": "HTTP 529",
+                       "discard_partial": false})
+            )
+        );
+        assert_eq!(
+            payload(Event::CompactionStart { tokens_before: 9 }),
+            (
+                PANTO_EVENT_COMPACTION_START,
+                json!({"type": "compaction_start", "tokens_before": 9})
+            )
+        );
+        assert_eq!(
+            payload(Event::CompactionComplete {
+                tokens_before: 9,
+                tokens_after: 2,
+                usage: None,
+            }),
+            (
+                PANTO_EVENT_COMPACTION_COMPLETE,
+                json!({"type": "compaction_complete", "tokens_before": 9, "tokens_after": 2, "usage": null})
             )
         );
         let usage = Usage {
@@ -279,7 +319,8 @@ mod tests {
             }),
             (
                 PANTO_EVENT_TURN_COMPLETE,
-                json!({"usage": {"input_tokens": 10, "output_tokens": 5, "cache_read_tokens": 0,
+                json!({"type": "turn_complete",
+                       "usage": {"input_tokens": 10, "output_tokens": 5, "cache_read_tokens": 0,
                                  "cache_write_tokens": 0}, "steps": 2, "stop_reason": "end_turn"})
             )
         );
@@ -290,7 +331,7 @@ mod tests {
             }),
             (
                 PANTO_EVENT_MESSAGE_COMPLETE,
-                json!({"usage": null, "stop_reason": "tool_use"})
+                json!({"type": "message_complete", "usage": null, "stop_reason": "tool_use"})
             )
         );
     }

@@ -50,8 +50,10 @@ pub use store::*;
 pub use tool::*;
 
 /// The version of the C ABI. It changes only when a function's signature or meaning changes
-/// incompatibly; adding functions, event kinds or status codes does not change it.
-pub const PANTO_ABI_VERSION: u32 = 1;
+/// incompatibly, the event JSON included; adding functions, event kinds, event fields or status
+/// codes does not change it. Version 2: `panto_event_json` returns panto's one event JSON
+/// (docs/events.md, version 2), the same objects stream-json prints.
+pub const PANTO_ABI_VERSION: u32 = 2;
 
 /// The library version, e.g. "0.1.0" (the `PANTO_VERSION` the header was generated with).
 ///

@@ -70,7 +70,8 @@ fn agent(mock: &Mock) -> (*mut panto_runtime, *mut panto_agent) {
     }
 }
 
-/// Reads `run` to its end: the event kinds, and the final status with its message.
+/// Reads `run` to its end: the event kinds, and the final status with its message. Every
+/// event's JSON is checked against docs/events.schema.json.
 fn drain(run: *mut panto_run) -> (Vec<i32>, i32, String) {
     let mut kinds = Vec::new();
     loop {
@@ -80,6 +81,9 @@ fn drain(run: *mut panto_run) -> (Vec<i32>, i32, String) {
         unsafe {
             match panto_run_next_event(run, 5_000, &mut event, &mut err) {
                 PANTO_OK => {
+                    let json = CStr::from_ptr(panto_event_json(event)).to_str().expect("UTF-8 JSON");
+                    let json: serde_json::Value = serde_json::from_str(json).expect("event JSON");
+                    panto_testkit::assert_event(&json);
                     kinds.push(panto_event_kind(event));
                     panto_event_free(event);
                 }

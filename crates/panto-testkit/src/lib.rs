@@ -29,9 +29,13 @@
 //!
 //! [`script`] builds streams shaped exactly like the real APIs', and [`spec`] turns the JSON reply
 //! descriptions of the `panto-mock` binary into [`Reply`]s.
+//!
+//! [`check_event`] validates event JSON against docs/events.schema.json; every test that sees an
+//! event calls it (C and Go through the mock's `POST /__mock/check-events`).
 #![deny(missing_docs)]
 
 mod error;
+mod events;
 mod fixture;
 mod http;
 mod recorded;
@@ -43,6 +47,7 @@ pub mod store_contract;
 mod validate;
 
 pub use error::Error;
+pub use events::{assert_event, check_event, check_events, event_types, EVENT_SCHEMA};
 pub use fixture::{fixture_bytes, fixtures_dir};
 pub use recorded::RecordedRequest;
 pub use reply::{Chunking, Reply};

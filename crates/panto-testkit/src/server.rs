@@ -287,10 +287,22 @@ fn control(request: &Request, shared: &Shared) -> Reply {
             }
         }
         ("GET", "/__mock/builders") => Reply::json(200, &json!(crate::script::BUILDERS)),
+        ("POST", "/__mock/check-events") => {
+            // The C and Go tests hand every event they saw to the one schema check.
+            let events = match serde_json::from_slice::<Value>(&request.body) {
+                Ok(Value::Array(events)) => events,
+                Ok(_) => return error(400, "mock: check-events takes a JSON array of events".to_owned()),
+                Err(e) => return error(400, format!("mock: check-events body is not JSON: {e}")),
+            };
+            match crate::events::check_events(&events) {
+                Ok(checked) => Reply::json(200, &json!({ "checked": checked })),
+                Err(e) => error(422, e),
+            }
+        }
         (method, path) => error(
             404,
             format!(
-                "mock: no control endpoint {method} {path} (POST /__mock/push, GET /__mock/requests, POST /__mock/reset, POST /__mock/validation, GET /__mock/builders)"
+                "mock: no control endpoint {method} {path} (POST /__mock/push, GET /__mock/requests, POST /__mock/reset, POST /__mock/validation, GET /__mock/builders, POST /__mock/check-events)"
             ),
         ),
     }

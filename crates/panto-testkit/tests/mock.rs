@@ -842,6 +842,37 @@ async fn control_push_names_what_is_wrong() {
 }
 
 #[tokio::test]
+async fn control_check_events_validates_against_the_schema() {
+    let server = MockServer::start().await;
+    let client = reqwest::Client::new();
+    let check = |body: &'static str| {
+        client
+            .post(format!("{}/__mock/check-events", server.base_url()))
+            .body(body)
+            .send()
+    };
+    let good = check(r#"[{"type":"text_delta","index":0,"text":"Hi"},{"type":"compaction_start","tokens_before":3}]"#)
+        .await
+        .expect("send");
+    assert_eq!(good.status(), 200);
+    assert_eq!(json_of(good).await, json!({"checked": 2}));
+    let bad =
+        check(r#"[{"type":"text_delta","index":0,"text":"Hi"},{"type":"tool_input_delta","index":1,"text":"{"}]"#)
+            .await
+            .expect("send");
+    assert_eq!(bad.status(), 422);
+    let error = json_of(bad).await;
+    let message = error["error"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("event 2 of the stream") && message.contains("\"partial_json\" is a required property"),
+        "{error}"
+    );
+    let not_a_list = check(r#"{"type":"text_delta"}"#).await.expect("send");
+    assert_eq!(not_a_list.status(), 400);
+    assert!(server.requests().is_empty(), "control requests are not recorded");
+}
+
+#[tokio::test]
 async fn the_binary_prints_its_port_and_serves_pushed_replies() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_panto-mock"))
         .stdin(Stdio::piped())

@@ -73,7 +73,8 @@ func (a *Agent) Usage() (Usage, error) {
 // EventKind is one of the PANTO_EVENT_* kinds.
 type EventKind int
 
-// The event kinds; see docs/ffi.md for each payload.
+// The event kinds, one per event JSON type (docs/ffi.md numbers them, docs/events.md defines
+// each type's fields). Later versions add kinds: ignore those you do not know.
 const (
 	BlockStart         = EventKind(C.PANTO_EVENT_BLOCK_START)
 	TextDelta          = EventKind(C.PANTO_EVENT_TEXT_DELTA)
@@ -89,10 +90,23 @@ const (
 	TurnComplete       = EventKind(C.PANTO_EVENT_TURN_COMPLETE)
 )
 
-// Event is one step of a turn: its kind and JSON payload.
+// Event is one step of a turn: its kind, its JSON type and the JSON itself, which is panto's
+// one event JSON (docs/events.md), the object stream-json prints for the same event.
 type Event struct {
 	Kind EventKind
+	// Type is the JSON's "type", e.g. "text_delta"; it names the event also when Kind is one
+	// this package does not know.
+	Type string
 	JSON json.RawMessage
+}
+
+// newEvent reads the type of an event's JSON.
+func newEvent(kind EventKind, raw string) Event {
+	var tag struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal([]byte(raw), &tag) // libpanto's JSON always has a string type
+	return Event{Kind: kind, Type: tag.Type, JSON: json.RawMessage(raw)}
 }
 
 // Text is the text of a TextDelta or ThinkingDelta event, "" for other kinds.
@@ -153,10 +167,7 @@ func (r *Run) pump(ctx context.Context) {
 		case C.PANTO_END:
 			return
 		case C.PANTO_OK:
-			event := Event{
-				Kind: EventKind(C.panto_event_kind(ev)),
-				JSON: json.RawMessage(C.GoString(C.panto_event_json(ev))),
-			}
+			event := newEvent(EventKind(C.panto_event_kind(ev)), C.GoString(C.panto_event_json(ev)))
 			C.panto_event_free(ev)
 			select {
 			case r.events <- event:

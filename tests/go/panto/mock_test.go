@@ -125,3 +125,19 @@ func mockConfig(t *testing.T) *Config {
 	}
 	return cfg
 }
+
+// checkEvents has the mock validate events against docs/events.schema.json (POST
+// /__mock/check-events, the validator every Rust test uses); a mismatch fails the test with the
+// event and the field at fault.
+func checkEvents(t *testing.T, events []Event) {
+	t.Helper()
+	all := make([]json.RawMessage, len(events))
+	for i, ev := range events {
+		all[i] = ev.JSON
+	}
+	body, err := json.Marshal(all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	control(t, "POST", "/__mock/check-events", string(body))
+}

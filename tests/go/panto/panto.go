@@ -14,7 +14,7 @@
 //	defer agent.Close()
 //	run, _ := agent.Run(ctx, "Hello")
 //	for ev := range run.Events() {
-//	    fmt.Print(ev.Text())
+//	    fmt.Print(ev.Text()) // ev.Type, ev.JSON: docs/events.md
 //	}
 //	if err := run.Err(); err != nil { ... }
 //

@@ -43,14 +43,47 @@ func fixture(t *testing.T) *Agent {
 	return agent
 }
 
-// collect reads a run to its end.
-func collect(run *Run) (text string, kinds []EventKind) {
+// kindTypes is the JSON type of each kind (docs/ffi.md).
+var kindTypes = map[EventKind]string{
+	BlockStart:         "block_start",
+	TextDelta:          "text_delta",
+	ThinkingDelta:      "thinking_delta",
+	ToolInputDelta:     "tool_input_delta",
+	BlockComplete:      "block_complete",
+	MessageComplete:    "message_complete",
+	ToolStart:          "tool_start",
+	ToolComplete:       "tool_complete",
+	Retry:              "retry",
+	CompactionStart:    "compaction_start",
+	CompactionComplete: "compaction_complete",
+	TurnComplete:       "turn_complete",
+}
+
+// collect reads a run to its end. Every event must carry the JSON type of its kind and match
+// docs/events.schema.json (checked by the mock, with the validator the Rust tests use).
+func collect(t *testing.T, run *Run) (text string, events []Event) {
+	t.Helper()
 	var b strings.Builder
 	for ev := range run.Events() {
-		kinds = append(kinds, ev.Kind)
+		events = append(events, ev)
 		b.WriteString(ev.Text())
 	}
-	return b.String(), kinds
+	for i, ev := range events {
+		if want, ok := kindTypes[ev.Kind]; !ok || ev.Type != want {
+			t.Errorf("event %d: kind %d has type %q, want %q: %s", i+1, ev.Kind, ev.Type, want, ev.JSON)
+		}
+	}
+	checkEvents(t, events)
+	return b.String(), events
+}
+
+// kinds lists the kinds of events, in order.
+func kinds(events []Event) []EventKind {
+	out := make([]EventKind, len(events))
+	for i, ev := range events {
+		out[i] = ev.Kind
+	}
+	return out
 }
 
 func TestVersion(t *testing.T) {
@@ -69,15 +102,23 @@ func TestTurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, kinds := collect(run)
+	text, events := collect(t, run)
 	if err := run.Err(); err != nil {
 		t.Fatal(err)
 	}
 	if text != "Hello from Go's mock." {
 		t.Errorf("text %q", text)
 	}
-	if kinds[0] != BlockStart || kinds[len(kinds)-1] != TurnComplete {
-		t.Errorf("kinds %v", kinds)
+	if events[0].Kind != BlockStart || events[len(events)-1].Kind != TurnComplete {
+		t.Errorf("kinds %v", kinds(events))
+	}
+	var start struct {
+		Index int
+		Kind  string
+		Tool  *struct{ ID, Name string }
+	}
+	if err := json.Unmarshal(events[0].JSON, &start); err != nil || start.Kind != "text" || start.Tool != nil {
+		t.Errorf("block_start %s (%v)", events[0].JSON, err)
 	}
 	usage, err := agent.Usage()
 	if err != nil {
@@ -136,12 +177,38 @@ func TestTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, kinds := collect(run)
+	text, events := collect(t, run)
 	if err := run.Err(); err != nil {
 		t.Fatal(err)
 	}
 	if text != "Sunny." || atomic.LoadInt32(&calls) != 2 {
-		t.Errorf("text %q, %d calls, kinds %v", text, calls, kinds)
+		t.Errorf("text %q, %d calls, kinds %v", text, calls, kinds(events))
+	}
+	// The first call streams as a block naming the call, then fragments of its arguments.
+	var arguments strings.Builder
+	toolIndex := -1
+	for _, ev := range events {
+		var payload struct {
+			Index       int
+			Tool        *struct{ ID, Name string }
+			PartialJSON string `json:"partial_json"`
+		}
+		if err := json.Unmarshal(ev.JSON, &payload); err != nil {
+			t.Fatalf("%s: %v", ev.JSON, err)
+		}
+		switch {
+		case ev.Kind == BlockStart && toolIndex < 0 && payload.Tool != nil:
+			if payload.Tool.ID != "toolu_g1" || payload.Tool.Name != "get_weather" {
+				t.Errorf("block_start %s", ev.JSON)
+			}
+			toolIndex = payload.Index
+		case ev.Kind == ToolInputDelta && payload.Index == toolIndex:
+			arguments.WriteString(payload.PartialJSON)
+		}
+	}
+	var input struct{ City string }
+	if err := json.Unmarshal([]byte(arguments.String()), &input); err != nil || input.City != "Paris" {
+		t.Errorf("the argument fragments %q (%v)", arguments.String(), err)
 	}
 	reqs := requests(t)
 	if len(reqs) != 2 {
@@ -181,7 +248,7 @@ func TestResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	collect(run)
+	collect(t, run)
 	if err := run.Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -250,7 +317,7 @@ func TestResumeChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if text, _ := collect(run); text != "42." || run.Err() != nil {
+	if text, _ := collect(t, run); text != "42." || run.Err() != nil {
 		t.Fatalf("text %q, err %v", text, run.Err())
 	}
 	t.Log("resumed " + session.ID())
@@ -271,7 +338,7 @@ func TestCancel(t *testing.T) {
 		t.Errorf("a second run gave %v", err)
 	}
 	time.AfterFunc(100*time.Millisecond, cancel)
-	collect(run)
+	collect(t, run)
 	if !HasCode(run.Err(), CodeCancelled) {
 		t.Fatalf("expected a cancellation, got %v", run.Err())
 	}
@@ -306,7 +373,7 @@ func TestCancel(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 		close(release)
 	}()
-	collect(run)
+	collect(t, run)
 	if !HasCode(run.Err(), CodeCancelled) {
 		t.Fatalf("expected a cancellation, got %v", run.Err())
 	}
@@ -320,7 +387,7 @@ func TestCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if text, _ := collect(run); text != "Back." || run.Err() != nil {
+	if text, _ := collect(t, run); text != "Back." || run.Err() != nil {
 		t.Fatalf("text %q, err %v", text, run.Err())
 	}
 }

@@ -189,8 +189,8 @@ mod tests {
         );
         assert_eq!(line_type(br#"{"type":"tool_start","id":"a"}"#), Some("tool_start"));
         assert_eq!(
-            line_type(br#"{"text":"\"type\":\"tool_start\"","type":"delta"}"#),
-            Some("delta")
+            line_type(br#"{"text":"\"type\":\"tool_start\"","type":"text_delta"}"#),
+            Some("text_delta")
         );
         assert_eq!(line_type(b"{}"), None);
         assert_eq!(line_type(br#"{"type":"bookmark"}"#), None);

@@ -15,7 +15,7 @@
 
 use std::collections::BTreeMap;
 
-use panto_core::{ContentBlock, Message, Role, StopReason, ToolResultContent, Usage};
+use panto_core::{ContentBlock, Event, Message, Role, StopReason, ToolResultContent, Usage};
 use serde_json::Value;
 
 /// One tool call's outcome as the run reported it.
@@ -75,7 +75,9 @@ impl Transcript {
             return "starting up";
         }
         match self.last_type.as_deref() {
-            Some("block_start" | "delta" | "block_complete" | "retry") => "streaming a reply",
+            Some("block_start" | "text_delta" | "thinking_delta" | "tool_input_delta" | "block_complete" | "retry") => {
+                "streaming a reply"
+            }
             Some("message_complete") => match self.committed.last().and_then(|m| m.stop_reason.as_ref()) {
                 Some(StopReason::ToolUse) => "between a message and its tools",
                 _ => "after the last message",
@@ -96,11 +98,13 @@ impl Transcript {
     }
 }
 
-/// Every line type docs/cli.md defines.
+/// Every line type docs/cli.md and docs/events.md define.
 pub const EVENT_TYPES: &[&str] = &[
     "session",
     "block_start",
-    "delta",
+    "text_delta",
+    "thinking_delta",
+    "tool_input_delta",
     "block_complete",
     "message_complete",
     "tool_start",
@@ -116,7 +120,9 @@ pub const EVENT_TYPES: &[&str] = &[
 /// the batch's result message was persisted first.
 const PROGRESS: &[&str] = &[
     "block_start",
-    "delta",
+    "text_delta",
+    "thinking_delta",
+    "tool_input_delta",
     "block_complete",
     "message_complete",
     "retry",
@@ -166,10 +172,22 @@ pub fn parse(stdout: &[u8]) -> Result<Transcript, String> {
                 .get(name)
                 .ok_or_else(|| format!("stream-json line {line_no} ({kind}) lacks \"{name}\": {line}"))
         };
+        if !matches!(kind.as_str(), "session" | "result") {
+            // Every event line must read as panto-core's Event (docs/events.md, this version).
+            serde_json::from_value::<Event>(value.clone())
+                .map_err(|e| format!("stream-json line {line_no} is not an event of this version ({e}): {line}"))?;
+        }
         match kind.as_str() {
             "session" => {
                 if line_no != 1 {
                     return Err(format!("stream-json line {line_no}: the session line must come first"));
+                }
+                let version = field("version")?;
+                if version.as_u64() != Some(u64::from(panto_core::EVENT_SCHEMA_VERSION)) {
+                    return Err(format!(
+                        "stream-json version {version}, but this harness reads version {}",
+                        panto_core::EVENT_SCHEMA_VERSION
+                    ));
                 }
                 t.session_id = Some(
                     field("session_id")?
@@ -268,7 +286,7 @@ fn str_field(v: &Value, line_no: usize, name: &str) -> Result<String, String> {
 mod tests {
     use super::*;
 
-    const SESSION: &str = r#"{"type":"session","session_id":"01a2","persisted":true,"resumed":false,"model":"m","alias":null,"api_style":"anthropic-messages"}"#;
+    const SESSION: &str = r#"{"type":"session","version":2,"session_id":"01a2","persisted":true,"resumed":false,"model":"m","alias":null,"api_style":"anthropic-messages"}"#;
 
     fn lines(ls: &[&str]) -> Vec<u8> {
         let mut out = String::new();
@@ -283,8 +301,8 @@ mod tests {
     fn message_complete_rebuilds_the_message_from_its_blocks() {
         let out = lines(&[
             SESSION,
-            r#"{"type":"block_start","index":0,"kind":"text"}"#,
-            r#"{"type":"delta","index":0,"kind":"text","text":"Hi"}"#,
+            r#"{"type":"block_start","index":0,"kind":"text","tool":null}"#,
+            r#"{"type":"text_delta","index":0,"text":"Hi"}"#,
             r#"{"type":"block_complete","index":1,"block":{"type":"tool_use","id":"t1","name":"bash","input":{"command":"ls"}}}"#,
             r#"{"type":"block_complete","index":0,"block":{"type":"text","text":"Hi"}}"#,
             r#"{"type":"message_complete","usage":{"input_tokens":5,"output_tokens":2,"cache_read_tokens":0,"cache_write_tokens":0},"stop_reason":"tool_use"}"#,
@@ -353,7 +371,7 @@ mod tests {
     fn a_torn_last_line_is_set_aside() {
         let mut out = lines(&[
             SESSION,
-            r#"{"type":"compaction_complete","tokens_before":9,"tokens_after":2}"#,
+            r#"{"type":"compaction_complete","tokens_before":9,"tokens_after":2,"usage":null}"#,
         ]);
         out.extend_from_slice(br#"{"type":"message_compl"#);
         let t = parse(&out).unwrap();
@@ -369,7 +387,7 @@ mod tests {
         assert_eq!(at(&[]), "starting up");
         assert_eq!(at(&[SESSION]), "waiting for the first reply");
         assert_eq!(
-            at(&[SESSION, r#"{"type":"delta","index":0,"kind":"text","text":"a"}"#]),
+            at(&[SESSION, r#"{"type":"text_delta","index":0,"text":"a"}"#]),
             "streaming a reply"
         );
         let tool_use = r#"{"type":"message_complete","usage":null,"stop_reason":"tool_use"}"#;
@@ -411,7 +429,23 @@ mod tests {
         assert!(err.contains("line 2") && err.contains("type"), "{err}");
         let err = parse(&lines(&[r#"{"type":"message_complete","stop_reason":"end_turn"}"#])).unwrap_err();
         assert!(err.contains("lacks \"usage\""), "{err}");
-        let err = parse(&lines(&[r#"{"type":"delta"}"#, SESSION])).unwrap_err();
+        // An event line of another version (stream-json 1's `delta`) is named.
+        let err = parse(&lines(&[
+            SESSION,
+            r#"{"type":"delta","index":0,"kind":"text","text":"a"}"#,
+        ]))
+        .unwrap_err();
+        assert!(
+            err.contains("line 2 is not an event of this version") && err.contains("`delta`"),
+            "{err}"
+        );
+        let err = parse(&lines(&[r#"{"type":"text_delta","index":0,"text":"a"}"#, SESSION])).unwrap_err();
         assert!(err.contains("must come first"), "{err}");
+        let old = SESSION.replace(r#""version":2,"#, "");
+        let err = parse(&lines(&[&old])).unwrap_err();
+        assert!(err.contains("lacks \"version\""), "{err}");
+        let later = SESSION.replace(r#""version":2"#, r#""version":3"#);
+        let err = parse(&lines(&[&later])).unwrap_err();
+        assert!(err.contains("stream-json version 3"), "{err}");
     }
 }

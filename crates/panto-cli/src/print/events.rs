@@ -1,96 +1,44 @@
-//! The JSON shapes of print mode: one object per [`Event`] for `stream-json`, and the result
-//! object both JSON formats end with. docs/cli.md documents every field.
+//! The JSON lines of print mode: the `session` line stream-json starts with, and the result
+//! object both JSON formats end with. The lines between are events, which panto-core writes
+//! (`serde_json` of the `Event`, docs/events.md); docs/cli.md documents every field.
 
-use panto_core::{BlockKind, ContentDelta, Event, StopReason, Usage};
+use panto_core::{StopReason, Usage, EVENT_SCHEMA_VERSION};
 use serde_json::{json, Value};
 
 use crate::cost::dollars;
 
-fn kind_str(kind: &BlockKind) -> &'static str {
-    match kind {
-        BlockKind::Text => "text",
-        BlockKind::Thinking => "thinking",
-        BlockKind::RedactedThinking => "redacted_thinking",
-        BlockKind::ToolUse => "tool_use",
-        _ => "unknown",
-    }
+/// What stream-json's first line says about the session the turn runs in.
+#[derive(Debug, Clone)]
+pub struct SessionLine<'a> {
+    /// The session id.
+    pub session_id: &'a str,
+    /// Whether the session is persisted (false with `--no-session`).
+    pub persisted: bool,
+    /// Whether an existing session was resumed.
+    pub resumed: bool,
+    /// The wire model name.
+    pub model: &'a str,
+    /// The configured alias, if the model was picked by one.
+    pub alias: Option<&'a str>,
+    /// The API style, as the config file spells it.
+    pub api_style: &'a str,
 }
 
-/// The `stream-json` line of one event; `None` for event kinds this version does not know (the
-/// core's event set may grow).
-pub fn event_json(event: &Event) -> Option<Value> {
-    Some(match event {
-        Event::BlockStart { index, kind, tool } => {
-            let mut v = json!({"type": "block_start", "index": index, "kind": kind_str(kind)});
-            if let Some(tool) = tool {
-                v["tool"] = json!({"id": tool.id, "name": tool.name});
-            }
-            v
-        }
-        Event::Delta { index, delta } => {
-            let (kind, text) = match delta {
-                ContentDelta::Text(t) => ("text", t),
-                ContentDelta::Thinking(t) => ("thinking", t),
-                ContentDelta::ToolInput(t) => ("tool_input", t),
-                _ => return None,
-            };
-            json!({"type": "delta", "index": index, "kind": kind, "text": text})
-        }
-        Event::BlockComplete { index, block } => json!({
-            "type": "block_complete",
-            "index": index,
-            "block": serde_json::to_value(block).unwrap_or(Value::Null),
-        }),
-        Event::MessageComplete { usage, stop_reason } => json!({
-            "type": "message_complete",
-            "usage": usage,
-            "stop_reason": stop_reason.as_str(),
-        }),
-        Event::ToolDispatchStart { id, name, input } => json!({
-            "type": "tool_start", "id": id, "name": name, "input": input,
-        }),
-        Event::ToolDispatchComplete {
-            id,
-            name,
-            content,
-            is_error,
-        } => json!({
-            "type": "tool_complete",
-            "id": id,
-            "name": name,
-            "content": serde_json::to_value(content).unwrap_or(Value::Null),
-            "is_error": is_error,
-        }),
-        Event::ProviderRetry(info) => json!({
-            "type": "retry",
-            "attempt": info.attempt,
-            "delay_ms": u64::try_from(info.delay.as_millis()).unwrap_or(u64::MAX),
-            "reason": info.reason,
-            "discard_partial": info.discard_partial,
-        }),
-        Event::CompactionStart { tokens_before } => json!({
-            "type": "compaction_start", "tokens_before": tokens_before,
-        }),
-        Event::CompactionComplete {
-            tokens_before,
-            tokens_after,
-            usage,
-        } => json!({
-            "type": "compaction_complete", "tokens_before": tokens_before, "tokens_after": tokens_after,
-            "usage": usage,
-        }),
-        Event::TurnComplete {
-            usage,
-            steps,
-            stop_reason,
-        } => json!({
-            "type": "turn_complete",
-            "usage": usage,
-            "steps": steps,
-            "stop_reason": stop_reason.as_str(),
-        }),
-        _ => return None,
-    })
+impl SessionLine<'_> {
+    /// The `session` object. `version` is the version of the event JSON and of these lines
+    /// (docs/events.md): a reader checks it before it reads on.
+    pub fn to_json(&self) -> Value {
+        json!({
+            "type": "session",
+            "version": EVENT_SCHEMA_VERSION,
+            "session_id": self.session_id,
+            "persisted": self.persisted,
+            "resumed": self.resumed,
+            "model": self.model,
+            "alias": self.alias,
+            "api_style": self.api_style,
+        })
+    }
 }
 
 /// What a finished (or failed) print-mode turn reports.
@@ -138,39 +86,23 @@ impl TurnResult {
 
 #[cfg(test)]
 mod tests {
-    use panto_core::{ContentBlock, ToolDetails};
-
     use super::*;
 
     #[test]
-    fn events_map_to_typed_lines() {
-        let v = event_json(&Event::BlockStart {
-            index: 1,
-            kind: BlockKind::ToolUse,
-            tool: Some(ToolDetails {
-                id: "t".into(),
-                name: "bash".into(),
-            }),
-        })
-        .unwrap();
+    fn the_session_line_carries_the_event_json_version() {
+        let v = SessionLine {
+            session_id: "s",
+            persisted: false,
+            resumed: true,
+            model: "m",
+            alias: Some("fast"),
+            api_style: "openai-chat",
+        }
+        .to_json();
         assert_eq!(
             v,
-            json!({"type": "block_start", "index": 1, "kind": "tool_use", "tool": {"id": "t", "name": "bash"}})
-        );
-        let v = event_json(&Event::BlockComplete {
-            index: 0,
-            block: ContentBlock::text("hi"),
-        })
-        .unwrap();
-        assert_eq!(v["block"], json!({"type": "text", "text": "hi"}));
-        let v = event_json(&Event::MessageComplete {
-            usage: None,
-            stop_reason: StopReason::ToolUse,
-        })
-        .unwrap();
-        assert_eq!(
-            v,
-            json!({"type": "message_complete", "usage": null, "stop_reason": "tool_use"})
+            json!({"type": "session", "version": 2, "session_id": "s", "persisted": false, "resumed": true,
+                   "model": "m", "alias": "fast", "api_style": "openai-chat"})
         );
     }
 

@@ -1,8 +1,9 @@
 //! Print mode: `panto -p PROMPT` runs one turn and prints the outcome for a script.
 //!
 //! `text` prints the final assistant text; `json` prints one result object; `stream-json` prints
-//! a `session` line, one line per event as it happens (flushed at once, so a `message_complete`
-//! line means that message is persisted), and a closing `result` line. Any failure also prints a
+//! a `session` line (with the event JSON's `version`), one line per event as it happens, in
+//! panto-core's event JSON (flushed at once, so a `message_complete` line means that message is
+//! persisted), and a closing `result` line. Any failure also prints a
 //! one-line reason on stderr and exits non-zero.
 //!
 //! On a terminal, the answer is neutralised like everything else ([`crate::safe`]), and JSON lines
@@ -17,14 +18,14 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use panto_core::{Event, Role, UserMessage};
-use serde_json::{json, Value};
+use serde::Serialize;
 
 use crate::attach;
 use crate::exit::Failure;
 use crate::setup::{self, Launch};
 use crate::tools::{Approval, Gate};
 use crate::OutputFormat;
-use events::{event_json, TurnResult};
+use events::{SessionLine, TurnResult};
 
 /// The approval mode of print mode: read-only unless `--approve auto`. `ask` has nobody to ask.
 pub fn approval(flag: Option<Approval>) -> Result<Approval, Failure> {
@@ -37,12 +38,16 @@ pub fn approval(flag: Option<Approval>) -> Result<Approval, Failure> {
     }
 }
 
-/// Writes one line to stdout and flushes it. A closed stdout (the reader went away) is not an
-/// error worth more output.
-fn emit(value: &Value) {
+/// Writes one JSON line to stdout and flushes it. A closed stdout (the reader went away) is not
+/// an error worth more output. On a terminal the line goes through the neutraliser (control
+/// characters as JSON escapes, the values unchanged); to a pipe it is serde's bytes.
+fn emit(value: &impl Serialize) {
+    // Neither a Value nor an Event can fail to serialise (no map has non-string keys).
+    let Ok(line) = serde_json::to_string(value) else {
+        return;
+    };
     let stdout = std::io::stdout();
     let terminal = stdout.is_terminal();
-    let line = value.to_string();
     let mut out = stdout.lock();
     if terminal {
         let _ = writeln!(out, "{}", crate::safe::json_for_terminal(&line));
@@ -109,15 +114,17 @@ pub async fn run(
         error: None,
     };
     if format == OutputFormat::StreamJson {
-        emit(&json!({
-            "type": "session",
-            "session_id": result.session_id,
-            "persisted": result.persisted,
-            "resumed": ready.resumed,
-            "model": ready.selection.model,
-            "alias": ready.selection.alias,
-            "api_style": ready.selection.provider.api_style.as_str(),
-        }));
+        emit(
+            &SessionLine {
+                session_id: &result.session_id,
+                persisted: result.persisted,
+                resumed: ready.resumed,
+                model: &ready.selection.model,
+                alias: ready.selection.alias.as_deref(),
+                api_style: ready.selection.provider.api_style.as_str(),
+            }
+            .to_json(),
+        );
     }
 
     let outcome = {
@@ -138,9 +145,8 @@ pub async fn run(
                         result.stop_reason = Some(stop_reason.clone());
                     }
                     if format == OutputFormat::StreamJson {
-                        if let Some(line) = event_json(&event) {
-                            emit(&line);
-                        }
+                        // Every event, as panto-core writes it (docs/events.md).
+                        emit(&event);
                     }
                 }
                 Ok(None) => break Ok(()),

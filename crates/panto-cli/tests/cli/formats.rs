@@ -5,7 +5,22 @@ use panto_testkit::script::AnthropicScript;
 use panto_testkit::{script, MockServer, Reply};
 use serde_json::Value;
 
-use super::support::Home;
+use super::support::{Home, Run};
+
+/// The lines of a stream-json run, after checking its frame: a `session` line carrying the event
+/// JSON's version first, a `result` line last, and every line between an event that matches
+/// docs/events.schema.json.
+fn stream_json_lines(out: &Run) -> Vec<Value> {
+    let lines = out.json_lines();
+    assert_eq!(lines[0]["type"], "session", "{}", out.stdout);
+    assert_eq!(lines[0]["version"], panto_core::EVENT_SCHEMA_VERSION, "{}", lines[0]);
+    let last = lines.last().unwrap();
+    assert_eq!(last["type"], "result", "{}", out.stdout);
+    for event in &lines[1..lines.len() - 1] {
+        panto_testkit::assert_event(event);
+    }
+    lines
+}
 
 fn usage(input: u64, output: u64) -> Usage {
     Usage {
@@ -63,10 +78,8 @@ async fn stream_json_prints_every_event_between_session_and_result() {
         .run(&["-p", "read a.txt", "--output-format", "stream-json"], None)
         .await;
     out.ok();
-    let lines = out.json_lines();
+    let lines = stream_json_lines(&out);
     let types: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
-    assert_eq!(types.first(), Some(&"session"));
-    assert_eq!(types.last(), Some(&"result"));
     let session_id = lines[0]["session_id"].as_str().unwrap();
     assert_eq!(lines.last().unwrap()["session_id"], session_id);
     assert_eq!(lines[0]["resumed"], false);
@@ -86,10 +99,27 @@ async fn stream_json_prints_every_event_between_session_and_result() {
     assert!(tool_done["content"][0]["text"].as_str().unwrap().contains("apples"));
     let text: String = lines
         .iter()
-        .filter(|l| l["type"] == "delta" && l["kind"] == "text")
+        .filter(|l| l["type"] == "text_delta")
         .map(|l| l["text"].as_str().unwrap())
         .collect();
     assert_eq!(text, "Reading.It holds apples.");
+    // The tool call streams as a block with its id and name, then fragments of its arguments.
+    let tool_block = lines
+        .iter()
+        .find(|l| l["type"] == "block_start" && l["kind"] == "tool_use")
+        .expect("a tool_use block_start");
+    assert_eq!(tool_block["tool"], serde_json::json!({"id": "call_1", "name": "read"}));
+    let text_block = lines
+        .iter()
+        .find(|l| l["type"] == "block_start" && l["kind"] == "text")
+        .expect("a text block_start");
+    assert_eq!(text_block["tool"], Value::Null);
+    let arguments: String = lines
+        .iter()
+        .filter(|l| l["type"] == "tool_input_delta" && l["index"] == tool_block["index"])
+        .map(|l| l["partial_json"].as_str().unwrap())
+        .collect();
+    assert_eq!(arguments, r#"{"path":"a.txt"}"#);
     let order = |t: &str| types.iter().position(|x| *x == t).unwrap();
     assert!(order("block_start") < order("message_complete"));
     assert!(order("message_complete") < order("tool_start"));
@@ -115,8 +145,7 @@ async fn stream_json_ends_with_an_error_result_on_failure() {
     home.anthropic(&server);
     let out = home.run(&["-p", "hi", "--output-format", "stream-json"], None).await;
     assert_eq!(out.code, Some(1));
-    let lines = out.json_lines();
-    assert_eq!(lines[0]["type"], "session");
+    let lines = stream_json_lines(&out);
     let last: &Value = lines.last().unwrap();
     assert_eq!(last["type"], "result");
     assert_eq!(last["is_error"], true);
@@ -159,6 +188,9 @@ async fn ctrl_c_in_print_mode_exits_130_and_keeps_what_streamed() {
     }
     let status = child.wait().await.unwrap();
     assert_eq!(status.code(), Some(130));
+    for line in &seen[1..seen.len() - 1] {
+        panto_testkit::assert_event(&serde_json::from_str(line).unwrap());
+    }
     let result: Value = serde_json::from_str(seen.last().unwrap()).unwrap();
     assert_eq!(result["type"], "result");
     assert_eq!(result["is_error"], true);

@@ -1,11 +1,22 @@
-//! The typed events a [`Stream`](crate::Stream) yields.
+//! The typed events a [`Stream`](crate::Stream) yields, and their one JSON form (`json`).
+
+mod json;
+#[cfg(test)]
+mod tests;
 
 use std::time::Duration;
 
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
 use crate::conversation::{ContentBlock, StopReason, ToolResultContent, Usage};
 
-/// The kind of a content block as it starts streaming.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub use json::{event_schema, EVENT_SCHEMA_VERSION};
+
+/// The kind of a content block as it starts streaming. In JSON: `text`, `thinking`,
+/// `redacted_thinking`, `tool_use` (the `type` of the finished [`ContentBlock`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum BlockKind {
     /// Text.
@@ -45,6 +56,11 @@ pub struct RetryInfo {
 }
 
 /// One step of progress in a turn.
+///
+/// Its serde form is panto's one event JSON (docs/events.md, schema [`event_schema`]): what
+/// stream-json prints, what the C ABI hands out and what Go reads. Variants and JSON `type`s
+/// correspond one to one, except [`Event::Delta`], which is `text_delta`, `thinking_delta` or
+/// `tool_input_delta` after its [`ContentDelta`].
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Event {
@@ -127,8 +143,8 @@ pub enum Event {
     },
 }
 
-/// The identity of a tool call announced in [`Event::BlockStart`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The identity of a tool call announced in [`Event::BlockStart`]; in JSON `{"id", "name"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct ToolDetails {
     /// The call id.
     pub id: String,
