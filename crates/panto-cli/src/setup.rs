@@ -96,18 +96,10 @@ pub fn store_place(url: Option<&str>, dir: Option<&Path>) -> String {
 }
 
 /// `postgres://user:secret@host/db` as `postgres://user:***@host/db`: a database password is as
-/// secret as an API key and must not reach a terminal or a log.
+/// secret as an API key and must not reach a terminal or a log. The store's own rule, which
+/// also hides a password holding `@`, `:` or `/`, and a `password=` parameter.
 pub fn redact_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let Some((credentials, host)) = rest.split_once('@') else {
-        return url.to_owned();
-    };
-    match credentials.split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
-        None => url.to_owned(),
-    }
+    panto_store_postgres::redact_connection_string(url)
 }
 
 /// Finds the session `choice` names and loads its conversation (`None` for a new session).
@@ -287,6 +279,7 @@ mod tests {
             "postgres://panto@db/panto"
         );
         assert!(!store_place(Some("postgres://u:pw@h/d"), Some(Path::new("/x"))).contains("pw"));
+        assert_eq!(redact_password("postgres://u:p@ss:w/rd@h/d"), "postgres://u:***@h/d");
         assert_eq!(store_place(None, None), "(no session store)");
     }
 }
