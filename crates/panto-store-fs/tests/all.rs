@@ -9,6 +9,7 @@ mod fs {
     mod contract;
     mod corrupt;
     mod format;
+    mod hostile;
     mod listing;
     mod locking;
     mod permissions;
