@@ -58,8 +58,13 @@ pub struct Ready {
     pub notes: Vec<String>,
 }
 
-/// The filesystem store over `dir`. Creates nothing until the first append.
+/// The filesystem store over `dir`. Creates nothing until the first append. What makes the
+/// directory unsafe to trust (others can write it, links or FIFOs named like sessions) is said
+/// on stderr, once per run: every command opens its store once.
 pub fn open_fs_store(dir: &Path) -> Arc<FileSystemJSONLStore> {
+    for warning in panto_store_fs::check_dir(dir) {
+        eprintln!("panto: warning: {warning}");
+    }
     FileSystemJSONLStore::new(dir)
 }
 

@@ -10,6 +10,7 @@ mod print_tools;
 mod repl;
 mod resume;
 mod sessions;
+mod store_dir;
 mod support;
 
 /// The throwaway PostgreSQL server of panto-store-postgres's own tests, shared by path so there
