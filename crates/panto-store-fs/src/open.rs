@@ -19,7 +19,8 @@ use panto_core::{Error, Result};
 use crate::scan::io_error;
 
 /// The flags every session file is opened with: the last path component must not be a link,
-/// and opening a FIFO returns at once instead of waiting for its other end.
+/// and opening a FIFO returns at once instead of waiting for its other end. `O_NONBLOCK` stays
+/// set on the descriptor, which is harmless: reads and writes of a regular file ignore it.
 fn flags() -> i32 {
     (OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK).bits()
 }
