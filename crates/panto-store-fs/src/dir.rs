@@ -11,6 +11,8 @@ use std::io;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use panto_core::validate_session_id;
+
 use crate::open::{describe_kind, SYMLINK};
 use crate::EXTENSION;
 
@@ -37,8 +39,9 @@ pub enum DirWarning {
         /// The effective uid of this process.
         user: u32,
     },
-    /// A `*.jsonl` entry that is not a regular file (a symbolic link, a FIFO, a device, a
-    /// directory): no session is read from it or written to it, and listing reports it.
+    /// A `<session id>.jsonl` entry that is not a regular file (a symbolic link, a FIFO, a
+    /// device, a directory): no session is read from it or written to it, and listing reports
+    /// it.
     NotRegularFile {
         /// The entry.
         path: PathBuf,
@@ -100,7 +103,7 @@ impl fmt::Display for DirWarning {
 }
 
 /// Checks the session directory `dir` before a store reads it: whether anyone but this process's
-/// user can write it, and whether any `*.jsonl` name in it is not a regular file.
+/// user can write it, and whether any `<session id>.jsonl` in it is not a regular file.
 ///
 /// Returns nothing for a directory that does not exist yet (the store creates it `0700`), and
 /// nothing for what it cannot read: the store's own operations report those errors. The cost
@@ -140,11 +143,20 @@ pub fn check_dir(dir: &Path) -> Vec<DirWarning> {
     warnings
 }
 
-/// A warning for `entry` when it is named `*.jsonl` and is not a regular file. The type comes
-/// from the directory listing itself (`d_type`), so a regular file costs no system call.
+/// A warning for `entry` when it is named `<session id>.jsonl` and is not a regular file. The
+/// type comes from the directory listing itself (`d_type`), so a regular file costs no system
+/// call. Other names are never read as sessions (listing reports them), and a name that is a
+/// session id cannot hold a control character that would reach the user's terminal.
 fn not_regular_entry(entry: std::fs::DirEntry) -> io::Result<Option<DirWarning>> {
     let path = entry.path();
     if path.extension().and_then(|e| e.to_str()) != Some(EXTENSION) {
+        return Ok(None);
+    }
+    let named_like_a_session = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .is_some_and(|stem| validate_session_id(stem).is_ok());
+    if !named_like_a_session {
         return Ok(None);
     }
     let kind = entry.file_type()?;

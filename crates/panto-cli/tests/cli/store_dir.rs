@@ -10,7 +10,10 @@ use super::support::{all_text, body, Home};
 
 /// Makes a FIFO at `path` (with the system's `mkfifo`).
 fn mkfifo(path: &Path) {
-    let status = std::process::Command::new("mkfifo").arg(path).status().expect("mkfifo runs");
+    let status = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("mkfifo runs");
     assert!(status.success(), "mkfifo {}", path.display());
 }
 
@@ -42,7 +45,11 @@ async fn a_fifo_named_like_a_session_hangs_neither_listing_nor_continuing() {
     // Resuming it by id says what it is.
     let out = home.run(&["-r", &fifo_id, "-p", "x"], None).await;
     assert_eq!(out.code, Some(1), "{out:?}");
-    assert!(named(&out.stderr) && out.stderr.contains("not a regular file"), "{}", out.stderr);
+    assert!(
+        named(&out.stderr) && out.stderr.contains("not a regular file"),
+        "{}",
+        out.stderr
+    );
     assert_eq!(server.requests().len(), 2);
 }
 

@@ -70,6 +70,9 @@ async fn a_fifo_named_like_a_session_is_reported_and_never_waited_on() {
     use std::os::unix::fs::FileTypeExt;
     assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
 
+    // A name that is not a session id is never read as one, and is not repeated to the user
+    // (it could hold terminal control sequences).
+    nix::unistd::mkfifo(&dir.path().join("notes\x1b[2J.jsonl"), Mode::from_bits_truncate(0o600)).unwrap();
     let warnings = check_dir(dir.path());
     assert_eq!(
         warnings,
