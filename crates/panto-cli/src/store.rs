@@ -109,6 +109,11 @@ impl OpenStore {
 
 /// The filesystem store over `dir`. Creates nothing until the first append.
 pub fn open_fs_store(dir: &Path) -> Arc<FileSystemJSONLStore> {
+    // What makes the directory unsafe to trust (others can write it, links or FIFOs named like
+    // sessions) is said on stderr, once per run: every command opens its store once.
+    for warning in panto_store_fs::check_dir(dir) {
+        eprintln!("panto: warning: {warning}");
+    }
     FileSystemJSONLStore::new(dir)
 }
 
@@ -147,18 +152,10 @@ pub fn ensure_session_dir(dir: &Path) -> Result<(), Failure> {
 }
 
 /// `postgres://user:secret@host/db` as `postgres://user:***@host/db`: a database password is as
-/// secret as an API key and must not reach a terminal or a log.
+/// secret as an API key and must not reach a terminal or a log. The store's own rule, which
+/// also hides a password holding `@`, `:` or `/`, and a `password=` parameter.
 pub fn redact_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let Some((credentials, host)) = rest.split_once('@') else {
-        return url.to_owned();
-    };
-    match credentials.split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
-        None => url.to_owned(),
-    }
+    panto_store_postgres::redact_connection_string(url)
 }
 
 #[cfg(test)]
@@ -177,6 +174,7 @@ mod tests {
         );
         let location = StoreLocation::new(Some("postgres://u:pw@h/d".into()), PathBuf::from("/x"));
         assert!(!location.place().contains("pw"));
+        assert_eq!(redact_password("postgres://u:p@ss:w/rd@h/d"), "postgres://u:***@h/d");
         assert_eq!(StoreLocation::Nowhere.place(), "(no session store)");
         assert_eq!(StoreLocation::new(None, PathBuf::from("/x")).place(), "/x");
     }

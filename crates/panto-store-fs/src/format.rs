@@ -14,6 +14,13 @@ use serde::{Deserialize, Serialize};
 /// The format version this crate writes and the only one it reads.
 pub(crate) const VERSION: u64 = 1;
 
+/// The longest line, in bytes without its `\n`, that a session file may hold: the writer
+/// refuses to write a longer one, and readers refuse to read one (naming the file, the line and
+/// its length) rather than hold it in memory. 64 MiB: above the request size providers accept
+/// (Anthropic's Messages API takes at most 32 MB), so no message a model could be sent is
+/// refused.
+pub const MAX_LINE: usize = 64 * 1024 * 1024;
+
 /// The `type` of the header line.
 pub(crate) const HEADER_TYPE: &str = "session";
 
@@ -161,6 +168,11 @@ pub(crate) fn corrupt(location: impl Into<String>, message: impl Into<String>) -
         location: location.into(),
         message: message.into(),
     }
+}
+
+/// What is wrong with a line of `len` bytes, longer than `max`.
+pub(crate) fn too_long(len: u64, max: usize) -> String {
+    format!("the line is {len} bytes long, over the maximum line size of {max} bytes")
 }
 
 /// `<path>:<line>`, the location of a bad line.

@@ -19,6 +19,13 @@
 //!   it off. A crash between creating a new session's file and its first write leaves an empty
 //!   file, which holds no session. A bad line anywhere else is [`Error::CorruptSession`] naming
 //!   the file and line.
+//! - The directory's contents are not trusted: a session file is opened only if it is a regular
+//!   file, never through a symbolic link, and never waiting on a FIFO; anything else is an error
+//!   naming the file and what it is (and [`SessionStore::list`] skips it). No line may exceed
+//!   [`MAX_LINE`] bytes: the writer refuses to write one and readers refuse to hold one, so a
+//!   damaged file costs bounded memory. [`check_dir`] finds what makes a directory unsafe (other
+//!   users can write it, it is not the user's, it holds links or FIFOs named like sessions),
+//!   for a program to show its user.
 //!
 //! The format is specified in `docs/session-format.md`.
 //!
@@ -61,9 +68,11 @@
 //! ```
 #![deny(missing_docs)]
 
+mod dir;
 mod format;
 mod json;
 mod log;
+mod open;
 mod scan;
 mod writer;
 
@@ -80,6 +89,8 @@ use panto_core::{
     SessionInfo, SessionStore,
 };
 
+pub use dir::{check_dir, DirWarning};
+pub use format::MAX_LINE;
 pub use writer::Durability;
 
 use crate::format::corrupt;

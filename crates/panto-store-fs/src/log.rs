@@ -25,7 +25,10 @@ use chrono::{DateTime, Utc};
 use panto_core::{compact_view, Message, Result, Role};
 use serde::Deserialize;
 
-use crate::format::{corrupt, line_location, parse_entry, parse_header, Activity, CompactionOnDisk, HeaderIn};
+use crate::format::{
+    corrupt, line_location, parse_entry, parse_header, too_long, Activity, CompactionOnDisk, HeaderIn, MAX_LINE,
+};
+use crate::open::open_for_reading;
 use crate::scan::{check_header_id, io_error};
 
 /// How many bytes each read of the first pass asks for; lines longer than this grow the buffer.
@@ -79,8 +82,22 @@ pub(crate) struct ParsedLog {
     pub committed: u64,
 }
 
+/// What [`Lines::next_line`] found.
+#[derive(Debug, PartialEq, Eq)]
+enum Next<'a> {
+    /// A whole line (without its `\n`) and its offset.
+    Line(u64, &'a [u8]),
+    /// A line longer than the maximum: its offset and its length. Its bytes were never held.
+    TooLong { offset: u64, len: u64 },
+    /// The end of the committed bytes.
+    End,
+}
+
 /// Splits a byte stream into `\n`-terminated lines through one reused buffer. Bytes after the
-/// last `\n` (a torn line) are never returned.
+/// last `\n` (a torn line) are never returned. The buffer grows to the longest line, and no
+/// further than `max` bytes: a longer line is skipped through a fixed-size scratch buffer and
+/// reported with its length, so a damaged file of one 2 GB line costs `max` bytes of memory,
+/// not 2 GB.
 struct Lines<R> {
     reader: R,
     buf: Vec<u8>,
@@ -94,24 +111,26 @@ struct Lines<R> {
     /// Stream offset of `buf[0]`.
     base: u64,
     eof: bool,
+    /// The longest line returned whole.
+    max: usize,
 }
 
 impl<R: Read> Lines<R> {
-    fn new(reader: R) -> Self {
+    fn new(reader: R, max: usize) -> Self {
         Lines {
             reader,
-            buf: vec![0; CHUNK],
+            buf: vec![0; CHUNK.min(max + 1)],
             start: 0,
             end: 0,
             scanned: 0,
             base: 0,
             eof: false,
+            max,
         }
     }
 
-    /// The next whole line (without `\n`) and its offset, or `None` at the end of the committed
-    /// bytes.
-    fn next_line(&mut self) -> io::Result<Option<(u64, &[u8])>> {
+    /// The next whole line, or a line too long to return, or the end of the committed bytes.
+    fn next_line(&mut self) -> io::Result<Next<'_>> {
         loop {
             let from = self.scanned.max(self.start);
             if let Some(i) = memchr::memchr(b'\n', &self.buf[from..self.end]) {
@@ -120,18 +139,55 @@ impl<R: Read> Lines<R> {
                 self.start = line_end + 1;
                 self.scanned = self.start;
                 let offset = self.base + line_start as u64;
-                return Ok(Some((offset, &self.buf[line_start..line_end])));
+                let len = line_end - line_start;
+                if len > self.max {
+                    return Ok(Next::TooLong {
+                        offset,
+                        len: len as u64,
+                    });
+                }
+                return Ok(Next::Line(offset, &self.buf[line_start..line_end]));
             }
             self.scanned = self.end;
+            if self.end - self.start > self.max {
+                return self.skip_long_line();
+            }
             if self.eof {
-                return Ok(None);
+                return Ok(Next::End);
             }
             self.refill()?;
         }
     }
 
-    /// Moves the partial line to the front (growing the buffer when the line fills it) and
-    /// reads more after it.
+    /// Reads on past a line already longer than `max` to its end, keeping none of it. A line
+    /// end makes it `TooLong`; the end of the stream makes it the torn last line (`End`, with
+    /// the line's start as the committed length).
+    fn skip_long_line(&mut self) -> io::Result<Next<'_>> {
+        let offset = self.base + self.start as u64;
+        let mut len = (self.end - self.start) as u64;
+        let mut scratch = vec![0; CHUNK];
+        loop {
+            let n = match self.reader.read(&mut scratch) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if n == 0 {
+                self.eof = true;
+                return Ok(Next::End);
+            }
+            if let Some(i) = memchr::memchr(b'\n', &scratch[..n]) {
+                return Ok(Next::TooLong {
+                    offset,
+                    len: len + i as u64,
+                });
+            }
+            len += n as u64;
+        }
+    }
+
+    /// Moves the partial line to the front (growing the buffer, up to one byte over `max`,
+    /// when the line fills it) and reads more after it.
     fn refill(&mut self) -> io::Result<()> {
         if self.start > 0 {
             self.buf.copy_within(self.start..self.end, 0);
@@ -141,7 +197,9 @@ impl<R: Read> Lines<R> {
             self.start = 0;
         }
         if self.end == self.buf.len() {
-            let grown = self.buf.len() * 2;
+            // `next_line` caught a partial line longer than `max`, so the buffer is at most
+            // `max` bytes here and this grows it.
+            let grown = (self.buf.len() * 2).min(self.max + 1);
             self.buf.resize(grown, 0);
         }
         loop {
@@ -160,7 +218,7 @@ impl<R: Read> Lines<R> {
         }
     }
 
-    /// Stream offset just past the last `\n` returned, once `next_line` has returned `None`.
+    /// Stream offset just past the last `\n` returned, once `next_line` has returned `End`.
     fn committed(&self) -> u64 {
         self.base + self.start as u64
     }
@@ -198,12 +256,18 @@ impl Scanned {
 /// `path` (for errors), whose name says it is session `id`. A torn final line is skipped; any
 /// other bad line is an error naming the line.
 pub(crate) fn scan_log<R: Read>(reader: R, path: &Path, id: &str) -> Result<Scanned> {
-    let mut lines = Lines::new(reader);
+    scan_log_with_max(reader, path, id, MAX_LINE)
+}
+
+/// [`scan_log`] with `max` as the longest line accepted (smaller in tests).
+fn scan_log_with_max<R: Read>(reader: R, path: &Path, id: &str, max: usize) -> Result<Scanned> {
+    let mut lines = Lines::new(reader, max);
     let read_error = |e| io_error("reading", path, e);
     let header_location = line_location(path, 1);
     let header = match lines.next_line().map_err(read_error)? {
-        Some((_, line)) => Some(parse_header(line, &header_location)?),
-        None => None,
+        Next::Line(_, line) => Some(parse_header(line, &header_location)?),
+        Next::TooLong { len, .. } => return Err(corrupt(header_location, too_long(len, max))),
+        Next::End => None,
     };
     let Some(header) = header else {
         return Ok(if lines.has_torn_tail() {
@@ -217,8 +281,13 @@ pub(crate) fn scan_log<R: Read>(reader: R, path: &Path, id: &str) -> Result<Scan
     let mut entries: Vec<LoggedEntry> = Vec::new();
     let mut by_id: HashMap<String, usize> = HashMap::new();
     let mut number = 1;
-    while let Some((offset, line)) = lines.next_line().map_err(read_error)? {
+    loop {
         number += 1;
+        let (offset, line) = match lines.next_line().map_err(read_error)? {
+            Next::Line(offset, line) => (offset, line),
+            Next::TooLong { len, .. } => return Err(corrupt(line_location(path, number), too_long(len, max))),
+            Next::End => break,
+        };
         let entry = parse_skeleton(line, || line_location(path, number))?;
         if let Some(earlier) = by_id.get(&entry.id) {
             let first = entries[*earlier].line;
@@ -275,10 +344,8 @@ fn parse_skeleton(line: &[u8], location: impl FnOnce() -> String) -> Result<Skel
 /// Reads session `id` from the file at `path` for `load`: the metadata bag and the messages of
 /// the view. `None` when there is no such file.
 pub(crate) fn load_conversation(path: &Path, id: &str) -> Result<Option<panto_core::Conversation>> {
-    let file = match File::open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(io_error("opening", path, e)),
+    let Some((file, _)) = open_for_reading(path)? else {
+        return Ok(None);
     };
     let log = match scan_log(&file, path, id)? {
         // An empty file holds no session (see `scan::holds_no_session`).
@@ -378,13 +445,29 @@ mod tests {
         }
     }
 
-    fn all_lines(data: &[u8], step: usize) -> (Vec<(u64, Vec<u8>)>, u64) {
-        let mut lines = Lines::new(Trickle { data, step });
+    /// What the reader returned, owned.
+    #[derive(Debug, PartialEq, Eq)]
+    enum Seen {
+        Line(u64, Vec<u8>),
+        TooLong(u64, u64),
+    }
+
+    /// Every line of `data`, read `step` bytes at a time with `max` as the longest line, up to
+    /// the end or the first line too long; the committed length, and the reader's buffer size.
+    fn all_lines(data: &[u8], step: usize, max: usize) -> (Vec<Seen>, u64, usize) {
+        let mut lines = Lines::new(Trickle { data, step }, max);
         let mut out = Vec::new();
-        while let Some((offset, line)) = lines.next_line().unwrap() {
-            out.push((offset, line.to_vec()));
+        loop {
+            match lines.next_line().unwrap() {
+                Next::Line(offset, line) => out.push(Seen::Line(offset, line.to_vec())),
+                Next::TooLong { offset, len } => {
+                    out.push(Seen::TooLong(offset, len));
+                    break;
+                }
+                Next::End => break,
+            }
         }
-        (out, lines.committed())
+        (out, lines.committed(), lines.buf.len())
     }
 
     #[test]
@@ -392,21 +475,95 @@ mod tests {
         let long = "x".repeat(3 * CHUNK + 5);
         let data = format!("a\n\nbc\n{long}\nd\ntorn");
         // Byte-at-a-time reads of a short body cross every boundary a line can have.
-        let (lines, committed) = all_lines(b"a\n\nbc\nd\ntorn", 1);
-        let short: Vec<&[u8]> = lines.iter().map(|(_, l)| l.as_slice()).collect();
-        assert_eq!(short, [&b"a"[..], b"", b"bc", b"d"]);
+        let (lines, committed, _) = all_lines(b"a\n\nbc\nd\ntorn", 1, MAX_LINE);
+        let line = |offset: u64, bytes: &[u8]| Seen::Line(offset, bytes.to_vec());
+        assert_eq!(lines, [line(0, b"a"), line(2, b""), line(3, b"bc"), line(6, b"d")]);
         assert_eq!(committed, 8);
         let expected = vec![
-            (0, b"a".to_vec()),
-            (2, b"".to_vec()),
-            (3, b"bc".to_vec()),
-            (6, long.clone().into_bytes()),
-            ((7 + long.len()) as u64, b"d".to_vec()),
+            line(0, b"a"),
+            line(2, b""),
+            line(3, b"bc"),
+            line(6, long.as_bytes()),
+            line((7 + long.len()) as u64, b"d"),
         ];
         for step in [4093, CHUNK, usize::MAX] {
-            let (lines, committed) = all_lines(data.as_bytes(), step);
+            let (lines, committed, _) = all_lines(data.as_bytes(), step, MAX_LINE);
             assert_eq!(lines, expected, "step {step}");
             assert_eq!(committed as usize, data.len() - 4, "step {step}");
         }
+    }
+
+    #[test]
+    fn a_line_over_the_maximum_is_reported_with_its_length_without_being_held() {
+        let huge = 3 * CHUNK + 12_345;
+        let data = format!("ab\n{}\n{}\ncd\n", "y".repeat(100), "x".repeat(huge));
+        // Byte at a time, every boundary is crossed.
+        let (lines, _, _) = all_lines(b"ab\nxxxxxxxxxxx\n", 1, 10);
+        assert_eq!(lines, [Seen::Line(0, b"ab".to_vec()), Seen::TooLong(3, 11)]);
+        for step in [7, 4096, CHUNK, usize::MAX] {
+            // A line exactly as long as the maximum is fine; one byte more is not.
+            let (lines, _, buffer) = all_lines(data.as_bytes(), step, 100);
+            assert_eq!(
+                lines,
+                [
+                    Seen::Line(0, b"ab".to_vec()),
+                    Seen::Line(3, b"y".repeat(100)),
+                    Seen::TooLong(104, huge as u64)
+                ],
+                "step {step}"
+            );
+            assert!(buffer <= 101, "step {step}: the buffer grew to {buffer} bytes");
+            let (lines, _, _) = all_lines(data.as_bytes(), step, 99);
+            assert_eq!(lines[1], Seen::TooLong(3, 100), "step {step}");
+        }
+        // With the real maximum, a line of 3 MiB is read whole and the buffer stays below
+        // the maximum plus one byte whatever follows.
+        let (lines, _, buffer) = all_lines(data.as_bytes(), usize::MAX, MAX_LINE);
+        assert_eq!(lines.len(), 4);
+        assert!(buffer <= MAX_LINE + 1);
+    }
+
+    #[test]
+    fn a_torn_last_line_over_the_maximum_is_still_only_a_torn_line() {
+        let data = format!("ab\n{}", "x".repeat(2 * CHUNK + 1));
+        for step in [4096, usize::MAX] {
+            let mut lines = Lines::new(
+                Trickle {
+                    data: data.as_bytes(),
+                    step,
+                },
+                1000,
+            );
+            assert_eq!(lines.next_line().unwrap(), Next::Line(0, b"ab"));
+            assert_eq!(lines.next_line().unwrap(), Next::End);
+            assert_eq!(lines.committed(), 3, "step {step}");
+            assert!(lines.has_torn_tail());
+            assert!(lines.buf.len() <= 1001);
+        }
+    }
+
+    #[test]
+    fn a_line_over_the_maximum_names_the_file_line_and_length() {
+        let id = "0190ab";
+        let header = format!(r#"{{"type":"session","version":1,"id":"{id}","created":"2026-01-02T03:04:05Z"}}"#);
+        let path = Path::new("/sessions/0190ab.jsonl");
+        let data = format!("{header}\n{}\n", "z".repeat(500));
+        let error = scan_log_with_max(data.as_bytes(), path, id, 300).unwrap_err();
+        match error {
+            panto_core::Error::CorruptSession { location, message } => {
+                assert_eq!(location, "/sessions/0190ab.jsonl:2");
+                assert_eq!(
+                    message,
+                    "the line is 500 bytes long, over the maximum line size of 300 bytes"
+                );
+            }
+            other => panic!("expected CorruptSession, got {other:?}"),
+        }
+        let error = scan_log_with_max(data.as_bytes(), path, id, 50).unwrap_err();
+        assert!(error.to_string().contains("0190ab.jsonl:1"), "{error}");
+        assert!(
+            error.to_string().contains(&format!("{} bytes long", header.len())),
+            "{error}"
+        );
     }
 }

@@ -2,7 +2,9 @@
 //! session file, and nothing in between.
 //!
 //! The newest entry carries the running activity summary, so these two lines make a listing
-//! exact while the bytes read stay independent of how long the log is.
+//! exact while the bytes read stay independent of how long the log is. Whatever a file holds,
+//! no more than [`MAX_LINE`] bytes (plus a block) are read or held for either line: a damaged
+//! line longer than that is reported, not read.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
@@ -11,7 +13,8 @@ use std::path::Path;
 
 use panto_core::{Error, Result, SessionInfo};
 
-use crate::format::{corrupt, line_location, parse_header, parse_tail, TailEntry, MESSAGE_TYPE};
+use crate::format::{corrupt, line_location, parse_header, parse_tail, TailEntry, MAX_LINE, MESSAGE_TYPE};
+use crate::open::open_for_reading;
 
 /// How many bytes each read takes. Most entries are shorter, so the tail usually costs one read.
 const BLOCK: usize = 8 * 1024;
@@ -35,10 +38,12 @@ pub(crate) enum FirstLine {
     Torn,
     /// The first line, without its `\n`.
     Line(Vec<u8>),
+    /// More than the maximum line size and no line end: the header line is damaged.
+    TooLong,
 }
 
-/// Reads from the start of `r` up to the first `\n`.
-pub(crate) fn read_first_line<R: Read>(r: &mut R) -> io::Result<FirstLine> {
+/// Reads from the start of `r` up to the first `\n`, or up to `max` bytes and a block.
+pub(crate) fn read_first_line<R: Read>(r: &mut R, max: usize) -> io::Result<FirstLine> {
     let mut buf = Vec::new();
     let mut block = vec![0u8; BLOCK];
     loop {
@@ -52,22 +57,50 @@ pub(crate) fn read_first_line<R: Read>(r: &mut R) -> io::Result<FirstLine> {
         }
         if let Some(i) = memchr::memchr(b'\n', &block[..n]) {
             buf.extend_from_slice(&block[..i]);
-            return Ok(FirstLine::Line(buf));
+            return Ok(if buf.len() > max {
+                FirstLine::TooLong
+            } else {
+                FirstLine::Line(buf)
+            });
         }
         buf.extend_from_slice(&block[..n]);
+        if buf.len() > max {
+            return Ok(FirstLine::TooLong);
+        }
     }
 }
 
+/// The last complete line of a file, as [`read_last_complete_line`] found it.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum LastLine {
+    /// There is no `\n` at all.
+    None,
+    /// The line's byte offset and its bytes (without `\n`).
+    Line(u64, Vec<u8>),
+    /// The line ending at byte `end` is longer than the maximum line size.
+    TooLong { end: u64 },
+    /// The bytes after the last `\n` (a torn line) are longer than the maximum line size, and
+    /// no `\n` was found in them.
+    TornTooLong,
+}
+
 /// Finds the last complete line of the first `len` bytes of `r`, reading backwards in blocks
-/// until the line end before it. Returns the line's byte offset and its bytes (without `\n`), or
-/// `None` when there is no `\n` at all. Bytes after the last `\n` (a torn line) are skipped.
-pub(crate) fn read_last_complete_line<R: Read + Seek>(r: &mut R, len: u64) -> io::Result<Option<(u64, Vec<u8>)>> {
+/// until the line end before it. Bytes after the last `\n` (a torn line) are skipped. At most
+/// `max` bytes of the torn line and of the line before it are read, and only the line's own
+/// blocks are kept: memory is bounded by twice the line, and so by twice `max`.
+pub(crate) fn read_last_complete_line<R: Read + Seek>(r: &mut R, len: u64, max: usize) -> io::Result<LastLine> {
+    let max = max as u64;
     let mut pos = len;
-    // Blocks in the order they were read (newest offset first).
+    // The blocks from the one holding the line end back, newest offset first.
     let mut blocks: Vec<Vec<u8>> = Vec::new();
     let mut end: Option<u64> = None;
     let mut start: Option<u64> = None;
     while pos > 0 && start.is_none() {
+        match end {
+            None if len - pos > max => return Ok(LastLine::TornTooLong),
+            Some(end) if end - pos > max => return Ok(LastLine::TooLong { end }),
+            _ => {}
+        }
         let n = BLOCK.min(usize::try_from(pos).unwrap_or(BLOCK));
         pos -= n as u64;
         r.seek(SeekFrom::Start(pos))?;
@@ -87,22 +120,31 @@ pub(crate) fn read_last_complete_line<R: Read + Seek>(r: &mut R, len: u64) -> io
             if let Some(j) = memchr::memrchr(b'\n', &block[..search_to]) {
                 start = Some(pos + j as u64 + 1);
             }
+            // Blocks of the torn line alone are not kept.
+            blocks.push(block);
         }
-        blocks.push(block);
     }
     let Some(end) = end else {
-        return Ok(None);
+        return Ok(LastLine::None);
     };
     // No earlier line end: the line starts the file.
     let start = start.unwrap_or(0);
-    let mut bytes = Vec::with_capacity(blocks.iter().map(Vec::len).sum());
-    for block in blocks.iter().rev() {
-        bytes.extend_from_slice(block);
+    if end - start > max {
+        return Ok(LastLine::TooLong { end });
     }
-    // `pos` is the offset of the first byte read; both offsets lie within what was read.
-    let from = usize::try_from(start - pos).unwrap_or(0);
-    let to = usize::try_from(end - pos).unwrap_or(0);
-    Ok(Some((start, bytes[from..to].to_vec())))
+    // Copy the line out of its blocks, oldest first; `pos` is the offset of the oldest.
+    let mut line = Vec::with_capacity((end - start) as usize);
+    let mut at = pos;
+    for block in blocks.iter().rev() {
+        let block_end = at + block.len() as u64;
+        let from = start.max(at);
+        let to = end.min(block_end);
+        if from < to {
+            line.extend_from_slice(&block[(from - at) as usize..(to - at) as usize]);
+        }
+        at = block_end;
+    }
+    Ok(LastLine::Line(start, line))
 }
 
 /// Wraps an I/O error with the file it happened on.
@@ -113,13 +155,18 @@ pub(crate) fn io_error(doing: &str, path: &Path, e: io::Error) -> Error {
 /// The listing info of the session stored at `path`, whose file name says it is session `id`,
 /// from its header line and its last complete line only. `None` for an empty file, which holds
 /// no session (see [`holds_no_session`]).
+///
+/// The file is opened as every session file is (see `open.rs`): a link, a FIFO or anything but
+/// a regular file is an error naming it, and a file that vanished since the directory was read
+/// holds no session.
 pub(crate) fn read_info(path: &Path, id: &str) -> Result<Option<SessionInfo>> {
-    let file = File::open(path).map_err(|e| io_error("opening", path, e))?;
-    let len = file.metadata().map_err(|e| io_error("reading", path, e))?.len();
-    if len == 0 {
+    let Some((file, meta)) = open_for_reading(path)? else {
+        return Ok(None);
+    };
+    if meta.len() == 0 {
         return Ok(None);
     }
-    read_info_of(file, len, path, id).map(Some)
+    read_info_of(file, meta.len(), path, id, MAX_LINE).map(Some)
 }
 
 /// Whether the file at `path` is empty. An empty session file is what a process leaves when it
@@ -127,11 +174,13 @@ pub(crate) fn read_info(path: &Path, id: &str) -> Result<Option<SessionInfo>> {
 /// leaves one otherwise): nothing was committed, so there is no session to list, resolve or
 /// load, and the next append to that id writes the file from its start. It is left in place,
 /// because its creator may be about to write it.
+/// Only an empty *regular* file holds no session; a link is not followed.
 pub(crate) fn holds_no_session(path: &Path) -> bool {
-    std::fs::metadata(path).is_ok_and(|m| m.len() == 0)
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0)
 }
 
-fn read_info_of(mut file: File, len: u64, path: &Path, id: &str) -> Result<SessionInfo> {
+/// The listing info from `file`, `len` bytes long, with `max` as the longest line read.
+fn read_info_of(mut file: File, len: u64, path: &Path, id: &str, max: usize) -> Result<SessionInfo> {
     if len <= SMALL_FILE {
         // Exactly `len` bytes: one read, without a second one to find the end of the file.
         let mut bytes = vec![0; len as usize];
@@ -141,9 +190,9 @@ fn read_info_of(mut file: File, len: u64, path: &Path, id: &str) -> Result<Sessi
             None if bytes.is_empty() => FirstLine::Empty,
             None => FirstLine::Torn,
         };
-        let last = read_last_complete_line(&mut io::Cursor::new(&bytes), bytes.len() as u64)
+        let last = read_last_complete_line(&mut io::Cursor::new(&bytes), bytes.len() as u64, max)
             .map_err(|e| io_error("reading", path, e))?;
-        return info_from(path, id, first, Last::from(last));
+        return info_from(path, id, first, Last::Whole(last), max);
     }
     let read = |e| io_error("reading", path, e);
     // One positioned read at each end finds both lines in almost every session; the block
@@ -157,7 +206,7 @@ fn read_info_of(mut file: File, len: u64, path: &Path, id: &str) -> Result<Sessi
         }
         None => {
             file.seek(SeekFrom::Start(0)).map_err(read)?;
-            read_first_line(&mut file).map_err(read)?
+            read_first_line(&mut file, max).map_err(read)?
         }
     };
     // A final answer fits the tail probe. A longer last line (an interrupted session may end in
@@ -168,40 +217,35 @@ fn read_info_of(mut file: File, len: u64, path: &Path, id: &str) -> Result<Sessi
     file.read_exact_at(&mut tail, probe_start).map_err(read)?;
     let last = match memchr::memrchr(b'\n', &tail) {
         Some(end) => match memchr::memrchr(b'\n', &tail[..end]) {
-            Some(start) => Some((probe_start + start as u64 + 1, tail[start + 1..end].to_vec())),
+            Some(start) => LastLine::Line(probe_start + start as u64 + 1, tail[start + 1..end].to_vec()),
             None => match skim_tail_end(&tail[..end]) {
-                Some(skimmed) => return info_from(path, id, first, Last::Skimmed(skimmed)),
-                None => read_last_complete_line(&mut file, len).map_err(read)?,
+                Some(skimmed) => return info_from(path, id, first, Last::Skimmed(skimmed), max),
+                None => read_last_complete_line(&mut file, len, max).map_err(read)?,
             },
         },
-        None => read_last_complete_line(&mut file, len).map_err(read)?,
+        None => read_last_complete_line(&mut file, len, max).map_err(read)?,
     };
-    info_from(path, id, first, Last::from(last))
+    info_from(path, id, first, Last::Whole(last), max)
 }
 
 /// The newest entry of a file, as far as `read_info` read it.
 enum Last {
-    /// No complete line at all.
-    None,
-    /// The last complete line: its byte offset and its bytes.
-    Line(u64, Vec<u8>),
+    /// The last complete line, or why there is none to read.
+    Whole(LastLine),
     /// The listing fields, read from the end of a line too long to read whole.
     Skimmed(TailEntry),
 }
 
-impl From<Option<(u64, Vec<u8>)>> for Last {
-    fn from(found: Option<(u64, Vec<u8>)>) -> Self {
-        match found {
-            Some((start, line)) => Last::Line(start, line),
-            None => Last::None,
-        }
-    }
-}
-
 /// The listing info from the first line and the newest entry.
-fn info_from(path: &Path, id: &str, first: FirstLine, last: Last) -> Result<SessionInfo> {
+fn info_from(path: &Path, id: &str, first: FirstLine, last: Last, max: usize) -> Result<SessionInfo> {
     let header_location = line_location(path, 1);
     let header = match first {
+        FirstLine::TooLong => {
+            return Err(corrupt(
+                header_location,
+                format!("the header line is longer than the maximum line size of {max} bytes"),
+            ))
+        }
         FirstLine::Empty => return Err(corrupt(header_location, "the file is empty: it has no session header")),
         FirstLine::Torn => {
             return Err(corrupt(
@@ -215,9 +259,27 @@ fn info_from(path: &Path, id: &str, first: FirstLine, last: Last) -> Result<Sess
     let tail = match last {
         // Only the header is complete: a session created by an empty batch, or whose first
         // entry was torn.
-        Last::None | Last::Line(0, _) => return Ok(SessionInfo::new(header.id, header.created)),
+        Last::Whole(LastLine::None | LastLine::Line(0, _)) => return Ok(SessionInfo::new(header.id, header.created)),
         Last::Skimmed(tail) => tail,
-        Last::Line(start, line) => match skim_tail(&line) {
+        Last::Whole(LastLine::TooLong { end }) => {
+            return Err(corrupt(
+                format!("{}: last line (ending at byte {end})", path.display()),
+                format!(
+                    "the line is longer than the maximum line size of {max} bytes, and does not end with an entry's \
+                     listing fields: it is damaged"
+                ),
+            ))
+        }
+        Last::Whole(LastLine::TornTooLong) => {
+            return Err(corrupt(
+                format!("{}: end of file", path.display()),
+                format!(
+                    "the last {max} bytes hold no line end: the file is damaged (an interrupted write leaves at \
+                     most part of one line)"
+                ),
+            ))
+        }
+        Last::Whole(LastLine::Line(start, line)) => match skim_tail(&line) {
             Some(tail) => tail,
             None => {
                 let location = format!("{}: last line (at byte {start})", path.display());
@@ -423,13 +485,25 @@ mod tests {
         }
     }
 
-    fn tail(data: &[u8]) -> (Option<(u64, Vec<u8>)>, usize) {
+    /// The last complete line of `data` with `max` as the longest line, and the bytes read.
+    fn tail_with(data: &[u8], max: usize) -> (LastLine, usize) {
         let mut r = Counting {
             inner: Cursor::new(data.to_vec()),
             read: 0,
         };
-        let found = read_last_complete_line(&mut r, data.len() as u64).unwrap();
+        let found = read_last_complete_line(&mut r, data.len() as u64, max).unwrap();
         (found, r.read)
+    }
+
+    /// The last complete line of `data`, if any, and the bytes read.
+    fn tail(data: &[u8]) -> (Option<(u64, Vec<u8>)>, usize) {
+        let (found, read) = tail_with(data, MAX_LINE);
+        let found = match found {
+            LastLine::None => None,
+            LastLine::Line(start, line) => Some((start, line)),
+            other => panic!("no line over the maximum here: {other:?}"),
+        };
+        (found, read)
     }
 
     #[test]
@@ -457,6 +531,29 @@ mod tests {
         assert_eq!(line, long.as_bytes());
         assert_eq!(start as usize, data.len() - long.len() - 1);
         assert!(read <= long.len() + 1 + BLOCK, "read {read}");
+    }
+
+    #[test]
+    fn a_last_line_over_the_maximum_is_reported_after_reading_no_more_than_the_maximum() {
+        let max = 10 * BLOCK;
+        let data = format!("header\n{}\n", "x".repeat(100 * BLOCK));
+        let (found, read) = tail_with(data.as_bytes(), max);
+        assert_eq!(
+            found,
+            LastLine::TooLong {
+                end: data.len() as u64 - 1
+            }
+        );
+        assert!(read <= max + 2 * BLOCK, "read {read}");
+        // A line of exactly the maximum is read.
+        let data = format!("header\n{}\n", "x".repeat(max));
+        assert!(matches!(tail_with(data.as_bytes(), max).0, LastLine::Line(7, line) if line.len() == max));
+
+        // A torn tail longer than any line: the file is damaged, and the search stops.
+        let data = format!("header\nfirst\n{}", "x".repeat(100 * BLOCK));
+        let (found, read) = tail_with(data.as_bytes(), max);
+        assert_eq!(found, LastLine::TornTooLong);
+        assert!(read <= max + 2 * BLOCK, "read {read}");
     }
 
     #[test]
@@ -617,15 +714,75 @@ mod tests {
     }
 
     #[test]
+    fn a_damaged_line_over_the_maximum_is_reported_by_the_listing() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = crate::new_session_id();
+        let path = dir.path().join(format!("{id}.jsonl"));
+        let header = format!(r#"{{"type":"session","version":1,"id":"{id}","created":"2026-01-02T03:04:05Z"}}"#);
+        let info = |max: usize| {
+            let file = File::open(&path).unwrap();
+            let len = file.metadata().unwrap().len();
+            read_info_of(file, len, &path, &id, max)
+        };
+        let max = 4 * BLOCK;
+
+        // A last line that is not an entry and is longer than any line may be.
+        std::fs::write(&path, format!("{header}\n{}\n", "\0".repeat(20 * BLOCK))).unwrap();
+        let (location, message) = match info(max) {
+            Err(Error::CorruptSession { location, message }) => (location, message),
+            other => panic!("expected CorruptSession, got {other:?}"),
+        };
+        let end = header.len() + 1 + 20 * BLOCK;
+        assert_eq!(
+            location,
+            format!("{}: last line (ending at byte {end})", path.display())
+        );
+        assert!(
+            message.contains(&format!("longer than the maximum line size of {max} bytes")),
+            "{message}"
+        );
+
+        // The same file ending in a torn line that long.
+        std::fs::write(&path, format!("{header}\n{}", "\0".repeat(20 * BLOCK))).unwrap();
+        let message = info(max).unwrap_err().to_string();
+        assert!(
+            message.contains("end of file") && message.contains("hold no line end"),
+            "{message}"
+        );
+
+        // A header line that long.
+        std::fs::write(&path, format!("{}\n{header}\n", "\0".repeat(20 * BLOCK))).unwrap();
+        let message = info(max).unwrap_err().to_string();
+        assert!(message.contains(&format!("{}:1", path.display())), "{message}");
+        assert!(
+            message.contains("the header line is longer than the maximum"),
+            "{message}"
+        );
+
+        // With the real maximum, the same lines are read and found not to be JSON.
+        std::fs::write(&path, format!("{header}\n{}\n", "\0".repeat(20 * BLOCK))).unwrap();
+        assert!(info(MAX_LINE).unwrap_err().to_string().contains("invalid JSON"));
+    }
+
+    #[test]
     fn first_line_cases() {
-        let first = |d: &[u8]| read_first_line(&mut Cursor::new(d.to_vec())).unwrap();
+        let first = |d: &[u8]| read_first_line(&mut Cursor::new(d.to_vec()), MAX_LINE).unwrap();
         assert_eq!(first(b""), FirstLine::Empty);
         assert_eq!(first(b"{\"type\""), FirstLine::Torn);
         assert_eq!(first(b"h\nrest\n"), FirstLine::Line(b"h".to_vec()));
         let long = "h".repeat(3 * BLOCK);
         assert_eq!(
             first(format!("{long}\nx").as_bytes()),
-            FirstLine::Line(long.into_bytes())
+            FirstLine::Line(long.clone().into_bytes())
         );
+        // Past the maximum, with or without a line end, the line is not read on.
+        for data in [format!("{long}\nx"), long.clone()] {
+            let mut r = Counting {
+                inner: Cursor::new(data.into_bytes()),
+                read: 0,
+            };
+            assert_eq!(read_first_line(&mut r, BLOCK).unwrap(), FirstLine::TooLong);
+            assert!(r.read <= 2 * BLOCK, "read {}", r.read);
+        }
     }
 }

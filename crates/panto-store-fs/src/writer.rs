@@ -2,17 +2,18 @@
 //! as entry ids, and the all-or-nothing batch append.
 
 use std::collections::HashSet;
-use std::fs::{DirBuilder, File, OpenOptions};
+use std::fs::{DirBuilder, File};
 use std::io::{self, Seek, SeekFrom, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use fs4::fs_std::FileExt;
 use panto_core::{compact_view, CompactionRecord, Error, Message, Result, Role, SessionInfo, Usage, WireIdentity};
 
-use crate::format::{Activity, CompactionOnDisk, EntryOut, HeaderOut, HEADER_TYPE, MESSAGE_TYPE, VERSION};
+use crate::format::{Activity, CompactionOnDisk, EntryOut, HeaderOut, HEADER_TYPE, MAX_LINE, MESSAGE_TYPE, VERSION};
 use crate::log::{scan_log, Scanned};
+use crate::open::open_for_append;
 use crate::scan::io_error;
 
 /// When an append's bytes reach the disk.
@@ -118,6 +119,10 @@ struct Undo {
 impl Writer {
     /// Opens session `id` in `dir` for appending: creates the directory (0700) and file (0600) if
     /// needed, takes the lock, cuts a torn final line and rebuilds the state from the file.
+    ///
+    /// Only a regular file is opened, never through a link (see `open.rs`), and everything
+    /// after (the read, the cut, the appends) goes through that one descriptor: a link planted
+    /// in the directory cannot make an append or a repair touch another file.
     pub fn open(dir: &Path, id: &str, durability: Durability) -> Result<Writer> {
         DirBuilder::new()
             .recursive(true)
@@ -125,22 +130,17 @@ impl Writer {
             .create(dir)
             .map_err(|e| io_error("creating the session directory", dir, e))?;
         let path = dir.join(format!("{id}.jsonl"));
-        let mut file = OpenOptions::new()
-            .read(true)
-            .append(true)
-            .create(true)
-            .mode(0o600)
-            .open(&path)
-            .map_err(|e| io_error("opening", &path, e))?;
+        let (mut file, _) = open_for_append(&path)?;
         match FileExt::try_lock_exclusive(&file) {
             Ok(true) => {}
             Ok(false) => return Err(Error::SessionInUse { id: id.to_owned() }),
             Err(e) => return Err(io_error("locking", &path, e)),
         }
 
+        // The length as of holding the lock: another writer may have appended before it.
+        let len = file.metadata().map_err(|e| io_error("reading", &path, e))?.len();
         // Read through the locked handle, so what is parsed is the file that is locked. Only the
         // entries' skeletons are needed to append: ids, roles, compactions and the activity.
-        let len = file.metadata().map_err(|e| io_error("reading", &path, e))?.len();
         file.seek(SeekFrom::Start(0))
             .map_err(|e| io_error("reading", &path, e))?;
         let log = match scan_log(&file, &path, id)? {
@@ -233,6 +233,13 @@ impl Writer {
             }
             Err(e) => {
                 self.restore(undo);
+                if self.len == 0 {
+                    // Nothing was ever committed to this file: remove it, so a failed first
+                    // append leaves no file (an empty one would be no session anyway). Best
+                    // effort, and the next append opens the file afresh.
+                    let _ = std::fs::remove_file(&self.path);
+                    self.broken = true;
+                }
                 Err(e)
             }
         }
@@ -258,12 +265,14 @@ impl Writer {
                 cwd: cwd.as_deref().and_then(Path::to_str),
                 metadata,
             };
+            let before = buf.len();
             crate::json::to_writer(buf, &header).map_err(serialise)?;
+            self.check_line_size(buf.len() - before, "the session header")?;
             buf.push(b'\n');
             self.info = SessionInfo::new(self.id.clone(), now);
             self.needs_header = false;
         }
-        for pending in batch {
+        for (number, pending) in batch.iter().enumerate() {
             let id = self.mint_id();
             self.ids.insert(id.clone());
             new_ids.push(id.clone());
@@ -287,11 +296,28 @@ impl Writer {
                 compaction: compaction.as_ref(),
                 activity: &activity,
             };
+            let before = buf.len();
             crate::json::to_writer(buf, &entry).map_err(serialise)?;
+            self.check_line_size(buf.len() - before, &format!("message {} of the batch", number + 1))?;
             buf.push(b'\n');
             self.last_id = Some(id);
         }
         Ok(())
+    }
+
+    /// Refuses a line longer than [`MAX_LINE`]: no reader would read it back, so writing it
+    /// would make the session fail to load.
+    fn check_line_size(&self, len: usize, what: &str) -> Result<()> {
+        if len <= MAX_LINE {
+            return Ok(());
+        }
+        Err(Error::store(
+            format!("appending to {}", self.path.display()),
+            format!(
+                "{what} would be a line of {len} bytes, over the maximum line size of {MAX_LINE} bytes; nothing \
+                 of the batch was stored"
+            ),
+        ))
     }
 
     /// Applies a compaction whose summary is entry `id` to the view, and says how to record it:
@@ -337,8 +363,7 @@ impl Writer {
         self.needs_header = undo.needs_header;
     }
 
-    /// Writes `buf` and syncs; on failure cuts the file back to its committed length. A new
-    /// file that never committed a line is removed again, so no empty file is left behind.
+    /// Writes `buf` and syncs; on failure cuts the file back to its committed length.
     fn commit(&mut self, buf: &[u8], durability: Durability) -> Result<()> {
         if buf.is_empty() {
             return Ok(());
@@ -357,20 +382,16 @@ impl Writer {
                         rollback,
                     ));
                 }
-                if self.len == 0 {
-                    // Best effort: an empty file would otherwise be listed as a bad session.
-                    let _ = std::fs::remove_file(&self.path);
-                    self.broken = true;
-                }
                 Err(io_error("appending to", &self.path, error))
             }
         }
     }
 
-    /// Fails with `SessionNotFound` when the file was deleted or replaced since it was opened:
-    /// appending to an unlinked file would lose the batch silently.
+    /// Fails with `SessionNotFound` when the file was deleted or replaced since it was opened
+    /// (by another file, or by a link, even one to this file): appending to a file no longer at
+    /// the session's path would lose the batch silently.
     fn check_still_there(&mut self) -> Result<()> {
-        let same = match (std::fs::metadata(&self.path), self.file.metadata()) {
+        let same = match (std::fs::symlink_metadata(&self.path), self.file.metadata()) {
             (Ok(on_disk), Ok(open)) => on_disk.dev() == open.dev() && on_disk.ino() == open.ino(),
             (Err(e), _) if e.kind() == io::ErrorKind::NotFound => false,
             (Err(e), _) | (_, Err(e)) => return Err(io_error("checking", &self.path, e)),

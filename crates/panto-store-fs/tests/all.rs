@@ -10,6 +10,7 @@ mod fs {
     mod corrupt;
     mod decoded;
     mod format;
+    mod hostile;
     mod hostile_model;
     mod listing;
     mod locking;

@@ -27,6 +27,10 @@
 //! - **TLS** when the connection string says `sslmode=require` (or `verify-ca`, `verify-full`),
 //!   always with the server's certificate checked, against `sslrootcert=FILE` or the Mozilla
 //!   roots; plain text otherwise.
+//! - **No password in messages**: errors and `Debug` name the database by host, port, database
+//!   and user only; [`redact_connection_string`] is how a program shows a connection string. A
+//!   URL with more than one unencoded `@` is refused (a password's `@` must be `%40`), since
+//!   the database driver would otherwise take part of the password for the host.
 //!
 //! `docs/stores.md` explains both stores, how to choose, the schema, the audit query and how to
 //! move sessions from the file store ([`import_fs`]).
@@ -75,6 +79,7 @@ mod lock;
 mod migrate;
 mod pool;
 mod read;
+mod redact;
 mod tls;
 mod tools;
 mod view;
@@ -97,6 +102,7 @@ pub use import::{import_fs, ImportReport};
 pub use lock::session_lock_key;
 pub use migrate::SCHEMA_VERSION;
 pub use read::{HistoryEntry, RecordedCompaction, ToolManifest, AUDIT_QUERY};
+pub use redact::redact_connection_string;
 pub use tools::{canonical_encoding, ToolHash};
 
 use crate::db::pg;

@@ -48,6 +48,7 @@ impl std::fmt::Debug for Target {
 impl Target {
     /// Parses `url` (a `postgres://` URL or a `key=value` string).
     pub fn parse(url: &str) -> Result<Target> {
+        check_one_at(url)?;
         let (rest, options) = take_tls_options(url);
         let mut config: Config = rest
             .parse()
@@ -82,6 +83,30 @@ impl Target {
             tls: Some(MakeRustlsConnect::new(tls)),
         })
     }
+}
+
+/// Refuses a URL with more than one unencoded `@`.
+///
+/// tokio-postgres ends the user and password at the *first* `@`, so in
+/// `postgres://u:p@ss@host/db` it would take `p` as the password and `ss@host` as the host, and
+/// every message naming the host would show part of the password. Which `@` was meant cannot be
+/// known (a query value may hold one too), so the URL is refused, without being shown, and the
+/// fix is named.
+fn check_one_at(url: &str) -> Result<()> {
+    let Some((_, rest)) = crate::redact::url_rest(url) else {
+        return Ok(());
+    };
+    let count = rest.matches('@').count();
+    if count <= 1 {
+        return Ok(());
+    }
+    Err(invalid(
+        "reading the PostgreSQL URL",
+        format!(
+            "it holds {count} `@` characters, and only the one that ends the user name and password may be \
+             written as is: percent-encode `@` in a password (or anywhere else) as %40"
+        ),
+    ))
 }
 
 /// The CA certificates of the PEM file at `path`.
@@ -127,8 +152,13 @@ fn take_tls_options(url: &str) -> (String, TlsOptions) {
         }
         false
     };
-    let rest = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        match url.split_once('?') {
+    let rest = if let Some((scheme, after_scheme)) = crate::redact::url_rest(url) {
+        // The query starts after the user and password, which may hold a `?` of their own.
+        let authority = after_scheme.find('@').map_or(0, |at| at + 1);
+        let query_at = after_scheme[authority..]
+            .find('?')
+            .map(|i| scheme.len() + authority + i);
+        match query_at.map(|i| (&url[..i], &url[i + 1..])) {
             Some((base, query)) => {
                 let kept: Vec<&str> = query
                     .split('&')
@@ -159,7 +189,7 @@ fn take_tls_options(url: &str) -> (String, TlsOptions) {
 }
 
 /// Decodes `%XX` escapes (a path in a URL may escape `/` or spaces).
-fn percent_decode(value: &str) -> String {
+pub(crate) fn percent_decode(value: &str) -> String {
     let bytes = value.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

@@ -14,6 +14,7 @@ mod pg {
     mod locking;
     mod migrations;
     mod processes;
+    mod redaction;
     mod tls;
     mod values;
 }

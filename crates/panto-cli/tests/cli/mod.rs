@@ -12,6 +12,7 @@ mod repl;
 mod resume;
 mod screen;
 mod sessions;
+mod store_dir;
 mod support;
 mod tools_hardening;
 
