@@ -153,6 +153,7 @@ async fn tool_output_and_tool_names_are_shown_not_obeyed() {
         ("toolu_01", "bash", &printf),
         ("toolu_02", "read\u{1b}]0;PWNED-TITLE\u{7}", r#"{"path":"x"}"#),
     ])));
+    server.push(Reply::sse(script::anthropic_text("seen")));
     let mut home = Home::new();
     home.anthropic(&server);
     let screen = blocking(move || {
@@ -160,8 +161,9 @@ async fn tool_output_and_tool_names_are_shown_not_obeyed() {
         t.wait_for_prompt();
         t.send_line("look");
         t.wait_for("[exit code 0]");
-        // (The follow-up request, which echoes the unknown tool's name, is the mock's to judge;
-        // the screen is what this test is about.)
+        // The follow-up request carries the call under a placeholder name (panto-core checks
+        // names as they are decoded), so the mock accepts it and the turn ends.
+        t.wait_for("seen");
         let screen = t.wait_for_prompt();
         t.requests().assert_none();
         t.send_line("/quit");
@@ -170,7 +172,11 @@ async fn tool_output_and_tool_names_are_shown_not_obeyed() {
     })
     .await;
     assert!(screen.contains(&format!("out{TITLE_SHOWN}^[[2J done")), "{screen}");
-    assert!(screen.contains(&format!("read{TITLE_SHOWN}")), "{screen}");
+    // The hostile name is never run nor obeyed: the call is shown under its placeholder, and the
+    // error result quotes the name with its escapes spelled out.
+    assert!(screen.contains("invalid_tool_name failed"), "{screen}");
+    assert!(screen.contains("read\\u{1b}]0;PWNED-TITLE\\u{7}"), "{screen}");
+    assert!(!screen.contains("error: provider"), "{screen}");
 }
 
 /// An error body with escapes in its message.
