@@ -7,6 +7,7 @@ use std::ffi::{c_char, CString};
 
 use panto_core::Error;
 
+use crate::guard::{free, Handle};
 use crate::status::*;
 
 /// Why a call failed, before it becomes a `panto_error` handle.
@@ -102,6 +103,8 @@ pub struct panto_error {
     message: CString,
 }
 
+impl Handle for panto_error {}
+
 impl panto_error {
     pub(crate) fn from_failure(failure: Failure) -> Self {
         panto_error {
@@ -151,13 +154,8 @@ pub unsafe extern "C" fn panto_error_message(err: *const panto_error) -> *const 
 /// `err` must be NULL or an error returned by libpanto and not yet freed.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn panto_error_free(err: *mut panto_error) {
-    crate::guard::guard_void(|| {
-        if !err.is_null() {
-            // SAFETY: a non-NULL `err` came from Box::into_raw in `guard::write_error` and the
-            // caller gives up ownership here.
-            drop(unsafe { Box::from_raw(err) });
-        }
-    })
+    // SAFETY: the caller gives up an error libpanto handed out and not yet freed (or NULL).
+    unsafe { free(err) }
 }
 
 #[cfg(test)]

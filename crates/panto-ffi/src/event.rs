@@ -9,7 +9,7 @@ use std::ffi::{c_char, CString};
 use panto_core::Event;
 use serde::Deserialize;
 
-use crate::guard::take;
+use crate::guard::{free, Handle};
 
 /// A content block starts: `{"type": "block_start", "index", "kind", "tool"}`; `kind` is `text`,
 /// `thinking`, `redacted_thinking` or `tool_use`; `tool` is `{"id", "name"}` for a tool call,
@@ -72,6 +72,8 @@ pub struct panto_event {
     kind: i32,
     json: CString,
 }
+
+impl Handle for panto_event {}
 
 impl panto_event {
     /// The C form of `event`: its JSON, byte for byte what stream-json prints for it, and the
@@ -137,10 +139,8 @@ pub unsafe extern "C" fn panto_event_json(event: *const panto_event) -> *const c
 /// `event` must be NULL or an event from `panto_run_next_event` not yet freed.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn panto_event_free(event: *mut panto_event) {
-    crate::guard::guard_void(|| {
-        // SAFETY: the caller gives up a live event (or NULL).
-        drop(unsafe { take(event) });
-    })
+    // SAFETY: the caller gives up an event not yet freed (or NULL).
+    unsafe { free(event) }
 }
 
 #[cfg(test)]

@@ -5,7 +5,8 @@
 //! - [`handle`] borrows a handle argument; NULL fails with `PANTO_ERR_NULL` naming it.
 //! - [`HandOut::guard`] is the body of an export that makes a handle or a JSON document and hands
 //!   it out owned through a `T **` out-parameter; [`ErrOut::guard`] of one that only reports a
-//!   status; [`free`] of every `_free` that only drops; [`guard_or`] of a getter.
+//!   status; [`free`] of every `_free` (a handle whose free does more, such as cancelling a run,
+//!   does it in its `Drop`); [`guard_or`] of a getter.
 //! - [`Owned`] says how each kind of owned pointer is made and freed.
 //!
 //! A panic must never unwind into C (that aborts the process, or worse): each of these runs the
@@ -104,10 +105,21 @@ impl ErrOut {
         if self.0.is_null() {
             return;
         }
-        let handle = Box::into_raw(Box::new(panto_error::from_failure(failure)));
+        let handle = panto_error::into_raw(panto_error::from_failure(failure));
         // SAFETY: `self.0` is non-NULL and writable (checked at construction, per the contract).
         unsafe { self.0.write(handle) };
     }
+}
+
+/// What the body of [`HandOut::guard_status`] ends with: a value to hand out, or a status that
+/// is not a failure but hands nothing out (`panto_run_next_event`'s `PANTO_TIMEOUT` and
+/// `PANTO_END`).
+#[derive(Debug)]
+pub(crate) enum Made<V> {
+    /// Handed to the caller through `*out`, with `PANTO_OK`.
+    Value(V),
+    /// Returned as it is; `*out` stays NULL.
+    Status(i32),
 }
 
 /// The out-parameters of an export that makes something for the caller: `T **out` receives what
@@ -115,7 +127,9 @@ impl ErrOut {
 /// is NULL unless the call produced it.
 #[derive(Debug)]
 pub(crate) struct HandOut<T> {
-    out: Out<T>,
+    out: *mut *mut T,
+    /// The out-parameter's name, for the error when a required one is NULL.
+    name: &'static str,
     err: ErrOut,
     /// Whether a NULL `out` is an error (otherwise the caller does not want the result).
     required: bool,
@@ -130,11 +144,15 @@ impl<T: Owned> HandOut<T> {
     /// `out` and `err` must each be NULL or valid for writing one pointer for the duration of the
     /// call.
     pub(crate) unsafe fn required(out: *mut *mut T, name: &'static str, err: *mut *mut panto_error) -> Self {
-        // SAFETY: forwarded contract.
-        let (out, err) = unsafe { (Out::new(out, name), ErrOut::new(err)) };
+        if !out.is_null() {
+            // SAFETY: non-NULL `out` is writable (the function's contract).
+            unsafe { out.write(std::ptr::null_mut()) };
+        }
         HandOut {
             out,
-            err,
+            name,
+            // SAFETY: forwarded contract.
+            err: unsafe { ErrOut::new(err) },
             required: true,
         }
     }
@@ -155,63 +173,34 @@ impl<T: Owned> HandOut<T> {
     /// Runs `make` behind a panic guard and hands what it made to the caller: `PANTO_OK`, or the
     /// failure's code with the failure in `*err`.
     pub(crate) fn guard(self, make: impl FnOnce() -> Result<T::Value, Failure>) -> i32 {
-        let HandOut { out, err, required } = self;
+        self.guard_status(|| make().map(Made::Value))
+    }
+
+    /// As [`HandOut::guard`], for a body that may also end without a result: a
+    /// [`Made::Status`] is returned as it is, with `*out` left NULL.
+    pub(crate) fn guard_status(self, make: impl FnOnce() -> Result<Made<T::Value>, Failure>) -> i32 {
+        let HandOut {
+            out,
+            name,
+            err,
+            required,
+        } = self;
         err.guard(|| {
-            if required {
-                out.check()?;
+            if required && out.is_null() {
+                return Err(Failure::null(name));
             }
-            let value = make()?;
-            if out.ptr.is_null() {
+            let value = match make()? {
+                Made::Value(value) => value,
+                Made::Status(status) => return Ok(status),
+            };
+            if out.is_null() {
                 // Declined (an optional result): `value` is dropped here.
                 return Ok(PANTO_OK);
             }
-            out.write(T::into_raw(value))
+            // SAFETY: `out` is non-NULL (checked) and writable (the contract of `required`).
+            unsafe { out.write(T::into_raw(value)) };
+            Ok(PANTO_OK)
         })
-    }
-}
-
-/// A required `T **out` out-parameter, cleared to NULL on entry so it is NULL on any failure.
-#[derive(Debug)]
-pub(crate) struct Out<T> {
-    ptr: *mut *mut T,
-    name: &'static str,
-}
-
-impl<T> Out<T> {
-    /// Wraps `ptr` (named `name` in errors) and clears `*ptr` when it is not NULL.
-    ///
-    /// # Safety
-    /// `ptr` must be NULL or valid for writing one pointer for the duration of the call.
-    pub(crate) unsafe fn new(ptr: *mut *mut T, name: &'static str) -> Self {
-        if !ptr.is_null() {
-            // SAFETY: non-NULL `ptr` is writable (the function's contract).
-            unsafe { ptr.write(std::ptr::null_mut()) };
-        }
-        Out { ptr, name }
-    }
-
-    /// Fails with `PANTO_ERR_NULL` when the caller passed NULL. Call it before doing any work, so
-    /// nothing is done (and then dropped) for a call that cannot return its result.
-    pub(crate) fn check(&self) -> Result<(), Failure> {
-        if self.ptr.is_null() {
-            Err(Failure::null(self.name))
-        } else {
-            Ok(())
-        }
-    }
-
-    /// Hands `value` to the caller, who owns it from now on.
-    pub(crate) fn write(self, value: *mut T) -> Result<i32, Failure> {
-        self.check()?;
-        // SAFETY: `self.ptr` is non-NULL (checked) and writable (the function's contract).
-        unsafe { self.ptr.write(value) };
-        Ok(PANTO_OK)
-    }
-
-    /// Hands a boxed handle to the caller.
-    pub(crate) fn write_box(self, value: T) -> Result<i32, Failure> {
-        self.check()?;
-        self.write(Box::into_raw(Box::new(value)))
     }
 }
 
@@ -235,8 +224,8 @@ pub(crate) unsafe fn handle<'a, T>(ptr: *const T, name: &str) -> Result<&'a T, F
     unsafe { ptr.as_ref() }.ok_or_else(|| Failure::null(name))
 }
 
-/// Takes back ownership of a boxed handle, for a `_free` that does more than drop it (the agent's
-/// and the run's wait for a live run). `None` for NULL.
+/// Takes back ownership of a boxed handle, for a `_free` that does more than drop it
+/// (`panto_agent_free`, which waits for a live run). `None` for NULL.
 ///
 /// # Safety
 /// `ptr` must be NULL or a pointer from `Box::into_raw` not yet freed, and the caller gives up
@@ -279,19 +268,13 @@ mod tests {
     }
 
     #[test]
-    fn success_leaves_no_error_and_null_outputs_fail() {
+    fn success_leaves_no_error() {
         let mut err: *mut panto_error = std::ptr::dangling_mut();
         // SAFETY: `err` is a local, writable pointer.
         let out = unsafe { ErrOut::new(&mut err) };
         assert!(err.is_null(), "the error slot is cleared on entry");
         assert_eq!(out.guard(|| Ok(PANTO_OK)), PANTO_OK);
         assert!(err.is_null());
-
-        // SAFETY: a NULL out-parameter is allowed by `Out::new`.
-        let missing: Out<u8> = unsafe { Out::new(std::ptr::null_mut(), "out") };
-        let status = out.guard(|| missing.write_box(1));
-        assert_eq!(status, PANTO_ERR_NULL);
-        assert_eq!(message(err), "argument `out` is NULL");
     }
 
     #[test]
@@ -334,5 +317,35 @@ mod tests {
         let call = unsafe { HandOut::required(&mut json, "json_out", std::ptr::null_mut()) };
         assert_eq!(call.guard(|| Err(Failure::state("no"))), crate::status::PANTO_ERR_STATE);
         assert!(json.is_null());
+    }
+
+    #[test]
+    fn a_status_without_a_result_hands_nothing_out() {
+        let mut json: *mut c_char = std::ptr::dangling_mut();
+        let mut err: *mut panto_error = std::ptr::dangling_mut();
+        // SAFETY: `json` and `err` are local, writable pointers.
+        let call = unsafe { HandOut::<c_char>::required(&mut json, "event", &mut err) };
+        assert_eq!(
+            call.guard_status(|| Ok(Made::Status(crate::status::PANTO_END))),
+            crate::status::PANTO_END
+        );
+        assert!(json.is_null(), "a status leaves the output cleared");
+        assert!(err.is_null(), "a status is not a failure");
+
+        // SAFETY: as above.
+        let call = unsafe { HandOut::required(&mut json, "event", &mut err) };
+        assert_eq!(call.guard_status(|| Ok(Made::Value("{}".to_owned()))), PANTO_OK);
+        // SAFETY: `json` was just handed out, owned; freed once.
+        unsafe {
+            assert_eq!(CStr::from_ptr(json).to_str(), Ok("{}"));
+            free(json);
+        }
+
+        // A NULL required output fails before the body runs, whatever it would have returned.
+        // SAFETY: NULL `out` is allowed; `err` is a local.
+        let call = unsafe { HandOut::<c_char>::required(std::ptr::null_mut(), "event", &mut err) };
+        let status = call.guard_status(|| unreachable!("the body of a call without its output"));
+        assert_eq!(status, PANTO_ERR_NULL);
+        assert_eq!(message(err), "argument `event` is NULL");
     }
 }

@@ -18,7 +18,7 @@ use panto_core::{Agent, CancellationToken, Event, UserMessage};
 use crate::agent::{lock, panto_agent, AgentShared, Slot};
 use crate::error::{panto_error, Failure};
 use crate::event::panto_event;
-use crate::guard::{handle, take, ErrOut, Out};
+use crate::guard::{free, handle, ErrOut, HandOut, Handle, Made};
 use crate::runtime::{in_runtime, Rt};
 use crate::status::{PANTO_END, PANTO_OK, PANTO_TIMEOUT};
 
@@ -194,6 +194,20 @@ pub struct panto_run {
     finished: AtomicBool,
 }
 
+impl Handle for panto_run {}
+
+/// Freeing a run ends its turn first: the turn is cancelled and, outside the runtime, waited for
+/// (tool callbacks included), so the agent is idle once the run is gone. Inside the runtime (a
+/// tool callback frees the run) waiting would deadlock; the turn then ends on its own.
+impl Drop for panto_run {
+    fn drop(&mut self) {
+        self.run.cancel();
+        if !in_runtime() {
+            self.run.wait_done();
+        }
+    }
+}
+
 /// Starts a turn: sends `text` as the user's message and streams the model's answer, running
 /// tools as the model calls them, until the model ends its turn. Read the events with
 /// `panto_run_next_event`.
@@ -215,12 +229,8 @@ pub unsafe extern "C" fn panto_agent_run(
     run: *mut *mut panto_run,
     err: *mut *mut panto_error,
 ) -> i32 {
-    // SAFETY: the contract makes `err` NULL or writable.
-    let err = unsafe { ErrOut::new(err) };
-    // SAFETY: the contract makes `run` NULL or writable.
-    let out = unsafe { Out::new(run, "run") };
-    err.guard(|| {
-        out.check()?;
+    // SAFETY: the contract makes `run` and `err` NULL or writable.
+    unsafe { HandOut::required(run, "run", err) }.guard(|| {
         // SAFETY: the contract makes `agent` NULL or live.
         let agent = unsafe { handle(agent, "agent") }?;
         // SAFETY: the contract makes `text` NULL or NUL-terminated.
@@ -230,7 +240,7 @@ pub unsafe extern "C" fn panto_agent_run(
         let inner = lock(&agent.shared.slot).lend(shared.clone())?;
         let (sender, receiver) = std::sync::mpsc::channel();
         runtime.spawn(run_task(agent.shared.clone(), shared.clone(), inner, text, sender));
-        out.write_box(panto_run {
+        Ok(panto_run {
             _rt: agent.rt.clone(),
             run: shared,
             events: Mutex::new(receiver),
@@ -261,16 +271,12 @@ pub unsafe extern "C" fn panto_run_next_event(
     event: *mut *mut panto_event,
     err: *mut *mut panto_error,
 ) -> i32 {
-    // SAFETY: the contract makes `err` NULL or writable.
-    let err = unsafe { ErrOut::new(err) };
-    // SAFETY: the contract makes `event` NULL or writable.
-    let out = unsafe { Out::new(event, "event") };
-    err.guard(|| {
-        out.check()?;
+    // SAFETY: the contract makes `event` and `err` NULL or writable.
+    unsafe { HandOut::required(event, "event", err) }.guard_status(|| {
         // SAFETY: the contract makes `run` NULL or live.
         let run = unsafe { handle(run, "run") }?;
         if run.finished.load(Ordering::SeqCst) {
-            return Ok(PANTO_END);
+            return Ok(Made::Status(PANTO_END));
         }
         let received = {
             let events = lock(&run.events);
@@ -284,16 +290,16 @@ pub unsafe extern "C" fn panto_run_next_event(
             }
         };
         match received {
-            Ok(Item::Event(e)) => out.write_box(e),
+            Ok(Item::Event(e)) => Ok(Made::Value(e)),
             Ok(Item::Done) => {
                 run.finished.store(true, Ordering::SeqCst);
-                Ok(PANTO_END)
+                Ok(Made::Status(PANTO_END))
             }
             Ok(Item::Failed(failure)) => {
                 run.finished.store(true, Ordering::SeqCst);
                 Err(failure)
             }
-            Err(RecvTimeoutError::Timeout) => Ok(PANTO_TIMEOUT),
+            Err(RecvTimeoutError::Timeout) => Ok(Made::Status(PANTO_TIMEOUT)),
             Err(RecvTimeoutError::Disconnected) => {
                 run.finished.store(true, Ordering::SeqCst);
                 Err(Failure::state(
@@ -338,14 +344,6 @@ pub unsafe extern "C" fn panto_run_cancel(run: *const panto_run) -> i32 {
 /// `run` must be NULL or a run from `panto_agent_run` not yet freed.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn panto_run_free(run: *mut panto_run) {
-    crate::guard::guard_void(|| {
-        // SAFETY: the caller gives up a live run handle (or NULL).
-        let Some(run) = (unsafe { take(run) }) else {
-            return;
-        };
-        run.run.cancel();
-        if !in_runtime() {
-            run.run.wait_done();
-        }
-    })
+    // SAFETY: the caller gives up a run handle not yet freed (or NULL).
+    unsafe { free(run) }
 }
