@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use panto_core::__bench::{decode, sse_events};
-use panto_core::{ApiStyle, ContentBlock, Conversation, Error, Message, PersistentMessage, Role, SessionStore};
+use panto_core::{ApiStyle, ContentBlock, Conversation, Error, Message, PersistentMessage, Role, Session, SessionStore};
 use panto_store_fs::{Durability, FileSystemJSONLStore};
 
 /// The session id every `jsonl` input is stored under; seeds carry it in their header.
@@ -112,7 +112,7 @@ pub fn jsonl(data: &[u8]) {
         check("list", &store.list_with_problems().await);
         check(
             "resolve",
-            &as_dyn.clone().resolve(&FUZZ_SESSION_ID[..13]).await.map(|_| ()),
+            &Session::resolve(as_dyn.clone(), &FUZZ_SESSION_ID[..13]).await.map(|_| ()),
         );
         let message = Message::new(Role::User, vec![ContentBlock::text("after")]);
         let conversation = Conversation::new();

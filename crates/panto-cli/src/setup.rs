@@ -117,10 +117,8 @@ async fn open_session(
     place: &str,
 ) -> Result<(Session, Option<Conversation>), Failure> {
     let session = match choice {
-        SessionChoice::New => return Ok((store.clone().create(), None)),
-        SessionChoice::Continue => store
-            .clone()
-            .latest()
+        SessionChoice::New => return Ok((Session::create(store.clone()), None)),
+        SessionChoice::Continue => Session::latest(store.clone())
             .await?
             .ok_or_else(|| Failure::usage(format!("no session to continue in {place}")))?,
         SessionChoice::Resume(id) => resolve(store, id, place).await?,
@@ -137,7 +135,7 @@ async fn open_session(
 /// The session whose id is or starts with `id`.
 pub async fn resolve(store: &Arc<dyn SessionStore>, id: &str, place: &str) -> Result<Session, Failure> {
     let id = id.trim();
-    match store.clone().resolve(id).await {
+    match Session::resolve(store.clone(), id).await {
         Ok(Some(session)) => Ok(session),
         Ok(None) => Err(Failure::usage(format!("no session matches {id:?} in {place}"))),
         Err(Error::InvalidSessionId(_)) => Err(Failure::usage(format!(

@@ -9,14 +9,12 @@
 //! body is decoded whole (one buffer) and in 1,460-byte pieces (one TCP segment each), which is
 //! how bytes come off a socket.
 
-mod common;
-
 use std::time::Duration;
 
-use common::Facts;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use panto_core::__bench::{decode, WireCounts};
 use panto_core::ApiStyle;
+use panto_testkit::bench::Facts;
 use panto_testkit::fixture_bytes;
 
 /// How many text deltas the extended bodies carry.

@@ -11,7 +11,10 @@
 //! context-overflow handling and compaction, usage and cost ([`PricingRegistry`]).
 //!
 //! Sessions are kept by a [`SessionStore`]: `panto-store-fs` (JSONL files) is the embedded
-//! default; [`NullStore`] keeps nothing; [`MemoryStore`] keeps sessions in memory.
+//! default; [`NullStore`] keeps nothing; [`MemoryStore`] keeps sessions in memory. A store
+//! implements small primitives; [`Session::create`], [`Session::resolve`] and
+//! [`Session::latest`] are built on them once, here. What a store implementer needs besides is in
+//! [`store`].
 //!
 //! # Example
 //!
@@ -19,7 +22,7 @@
 //! Anthropic API):
 //!
 //! ```
-//! use panto_core::{Agent, ApiStyle, Config, ContentDelta, Event, NullStore, ProviderConfig};
+//! use panto_core::{Agent, ApiStyle, Config, ContentDelta, Event, NullStore, ProviderConfig, Session};
 //! # use panto_testkit::{script, MockServer, Reply};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
@@ -33,7 +36,7 @@
 //!     "my-api-key",
 //!     "claude-sonnet-4-5",
 //! ));
-//! let mut agent = Agent::new(config, NullStore::shared().create(), None)?;
+//! let mut agent = Agent::new(config, Session::create(NullStore::shared()), None)?;
 //! let mut stream = agent.run("Say hello".into());
 //! let mut text = String::new();
 //! while let Some(event) = stream.next().await? {
@@ -63,7 +66,7 @@ mod image;
 mod pricing;
 mod provider;
 mod registry;
-mod session;
+pub mod store;
 mod tool;
 
 pub use agent::{Agent, CompactionResult, Stream, StreamState, UserMessage};
@@ -76,10 +79,11 @@ pub use error::{Error, Result};
 pub use event::{BlockKind, ContentDelta, Event, RetryInfo, ToolDetails};
 pub use pricing::{format_micro_cents, Pricing, PricingRegistry};
 pub use registry::{is_wire_name, MAX_WIRE_NAME};
-pub use session::{
-    compact_view, match_models, new_session_id, sort_by_recency, validate_session_id, CompactionRecord, MemoryStore,
-    NullStore, PersistentMessage, Session, SessionInfo, SessionStore, StoredRecord, LAST_USER_MESSAGE_CHARS,
-};
+pub use store::info::SessionInfo;
+pub use store::memory::MemoryStore;
+pub use store::null::NullStore;
+pub use store::seam::{CompactionRecord, PersistentMessage, SessionStore};
+pub use store::session::Session;
 pub use tool::{ResultPart, Tool, ToolCall, ToolCallResult, ToolDecl, ToolError, ToolSource};
 
 pub use tokio_util::sync::CancellationToken;

@@ -29,10 +29,19 @@
 //!
 //! [`script`] builds streams shaped exactly like the real APIs', and [`spec`] turns the JSON reply
 //! descriptions of the `panto-mock` binary into [`Reply`]s.
+//!
+//! Beside the mock server, the support every crate's tests and benches share, so it is written
+//! once: [`store_contract`] (the behaviour every `SessionStore` must show, and
+//! [`store_contract_tests!`] to run it), [`postgres`] (a throwaway PostgreSQL server), [`child`]
+//! (a test binary running itself again as a second process) and [`bench`] (the facts file
+//! `cargo xtask bench` reads).
 #![deny(missing_docs)]
 
+pub mod bench;
+pub mod child;
 mod fixture;
 mod http;
+pub mod postgres;
 mod recorded;
 mod reply;
 pub mod script;

@@ -11,8 +11,3 @@ mod repl;
 mod resume;
 mod sessions;
 mod support;
-
-/// The throwaway PostgreSQL server of panto-store-postgres's own tests, shared by path so there
-/// is one implementation of starting it (as the `postgres` user when run as root).
-#[path = "../../../panto-store-postgres/tests/pg/server.rs"]
-mod pg_server;
