@@ -2,7 +2,12 @@
 //!
 //! The compiler enforces part of them already (`unsafe_code = "forbid"` and clippy's
 //! `print_stdout`/`print_stderr` are workspace lints); this check also catches a crate that opts out
-//! of the workspace lints, and filesystem I/O, which no lint covers.
+//! of the workspace lints, and what no lint covers: filesystem I/O, sessions made outside
+//! panto-core, files included across crates ([`includes`]) and the split of panto-core's API
+//! between its root and `panto_core::store` ([`store_api`]).
+
+mod includes;
+mod store_api;
 
 use std::path::{Path, PathBuf};
 
@@ -57,6 +62,19 @@ const RULES: &[Rule] = &[
             "read_dir",
         ],
     },
+    Rule {
+        // `Session::create`, `Session::resolve` and `Session::latest` bind a session to the
+        // store it was asked of; a session built by hand elsewhere can be bound to another one
+        // (a wrapper store handing out its inner store's sessions writes past the wrapper).
+        invariant: "sessions are made only by panto-core (Session::create, resolve, latest)",
+        dirs: &[
+            "crates/panto-store-fs/src",
+            "crates/panto-store-postgres/src",
+            "crates/panto-cli/src",
+            "crates/panto-ffi/src",
+        ],
+        forbidden: &["Session::new("],
+    },
 ];
 
 /// Crates that must inherit the workspace lints (which forbid `unsafe`).
@@ -89,6 +107,8 @@ pub fn check(root: &Path) -> Result<()> {
             }
         }
     }
+    includes::check(root, &mut violations)?;
+    store_api::check(root, &mut violations)?;
     for krate in LINTED_CRATES {
         let manifest = root.join(krate).join("Cargo.toml");
         let text = std::fs::read_to_string(&manifest).with_context(|| format!("reading {}", manifest.display()))?;
@@ -168,7 +188,8 @@ fn test_only_modules(text: &str) -> Vec<String> {
 }
 
 /// Lines (1-based) where a forbidden token appears in code, ignoring `//` comments (doc comments
-/// included) and the contents of `#[cfg(test)]` modules at the end of a file.
+/// included) and the contents of `#[cfg(test)]` modules at the end of a file. A token that starts
+/// with a name matches only where the name starts (`Session::new(` is not in `OpenSession::new(`).
 fn find_forbidden(text: &str, forbidden: &[&'static str]) -> Vec<(usize, &'static str)> {
     let mut hits = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -181,12 +202,20 @@ fn find_forbidden(text: &str, forbidden: &[&'static str]) -> Vec<(usize, &'stati
             None => trimmed,
         };
         for token in forbidden {
-            if code.contains(token) {
+            if contains_token(code, token) {
                 hits.push((i + 1, *token));
             }
         }
     }
     hits
+}
+
+/// Whether `token` occurs in `code` at a place where no name continues into it from the left.
+fn contains_token(code: &str, token: &str) -> bool {
+    let is_name = |c: char| c.is_alphanumeric() || c == '_';
+    let starts_with_name = token.starts_with(is_name);
+    code.match_indices(token)
+        .any(|(at, _)| !starts_with_name || !code[..at].ends_with(is_name))
 }
 
 fn inherits_workspace_lints(manifest: &str) -> bool {
@@ -209,6 +238,16 @@ mod tests {
     fn finds_tokens_in_code_but_not_in_comments_or_tests() {
         let src = "fn a() {\n    println!(\"x\"); // fine?\n    // println!(\"comment\")\n}\n#[cfg(test)]\nmod tests { fn t() { println!(); } }\n";
         assert_eq!(find_forbidden(src, &["println!"]), vec![(2, "println!")]);
+    }
+
+    #[test]
+    fn tokens_that_start_with_a_name_match_whole_names_only() {
+        let src = "let s = OpenSession::new(x);\nlet t = Session::new(info, store);\n";
+        assert_eq!(find_forbidden(src, &["Session::new("]), vec![(2, "Session::new(")]);
+        assert_eq!(
+            find_forbidden("a(std::fs::read(p))", &["std::fs"]),
+            vec![(1, "std::fs")]
+        );
     }
 
     #[test]
