@@ -126,18 +126,23 @@ pub fn check(root: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The library sources below `dir`: binaries under `src/bin` print by design (test-support
+/// tools), so they are left out.
 fn rust_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    rust_files_where(dir, |subdir| subdir.file_name().is_none_or(|n| n != "bin"))
+}
+
+/// Every `.rs` file below `dir`, descending only into the directories `descend` accepts.
+fn rust_files_where(dir: &Path, descend: impl Fn(&Path) -> bool) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(&dir).with_context(|| format!("listing {}", dir.display()))? {
             let path = entry?.path();
             if path.is_dir() {
-                // Binaries under src/bin print by design (test-support tools).
-                if path.file_name().is_some_and(|n| n == "bin") {
-                    continue;
+                if descend(&path) {
+                    stack.push(path);
                 }
-                stack.push(path);
             } else if path.extension().is_some_and(|e| e == "rs") {
                 out.push(path);
             }

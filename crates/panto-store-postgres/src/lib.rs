@@ -88,7 +88,8 @@ use async_trait::async_trait;
 use panto_core::store::validate_session_id;
 use panto_core::{Conversation, Error, PersistentMessage, Result, SessionInfo, SessionStore};
 use tokio::sync::OwnedMutexGuard;
-use tokio_postgres::Config;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Config, Row};
 
 pub use import::{import_fs, ImportReport};
 pub use lock::session_lock_key;
@@ -313,48 +314,37 @@ impl PostgresStore {
     }
 }
 
+impl PostgresStore {
+    /// The rows `query` returns, on a connection of the pool; `doing` names the work in an error.
+    async fn rows(&self, query: &str, params: &[&(dyn ToSql + Sync)], doing: impl Into<String>) -> Result<Vec<Row>> {
+        let conn = self.pool.get().await?;
+        conn.client.query(query, params).await.map_err(|e| pg(doing, e))
+    }
+}
+
 #[async_trait]
 impl SessionStore for PostgresStore {
     async fn list(&self) -> Result<Vec<SessionInfo>> {
-        let conn = self.pool.get().await?;
-        let rows = conn
-            .client
-            .query(read::LIST, &[])
-            .await
-            .map_err(|e| pg("listing sessions", e))?;
+        let rows = self.rows(read::LIST, &[], "listing sessions").await?;
         rows.iter().map(read::info_from_row).collect()
     }
 
     async fn info(&self, id: &str) -> Result<Option<SessionInfo>> {
         validate_session_id(id)?;
-        let conn = self.pool.get().await?;
-        let row = conn
-            .client
-            .query_opt(read::BY_ID, &[&id])
-            .await
-            .map_err(|e| pg(format!("reading session {id}"), e))?;
-        row.as_ref().map(read::info_from_row).transpose()
+        let rows = self.rows(read::BY_ID, &[&id], format!("reading session {id}")).await?;
+        rows.first().map(read::info_from_row).transpose()
     }
 
     async fn ids_with_prefix(&self, prefix: &str) -> Result<Vec<String>> {
         validate_session_id(prefix)?;
-        let conn = self.pool.get().await?;
-        let rows = conn
-            .client
-            .query(read::IDS_BY_PREFIX, &[&prefix])
-            .await
-            .map_err(|e| pg(format!("finding sessions starting with {prefix:?}"), e))?;
+        let doing = format!("finding the sessions whose id starts with {prefix:?}");
+        let rows = self.rows(read::IDS_BY_PREFIX, &[&prefix], doing).await?;
         Ok(rows.iter().map(|row| row.get(0)).collect())
     }
 
     async fn latest_info(&self) -> Result<Option<SessionInfo>> {
-        let conn = self.pool.get().await?;
-        let row = conn
-            .client
-            .query_opt(read::LATEST, &[])
-            .await
-            .map_err(|e| pg("finding the latest session", e))?;
-        row.as_ref().map(read::info_from_row).transpose()
+        let rows = self.rows(read::LATEST, &[], "finding the latest session").await?;
+        rows.first().map(read::info_from_row).transpose()
     }
 
     async fn load(&self, id: &str) -> Result<Option<Conversation>> {

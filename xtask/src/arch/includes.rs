@@ -17,7 +17,13 @@ pub(super) fn check(root: &Path, violations: &mut Vec<String>) -> Result<()> {
         if !tree.exists() {
             continue;
         }
-        for file in all_rust_files(&tree)? {
+        // Build output (`target`) and hidden directories are not sources.
+        let sources = super::rust_files_where(&tree, |dir| {
+            dir.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n != "target" && !n.starts_with('.'))
+        })?;
+        for file in sources {
             let text = std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
             let Some(krate) = crate_root_of(&file) else {
                 continue;
@@ -35,27 +41,6 @@ pub(super) fn check(root: &Path, violations: &mut Vec<String>) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Every `.rs` file below `dir`, build output (`target`) and hidden directories left out.
-fn all_rust_files(dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).with_context(|| format!("listing {}", dir.display()))? {
-            let path = entry?.path();
-            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            if path.is_dir() {
-                if name != "target" && !name.starts_with('.') {
-                    stack.push(path);
-                }
-            } else if name.ends_with(".rs") {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
 }
 
 /// The directory of the nearest `Cargo.toml` at or above `file`'s directory.
