@@ -33,7 +33,7 @@
 //! Beside the mock server, the support every crate's tests and benches share, so it is written
 //! once: [`store_contract`] (the behaviour every `SessionStore` must show, and
 //! [`store_contract_tests!`] to run it), [`postgres`] (a throwaway PostgreSQL server), [`child`]
-//! (a test binary running itself again as a second process) and [`bench`] (the facts file
+//! (a test binary running itself again as a second process) and [`bench`](mod@bench) (the facts file
 //! `cargo xtask bench` reads).
 #![deny(missing_docs)]
 

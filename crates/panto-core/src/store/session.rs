@@ -109,3 +109,54 @@ impl Session {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conversation::{ContentBlock, Message, Role};
+    use crate::store::memory::MemoryStore;
+
+    /// A store holding one session under each of `ids`.
+    async fn store_with(ids: &[&str]) -> Arc<dyn SessionStore> {
+        let store = MemoryStore::new();
+        let message = Message::new(Role::User, vec![ContentBlock::text("hi")]);
+        let conversation = Conversation::new();
+        for id in ids {
+            store
+                .append(id, &[PersistentMessage::new(&message, &conversation)])
+                .await
+                .unwrap();
+        }
+        store
+    }
+
+    async fn resolved(store: &Arc<dyn SessionStore>, prefix: &str) -> Result<Option<String>> {
+        Ok(Session::resolve(store.clone(), prefix)
+            .await?
+            .map(|s| s.id().to_owned()))
+    }
+
+    #[tokio::test]
+    async fn an_exact_id_wins_over_the_longer_ids_it_prefixes() {
+        let store = store_with(&["ab", "abc", "abd"]).await;
+        assert_eq!(resolved(&store, "ab").await.unwrap().as_deref(), Some("ab"));
+        assert_eq!(resolved(&store, "abc").await.unwrap().as_deref(), Some("abc"));
+        match resolved(&store, "a").await {
+            Err(Error::AmbiguousSession { prefix, candidates }) => {
+                assert_eq!(prefix, "a");
+                assert_eq!(candidates, ["ab", "abc", "abd"], "every candidate, sorted");
+            }
+            other => panic!("expected AmbiguousSession, got {other:?}"),
+        }
+        assert_eq!(resolved(&store, "b").await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn a_whole_id_is_looked_up_directly() {
+        let id = new_session_id();
+        let store = store_with(&[&id]).await;
+        assert_eq!(resolved(&store, &id).await.unwrap(), Some(id.clone()));
+        let other = new_session_id();
+        assert_eq!(resolved(&store, &other).await.unwrap(), None);
+    }
+}
