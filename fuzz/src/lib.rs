@@ -14,7 +14,7 @@ use std::sync::{Arc, OnceLock};
 
 use panto_core::__bench::{decode, decode_message, sse_events};
 use panto_core::{
-    is_wire_name, ApiStyle, ContentBlock, Conversation, Error, Message, PersistentMessage, Role, SessionStore,
+    is_wire_name, ApiStyle, ContentBlock, Conversation, Error, Message, PersistentMessage, Role, Session, SessionStore,
     ToolResultContent,
 };
 use panto_store_fs::{Durability, FileSystemJSONLStore};
@@ -123,7 +123,7 @@ pub fn jsonl(data: &[u8]) {
         check("list", &store.list_with_problems().await);
         check(
             "resolve",
-            &as_dyn.clone().resolve(&FUZZ_SESSION_ID[..13]).await.map(|_| ()),
+            &Session::resolve(as_dyn.clone(), &FUZZ_SESSION_ID[..13]).await.map(|_| ()),
         );
         let message = Message::new(Role::User, vec![ContentBlock::text("after")]);
         let conversation = Conversation::new();

@@ -2,7 +2,12 @@
 //!
 //! The compiler enforces part of them already (`unsafe_code = "forbid"` and clippy's
 //! `print_stdout`/`print_stderr` are workspace lints); this check also catches a crate that opts out
-//! of the workspace lints, and filesystem I/O, which no lint covers.
+//! of the workspace lints, and what no lint covers: filesystem I/O, sessions made outside
+//! panto-core, files included across crates ([`includes`]) and the split of panto-core's API
+//! between its root and `panto_core::store` ([`store_api`]).
+
+mod includes;
+mod store_api;
 
 use std::path::{Path, PathBuf};
 
@@ -83,6 +88,21 @@ const RULES: &[Rule] = &[
         allowed: &["crates/panto-core/src/provider/http.rs"],
         bins: true,
     },
+    Rule {
+        // `Session::create`, `Session::resolve` and `Session::latest` bind a session to the
+        // store it was asked of; a session built by hand elsewhere can be bound to another one
+        // (a wrapper store handing out its inner store's sessions writes past the wrapper).
+        invariant: "sessions are made only by panto-core (Session::create, resolve, latest)",
+        dirs: &[
+            "crates/panto-store-fs/src",
+            "crates/panto-store-postgres/src",
+            "crates/panto-cli/src",
+            "crates/panto-ffi/src",
+        ],
+        forbidden: &["Session::new("],
+        allowed: &[],
+        bins: false,
+    },
 ];
 
 /// Crates that must inherit the workspace lints (which forbid `unsafe`).
@@ -118,6 +138,8 @@ pub fn check(root: &Path) -> Result<()> {
             }
         }
     }
+    includes::check(root, &mut violations)?;
+    store_api::check(root, &mut violations)?;
     for krate in LINTED_CRATES {
         let manifest = root.join(krate).join("Cargo.toml");
         let text = std::fs::read_to_string(&manifest).with_context(|| format!("reading {}", manifest.display()))?;
@@ -158,19 +180,23 @@ fn expand(root: &Path, dirs: &[&str]) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-/// The `.rs` files under `dir`; with `bins` false, without `src/bin` trees.
+/// The `.rs` files under `dir`; with `bins` false, without `src/bin` trees (binaries there print
+/// by design: test-support tools).
 fn rust_files(dir: &Path, bins: bool) -> Result<Vec<PathBuf>> {
+    rust_files_where(dir, |subdir| bins || subdir.file_name().is_none_or(|n| n != "bin"))
+}
+
+/// Every `.rs` file below `dir`, descending only into the directories `descend` accepts.
+fn rust_files_where(dir: &Path, descend: impl Fn(&Path) -> bool) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(dir) = stack.pop() {
         for entry in std::fs::read_dir(&dir).with_context(|| format!("listing {}", dir.display()))? {
             let path = entry?.path();
             if path.is_dir() {
-                // Binaries under src/bin print by design (test-support tools).
-                if !bins && path.file_name().is_some_and(|n| n == "bin") {
-                    continue;
+                if descend(&path) {
+                    stack.push(path);
                 }
-                stack.push(path);
             } else if path.extension().is_some_and(|e| e == "rs") {
                 out.push(path);
             }
@@ -221,7 +247,8 @@ fn test_only_modules(text: &str) -> Vec<String> {
 }
 
 /// Lines (1-based) where a forbidden token appears in code, ignoring `//` comments (doc comments
-/// included) and the contents of `#[cfg(test)]` modules at the end of a file.
+/// included) and the contents of `#[cfg(test)]` modules at the end of a file. A token that starts
+/// with a name matches only where the name starts (`Session::new(` is not in `OpenSession::new(`).
 fn find_forbidden(text: &str, forbidden: &[&'static str]) -> Vec<(usize, &'static str)> {
     let mut hits = Vec::new();
     for (i, line) in text.lines().enumerate() {
@@ -234,12 +261,20 @@ fn find_forbidden(text: &str, forbidden: &[&'static str]) -> Vec<(usize, &'stati
             None => trimmed,
         };
         for token in forbidden {
-            if code.contains(token) {
+            if contains_token(code, token) {
                 hits.push((i + 1, *token));
             }
         }
     }
     hits
+}
+
+/// Whether `token` occurs in `code` at a place where no name continues into it from the left.
+fn contains_token(code: &str, token: &str) -> bool {
+    let is_name = |c: char| c.is_alphanumeric() || c == '_';
+    let starts_with_name = token.starts_with(is_name);
+    code.match_indices(token)
+        .any(|(at, _)| !starts_with_name || !code[..at].ends_with(is_name))
 }
 
 fn inherits_workspace_lints(manifest: &str) -> bool {
@@ -281,6 +316,16 @@ mod tests {
         }
         let sanctioned = "let c = panto_core::http_client_builder().build()?;";
         assert!(find_forbidden(sanctioned, rule.forbidden).is_empty());
+    }
+
+    #[test]
+    fn tokens_that_start_with_a_name_match_whole_names_only() {
+        let src = "let s = OpenSession::new(x);\nlet t = Session::new(info, store);\n";
+        assert_eq!(find_forbidden(src, &["Session::new("]), vec![(2, "Session::new(")]);
+        assert_eq!(
+            find_forbidden("a(std::fs::read(p))", &["std::fs"]),
+            vec![(1, "std::fs")]
+        );
     }
 
     #[test]

@@ -11,17 +11,14 @@
 //! - without: prints the URL and keeps the server until standard input closes (Ctrl-D).
 //!
 //! Either way the server and its directory are gone afterwards, even if this process is killed.
-//! The server logic is the one the store's own tests use
-//! (`crates/panto-store-postgres/tests/pg/server.rs`), included here by path.
+//! The server logic is the one the tests use (`panto_testkit::postgres`).
 
 use std::io::Read;
 use std::path::Path;
 use std::process::Command;
 
 use anyhow::{anyhow, Result};
-
-#[path = "../../crates/panto-store-postgres/tests/pg/server.rs"]
-mod server;
+use panto_testkit::postgres as server;
 
 /// The variable that carries the database URL to the command.
 pub const URL_ENV: &str = "PANTO_PG_URL";

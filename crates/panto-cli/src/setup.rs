@@ -58,10 +58,8 @@ pub struct Ready {
 async fn open_session(opened: &OpenStore, choice: &SessionChoice) -> Result<(Session, Option<Conversation>), Failure> {
     let (store, place) = (&opened.store, &opened.place);
     let session = match choice {
-        SessionChoice::New => return Ok((store.clone().create(), None)),
-        SessionChoice::Continue => store
-            .clone()
-            .latest()
+        SessionChoice::New => return Ok((Session::create(store.clone()), None)),
+        SessionChoice::Continue => Session::latest(store.clone())
             .await?
             .ok_or_else(|| Failure::usage(format!("no session to continue in {place}")))?,
         SessionChoice::Resume(id) => opened.resolve(id).await?,

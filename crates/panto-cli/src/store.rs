@@ -87,7 +87,7 @@ impl OpenStore {
     /// The session whose id is or starts with `id`; the error names the store.
     pub async fn resolve(&self, id: &str) -> Result<Session, Failure> {
         let id = id.trim();
-        match self.store.clone().resolve(id).await {
+        match Session::resolve(self.store.clone(), id).await {
             Ok(Some(session)) => Ok(session),
             Ok(None) => Err(Failure::usage(format!("no session matches {id:?} in {}", self.place))),
             Err(Error::InvalidSessionId(_)) => Err(Failure::usage(format!(

@@ -15,14 +15,12 @@
 //! in bytes). A parser that searched the line again on every segment spent time quadratic in its
 //! length (80 MB took 50 s).
 
-mod common;
-
 use std::time::Duration;
 
-use common::Facts;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use panto_core::__bench::{decode, sse_data_lengths, WireCounts};
 use panto_core::ApiStyle;
+use panto_testkit::bench::Facts;
 use panto_testkit::fixture_bytes;
 
 /// How many text deltas the extended bodies carry.

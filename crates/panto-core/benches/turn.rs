@@ -9,14 +9,12 @@
 //! `NullStore`, so this measures the engine (HTTP, SSE, decoding, events, the conversation), not
 //! the disk; the store has benches of its own in panto-store-fs.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::Facts;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use futures_util::StreamExt;
-use panto_core::{Agent, ApiStyle, Config, ContentDelta, Event, NullStore, ProviderConfig};
+use panto_core::{Agent, ApiStyle, Config, ContentDelta, Event, NullStore, ProviderConfig, Session};
+use panto_testkit::bench::Facts;
 use panto_testkit::{script, MockServer, Reply};
 use tokio::runtime::Runtime;
 
@@ -41,7 +39,7 @@ fn agent(server: &MockServer) -> Agent {
         MODEL,
     ));
     config.idle_timeout = Duration::from_secs(30);
-    Agent::new(config, NullStore::shared().create(), None).unwrap_or_else(|e| panic!("{e}"))
+    Agent::new(config, Session::create(NullStore::shared()), None).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// One turn through the agent: every event pulled, the text deltas counted.

@@ -124,7 +124,7 @@ pub enum Error {
     /// session vanished. Not retryable.
     #[error("no session {0}")]
     SessionNotFound(String),
-    /// An id prefix matches more than one session. Returned by `SessionStore::resolve`.
+    /// An id prefix matches more than one session. Returned by `Session::resolve`.
     #[error("session prefix {prefix:?} is ambiguous: {}", candidates.join(", "))]
     AmbiguousSession {
         /// The prefix.

@@ -11,7 +11,10 @@
 //! context-overflow handling and compaction, usage and cost ([`PricingRegistry`]).
 //!
 //! Sessions are kept by a [`SessionStore`]: `panto-store-fs` (JSONL files) is the embedded
-//! default; [`NullStore`] keeps nothing; [`MemoryStore`] keeps sessions in memory.
+//! default; [`NullStore`] keeps nothing; [`MemoryStore`] keeps sessions in memory. A store
+//! implements small primitives; [`Session::create`], [`Session::resolve`] and
+//! [`Session::latest`] are built on them once, here. What a store implementer needs besides is in
+//! [`store`].
 //!
 //! Tools are Rust values: [`tool_fn`] makes one from an async function of a `serde` +
 //! `schemars` argument type (its JSON schema generated, doc comments as descriptions), or
@@ -26,7 +29,7 @@
 //! ## A streamed turn
 //!
 //! ```
-//! use panto_core::{Agent, ApiStyle, Config, ContentDelta, Event, NullStore, ProviderConfig};
+//! use panto_core::{Agent, ApiStyle, Config, ContentDelta, Event, NullStore, ProviderConfig, Session};
 //! # use panto_testkit::{script, MockServer, Reply};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
@@ -40,7 +43,7 @@
 //!     "my-api-key",
 //!     "claude-sonnet-4-5",
 //! ));
-//! let mut agent = Agent::new(config, NullStore::shared().create(), None)?;
+//! let mut agent = Agent::new(config, panto_core::Session::create(NullStore::shared()), None)?;
 //! let mut stream = agent.run("Say hello".into());
 //! let mut text = String::new();
 //! while let Some(event) = stream.next().await? {
@@ -82,7 +85,7 @@
 //! # server.push(Reply::sse(script::openai_text("2 + 40 = 42")));
 //! # let base_url = server.openai_base_url();
 //! let config = Config::new(ProviderConfig::new(ApiStyle::OpenAiChat, base_url, "my-api-key", "gpt-5"));
-//! let mut agent = Agent::new(config, NullStore::shared().create(), None)?;
+//! let mut agent = Agent::new(config, panto_core::Session::create(NullStore::shared()), None)?;
 //! agent.register_tool(tool_fn("add", "Adds two integers.", |args: AddArgs, _call| async move {
 //!     Ok(format!("{}", args.a + args.b))
 //! }))?;
@@ -125,7 +128,7 @@
 //!
 //! // First run: a new session.
 //! let store = FileSystemJSONLStore::new(&sessions);
-//! let mut agent = Agent::new(config.clone(), store.clone().create(), None)?;
+//! let mut agent = Agent::new(config.clone(), panto_core::Session::create(store.clone()), None)?;
 //! let mut stream = agent.run("My favourite colour is blue.".into());
 //! while stream.next().await?.is_some() {}
 //! drop(stream);
@@ -134,7 +137,7 @@
 //!
 //! // A later run: the latest session, continued.
 //! let store = FileSystemJSONLStore::new(&sessions);
-//! let session = store.clone().latest().await?.expect("a stored session");
+//! let session = panto_core::Session::latest(store.clone()).await?.expect("a stored session");
 //! assert_eq!(session.id(), id);
 //! let mut agent = Agent::resume(config, session).await?;
 //! assert_eq!(agent.conversation().messages.len(), 2);
@@ -168,7 +171,7 @@
 //! # server.push(Reply::sse(script::anthropic_tool_uses(&[("toolu_1", "wait", "{}")])));
 //! # let base_url = server.anthropic_base_url();
 //! # let config = Config::new(ProviderConfig::new(ApiStyle::AnthropicMessages, base_url, "key", "claude-sonnet-4-5"));
-//! let mut agent = Agent::new(config, NullStore::shared().create(), None)?;
+//! let mut agent = Agent::new(config, panto_core::Session::create(NullStore::shared()), None)?;
 //! // A slow tool that stops when its call is cancelled.
 //! agent.register_tool(tool_fn("wait", "Waits for a long time.", |_: WaitArgs, call| async move {
 //!     call.cancel.cancelled().await;
@@ -213,7 +216,7 @@ mod image;
 mod pricing;
 mod provider;
 mod registry;
-mod session;
+pub mod store;
 mod tool;
 mod wire;
 
@@ -227,10 +230,11 @@ pub use event::{event_schema, BlockKind, ContentDelta, Event, RetryInfo, ToolDet
 pub use pricing::{format_micro_cents, Pricing, PricingRegistry};
 pub use provider::http::http_client_builder;
 pub use registry::{is_wire_name, MAX_WIRE_NAME};
-pub use session::{
-    compact_view, match_models, new_session_id, sort_by_recency, validate_session_id, CompactionRecord, MemoryStore,
-    NullStore, PersistentMessage, Session, SessionInfo, SessionStore, StoredRecord, LAST_USER_MESSAGE_CHARS,
-};
+pub use store::info::SessionInfo;
+pub use store::memory::MemoryStore;
+pub use store::null::NullStore;
+pub use store::seam::{CompactionRecord, PersistentMessage, SessionStore};
+pub use store::session::Session;
 pub use tool::{tool_fn, ResultPart, Tool, ToolCall, ToolCallResult, ToolDecl, ToolError, ToolSource};
 
 /// The attribute that makes [`Tool`], [`ToolSource`] and [`SessionStore`] implementations async,

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use panto_core::{Agent, ApiStyle, ContentBlock, Event, MemoryStore, Role, SessionStore};
+use panto_core::{Agent, ApiStyle, ContentBlock, Event, MemoryStore, Role, Session, SessionStore};
 use panto_testkit::{fixture_bytes, MockServer, Reply};
 use serde_json::json;
 
@@ -12,7 +12,7 @@ use crate::support::*;
 async fn agent_with_history(style: ApiStyle, server: &MockServer, store: &Arc<MemoryStore>) -> Agent {
     let mut config = config(style, server);
     config.compaction.keep_recent_tokens = 30;
-    let mut agent = Agent::new(config, store.clone().create(), None).unwrap();
+    let mut agent = Agent::new(config, Session::create(store.clone()), None).unwrap();
     agent.add_system_message("You are the system.").await.unwrap();
     for i in 0..3 {
         server.push(Reply::sse(text_with_usage(
@@ -85,7 +85,7 @@ async fn manual_compaction_is_persisted_and_resumes_compacted() {
         assert_eq!(&loaded.messages, messages);
 
         // And a resumed agent continues from the compacted view.
-        let session = store.clone().resolve(&id).await.unwrap().unwrap();
+        let session = Session::resolve(store.clone(), &id).await.unwrap().unwrap();
         let mut resumed = Agent::new(config(style, &server), session, Some(loaded)).unwrap();
         server.push(Reply::sse(text(style, "continuing")));
         collect(&mut resumed, "next").await.unwrap();

@@ -31,7 +31,12 @@ fn base_url(style: ApiStyle, server: &MockServer) -> String {
 }
 
 async fn run(config: Config) -> Result<Vec<panto_core::Event>, Error> {
-    let mut agent = Agent::new(config, panto_core::NullStore::shared().create(), None).unwrap();
+    let mut agent = Agent::new(
+        config,
+        panto_core::Session::create(panto_core::NullStore::shared()),
+        None,
+    )
+    .unwrap();
     collect(&mut agent, "hi").await
 }
 
@@ -213,7 +218,7 @@ async fn credentials_in_the_base_url_are_sent_as_basic_auth_and_never_recorded()
     let store: Arc<dyn SessionStore> = MemoryStore::new();
     let mut agent = Agent::new(
         config_at(ApiStyle::AnthropicMessages, url),
-        store.clone().create(),
+        panto_core::Session::create(store.clone()),
         None,
     )
     .unwrap();

@@ -3,15 +3,15 @@
 use std::sync::Arc;
 
 use panto_core::{
-    Agent, ApiStyle, ContentBlock, Conversation, Error, MemoryStore, Message, PersistentMessage, Role, SessionStore,
-    StopReason, SystemMode, ToolResultContent,
+    Agent, ApiStyle, ContentBlock, Conversation, Error, MemoryStore, Message, PersistentMessage, Role, Session,
+    SessionStore, StopReason, SystemMode, ToolResultContent,
 };
 use panto_testkit::{MockServer, Reply};
 use serde_json::json;
 
 use crate::support::*;
 
-fn roles(records: &[panto_core::StoredRecord]) -> Vec<Role> {
+fn roles(records: &[panto_core::store::StoredRecord]) -> Vec<Role> {
     records.iter().map(|r| r.message.role).collect()
 }
 
@@ -22,7 +22,7 @@ async fn a_full_tool_turn_persists_each_message_as_it_completes() {
         server.push(Reply::sse(tool_calls(style, &[("t1", "echo", r#"{"text":"x"}"#)])));
         server.push(Reply::sse(text(style, "done")));
         let store = MemoryStore::new();
-        let session = store.clone().create();
+        let session = Session::create(store.clone());
         let id = session.id().to_owned();
         let mut agent = agent_on(style, &server, session);
         agent.register_tool(Arc::new(Echo)).unwrap();
@@ -67,7 +67,7 @@ async fn a_first_request_that_fails_leaves_no_session() {
         &json!({"type":"error","error":{"type":"invalid_request_error","message":"no"}}),
     ));
     let store = MemoryStore::new();
-    let mut agent = agent_on(ApiStyle::AnthropicMessages, &server, store.clone().create());
+    let mut agent = agent_on(ApiStyle::AnthropicMessages, &server, Session::create(store.clone()));
     collect(&mut agent, "hi").await.unwrap_err();
     assert!(store.appends().is_empty());
     assert!(store.list().await.unwrap().is_empty());
@@ -83,7 +83,7 @@ async fn a_failure_mid_turn_keeps_what_was_committed() {
             &json!({"error":{"message":"bad request","type":"invalid_request_error"}}),
         ));
         let store = MemoryStore::new();
-        let session = store.clone().create();
+        let session = Session::create(store.clone());
         let id = session.id().to_owned();
         let mut agent = agent_on(style, &server, session);
         agent.register_tool(Arc::new(Echo)).unwrap();
@@ -101,7 +101,7 @@ async fn system_prompt_changes_are_recorded_as_append_or_replace() {
     let server = MockServer::start().await;
     server.push(Reply::sse(text(ApiStyle::AnthropicMessages, "ok")));
     let store = MemoryStore::new();
-    let session = store.clone().create();
+    let session = Session::create(store.clone());
     let id = session.id().to_owned();
     let mut agent = agent_on(ApiStyle::AnthropicMessages, &server, session);
     agent.add_system_message("base").await.unwrap();
@@ -134,7 +134,7 @@ async fn what_a_dropped_stream_leaves_is_persisted_by_the_next_write() {
     server.push(Reply::hang());
     server.push(Reply::sse(text(ApiStyle::OpenAiChat, "third")));
     let store = MemoryStore::new();
-    let session = store.clone().create();
+    let session = Session::create(store.clone());
     let id = session.id().to_owned();
     let mut agent = agent_on(ApiStyle::OpenAiChat, &server, session);
     collect(&mut agent, "one").await.unwrap();
@@ -188,7 +188,7 @@ async fn killed_mid_tool(store: &Arc<MemoryStore>, style: ApiStyle) -> String {
             compaction: None,
         })
         .collect();
-    let mut session = store.clone().create();
+    let mut session = Session::create(store.clone());
     session.append(&batch).await.unwrap();
     session.id().to_owned()
 }
@@ -200,7 +200,7 @@ async fn resume_after_a_kill_mid_tool_closes_the_call_and_the_next_request_is_va
         let id = killed_mid_tool(&store, style).await;
         let before = store.list().await.unwrap()[0].recency();
 
-        let session = store.clone().resolve(&id[..8]).await.unwrap().unwrap();
+        let session = Session::resolve(store.clone(), &id[..8]).await.unwrap().unwrap();
         let conversation = session.load().await.unwrap();
         let server = MockServer::start().await;
         server.push(Reply::sse(text(style, "resumed fine")));
@@ -237,6 +237,6 @@ async fn resume_after_a_kill_mid_tool_closes_the_call_and_the_next_request_is_va
 #[tokio::test]
 async fn session_load_of_a_never_written_session_is_not_found() {
     let store = MemoryStore::new();
-    let session = store.clone().create();
+    let session = Session::create(store.clone());
     assert!(matches!(session.load().await, Err(Error::SessionNotFound(_))));
 }

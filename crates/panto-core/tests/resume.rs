@@ -1,7 +1,7 @@
 //! Opening an agent on a stored session: `Agent::resume`, and the refusal to start a second chain
 //! on a log the model never saw.
 
-use panto_core::{Agent, ApiStyle, Error, MemoryStore, Role, SessionStore, UserMessage};
+use panto_core::{Agent, ApiStyle, Error, MemoryStore, Role, UserMessage};
 use panto_testkit::{MockServer, Reply};
 
 use crate::support::*;
@@ -9,7 +9,7 @@ use crate::support::*;
 /// A store holding one finished turn ("first question" → "first answer"); returns its id.
 async fn one_turn(store: &std::sync::Arc<MemoryStore>, style: ApiStyle, server: &MockServer) -> String {
     server.push(Reply::sse(text(style, "first answer")));
-    let mut agent = agent_on(style, server, store.clone().create());
+    let mut agent = agent_on(style, server, panto_core::Session::create(store.clone()));
     collect(&mut agent, "first question").await.unwrap();
     agent.session_id().to_owned()
 }
@@ -21,7 +21,7 @@ async fn agent_new_without_the_conversation_of_a_stored_session_is_refused() {
         let server = MockServer::start().await;
         let id = one_turn(&store, style, &server).await;
 
-        let session = store.clone().resolve(&id).await.unwrap().unwrap();
+        let session = panto_core::Session::resolve(store.clone(), &id).await.unwrap().unwrap();
         let err = Agent::new(config(style, &server), session, None).unwrap_err();
         assert!(
             matches!(&err, Error::SessionNotLoaded { id: got, message_count: 2 } if *got == id),
@@ -40,7 +40,10 @@ async fn resume_continues_the_stored_conversation() {
         let server = MockServer::start().await;
         let id = one_turn(&store, style, &server).await;
 
-        let session = store.clone().resolve(&id[..8]).await.unwrap().unwrap();
+        let session = panto_core::Session::resolve(store.clone(), &id[..8])
+            .await
+            .unwrap()
+            .unwrap();
         let mut agent = Agent::resume(config(style, &server), session).await.unwrap();
         assert_eq!(agent.session_id(), id);
         assert_eq!(agent.conversation().messages.len(), 2);
@@ -77,7 +80,7 @@ async fn resume_continues_the_stored_conversation() {
 async fn resume_of_a_session_the_store_does_not_hold_is_not_found() {
     let store = MemoryStore::new();
     let server = MockServer::start().await;
-    let session = store.clone().create();
+    let session = panto_core::Session::create(store.clone());
     let id = session.id().to_owned();
     let err = Agent::resume(config(ApiStyle::OpenAiChat, &server), session)
         .await

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use panto_core::{ApiStyle, Error, Event, Role};
+use panto_core::{ApiStyle, Error, Event, Role, Session};
 use panto_testkit::script::{AnthropicScript, OpenAiScript};
 use panto_testkit::{fixture_bytes, MockServer, Reply};
 use serde_json::json;
@@ -129,7 +129,7 @@ async fn openai_mid_stream_error_payload_is_an_error_with_the_message() {
     server.push(Reply::fixture("litellm/chat-mid-stream-error.sse"));
     let mut config = config(ApiStyle::OpenAiChat, &server);
     config.retry.max_attempts = 1;
-    let mut agent = panto_core::Agent::new(config, panto_core::NullStore::shared().create(), None).unwrap();
+    let mut agent = panto_core::Agent::new(config, Session::create(panto_core::NullStore::shared()), None).unwrap();
     let err = collect(&mut agent, "hi").await.unwrap_err();
     assert!(err.to_string().contains("scripted overload mid-stream"), "{err}");
     // What the user saw ("Partial") is kept as a valid assistant message.
@@ -145,7 +145,7 @@ async fn truncated_streams_are_errors_never_complete_messages() {
         server.push(Reply::sse(full.clone()).end_after(full.len() / 2));
         let mut config = config(style, &server);
         config.retry.max_attempts = 1;
-        let mut agent = panto_core::Agent::new(config, panto_core::NullStore::shared().create(), None).unwrap();
+        let mut agent = panto_core::Agent::new(config, Session::create(panto_core::NullStore::shared()), None).unwrap();
         let err = collect(&mut agent, "hi").await.unwrap_err();
         assert!(matches!(err, Error::Truncated { .. }), "{style}: {err}");
         assert!(agent
@@ -166,7 +166,7 @@ async fn truncation_and_idle_streams_are_retried() {
         server.push(Reply::sse(full));
         let mut config = config(style, &server);
         config.idle_timeout = Duration::from_millis(200);
-        let mut agent = panto_core::Agent::new(config, panto_core::NullStore::shared().create(), None).unwrap();
+        let mut agent = panto_core::Agent::new(config, Session::create(panto_core::NullStore::shared()), None).unwrap();
         let events = collect(&mut agent, "hi").await.unwrap();
         let r = retries(&events);
         assert_eq!(r.len(), 2, "{style}");
@@ -186,7 +186,7 @@ async fn context_overflow_is_its_own_error() {
         server.push(Reply::raw(400, fixture_bytes(fixture).unwrap()).header("content-type", "application/json"));
         let mut config = config(style, &server);
         config.compaction.enabled = false;
-        let mut agent = panto_core::Agent::new(config, panto_core::NullStore::shared().create(), None).unwrap();
+        let mut agent = panto_core::Agent::new(config, Session::create(panto_core::NullStore::shared()), None).unwrap();
         let err = collect(&mut agent, "hi").await.unwrap_err();
         assert!(
             matches!(err, Error::ContextOverflow { status: 400, .. }),
@@ -208,7 +208,7 @@ async fn connection_refused_is_retried_then_reported() {
     ));
     config.retry.base_delay = Duration::from_millis(1);
     config.retry.max_attempts = 2;
-    let mut agent = panto_core::Agent::new(config, panto_core::NullStore::shared().create(), None).unwrap();
+    let mut agent = panto_core::Agent::new(config, Session::create(panto_core::NullStore::shared()), None).unwrap();
     let mut stream = agent.run("hi".into());
     let mut saw_retry = false;
     let err = loop {

@@ -36,7 +36,7 @@ pub fn config(style: ApiStyle, server: &MockServer) -> Config {
 }
 
 pub fn agent(style: ApiStyle, server: &MockServer) -> Agent {
-    Agent::new(config(style, server), NullStore::shared().create(), None).unwrap()
+    Agent::new(config(style, server), Session::create(NullStore::shared()), None).unwrap()
 }
 
 pub fn agent_on(style: ApiStyle, server: &MockServer, session: Session) -> Agent {

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use base64::Engine;
-use panto_core::{ApiStyle, ContentBlock, Error, Event, Role, StopReason, ToolResultContent};
+use panto_core::{ApiStyle, ContentBlock, Error, Event, Role, Session, StopReason, ToolResultContent};
 use panto_testkit::{Chunking, MockServer, Reply};
 use serde_json::Value;
 
@@ -348,7 +348,7 @@ async fn step_limit_stops_a_runaway_loop_with_a_valid_conversation() {
     }
     let mut config = config(ApiStyle::OpenAiChat, &server);
     config.max_steps = 2;
-    let mut agent = panto_core::Agent::new(config, panto_core::NullStore::shared().create(), None).unwrap();
+    let mut agent = panto_core::Agent::new(config, Session::create(panto_core::NullStore::shared()), None).unwrap();
     agent.register_tool(Arc::new(Echo)).unwrap();
     let err = collect(&mut agent, "loop").await.unwrap_err();
     assert!(matches!(err, Error::StepLimit(2)), "{err}");

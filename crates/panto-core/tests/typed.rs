@@ -373,7 +373,12 @@ async fn run_typed_with_anthropic_thinking_does_not_force_the_tool() {
     server.push(Reply::sse(final_result(ApiStyle::AnthropicMessages, "call_1", input)));
     let mut config = config(ApiStyle::AnthropicMessages, &server);
     config.provider.reasoning = ReasoningEffort::Low;
-    let mut agent = panto_core::Agent::new(config, panto_core::NullStore::shared().create(), None).unwrap();
+    let mut agent = panto_core::Agent::new(
+        config,
+        panto_core::Session::create(panto_core::NullStore::shared()),
+        None,
+    )
+    .unwrap();
     let capital: Capital = agent.run_typed("The capital?").await.unwrap();
     assert_eq!(capital.population, 2);
     let first = body(&server.requests(), 0);

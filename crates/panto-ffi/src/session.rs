@@ -67,7 +67,7 @@ pub unsafe extern "C" fn panto_session_create(
     err: *mut *mut panto_error,
 ) -> i32 {
     // SAFETY: forwarded contract.
-    unsafe { hand_out(store, out, err, |s| Ok(s.store.clone().create())) }
+    unsafe { hand_out(store, out, err, |s| Ok(Session::create(s.store.clone()))) }
 }
 
 /// The session whose id is `id_or_prefix`, or else the only one whose id starts with it.
@@ -93,7 +93,8 @@ pub unsafe extern "C" fn panto_session_resolve(
     let find = |s: &panto_store| {
         // SAFETY: the contract makes `id_or_prefix` NULL or NUL-terminated.
         let id = unsafe { crate::cstr::arg(id_or_prefix, "id_or_prefix") }?;
-        let found = s.rt.block_on("panto_session_resolve", s.store.clone().resolve(&id))??;
+        let found =
+            s.rt.block_on("panto_session_resolve", Session::resolve(s.store.clone(), &id))??;
         found.ok_or_else(|| Failure::new(PANTO_ERR_SESSION_NOT_FOUND, format!("no session matches {id:?}")))
     };
     // SAFETY: forwarded contract.
@@ -116,7 +117,8 @@ pub unsafe extern "C" fn panto_session_latest(
     err: *mut *mut panto_error,
 ) -> i32 {
     let find = |s: &panto_store| {
-        let found = s.rt.block_on("panto_session_latest", s.store.clone().latest())??;
+        let found =
+            s.rt.block_on("panto_session_latest", Session::latest(s.store.clone()))??;
         found.ok_or_else(|| Failure::new(PANTO_ERR_SESSION_NOT_FOUND, "the store holds no sessions"))
     };
     // SAFETY: forwarded contract.

@@ -11,19 +11,16 @@
 
 #![allow(clippy::print_stderr)]
 
-// One shared helper module for every bench of the workspace.
-#[path = "../../panto-core/benches/common/mod.rs"]
-mod common;
 mod data;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::Facts;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use data::content::{self, Corpus, Rng};
-use panto_core::{Conversation, Message, PersistentMessage, Session, SessionStore};
+use panto_core::{Conversation, Message, PersistentMessage, Session};
 use panto_store_fs::{Durability, FileSystemJSONLStore};
+use panto_testkit::bench::Facts;
 use tokio::runtime::Runtime;
 
 /// Pre-built turns to cycle through, so that generating content is never timed.
@@ -140,7 +137,7 @@ fn bench(c: &mut Criterion) {
         let dir = scratch.join(case.name);
         let _ = std::fs::remove_dir_all(&dir);
         let store: Arc<FileSystemJSONLStore> = FileSystemJSONLStore::with_durability(&dir, case.durability);
-        let mut session = store.clone().create();
+        let mut session = Session::create(store.clone());
         let text_turns: Vec<Vec<Message>> = pool.iter().map(|t| vec![t[0].clone(), t[3].clone()]).collect();
         let batches: Vec<&[Message]> = pool
             .iter()

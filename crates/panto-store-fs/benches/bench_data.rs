@@ -6,9 +6,6 @@
 
 #![allow(clippy::print_stderr)]
 
-// One shared helper module for every bench of the workspace.
-#[path = "../../panto-core/benches/common/mod.rs"]
-mod common;
 mod data;
 
 use std::path::Path;

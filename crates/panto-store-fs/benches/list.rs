@@ -10,18 +10,15 @@
 
 #![allow(clippy::print_stderr)]
 
-// One shared helper module for every bench of the workspace.
-#[path = "../../panto-core/benches/common/mod.rs"]
-mod common;
 mod data;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::Facts;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use panto_core::SessionStore;
+use panto_core::{Session, SessionStore};
 use panto_store_fs::FileSystemJSONLStore;
+use panto_testkit::bench::Facts;
 use tokio::runtime::Runtime;
 
 fn cold() -> bool {
@@ -124,7 +121,7 @@ fn bench(c: &mut Criterion) {
                 }
                 let start = Instant::now();
                 let found = rt
-                    .block_on(store.clone().resolve(&prefix))
+                    .block_on(Session::resolve(store.clone(), &prefix))
                     .unwrap_or_else(|e| panic!("{e}"));
                 total += start.elapsed();
                 assert!(found.is_some_and(|s| s.id() == target.as_str()));

@@ -12,19 +12,16 @@
 
 #![allow(clippy::print_stderr)]
 
-// One shared helper module for every bench of the workspace.
-#[path = "../../panto-core/benches/common/mod.rs"]
-mod common;
 mod data;
 
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::Facts;
 use criterion::{criterion_group, Criterion, Throughput};
 use panto_core::{Conversation, Message, PersistentMessage, SessionStore};
 use panto_store_fs::{Durability, FileSystemJSONLStore};
+use panto_testkit::bench::Facts;
 use tokio::runtime::Runtime;
 
 /// A field of `/proc/self/status`, in bytes.

@@ -11,7 +11,7 @@ use std::io;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use panto_core::validate_session_id;
+use panto_core::store::validate_session_id;
 
 use crate::open::{describe_kind, SYMLINK};
 use crate::EXTENSION;

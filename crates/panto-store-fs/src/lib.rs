@@ -31,7 +31,7 @@
 //!
 //! # Example
 //! ```
-//! use panto_core::{Conversation, PersistentMessage, SessionStore};
+//! use panto_core::{Conversation, PersistentMessage, Session, SessionStore};
 //! use panto_store_fs::FileSystemJSONLStore;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
@@ -40,7 +40,7 @@
 //! let store = FileSystemJSONLStore::new(dir.path().join("sessions"));
 //!
 //! // Creating a session does no I/O; the first append creates its file.
-//! let mut session = store.clone().create();
+//! let mut session = Session::create(store.clone());
 //! let mut conversation = Conversation::with_metadata(r#"{"project":"demo"}"#);
 //! conversation.add_user_message("What is in this directory?");
 //! session
@@ -61,7 +61,7 @@
 //! assert_eq!(listed[0].last_user_message.as_deref(), Some("What is in this directory?"));
 //!
 //! // A session can be found again by a prefix of its id, and loaded.
-//! let found = store.clone().resolve(&session.id()[..13]).await?.expect("the session");
+//! let found = Session::resolve(store.clone(), &session.id()[..13]).await?.expect("the session");
 //! assert_eq!(found.load().await?, conversation);
 //! # Ok(())
 //! # }
@@ -84,10 +84,8 @@ use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use async_trait::async_trait;
 use chrono::Utc;
-use panto_core::{
-    new_session_id, sort_by_recency, validate_session_id, Conversation, Error, PersistentMessage, Result, Session,
-    SessionInfo, SessionStore,
-};
+use panto_core::store::{sort_by_recency, validate_session_id};
+use panto_core::{Conversation, Error, PersistentMessage, Result, SessionInfo, SessionStore};
 
 pub use dir::{check_dir, DirWarning};
 pub use format::MAX_LINE;
@@ -291,35 +289,26 @@ impl Inner {
         Ok((infos, problems))
     }
 
-    fn resolve(&self, id_or_prefix: &str) -> Result<Option<SessionInfo>> {
-        // File names only: no session file is read but the one that matches.
+    /// The ids of the session files whose names start with `prefix`. File names only, and a
+    /// `stat` of each match: no session file is read.
+    fn ids_with_prefix(&self, prefix: &str) -> Result<Vec<String>> {
         let (files, _) = self.session_files()?;
-        let mut matches: Vec<(String, PathBuf)> = match files.iter().find(|(id, _)| id == id_or_prefix) {
-            Some(exact) => vec![exact.clone()],
-            None => files
-                .into_iter()
-                .filter(|(id, _)| id.starts_with(id_or_prefix))
-                .collect(),
-        };
-        if matches.len() > 1 {
-            // An empty file is no session, so it cannot make a prefix ambiguous. (A single match
-            // needs no check here: `read_info` finds it empty anyway.)
-            matches.retain(|(_, path)| !holds_no_session(path));
-        }
-        match matches.len() {
-            0 => Ok(None),
-            1 => {
-                let (id, path) = matches.remove(0);
-                read_info(&path, &id)
-            }
-            _ => {
-                let mut candidates: Vec<String> = matches.into_iter().map(|(id, _)| id).collect();
-                candidates.sort();
-                Err(Error::AmbiguousSession {
-                    prefix: id_or_prefix.to_owned(),
-                    candidates,
-                })
-            }
+        Ok(files
+            .into_iter()
+            .filter(|(id, _)| id.starts_with(prefix))
+            // An empty file is no session, so it cannot make a prefix ambiguous.
+            .filter(|(_, path)| !holds_no_session(path))
+            .map(|(id, _)| id)
+            .collect())
+    }
+
+    /// The listing info of session `id` from its own file alone, without listing the directory.
+    fn info(&self, id: &str) -> Result<Option<SessionInfo>> {
+        let path = self.path_of(id);
+        match std::fs::symlink_metadata(&path) {
+            Ok(_) => read_info(&path, id),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_error("opening", &path, e)),
         }
     }
 
@@ -379,27 +368,26 @@ impl Inner {
     }
 }
 
+// `latest_info` is the default, the first of `list`: recency is the last human prompt, which
+// only the files' contents say, so there is no shortcut past reading every session's ends.
 #[async_trait]
 impl SessionStore for FileSystemJSONLStore {
-    fn create(self: Arc<Self>) -> Session {
-        Session::new(SessionInfo::new(new_session_id(), Utc::now()), self)
-    }
-
     async fn list(&self) -> Result<Vec<SessionInfo>> {
         Ok(self.list_with_problems().await?.0)
     }
 
-    async fn resolve(self: Arc<Self>, id_or_prefix: &str) -> Result<Option<Session>> {
-        validate_session_id(id_or_prefix)?;
+    async fn info(&self, id: &str) -> Result<Option<SessionInfo>> {
+        validate_session_id(id)?;
         let inner = self.inner.clone();
-        let prefix = id_or_prefix.to_owned();
-        let info = blocking(move || inner.resolve(&prefix)).await?;
-        Ok(info.map(|info| Session::new(info, self)))
+        let id = id.to_owned();
+        blocking(move || inner.info(&id)).await
     }
 
-    async fn latest(self: Arc<Self>) -> Result<Option<Session>> {
-        let first = self.list().await?.into_iter().next();
-        Ok(first.map(|info| Session::new(info, self)))
+    async fn ids_with_prefix(&self, prefix: &str) -> Result<Vec<String>> {
+        validate_session_id(prefix)?;
+        let inner = self.inner.clone();
+        let prefix = prefix.to_owned();
+        blocking(move || inner.ids_with_prefix(&prefix)).await
     }
 
     async fn load(&self, id: &str) -> Result<Option<Conversation>> {

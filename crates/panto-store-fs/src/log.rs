@@ -22,7 +22,8 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
-use panto_core::{compact_view, Message, Result, Role};
+use panto_core::store::compact_view;
+use panto_core::{Message, Result, Role};
 use serde::Deserialize;
 
 use crate::format::{

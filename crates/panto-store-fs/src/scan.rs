@@ -657,7 +657,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = crate::FileSystemJSONLStore::with_durability(dir.path(), crate::Durability::None);
         let conversation = Conversation::with_metadata("m".repeat(header_extra));
-        let id = crate::new_session_id();
+        let id = panto_core::store::new_session_id();
         let filler = Message::new(Role::User, vec![panto_core::ContentBlock::text("f".repeat(20_000))]);
         let last = Message::new(
             Role::Assistant,
@@ -716,7 +716,7 @@ mod tests {
     #[test]
     fn a_damaged_line_over_the_maximum_is_reported_by_the_listing() {
         let dir = tempfile::tempdir().unwrap();
-        let id = crate::new_session_id();
+        let id = panto_core::store::new_session_id();
         let path = dir.path().join(format!("{id}.jsonl"));
         let header = format!(r#"{{"type":"session","version":1,"id":"{id}","created":"2026-01-02T03:04:05Z"}}"#);
         let info = |max: usize| {

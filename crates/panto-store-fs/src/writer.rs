@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use fs4::fs_std::FileExt;
-use panto_core::{compact_view, CompactionRecord, Error, Message, Result, Role, SessionInfo, Usage, WireIdentity};
+use panto_core::store::compact_view;
+use panto_core::{CompactionRecord, Error, Message, Result, Role, SessionInfo, Usage, WireIdentity};
 
 use crate::format::{Activity, CompactionOnDisk, EntryOut, HeaderOut, HEADER_TYPE, MAX_LINE, MESSAGE_TYPE, VERSION};
 use crate::log::{scan_log, Scanned};

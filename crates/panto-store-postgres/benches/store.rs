@@ -14,19 +14,14 @@
 
 #![allow(clippy::print_stdout)]
 
-#[path = "../tests/pg/server.rs"]
-mod server;
-#[path = "../tests/pg/support.rs"]
-mod support;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use panto_core::{Conversation, Message, PersistentMessage, SessionStore};
+use panto_core::{Session, SessionStore};
 use panto_store_postgres::PostgresStore;
-use panto_testkit::store_contract::{anthropic_wire, reply, tools, user};
-use support::{connect, server_with, Durability};
+use panto_testkit::postgres::{connect, server_with, Durability};
+use panto_testkit::store_contract::{append_one, reply, user};
 
 const WRITERS: usize = 8;
 const SESSIONS: i64 = 100_000;
@@ -45,26 +40,6 @@ fn durability() -> Durability {
     }
 }
 
-/// Appends `message` to session `id` as the agent would: with the wire identity and two tools.
-async fn append(store: &PostgresStore, id: &str, message: &Message, conversation: &Conversation) {
-    let wire = anthropic_wire();
-    let tools = tools();
-    store
-        .append(
-            id,
-            &[PersistentMessage {
-                message,
-                usage: message.usage,
-                wire: Some(&wire),
-                conversation,
-                tools_available: &tools,
-                compaction: None,
-            }],
-        )
-        .await
-        .expect("append");
-}
-
 fn appends(c: &mut Criterion) {
     let rt = runtime();
     let server = server_with(durability());
@@ -76,7 +51,7 @@ fn appends(c: &mut Criterion) {
         }
         stores
     });
-    let ids: Vec<String> = (0..WRITERS).map(|_| panto_core::new_session_id()).collect();
+    let ids: Vec<String> = (0..WRITERS).map(|_| panto_core::store::new_session_id()).collect();
 
     let mut group = c.benchmark_group("append");
     group.throughput(Throughput::Elements(WRITERS as u64));
@@ -92,11 +67,10 @@ fn appends(c: &mut Criterion) {
                     .zip(ids)
                     .map(|(store, id)| {
                         tokio::spawn(async move {
-                            let conversation = Conversation::new();
                             let (prompt, answer) = (user("what changed?"), reply("three files"));
                             for i in 0..iters {
                                 let message = if i % 2 == 0 { &prompt } else { &answer };
-                                append(&store, &id, message, &conversation).await;
+                                append_one(&*store, &id, message).await.expect("append");
                             }
                         })
                     })
@@ -155,11 +129,11 @@ fn listing(c: &mut Criterion) {
     group.sample_size(100);
     group.bench_function("latest/100k", |b| {
         b.to_async(&rt)
-            .iter(|| async { store.clone().latest().await.expect("latest") })
+            .iter(|| async { Session::latest(store.clone()).await.expect("latest") })
     });
     group.bench_function("resolve_prefix/100k", |b| {
         b.to_async(&rt)
-            .iter(|| async { store.clone().resolve("0000beef").await.expect("resolve") })
+            .iter(|| async { Session::resolve(store.clone(), "0000beef").await.expect("resolve") })
     });
     group.finish();
 }

@@ -11,7 +11,8 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
-use panto_core::{validate_session_id, Error, Message, Result, Role, SessionInfo, Usage, WireIdentity};
+use panto_core::store::validate_session_id;
+use panto_core::{Error, Message, Result, Role, SessionInfo, Usage, WireIdentity};
 use serde::Deserialize;
 
 use crate::db::{bigint, ceil_micros, pg};

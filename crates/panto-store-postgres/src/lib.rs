@@ -10,7 +10,7 @@
 //!   and safe when many processes connect at once.
 //! - **Listing**: each session row carries what a listing shows (message count, last human prompt
 //!   and its time, last wire identity), kept current by every append, so [`SessionStore::list`]
-//!   and [`SessionStore::latest`] read only the sessions table, ordered by an index on recency.
+//!   and [`Session::latest`](panto_core::Session::latest) read only the sessions table, ordered by an index on recency.
 //! - **History**: every message ever appended is an entry row (message and usage as `jsonb`,
 //!   wire identity, entry id and parent id, compaction record). [`SessionStore::load`] returns
 //!   the compacted view; [`PostgresStore::history`] the whole log.
@@ -37,13 +37,13 @@
 //!
 //! # Example
 //! ```no_run
-//! use panto_core::{Conversation, PersistentMessage, SessionStore};
+//! use panto_core::{Conversation, PersistentMessage, Session, SessionStore};
 //! use panto_store_postgres::PostgresStore;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> panto_core::Result<()> {
 //! let store = PostgresStore::connect("postgres://panto@db.internal/panto").await?;
-//! let mut session = store.clone().create();
+//! let mut session = Session::create(store.clone());
 //! let mut conversation = Conversation::new();
 //! conversation.add_user_message("What changed since yesterday?");
 //! session
@@ -90,13 +90,11 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
-use chrono::Utc;
-use panto_core::{
-    new_session_id, validate_session_id, Conversation, Error, PersistentMessage, Result, Session, SessionInfo,
-    SessionStore,
-};
+use panto_core::store::validate_session_id;
+use panto_core::{Conversation, Error, PersistentMessage, Result, SessionInfo, SessionStore};
 use tokio::sync::OwnedMutexGuard;
-use tokio_postgres::Config;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Config, Row};
 
 pub use import::{import_fs, ImportReport};
 pub use lock::session_lock_key;
@@ -322,67 +320,37 @@ impl PostgresStore {
     }
 }
 
+impl PostgresStore {
+    /// The rows `query` returns, on a connection of the pool; `doing` names the work in an error.
+    async fn rows(&self, query: &str, params: &[&(dyn ToSql + Sync)], doing: impl Into<String>) -> Result<Vec<Row>> {
+        let conn = self.pool.get().await?;
+        conn.client.query(query, params).await.map_err(|e| pg(doing, e))
+    }
+}
+
 #[async_trait]
 impl SessionStore for PostgresStore {
-    fn create(self: Arc<Self>) -> Session {
-        Session::new(SessionInfo::new(new_session_id(), Utc::now()), self)
-    }
-
     async fn list(&self) -> Result<Vec<SessionInfo>> {
-        let conn = self.pool.get().await?;
-        let rows = conn
-            .client
-            .query(read::LIST, &[])
-            .await
-            .map_err(|e| pg("listing sessions", e))?;
+        let rows = self.rows(read::LIST, &[], "listing sessions").await?;
         rows.iter().map(read::info_from_row).collect()
     }
 
-    async fn resolve(self: Arc<Self>, id_or_prefix: &str) -> Result<Option<Session>> {
-        validate_session_id(id_or_prefix)?;
-        let context = format!("resolving session {id_or_prefix:?}");
-        let found = {
-            let conn = self.pool.get().await?;
-            let exact = conn
-                .client
-                .query_opt(read::BY_ID, &[&id_or_prefix])
-                .await
-                .map_err(|e| pg(context.clone(), e))?;
-            match exact {
-                Some(row) => Some(read::info_from_row(&row)?),
-                None => {
-                    let rows = conn
-                        .client
-                        .query(read::BY_PREFIX, &[&id_or_prefix])
-                        .await
-                        .map_err(|e| pg(context.clone(), e))?;
-                    match rows.as_slice() {
-                        [] => None,
-                        [row] => Some(read::info_from_row(row)?),
-                        _ => {
-                            return Err(Error::AmbiguousSession {
-                                prefix: id_or_prefix.to_owned(),
-                                candidates: rows.iter().map(|r| r.get(0)).collect(),
-                            })
-                        }
-                    }
-                }
-            }
-        };
-        Ok(found.map(|info| Session::new(info, self)))
+    async fn info(&self, id: &str) -> Result<Option<SessionInfo>> {
+        validate_session_id(id)?;
+        let rows = self.rows(read::BY_ID, &[&id], format!("reading session {id}")).await?;
+        rows.first().map(read::info_from_row).transpose()
     }
 
-    async fn latest(self: Arc<Self>) -> Result<Option<Session>> {
-        let found = {
-            let conn = self.pool.get().await?;
-            let row = conn
-                .client
-                .query_opt(read::LATEST, &[])
-                .await
-                .map_err(|e| pg("finding the latest session", e))?;
-            row.as_ref().map(read::info_from_row).transpose()?
-        };
-        Ok(found.map(|info| Session::new(info, self)))
+    async fn ids_with_prefix(&self, prefix: &str) -> Result<Vec<String>> {
+        validate_session_id(prefix)?;
+        let doing = format!("finding the sessions whose id starts with {prefix:?}");
+        let rows = self.rows(read::IDS_BY_PREFIX, &[&prefix], doing).await?;
+        Ok(rows.iter().map(|row| row.get(0)).collect())
+    }
+
+    async fn latest_info(&self) -> Result<Option<SessionInfo>> {
+        let rows = self.rows(read::LATEST, &[], "finding the latest session").await?;
+        rows.first().map(read::info_from_row).transpose()
     }
 
     async fn load(&self, id: &str) -> Result<Option<Conversation>> {

@@ -31,13 +31,10 @@ pub(crate) const LATEST: &str = concat!(
 /// One session by id.
 pub(crate) const BY_ID: &str = concat!("select ", info_columns!(), " from panto.sessions where id = $1");
 
-/// Every session whose id starts with `$1`. Ids are lowercase hex and `-`, all below `~`, so the
-/// range is exactly the prefix and is served by the primary key.
-pub(crate) const BY_PREFIX: &str = concat!(
-    "select ",
-    info_columns!(),
-    " from panto.sessions where id >= $1::text and id < $1::text || '~' order by id"
-);
+/// The id of every session whose id starts with `$1`. Ids are lowercase hex and `-`, all below
+/// `~`, so the range is exactly the prefix and is served by the primary key.
+pub(crate) const IDS_BY_PREFIX: &str =
+    "select id from panto.sessions where id >= $1::text and id < $1::text || '~' order by id";
 
 /// The columns the view is replayed from, oldest first.
 pub(crate) const VIEW_ENTRIES: &str = "select seq, id, role = 'system', compaction_first_kept, \

@@ -21,7 +21,7 @@ pub(crate) struct ViewEntry {
 /// was kept: what the summary entry records.
 pub(crate) fn compact_at(view: &mut Vec<ViewEntry>, cut: usize, summary: ViewEntry) -> Option<String> {
     let first_kept = view.get(cut).map(|v| v.id.clone());
-    panto_core::compact_view(view, cut, summary, |v| v.system);
+    panto_core::store::compact_view(view, cut, summary, |v| v.system);
     first_kept
 }
 

@@ -1,11 +1,9 @@
 //! Tests of `PostgresStore` against a real PostgreSQL server that this test binary starts (see
-//! `pg/support.rs`): the shared contract suite, and what only a database store can get wrong
-//! (locks across processes, fencing, migrations, transactions, provenance, import).
+//! `panto_testkit::postgres`): the shared contract suite, and what only a database store can get
+//! wrong (locks across processes, fencing, migrations, transactions, provenance, import).
 
 mod pg {
     pub mod common;
-    pub mod server;
-    pub mod support;
 
     mod atomicity;
     mod audit;

@@ -32,12 +32,21 @@
 //!
 //! [`check_event`] validates event JSON against docs/events.schema.json; every test that sees an
 //! event calls it (C and Go through the mock's `POST /__mock/check-events`).
+//!
+//! Beside the mock server, the support every crate's tests and benches share, so it is written
+//! once: [`store_contract`] (the behaviour every `SessionStore` must show, and
+//! [`store_contract_tests!`] to run it), [`postgres`] (a throwaway PostgreSQL server), [`child`]
+//! (a test binary running itself again as a second process) and [`bench`](mod@bench) (the facts file
+//! `cargo xtask bench` reads).
 #![deny(missing_docs)]
 
+pub mod bench;
+pub mod child;
 mod error;
 mod events;
 mod fixture;
 mod http;
+pub mod postgres;
 mod recorded;
 mod reply;
 pub mod script;

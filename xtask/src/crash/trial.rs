@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{anyhow, Context, Result};
-use panto_core::{ContentBlock, Message, Role, SessionStore, ToolResultContent};
+use panto_core::{ContentBlock, Message, Role, Session, SessionStore, ToolResultContent};
 use panto_store_fs::FileSystemJSONLStore;
 use serde_json::Value;
 
@@ -255,7 +255,7 @@ fn run_inner(ctx: &Harness<'_>, plan: &Plan, ev: &mut Evidence) -> Result<Passed
             }
             let resolved = ctx
                 .runtime
-                .block_on(store.clone().resolve(&id))
+                .block_on(Session::resolve(store.clone(), &id))
                 .map_err(|e| anyhow!("resolving the id of an empty session file: {e}"))?;
             if resolved.is_some() {
                 return Err(anyhow!("an empty session file resolves as a session"));

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 
 use panto_core::{
-    ApiStyle, ContentBlock, Conversation, Message, PersistentMessage, ReasoningEffort, Role, SessionStore, StopReason,
+    ApiStyle, ContentBlock, Conversation, Message, PersistentMessage, ReasoningEffort, Role, Session, StopReason,
     ToolResultContent, Usage, WireIdentity,
 };
 use panto_store_fs::{Durability, FileSystemJSONLStore};
@@ -82,7 +82,7 @@ fn generate(dir: &Path, sessions: usize, bytes: u64) {
         seed
     };
     for i in 0..sessions {
-        let session = store.clone().create();
+        let session = Session::create(store.clone());
         let path = store.session_path(session.id()).unwrap_or_else(|e| panic!("{e}"));
         let mut conversation = Conversation::new();
         let mut session = session;

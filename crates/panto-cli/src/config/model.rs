@@ -2,8 +2,7 @@
 //! the choice into a [`panto_core::Config`].
 
 use panto_core::{
-    match_models, strip_userinfo, Config, Pricing, PricingRegistry, ProviderConfig, ReasoningEffort, SessionInfo,
-    WireIdentity,
+    strip_userinfo, Config, Pricing, PricingRegistry, ProviderConfig, ReasoningEffort, SessionInfo, WireIdentity,
 };
 
 use super::{default_context_window, default_model_for, Key, ModelAlias, Provider, Settings};
@@ -131,16 +130,13 @@ impl Settings {
         let Some(wire) = &info.wire else {
             return (None, None);
         };
-        let candidates: Vec<(Selection, WireIdentity)> = self
+        // Session identity is wire identity: an alias matches when it would send the same.
+        let matched: Vec<Selection> = self
             .models
             .iter()
             .filter_map(|a| self.alias_selection(a))
-            .map(|s| {
-                let w = s.wire();
-                (s, w)
-            })
+            .filter(|s| &s.wire() == wire)
             .collect();
-        let matched = match_models(&candidates, info);
         if let Some(first) = matched.first() {
             let note = (matched.len() > 1).then(|| {
                 let names: Vec<&str> = matched.iter().map(|s| s.label()).collect();
@@ -150,7 +146,7 @@ impl Settings {
                     first.label()
                 )
             });
-            return (Some((*first).clone()), note);
+            return (Some(first.clone()), note);
         }
         if let Some(p) = self
             .providers

@@ -15,8 +15,3 @@ mod sessions;
 mod store_dir;
 mod support;
 mod tools_hardening;
-
-/// The throwaway PostgreSQL server of panto-store-postgres's own tests, shared by path so there
-/// is one implementation of starting it (as the `postgres` user when run as root).
-#[path = "../../../panto-store-postgres/tests/pg/server.rs"]
-mod pg_server;

@@ -3,10 +3,10 @@
 //! `panto sessions import` moves file sessions in. Runs against a real PostgreSQL that the test
 //! starts itself; a machine without one fails the test with the reason.
 
+use panto_testkit::postgres as pg_server;
 use panto_testkit::{script, MockServer, Reply};
 use serde_json::Value;
 
-use super::pg_server;
 use super::support::{all_text, body, Home};
 
 fn database() -> (pg_server::Server, String) {

@@ -25,7 +25,7 @@ async fn a_fifo_named_like_a_session_hangs_neither_listing_nor_continuing() {
     let mut home = Home::new();
     home.anthropic(&server);
     home.run(&["-p", "first question"], None).await.ok();
-    let fifo_id = panto_core::new_session_id();
+    let fifo_id = panto_core::store::new_session_id();
     let fifo = home.sessions_dir().join(format!("{fifo_id}.jsonl"));
     mkfifo(&fifo);
     let named = |stderr: &str| stderr.contains(&fifo.display().to_string()) && stderr.contains("FIFO");

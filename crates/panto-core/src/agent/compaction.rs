@@ -10,7 +10,8 @@
 use crate::conversation::{ContentBlock, Conversation, Message, Role, ToolResultContent, Usage};
 use crate::error::{Error, Result};
 use crate::provider::{ProviderEvent, ProviderRequest, ProviderStream};
-use crate::session::{CompactionRecord, PersistentMessage};
+use crate::store::compact_view;
+use crate::store::seam::{CompactionRecord, PersistentMessage};
 
 use super::{retry, Agent};
 
@@ -176,15 +177,14 @@ impl Agent {
         // Built beside the live conversation, which is replaced only once the log has the
         // compaction: an error or a cancel at any await leaves both as they were.
         let old = &self.conversation.messages;
-        let mut next: Vec<Message> = old[..cut].iter().filter(|m| m.role == Role::System).cloned().collect();
-        let summary_index = next.len();
-        next.push(Message::new(
+        let mut next = old.clone();
+        let summary_message = Message::new(
             Role::User,
             vec![ContentBlock::CompactionSummary {
                 summary: summary.clone(),
             }],
-        ));
-        next.extend_from_slice(&old[cut..]);
+        );
+        let summary_index = compact_view(&mut next, cut, summary_message, |m| m.role == Role::System);
         let messages_summarized = old[..cut].iter().filter(|m| m.role != Role::System).count();
         let messages_kept = old.len() - cut;
         let tokens_after = next.iter().map(estimate_message_tokens).sum();
@@ -212,7 +212,6 @@ impl Agent {
         self.session.append(&[entry]).await?;
         self.conversation = candidate;
         self.persisted = self.conversation.messages.len();
-        self.pending_compaction = None;
         Ok(CompactionResult {
             summary,
             tokens_before,

@@ -13,7 +13,7 @@ use crate::config::Config;
 use crate::conversation::{ContentBlock, Conversation, Message, Role, ToolResultContent};
 use crate::error::{Error, Result};
 use crate::registry::ToolRegistry;
-use crate::session::{CompactionRecord, PersistentMessage, Session};
+use crate::store::{seam::PersistentMessage, session::Session};
 use crate::tool::{Tool, ToolDecl, ToolSource};
 
 pub use compaction::CompactionResult;
@@ -63,10 +63,10 @@ impl From<String> for UserMessage {
 ///
 /// ```no_run
 /// # async fn demo() -> panto_core::Result<()> {
-/// use panto_core::{Agent, ApiStyle, Config, NullStore, ProviderConfig};
+/// use panto_core::{Agent, ApiStyle, Config, NullStore, ProviderConfig, Session};
 /// let config = Config::new(ProviderConfig::new(
 ///     ApiStyle::AnthropicMessages, "http://127.0.0.1:8080", "key", "claude-sonnet-4-5"));
-/// let mut agent = Agent::new(config, NullStore::shared().create(), None)?;
+/// let mut agent = Agent::new(config, Session::create(NullStore::shared()), None)?;
 /// let mut stream = agent.run("Say hello".into());
 /// while let Some(event) = stream.next().await? {
 ///     let _ = event; // render it
@@ -85,8 +85,6 @@ pub struct Agent {
     /// Whether the store holds this session yet (a new one is written only from its first
     /// assistant message on).
     stored: bool,
-    /// A compaction record for the summary message at this index, not yet persisted.
-    pending_compaction: Option<(usize, CompactionRecord)>,
 }
 
 impl Agent {
@@ -131,7 +129,6 @@ impl Agent {
             registry: ToolRegistry::default(),
             client,
             persisted,
-            pending_compaction: None,
         })
     }
 
@@ -241,26 +238,20 @@ impl Agent {
         }
         let tools = self.registry.decls();
         let wire = self.config.provider.wire_identity();
-        let start = self.persisted;
         let batch: Vec<PersistentMessage<'_>> = fresh
             .iter()
-            .enumerate()
-            .map(|(i, message)| PersistentMessage {
+            .map(|message| PersistentMessage {
                 message,
                 usage: message.usage,
                 wire: (message.role != Role::System).then_some(&wire),
                 conversation: &self.conversation,
                 tools_available: &tools,
-                compaction: self
-                    .pending_compaction
-                    .filter(|(index, _)| *index == start + i)
-                    .map(|(_, record)| record),
+                compaction: None,
             })
             .collect();
         self.session.append(&batch).await?;
         self.persisted = self.conversation.messages.len();
         self.stored = true;
-        self.pending_compaction = None;
         Ok(())
     }
 

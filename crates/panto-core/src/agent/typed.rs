@@ -217,7 +217,7 @@ impl Agent {
     /// #     r#"{"name":"Lisbon","country":"Portugal"}"#)])));
     /// # let base_url = server.openai_base_url();
     /// let config = Config::new(ProviderConfig::new(ApiStyle::OpenAiChat, base_url, "my-api-key", "gpt-5"));
-    /// let mut agent = Agent::new(config, NullStore::shared().create(), None)?;
+    /// let mut agent = Agent::new(config, panto_core::Session::create(NullStore::shared()), None)?;
     /// let city: City = agent.run_typed("Which city is the capital of Portugal?").await?;
     /// assert_eq!(city.name, "Lisbon");
     /// # Ok(())

@@ -16,8 +16,8 @@ use std::time::Instant;
 
 use content::{Corpus, Rng};
 use panto_core::{
-    ApiStyle, CompactionRecord, Conversation, Message, PersistentMessage, ReasoningEffort, Role, SessionStore,
-    ToolDecl, WireIdentity,
+    ApiStyle, CompactionRecord, Conversation, Message, PersistentMessage, ReasoningEffort, Role, Session, ToolDecl,
+    WireIdentity,
 };
 use panto_store_fs::{Durability, FileSystemJSONLStore};
 use serde_json::json;
@@ -123,7 +123,7 @@ pub const ALL: [Spec; 5] = [
 
 /// `target/bench-data`.
 pub fn root() -> PathBuf {
-    crate::common::target_dir().join("bench-data")
+    panto_testkit::bench::target_dir().join("bench-data")
 }
 
 /// The directory of `spec`'s sessions.
@@ -342,7 +342,7 @@ async fn write_session(
 ) -> panto_core::Result<(u64, usize)> {
     // A store per session, so the whole set never holds thousands of files open and locked.
     let store = FileSystemJSONLStore::with_durability(dir, Durability::None);
-    let session = store.clone().create();
+    let session = Session::create(store.clone());
     let metadata = json!({"project": "panto-bench", "seq": seq}).to_string();
     let mut w = Writer {
         store,

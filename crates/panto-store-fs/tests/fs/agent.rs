@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use panto_core::{
-    Agent, ApiStyle, Config, ContentBlock, Event, ProviderConfig, Role, SessionStore, StopReason, Tool, ToolCall,
-    ToolCallResult, ToolDecl, ToolError,
+    Agent, ApiStyle, Config, ContentBlock, Event, ProviderConfig, Role, Session, SessionStore, StopReason, Tool,
+    ToolCall, ToolCallResult, ToolDecl, ToolError,
 };
 use panto_testkit::script::{AnthropicScript, OpenAiScript};
 use panto_testkit::{MockServer, Reply};
@@ -74,7 +74,7 @@ async fn a_turn_killed_mid_tool_resumes_with_a_valid_request() {
         // lock with it) while the tool still runs.
         let id = {
             let store = fast_store(dir.path());
-            let mut agent = Agent::new(config(style, &server), store.clone().create(), None).unwrap();
+            let mut agent = Agent::new(config(style, &server), Session::create(store.clone()), None).unwrap();
             agent.register_tool(Arc::new(Hang)).unwrap();
             let mut stream = agent.run("start the job".into());
             while let Some(event) = stream.next().await.unwrap() {
@@ -94,7 +94,7 @@ async fn a_turn_killed_mid_tool_resumes_with_a_valid_request() {
         assert_eq!(conversation.messages[1].stop_reason, Some(StopReason::ToolUse));
 
         // Second process: resume by prefix, continue.
-        let session = store.clone().resolve(&id[..13]).await.unwrap().unwrap();
+        let session = Session::resolve(store.clone(), &id[..13]).await.unwrap().unwrap();
         let conversation = session.load().await.unwrap();
         server.push(Reply::sse(text(style, "Resumed.")));
         let mut agent = Agent::new(config(style, &server), session, Some(conversation)).unwrap();

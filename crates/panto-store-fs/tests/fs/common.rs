@@ -3,9 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use panto_core::{Conversation, Error, Message, PersistentMessage, Result, SessionStore};
+use panto_core::{Error, Result, SessionStore};
 use panto_store_fs::{Durability, FileSystemJSONLStore};
-use panto_testkit::store_contract::{anthropic_wire, tools};
 use serde_json::Value;
 
 /// A store over `dir` that does not fsync: these tests are about content, not power loss.
@@ -16,29 +15,6 @@ pub fn fast_store(dir: &Path) -> Arc<FileSystemJSONLStore> {
 /// The store as the agent holds it.
 pub fn as_dyn(store: &Arc<FileSystemJSONLStore>) -> Arc<dyn SessionStore> {
     store.clone()
-}
-
-/// Appends one message to session `id` as the agent would.
-pub async fn append_one(store: &FileSystemJSONLStore, id: &str, message: &Message) -> Result<()> {
-    let conversation = Conversation {
-        messages: vec![message.clone()],
-        metadata: None,
-    };
-    let wire = anthropic_wire();
-    let tools = tools();
-    store
-        .append(
-            id,
-            &[PersistentMessage {
-                message,
-                usage: message.usage,
-                wire: Some(&wire),
-                conversation: &conversation,
-                tools_available: &tools,
-                compaction: None,
-            }],
-        )
-        .await
 }
 
 /// The texts of session `id`'s messages as `store` loads them.

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use panto_core::{SessionStore, SystemMode};
+use panto_core::{Session, SessionStore, SystemMode};
 use panto_testkit::store_contract::{reply, summary, system, user, Driver};
 
 use super::common::{as_dyn, check_valid, fast_store, session_file};
@@ -25,7 +25,7 @@ async fn the_log_keeps_the_full_history_and_reopened_writers_map_indices_to_the_
     // A new store instance: its writer rebuilds the view by loading, so index 3 is u2.
     let store = fast_store(dir.path());
     let dyn_store = as_dyn(&store);
-    let session = dyn_store.clone().resolve(&id).await.unwrap().unwrap();
+    let session = Session::resolve(dyn_store.clone(), &id).await.unwrap().unwrap();
     let conversation = session.load().await.unwrap();
     let mut d = Driver {
         session,
@@ -59,7 +59,7 @@ async fn the_log_keeps_the_full_history_and_reopened_writers_map_indices_to_the_
     // Again from a fresh instance: index 3 of the compacted view [sys, first, u2, a2] is a2.
     let store = fast_store(dir.path());
     let dyn_store: Arc<dyn SessionStore> = store.clone();
-    let session = dyn_store.clone().resolve(&id).await.unwrap().unwrap();
+    let session = Session::resolve(dyn_store.clone(), &id).await.unwrap().unwrap();
     let conversation = session.load().await.unwrap();
     let mut d = Driver {
         session,

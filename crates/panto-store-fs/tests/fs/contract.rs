@@ -1,23 +1,17 @@
-//! The shared SessionStore contract, run against the file store with each case in a fresh
-//! directory, at the default (fsync) durability.
+//! The shared SessionStore contract, run against the file store: one test per case, each in a
+//! fresh directory, at the default (fsync) durability.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use panto_core::SessionStore;
 use panto_store_fs::FileSystemJSONLStore;
 use panto_testkit::store_contract;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_file_store_meets_the_contract() {
-    let root = tempfile::tempdir().unwrap();
-    let next = AtomicUsize::new(0);
-    store_contract::run_all(|| {
-        let dir = root.path().join(next.fetch_add(1, Ordering::Relaxed).to_string());
-        FileSystemJSONLStore::new(dir) as Arc<dyn SessionStore>
-    })
-    .await;
-}
+panto_testkit::store_contract_tests!(|| async {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    // The store creates its directory on the first append.
+    (FileSystemJSONLStore::new(dir.path().join("sessions")), dir)
+});
 
 #[tokio::test]
 async fn the_contract_holds_on_a_current_thread_runtime_too() {

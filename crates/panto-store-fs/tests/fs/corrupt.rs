@@ -3,10 +3,10 @@
 
 use std::path::Path;
 
-use panto_core::Error;
-use panto_testkit::store_contract::{reply, user, Driver};
+use panto_core::{Error, Session};
+use panto_testkit::store_contract::{append_one, reply, user, Driver};
 
-use super::common::{append_one, as_dyn, corrupt_parts, fast_store, session_file};
+use super::common::{as_dyn, corrupt_parts, fast_store, session_file};
 
 /// A session of four entries (lines 2..=5); returns its id and file.
 async fn four_entries(dir: &Path) -> (String, std::path::PathBuf) {
@@ -46,7 +46,7 @@ async fn invalid_json_in_a_middle_line_names_the_file_and_line() {
 
     // A writer cannot rebuild its view from a corrupt log either: the append fails the same way
     // and the file is untouched.
-    let (location, _) = corrupt_parts(append_one(&fast_store(dir.path()), &id, &user("more")).await);
+    let (location, _) = corrupt_parts(append_one(&*fast_store(dir.path()), &id, &user("more")).await);
     assert_eq!(location, format!("{}:3", path.display()));
     assert_eq!(std::fs::read(&path).unwrap(), before, "a failed open must not write");
 
@@ -131,13 +131,13 @@ async fn a_broken_chain_duplicate_ids_and_a_wrong_header_id_are_errors() {
 
     std::fs::write(&path, &original).unwrap();
     let mut header = line(&path, 1);
-    header["id"] = panto_core::new_session_id().into();
+    header["id"] = panto_core::store::new_session_id().into();
     replace_line(&path, 1, &header.to_string());
     let (location, message) = corrupt_parts(store.load(&id).await);
     assert_eq!(location, format!("{}:1", path.display()));
     assert!(message.contains("the file is named for"), "{message}");
     assert!(matches!(
-        store.clone().resolve(&id).await,
+        Session::resolve(store.clone(), &id).await,
         Err(Error::CorruptSession { .. })
     ));
 }

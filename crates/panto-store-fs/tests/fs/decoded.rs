@@ -179,7 +179,7 @@ proptest! {
 
         let wire = anthropic_wire();
         let id = rt.block_on(async {
-            let mut session = store.clone().create();
+            let mut session = panto_core::Session::create(store.clone());
             for (from, to) in batches {
                 let entries: Vec<PersistentMessage<'_>> = conversation.messages[from..to]
                     .iter()

@@ -2,10 +2,10 @@
 //! of a format version this build does not know.
 
 use panto_core::{Error, SystemMode};
-use panto_testkit::store_contract::{anthropic_wire, reply, system, user, Driver};
+use panto_testkit::store_contract::{anthropic_wire, append_one, reply, system, user, Driver};
 use serde_json::{json, Value};
 
-use super::common::{append_one, as_dyn, check_valid, corrupt_parts, fast_store, lines, session_file};
+use super::common::{as_dyn, check_valid, corrupt_parts, fast_store, lines, session_file};
 
 #[tokio::test]
 async fn header_and_entries_hold_the_documented_fields() {
@@ -82,7 +82,7 @@ async fn header_and_entries_hold_the_documented_fields() {
 async fn an_unknown_future_version_is_refused_by_name() {
     let dir = tempfile::tempdir().unwrap();
     let store = fast_store(dir.path());
-    let id = panto_core::new_session_id();
+    let id = panto_core::store::new_session_id();
     let path = session_file(&store, &id);
     std::fs::write(
         &path,
@@ -109,7 +109,7 @@ async fn an_unknown_future_version_is_refused_by_name() {
     assert!(problems[0].1.to_string().contains("version 2"));
 
     // Appending would mix versions in one file: refused, and the file is untouched.
-    let appended = append_one(&store, &id, &user("hi")).await;
+    let appended = append_one(&*store, &id, &user("hi")).await;
     assert!(matches!(&appended, Err(Error::CorruptSession { message, .. }) if message.contains("version 2")));
     assert_eq!(std::fs::read(&path).unwrap(), before);
 }
@@ -162,6 +162,6 @@ async fn the_documented_example_file_reads_as_documented() {
     assert_eq!(info.wire, Some(anthropic_wire()));
 
     // And the store can go on writing it.
-    append_one(&store, &id, &user("one more")).await.unwrap();
+    append_one(&*store, &id, &user("one more")).await.unwrap();
     assert_eq!(check_valid(&session_file(&store, &id)).len(), 9);
 }

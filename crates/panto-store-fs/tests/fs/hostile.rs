@@ -8,11 +8,13 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use nix::sys::stat::Mode;
-use panto_core::{new_session_id, Error};
+use panto_core::store::new_session_id;
+use panto_core::{Error, Session};
 use panto_store_fs::{check_dir, DirWarning, MAX_LINE};
+use panto_testkit::store_contract::append_one;
 use panto_testkit::store_contract::{reply, user, Driver};
 
-use super::common::{append_one, as_dyn, corrupt_parts, fast_store, lines, session_file};
+use super::common::{as_dyn, corrupt_parts, fast_store, lines, session_file};
 
 /// A good session in `dir`; returns its id.
 async fn good_session(dir: &Path) -> String {
@@ -53,15 +55,21 @@ async fn a_fifo_named_like_a_session_is_reported_and_never_waited_on() {
         "{shown}"
     );
     assert_eq!(
-        as_dyn(&store).latest().await.unwrap().map(|s| s.id().to_owned()),
+        Session::latest(as_dyn(&store))
+            .await
+            .unwrap()
+            .map(|s| s.id().to_owned()),
         Some(good)
     );
 
     // Resolving, loading or appending to it by id says what it is.
     for error in [
-        as_dyn(&store).resolve(&fifo_id).await.map(|_| ()).unwrap_err(),
+        Session::resolve(as_dyn(&store), &fifo_id)
+            .await
+            .map(|_| ())
+            .unwrap_err(),
         as_dyn(&store).load(&fifo_id).await.map(|_| ()).unwrap_err(),
-        append_one(&store, &fifo_id, &user("into the pipe")).await.unwrap_err(),
+        append_one(&*store, &fifo_id, &user("into the pipe")).await.unwrap_err(),
     ] {
         let shown = naming(error, &fifo);
         assert!(shown.contains("FIFO"), "{shown}");
@@ -106,7 +114,7 @@ async fn a_link_named_like_a_session_is_never_followed_to_append_or_cut() {
     let link = session_file(&store, &id);
     std::os::unix::fs::symlink(&target, &link).unwrap();
 
-    let error = append_one(&store, &id, &user("through the link")).await.unwrap_err();
+    let error = append_one(&*store, &id, &user("through the link")).await.unwrap_err();
     let shown = naming(error, &link);
     assert!(shown.contains("symbolic link"), "{shown}");
     assert_eq!(std::fs::read(&target).unwrap(), torn, "the link's target was changed");
@@ -115,7 +123,7 @@ async fn a_link_named_like_a_session_is_never_followed_to_append_or_cut() {
     let dangling_id = new_session_id();
     let nowhere = elsewhere.join("created-through-a-link.jsonl");
     std::os::unix::fs::symlink(&nowhere, session_file(&store, &dangling_id)).unwrap();
-    append_one(&store, &dangling_id, &user("through the link"))
+    append_one(&*store, &dangling_id, &user("through the link"))
         .await
         .unwrap_err();
     assert!(!nowhere.exists(), "a file was created through a dangling link");
@@ -148,7 +156,7 @@ async fn a_session_file_replaced_by_a_link_to_itself_is_not_written_on() {
     let moved = dir.path().join("moved.txt");
     std::fs::rename(&path, &moved).unwrap();
     std::os::unix::fs::symlink(&moved, &path).unwrap();
-    match append_one(&store, &d.id(), &user("two")).await {
+    match append_one(&*store, &d.id(), &user("two")).await {
         Err(Error::SessionNotFound(id)) => assert_eq!(id, d.id()),
         other => panic!("expected SessionNotFound, got {other:?}"),
     }
@@ -262,7 +270,7 @@ async fn a_damaged_line_of_two_gigabytes_is_reported_not_read() {
         (format!("{}:2", path.display()).as_str(), expected.as_str())
     );
     let before = std::fs::metadata(&path).unwrap().len();
-    let (location, _) = corrupt_parts(append_one(&store, &id, &user("more")).await);
+    let (location, _) = corrupt_parts(append_one(&*store, &id, &user("more")).await);
     assert_eq!(location, format!("{}:2", path.display()));
     assert_eq!(std::fs::metadata(&path).unwrap().len(), before);
 }
@@ -273,7 +281,7 @@ async fn a_message_too_long_for_a_line_is_refused_and_nothing_is_stored() {
     let store = fast_store(dir.path());
     let id = new_session_id();
     let huge = user(&"x".repeat(MAX_LINE));
-    let shown = append_one(&store, &id, &huge).await.unwrap_err().to_string();
+    let shown = append_one(&*store, &id, &huge).await.unwrap_err().to_string();
     assert!(
         shown.contains("message 1 of the batch would be a line of")
             && shown.contains(&format!("over the maximum line size of {MAX_LINE} bytes")),
@@ -281,7 +289,7 @@ async fn a_message_too_long_for_a_line_is_refused_and_nothing_is_stored() {
     );
     // A failed first append leaves no file, and the session can still be written.
     assert!(!session_file(&store, &id).exists());
-    append_one(&store, &id, &user("a prompt that fits")).await.unwrap();
+    append_one(&*store, &id, &user("a prompt that fits")).await.unwrap();
     assert_eq!(lines(&session_file(&store, &id)).len(), 2);
 }
 

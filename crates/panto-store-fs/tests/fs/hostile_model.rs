@@ -128,7 +128,8 @@ async fn a_hostile_models_tool_calls_leave_a_session_that_loads_and_resumes() {
 
         let id = {
             let store = fast_store(dir.path());
-            let mut agent = Agent::new(config(style, &server), store.clone().create(), None).unwrap();
+            let mut agent =
+                Agent::new(config(style, &server), panto_core::Session::create(store.clone()), None).unwrap();
             agent.register_tool(Arc::new(Echo(runs.clone()))).unwrap();
             let mut stream = agent.run("go".into());
             let mut events = Vec::new();
@@ -168,9 +169,7 @@ async fn a_hostile_models_tool_calls_leave_a_session_that_loads_and_resumes() {
 
         // Another process loads the session and goes on with it.
         let store = fast_store(dir.path());
-        let session = store
-            .clone()
-            .resolve(&id)
+        let session = panto_core::Session::resolve(store.clone(), &id)
             .await
             .unwrap()
             .expect("the session is listed");

@@ -4,7 +4,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
-use panto_core::{ContentBlock, Error, Message, Role};
+use panto_core::{ContentBlock, Error, Message, Role, Session};
 use panto_testkit::store_contract::{reply, user, Driver};
 use serde_json::json;
 
@@ -24,7 +24,7 @@ async fn a_thousand_sessions_list_in_order_and_bad_files_are_reported_not_fatal(
 
     // The bad files, each with why it must be reported.
     let bad = |name: &str| dir.path().join(name);
-    let new_id = panto_core::new_session_id;
+    let new_id = panto_core::store::new_session_id;
     let mut expected_problems: Vec<(PathBuf, &str)> = Vec::new();
 
     let garbage = bad(&format!("{}.jsonl", new_id()));
@@ -112,7 +112,10 @@ async fn a_thousand_sessions_list_in_order_and_bad_files_are_reported_not_fatal(
     let listed = as_dyn(&store).list().await.unwrap();
     assert_eq!(listed, good);
     assert_eq!(
-        as_dyn(&store).latest().await.unwrap().map(|s| s.id().to_owned()),
+        Session::latest(as_dyn(&store))
+            .await
+            .unwrap()
+            .map(|s| s.id().to_owned()),
         Some(written[999].clone())
     );
     std::fs::set_permissions(&unreadable, std::fs::Permissions::from_mode(0o600)).unwrap();
@@ -162,7 +165,7 @@ async fn a_huge_first_message_and_many_entries_list_exactly_without_reading_the_
     let (location, _) = corrupt_parts(as_dyn(&fast_store(dir.path())).load(&id).await);
     assert_eq!(location, format!("{}:2", path.display()));
     // And `resolve`, which reads only the match's header and tail, still finds it.
-    let found = as_dyn(&store).resolve(&id[..20]).await.unwrap().unwrap();
+    let found = Session::resolve(as_dyn(&store), &id[..20]).await.unwrap().unwrap();
     assert_eq!(found.info.message_count, 2001);
     assert!(matches!(found.load().await, Err(Error::CorruptSession { .. })));
 }

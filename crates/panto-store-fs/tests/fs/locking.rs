@@ -1,13 +1,12 @@
 //! One writer per session: a second store instance, or a second process, gets `SessionInUse`
 //! until the first store is dropped. Readers never lock.
 
-use std::process::Command;
-
 use panto_core::{Error, SessionStore};
 use panto_store_fs::FileSystemJSONLStore;
-use panto_testkit::store_contract::{reply, user, Driver};
+use panto_testkit::child::{child_test, report_to_parent, wait_for_child};
+use panto_testkit::store_contract::{append_one, reply, user, Driver};
 
-use super::common::{append_one, as_dyn, fast_store, loaded_texts};
+use super::common::{as_dyn, fast_store, loaded_texts};
 
 /// Set in the child process: the directory and session the child appends to.
 const CHILD_DIR: &str = "PANTO_STORE_FS_TEST_CHILD_DIR";
@@ -23,7 +22,7 @@ async fn a_second_store_instance_gets_session_in_use_until_the_first_is_dropped(
     let id = d.id();
 
     let second = fast_store(dir.path());
-    match append_one(&second, &id, &user("theirs")).await {
+    match append_one(&*second, &id, &user("theirs")).await {
         Err(Error::SessionInUse { id: busy }) => assert_eq!(busy, id),
         other => panic!("expected SessionInUse, got {other:?}"),
     }
@@ -35,7 +34,7 @@ async fn a_second_store_instance_gets_session_in_use_until_the_first_is_dropped(
 
     drop(d);
     drop(first);
-    append_one(&second, &id, &user("mine now")).await.unwrap();
+    append_one(&*second, &id, &user("mine now")).await.unwrap();
     assert_eq!(loaded_texts(&second, &id).await, ["mine", "still mine", "mine now"]);
 }
 
@@ -48,23 +47,23 @@ async fn release_hands_a_session_to_another_store_without_dropping_the_first() {
     let id = d.id();
     let second = fast_store(dir.path());
     assert!(matches!(
-        append_one(&second, &id, &user("too early")).await,
+        append_one(&*second, &id, &user("too early")).await,
         Err(Error::SessionInUse { .. })
     ));
 
     first.release(&id).await.unwrap();
-    append_one(&second, &id, &user("two")).await.unwrap();
+    append_one(&*second, &id, &user("two")).await.unwrap();
     // Now the second store holds it, and the first one is the one turned away.
     assert!(matches!(
-        append_one(&first, &id, &user("not yet")).await,
+        append_one(&*first, &id, &user("not yet")).await,
         Err(Error::SessionInUse { .. })
     ));
     second.release_all().await.unwrap();
-    append_one(&first, &id, &user("three")).await.unwrap();
+    append_one(&*first, &id, &user("three")).await.unwrap();
 
     assert_eq!(loaded_texts(&first, &id).await, ["one", "two", "three"]);
     // Releasing a session the store never opened, or twice, is fine; a bad id is not.
-    first.release(&panto_core::new_session_id()).await.unwrap();
+    first.release(&panto_core::store::new_session_id()).await.unwrap();
     second.release(&id).await.unwrap();
     assert!(matches!(first.release("../x").await, Err(Error::InvalidSessionId(_))));
     assert!(format!("{first:?}").contains("open_for_writing: 1"), "{first:?}");
@@ -74,25 +73,13 @@ async fn release_hands_a_session_to_another_store_without_dropping_the_first() {
 
 /// Runs this test binary again as a child that appends one message to `id` in `dir`, and
 /// returns what it reported.
-fn run_child(dir: &std::path::Path, id: &str) -> String {
-    let output = Command::new(std::env::current_exe().unwrap())
-        .args([CHILD_TEST, "--exact", "--nocapture", "--test-threads=1"])
+async fn run_child(dir: &std::path::Path, id: &str) -> String {
+    let child = child_test(CHILD_TEST)
         .env(CHILD_DIR, dir)
         .env(CHILD_ID, id)
-        .output()
+        .spawn()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "child failed: {stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    stdout
-        .lines()
-        // The harness prints the test's name on the same line, so look anywhere in a line.
-        .find_map(|l| l.split_once("CHILD RESULT: ").map(|(_, result)| result))
-        .unwrap_or_else(|| panic!("the child reported nothing (did the test filter match?): {stdout}"))
-        .to_owned()
+    wait_for_child(child).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -103,22 +90,12 @@ async fn a_second_process_gets_session_in_use() {
     d.append(vec![user("parent")]).await;
     let id = d.id();
 
-    let child_dir = dir.path().to_owned();
-    let child_id = id.clone();
-    let report = tokio::task::spawn_blocking(move || run_child(&child_dir, &child_id))
-        .await
-        .unwrap();
-    assert_eq!(report, format!("in use: {id}"));
+    assert_eq!(run_child(dir.path(), &id).await, format!("in use: {id}"));
 
     // Once this process lets go, the child can write.
     drop(d);
     drop(store);
-    let child_dir = dir.path().to_owned();
-    let child_id = id.clone();
-    let report = tokio::task::spawn_blocking(move || run_child(&child_dir, &child_id))
-        .await
-        .unwrap();
-    assert_eq!(report, "appended");
+    assert_eq!(run_child(dir.path(), &id).await, "appended");
     let loaded = as_dyn(&fast_store(dir.path())).load(&id).await.unwrap().unwrap();
     assert_eq!(
         loaded.messages.iter().map(|m| m.text()).collect::<Vec<_>>(),
@@ -128,17 +105,15 @@ async fn a_second_process_gets_session_in_use() {
 
 /// The child side of `a_second_process_gets_session_in_use`; does nothing in a normal run.
 #[tokio::test]
-#[allow(clippy::print_stdout)]
 async fn child_process_appends() {
     let (Ok(dir), Ok(id)) = (std::env::var(CHILD_DIR), std::env::var(CHILD_ID)) else {
         return;
     };
     let store = FileSystemJSONLStore::new(dir);
-    let result = match append_one(&store, &id, &user("child")).await {
+    let result = match append_one(&*store, &id, &user("child")).await {
         Ok(()) => "appended".to_owned(),
         Err(Error::SessionInUse { id }) => format!("in use: {id}"),
         Err(e) => format!("error: {e}"),
     };
-    // The parent reads this line from the child's stdout.
-    println!("CHILD RESULT: {result}");
+    report_to_parent(&result);
 }

@@ -2,11 +2,11 @@
 
 use std::os::unix::fs::PermissionsExt;
 
-use panto_core::Error;
+use panto_core::{Error, Session};
 use panto_store_fs::FileSystemJSONLStore;
-use panto_testkit::store_contract::{user, Driver};
+use panto_testkit::store_contract::{append_one, user, Driver};
 
-use super::common::{append_one, as_dyn, session_file};
+use super::common::{as_dyn, session_file};
 
 #[tokio::test]
 async fn the_directory_is_created_on_the_first_append_with_private_modes() {
@@ -16,11 +16,14 @@ async fn the_directory_is_created_on_the_first_append_with_private_modes() {
     let dyn_store = as_dyn(&store);
 
     // Nothing is created by reading, or by creating a session.
-    let session = dyn_store.clone().create();
+    let session = Session::create(dyn_store.clone());
     assert!(dyn_store.list().await.unwrap().is_empty());
     assert!(dyn_store.load(session.id()).await.unwrap().is_none());
-    assert!(dyn_store.clone().resolve(session.id()).await.unwrap().is_none());
-    assert!(dyn_store.clone().latest().await.unwrap().is_none());
+    assert!(Session::resolve(dyn_store.clone(), session.id())
+        .await
+        .unwrap()
+        .is_none());
+    assert!(Session::latest(dyn_store.clone()).await.unwrap().is_none());
     assert!(!root.path().join("state").exists(), "a read created the directory");
 
     let mut d = Driver::new(&dyn_store, None);
@@ -54,12 +57,12 @@ async fn invalid_ids_never_touch_the_filesystem() {
     ] {
         let is_invalid = |r: &Result<_, Error>| matches!(r, Err(Error::InvalidSessionId(id)) if id == bad);
         assert!(
-            is_invalid(&append_one(&store, bad, &user("escape")).await.map(|_| ())),
+            is_invalid(&append_one(&*store, bad, &user("escape")).await.map(|_| ())),
             "append {bad:?}"
         );
         assert!(is_invalid(&dyn_store.load(bad).await.map(|_| ())), "load {bad:?}");
         assert!(
-            is_invalid(&dyn_store.clone().resolve(bad).await.map(|_| ())),
+            is_invalid(&Session::resolve(dyn_store.clone(), bad).await.map(|_| ())),
             "resolve {bad:?}"
         );
         assert!(is_invalid(&store.session_path(bad).map(|_| ())), "session_path {bad:?}");

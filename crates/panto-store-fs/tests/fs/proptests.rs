@@ -5,9 +5,10 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use panto_core::store::new_session_id;
 use panto_core::{
-    new_session_id, ContentBlock, Conversation, Error, Message, PersistentMessage, Result, Role, SessionStore,
-    StopReason, SystemMode, ToolResultContent, Usage,
+    ContentBlock, Conversation, Error, Message, PersistentMessage, Result, Role, Session, SessionStore, StopReason,
+    SystemMode, ToolResultContent, Usage,
 };
 use panto_store_fs::FileSystemJSONLStore;
 use panto_testkit::store_contract::{anthropic_wire, tools};
@@ -133,7 +134,7 @@ pub(super) fn runtime() -> tokio::runtime::Runtime {
 
 /// Appends `conversation`'s messages in batches of the given sizes (cycled), as the agent does.
 async fn append_all(store: &Arc<FileSystemJSONLStore>, conversation: &Conversation, batches: &[usize]) -> String {
-    let mut session = store.clone().create();
+    let mut session = Session::create(store.clone());
     let wire = anthropic_wire();
     let tools = tools();
     let mut start = 0;
@@ -178,7 +179,10 @@ async fn read_everything(dir: &Path, id: &str) -> std::result::Result<(), TestCa
     let before = as_dyn.load(id).await;
     no_panic("load", &before)?;
     no_panic("list", &store.list_with_problems().await)?;
-    no_panic("resolve", &as_dyn.clone().resolve(&id[..13]).await.map(|_| ()))?;
+    no_panic(
+        "resolve",
+        &Session::resolve(as_dyn.clone(), &id[..13]).await.map(|_| ()),
+    )?;
     let message = Message::new(Role::User, vec![ContentBlock::text("after")]);
     let conversation = Conversation::new();
     let entry = PersistentMessage {

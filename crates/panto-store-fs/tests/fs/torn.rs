@@ -3,10 +3,10 @@
 
 use std::path::Path;
 
-use panto_core::{ContentBlock, Error, SessionStore, StopReason};
-use panto_testkit::store_contract::{assistant, tool_result, user, Driver};
+use panto_core::{ContentBlock, Error, Session, SessionStore, StopReason};
+use panto_testkit::store_contract::{append_one, assistant, tool_result, user, Driver};
 
-use super::common::{append_one, as_dyn, check_valid, corrupt_parts, fast_store, session_file};
+use super::common::{as_dyn, check_valid, corrupt_parts, fast_store, session_file};
 
 /// Writes a three-entry session into `dir` and returns its id and bytes.
 async fn template(dir: &Path) -> (String, Vec<u8>) {
@@ -53,7 +53,7 @@ async fn a_last_line_torn_at_every_byte_is_skipped_then_repaired() {
         assert_eq!(store.list().await.unwrap()[0].message_count, 2, "cut at byte {cut}");
 
         // A fresh store instance appends after the last complete line.
-        append_one(&fast_store(&dir), &id, &user("after the crash"))
+        append_one(&*fast_store(&dir), &id, &user("after the crash"))
             .await
             .unwrap();
         let loaded = as_dyn(&store).load(&id).await.unwrap().unwrap();
@@ -93,7 +93,7 @@ async fn a_torn_header_is_reported_and_the_next_append_starts_the_file_again() {
         let (good, problems) = store.list_with_problems().await.unwrap();
         assert!(good.is_empty() && problems.len() == 1, "cut at byte {cut}");
 
-        append_one(&store, &id, &user("fresh start")).await.unwrap();
+        append_one(&*store, &id, &user("fresh start")).await.unwrap();
         let entries = check_valid(&path);
         assert_eq!(entries.len(), 1);
         let loaded = as_dyn(&store).load(&id).await.unwrap().unwrap();
@@ -123,10 +123,8 @@ async fn an_empty_session_file_is_no_session_and_the_next_append_starts_it() {
     assert_eq!(good.iter().map(|i| i.id.as_str()).collect::<Vec<_>>(), [real.as_str()]);
     assert!(problems.is_empty(), "{problems:?}");
     assert!(as_dyn(&store).load(&empty_id).await.unwrap().is_none());
-    assert!(store.clone().resolve(&empty_id).await.unwrap().is_none());
-    let by_prefix = store
-        .clone()
-        .resolve(&real[..13])
+    assert!(Session::resolve(store.clone(), &empty_id).await.unwrap().is_none());
+    let by_prefix = Session::resolve(store.clone(), &real[..13])
         .await
         .unwrap()
         .expect("the real session");
@@ -134,7 +132,7 @@ async fn an_empty_session_file_is_no_session_and_the_next_append_starts_it() {
     // The empty file is left in place: its creator may be about to write it.
     assert!(path.exists());
 
-    append_one(&fast_store(dir.path()), &empty_id, &user("written after all"))
+    append_one(&*fast_store(dir.path()), &empty_id, &user("written after all"))
         .await
         .unwrap();
     assert_eq!(check_valid(&path).len(), 1);
@@ -151,12 +149,12 @@ async fn a_vanished_session_file_is_not_written_into_the_void() {
     d.append(vec![user("one")]).await;
     let path = session_file(&store, &d.id());
     std::fs::remove_file(&path).unwrap();
-    match append_one(&store, &d.id(), &user("two")).await {
+    match append_one(&*store, &d.id(), &user("two")).await {
         Err(Error::SessionNotFound(id)) => assert_eq!(id, d.id()),
         other => panic!("expected SessionNotFound, got {other:?}"),
     }
     // The next append starts the session again in a new file.
-    append_one(&store, &d.id(), &user("three")).await.unwrap();
+    append_one(&*store, &d.id(), &user("three")).await.unwrap();
     let loaded = as_dyn(&store).load(&d.id()).await.unwrap().unwrap();
     assert_eq!(loaded.messages.iter().map(|m| m.text()).collect::<Vec<_>>(), ["three"]);
 }

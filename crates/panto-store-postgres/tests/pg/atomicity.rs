@@ -1,12 +1,14 @@
 //! All or nothing: a batch that fails inside its transaction leaves nothing behind (no entries,
 //! no listing change, no tool rows), and the store goes on writing correctly afterwards.
 
-use panto_core::{ApiStyle, Conversation, Error, PersistentMessage, ReasoningEffort, SessionStore, WireIdentity};
-use panto_testkit::store_contract::{reply, tools, user, Driver};
+use panto_core::{
+    ApiStyle, Conversation, Error, PersistentMessage, ReasoningEffort, Session, SessionStore, WireIdentity,
+};
+use panto_testkit::store_contract::{append_one, reply, tools, user, Driver};
 use serde_json::json;
 
 use super::common::{as_dyn, fresh_store, texts};
-use super::support::connect;
+use panto_testkit::postgres::connect;
 
 /// Makes the database refuse any entry whose first text block is `FAIL`, from inside the
 /// append's transaction, after the rows before it in the batch were inserted.
@@ -93,7 +95,7 @@ async fn a_batch_that_fails_inside_its_transaction_stores_nothing() {
 async fn a_first_batch_that_fails_creates_no_session() {
     let (store, url) = fresh_store().await;
     connect(&url).await.batch_execute(FAILING_TRIGGER).await.unwrap();
-    let id = as_dyn(&store).create().id().to_owned();
+    let id = Session::create(as_dyn(&store)).id().to_owned();
     let batch = [user("hello"), user("FAIL")];
     let conversation = Conversation {
         messages: batch.to_vec(),
@@ -115,14 +117,14 @@ async fn a_first_batch_that_fails_creates_no_session() {
     assert!(store.list().await.unwrap().is_empty(), "nothing may be listed");
     assert_eq!(store.load(&id).await.unwrap(), None);
     // The session can still be created by a batch that commits.
-    super::common::append_one(&store, &id, &user("again")).await.unwrap();
+    append_one(&*store, &id, &user("again")).await.unwrap();
     assert_eq!(texts(&store, &id).await, ["again"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn input_postgres_cannot_hold_is_refused_by_name_before_anything_is_written() {
     let (store, _) = fresh_store().await;
-    let id = panto_core::new_session_id();
+    let id = panto_core::store::new_session_id();
     let message = user("hello");
     let conversation = Conversation {
         messages: vec![message.clone()],
@@ -155,6 +157,6 @@ async fn input_postgres_cannot_hold_is_refused_by_name_before_anything_is_writte
     );
     assert!(store.list().await.unwrap().is_empty());
     // The same session takes a good batch afterwards.
-    super::common::append_one(&store, &id, &user("fine")).await.unwrap();
+    append_one(&*store, &id, &user("fine")).await.unwrap();
     assert_eq!(texts(&store, &id).await, ["fine"]);
 }

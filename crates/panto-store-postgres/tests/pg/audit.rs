@@ -7,7 +7,7 @@ use panto_testkit::store_contract::{reply, summary, tools, user, Driver};
 use serde_json::json;
 
 use super::common::{as_dyn, fresh_store};
-use super::support::connect;
+use panto_testkit::postgres::connect;
 
 fn grep_tool() -> ToolDecl {
     ToolDecl {
@@ -125,5 +125,5 @@ async fn the_history_keeps_what_compaction_hid() {
     assert!(history
         .windows(2)
         .all(|w| w[1].parent_id.as_deref() == Some(w[0].id.as_str())));
-    assert_eq!(store.history(&panto_core::new_session_id()).await.unwrap(), None);
+    assert_eq!(store.history(&panto_core::store::new_session_id()).await.unwrap(), None);
 }

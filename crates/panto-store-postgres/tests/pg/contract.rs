@@ -1,5 +1,5 @@
-//! The shared SessionStore contract, run against the PostgreSQL store with each case in a fresh
-//! database.
+//! The shared SessionStore contract, run against the PostgreSQL store: one test per case, each
+//! in a fresh database.
 
 use std::sync::Arc;
 
@@ -8,16 +8,7 @@ use panto_testkit::store_contract;
 
 use super::common::fresh_store;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_postgres_store_meets_the_contract() {
-    // The contract asks for stores synchronously; connecting is async, so each store is made
-    // on this runtime while the contract's task waits.
-    let handle = tokio::runtime::Handle::current();
-    store_contract::run_all(|| {
-        tokio::task::block_in_place(|| handle.block_on(async { fresh_store().await.0 as Arc<dyn SessionStore> }))
-    })
-    .await;
-}
+panto_testkit::store_contract_tests!(|| async { fresh_store().await.0 });
 
 #[tokio::test]
 async fn the_contract_holds_on_a_current_thread_runtime_too() {

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use panto_core::{Error, SessionInfo, SessionStore, SystemMode};
+use panto_core::{Error, Session, SessionInfo, SessionStore, SystemMode};
 use panto_store_fs::{Durability, FileSystemJSONLStore};
 use panto_store_postgres::{import_fs, ToolManifest};
 use panto_testkit::store_contract::{assistant, local_openai_wire, reply, system, tick, tool_result, user, Driver};
@@ -70,7 +70,7 @@ async fn sessions_move_from_the_file_store_with_their_whole_history() {
         .write_all(br#"{"type":"message","id":"torn"#)
         .unwrap();
     // A corrupt session and a file whose name is not a session id.
-    let corrupt_id = panto_core::new_session_id();
+    let corrupt_id = panto_core::store::new_session_id();
     let corrupt_path = dir.path().join(format!("{corrupt_id}.jsonl"));
     std::fs::copy(&b_path, &corrupt_path).unwrap();
     let mut text = std::fs::read_to_string(&corrupt_path).unwrap();
@@ -153,7 +153,7 @@ async fn sessions_move_from_the_file_store_with_their_whole_history() {
     assert_eq!(pg.history(&a.id()).await.unwrap().unwrap().len(), history.len());
 
     // The imported session goes on in PostgreSQL, compacted view and chain included.
-    let mut resumed = pg.clone().resolve(&a.id()).await.unwrap().unwrap();
+    let mut resumed = Session::resolve(pg.clone(), &a.id()).await.unwrap().unwrap();
     let more = user("one more");
     let conversation = panto_core::Conversation::new();
     resumed

@@ -6,10 +6,10 @@ use std::time::{Duration, Instant};
 
 use panto_core::{Error, SessionStore};
 use panto_store_postgres::PostgresStore;
-use panto_testkit::store_contract::{reply, user, Driver};
+use panto_testkit::store_contract::{append_one, reply, user, Driver};
 
-use super::common::{append_one, as_dyn, fresh_store, texts};
-use super::support::connect;
+use super::common::{as_dyn, fresh_store, texts};
+use panto_testkit::postgres::connect;
 
 fn in_use(result: panto_core::Result<()>, id: &str) {
     match result {
@@ -26,19 +26,19 @@ async fn a_second_store_gets_session_in_use_until_the_first_releases_it() {
     let id = d.id();
 
     let second = PostgresStore::connect(&url).await.unwrap();
-    in_use(append_one(&second, &id, &user("theirs")).await, &id);
+    in_use(append_one(&*second, &id, &user("theirs")).await, &id);
     // Readers do not lock: the second store still lists and loads the session.
     assert_eq!(second.list().await.unwrap()[0].id, id);
     assert_eq!(texts(&second, &id).await, ["mine"]);
     // The first store keeps writing, and still holds the session afterwards.
     d.append(vec![reply("still mine")]).await;
-    in_use(append_one(&second, &id, &user("theirs")).await, &id);
+    in_use(append_one(&*second, &id, &user("theirs")).await, &id);
 
     first.release(&id).await.unwrap();
-    append_one(&second, &id, &user("mine now")).await.unwrap();
+    append_one(&*second, &id, &user("mine now")).await.unwrap();
     assert_eq!(texts(&first, &id).await, ["mine", "still mine", "mine now"]);
     // Now the first store is the one shut out.
-    in_use(append_one(&first, &id, &user("again")).await, &id);
+    in_use(append_one(&*first, &id, &user("again")).await, &id);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -48,14 +48,14 @@ async fn dropping_the_store_releases_its_sessions() {
     d.append(vec![user("mine")]).await;
     let id = d.id();
     let second = PostgresStore::connect(&url).await.unwrap();
-    in_use(append_one(&second, &id, &user("theirs")).await, &id);
+    in_use(append_one(&*second, &id, &user("theirs")).await, &id);
 
     drop(d);
     drop(first);
     // The server releases the locks when it sees the connection close, a moment later.
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        match append_one(&second, &id, &user("mine now")).await {
+        match append_one(&*second, &id, &user("mine now")).await {
             Ok(()) => break,
             Err(Error::SessionInUse { .. }) if Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(20)).await
@@ -74,11 +74,11 @@ async fn release_all_lets_every_session_go_and_the_store_can_write_again() {
     a.append(vec![user("a")]).await;
     b.append(vec![user("b")]).await;
     let second = PostgresStore::connect(&url).await.unwrap();
-    in_use(append_one(&second, &a.id(), &user("x")).await, &a.id());
+    in_use(append_one(&*second, &a.id(), &user("x")).await, &a.id());
 
     first.release_all().await;
-    append_one(&second, &a.id(), &user("a by second")).await.unwrap();
-    append_one(&second, &b.id(), &user("b by second")).await.unwrap();
+    append_one(&*second, &a.id(), &user("a by second")).await.unwrap();
+    append_one(&*second, &b.id(), &user("b by second")).await.unwrap();
     second.release_all().await;
     // The first store takes its sessions back on its next append, and sees what was written
     // meanwhile.
@@ -114,10 +114,10 @@ async fn a_store_whose_lock_connection_died_takes_the_lock_again_or_is_refused()
     kill(pid).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     let second = PostgresStore::connect(&url).await.unwrap();
-    append_one(&second, &id, &user("three, by the second store"))
+    append_one(&*second, &id, &user("three, by the second store"))
         .await
         .unwrap();
-    in_use(append_one(&first, &id, &user("four?")).await, &id);
+    in_use(append_one(&*first, &id, &user("four?")).await, &id);
     assert_eq!(texts(&second, &id).await, ["one", "two", "three, by the second store"]);
 }
 
@@ -137,7 +137,7 @@ async fn a_store_that_was_fenced_out_fails_in_use_instead_of_interleaving() {
         )
         .await
         .unwrap();
-    in_use(append_one(&store, &id, &user("two?")).await, &id);
+    in_use(append_one(&*store, &id, &user("two?")).await, &id);
     assert_eq!(texts(&store, &id).await, ["one"], "the fenced batch must not be stored");
     let count: i64 = admin
         .query_one("select count(*) from panto.entries where session_id = $1", &[&id])
@@ -158,24 +158,24 @@ async fn a_session_deleted_while_open_is_not_found_then_starts_again() {
         .execute("delete from panto.sessions where id = $1", &[&id])
         .await
         .unwrap();
-    match append_one(&store, &id, &user("two")).await {
+    match append_one(&*store, &id, &user("two")).await {
         Err(Error::SessionNotFound(missing)) => assert_eq!(missing, id),
         other => panic!("expected SessionNotFound, got {other:?}"),
     }
     // As with the file store, the append after that starts the session anew.
-    append_one(&store, &id, &user("three")).await.unwrap();
+    append_one(&*store, &id, &user("three")).await.unwrap();
     assert_eq!(texts(&store, &id).await, ["three"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn appends_from_many_tasks_of_one_store_are_serialised() {
     let (store, _) = fresh_store().await;
-    let id = panto_core::new_session_id();
+    let id = panto_core::store::new_session_id();
     let tasks: Vec<_> = (0..16)
         .map(|i| {
             let store = store.clone();
             let id = id.clone();
-            tokio::spawn(async move { append_one(&store, &id, &user(&format!("m{i}"))).await })
+            tokio::spawn(async move { append_one(&*store, &id, &user(&format!("m{i}"))).await })
         })
         .collect();
     for t in tasks {

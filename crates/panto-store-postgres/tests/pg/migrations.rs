@@ -4,10 +4,9 @@
 
 use panto_core::{Error, SessionStore};
 use panto_store_postgres::{PostgresStore, SCHEMA_VERSION};
-use panto_testkit::store_contract::user;
+use panto_testkit::store_contract::{append_one, user};
 
-use super::common::append_one;
-use super::support::{connect, server};
+use panto_testkit::postgres::{connect, server};
 
 async fn applied_versions(url: &str) -> Vec<i32> {
     connect(url)
@@ -24,8 +23,8 @@ async fn applied_versions(url: &str) -> Vec<i32> {
 async fn connecting_again_applies_nothing_twice_and_keeps_the_data() {
     let url = server().create_database().await;
     let first = PostgresStore::connect(&url).await.unwrap();
-    let id = panto_core::new_session_id();
-    append_one(&first, &id, &user("kept")).await.unwrap();
+    let id = panto_core::store::new_session_id();
+    append_one(&*first, &id, &user("kept")).await.unwrap();
     assert_eq!(applied_versions(&url).await, (1..=SCHEMA_VERSION).collect::<Vec<_>>());
 
     let again = PostgresStore::connect(&url).await.unwrap();
@@ -84,7 +83,7 @@ async fn the_applications_own_sessions_table_is_left_alone() {
     .await
     .unwrap();
     let store = PostgresStore::connect(&url).await.unwrap();
-    append_one(&store, &panto_core::new_session_id(), &user("hello"))
+    append_one(&*store, &panto_core::store::new_session_id(), &user("hello"))
         .await
         .unwrap();
     let rows = app

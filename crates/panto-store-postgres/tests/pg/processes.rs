@@ -6,15 +6,16 @@
 //! `child_*` tests below, which do nothing in a normal run.
 
 use std::collections::HashMap;
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::Duration;
 
-use panto_core::{Error, SessionStore};
+use panto_core::{Error, PersistentMessage, Session, SessionStore};
 use panto_store_postgres::PostgresStore;
-use panto_testkit::store_contract::{reply, user, Driver};
+use panto_testkit::child::{child_test, report_to_parent, wait_for_child};
+use panto_testkit::postgres::{server, URL_ENV};
+use panto_testkit::store_contract::{anthropic_wire, append_one, reply, tools, user, Driver};
 
-use super::common::{append_one, as_dyn, fresh_store, texts};
-use super::support::{server, URL_ENV};
+use super::common::{as_dyn, fresh_store, texts};
 
 /// Set in a child: the database, the session and how many batches to write.
 const CHILD_DB: &str = "PANTO_PG_TEST_CHILD_DB";
@@ -23,37 +24,13 @@ const CHILD_BATCHES: &str = "PANTO_PG_TEST_CHILD_BATCHES";
 
 /// Starts this test binary as a child running test `test` against database `db`.
 fn spawn_child(test: &str, db: &str, id: &str, batches: usize) -> Child {
-    Command::new(std::env::current_exe().unwrap())
-        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+    child_test(test)
         .env(URL_ENV, &server().base_url)
         .env(CHILD_DB, db)
         .env(CHILD_ID, id)
         .env(CHILD_BATCHES, batches.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
         .spawn()
         .unwrap()
-}
-
-/// Waits for a child and returns what it reported.
-fn report(child: Child) -> String {
-    let output = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "child failed: {stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    stdout
-        .lines()
-        // The harness prints the test's name on the same line, so look anywhere in a line.
-        .find_map(|l| l.split_once("CHILD RESULT: ").map(|(_, result)| result))
-        .unwrap_or_else(|| panic!("the child reported nothing (did the test filter match?): {stdout}"))
-        .to_owned()
-}
-
-async fn wait_for(child: Child) -> String {
-    tokio::task::spawn_blocking(move || report(child)).await.unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -64,12 +41,12 @@ async fn a_second_process_gets_session_in_use() {
     let id = d.id();
 
     let child = spawn_child("pg::processes::child_appends", &db, &id, 1);
-    assert_eq!(wait_for(child).await, format!("in use: {id}"));
+    assert_eq!(wait_for_child(child).await, format!("in use: {id}"));
 
     // Once this process lets go, the child can write.
     store.release(&id).await.unwrap();
     let child = spawn_child("pg::processes::child_appends", &db, &id, 1);
-    assert_eq!(wait_for(child).await, "appended");
+    assert_eq!(wait_for_child(child).await, "appended");
     assert_eq!(texts(&store, &id).await, ["parent", "child"]);
 }
 
@@ -77,7 +54,7 @@ async fn a_second_process_gets_session_in_use() {
 async fn two_processes_write_while_a_third_lists_and_loads() {
     const BATCHES: usize = 40;
     let (store, db) = fresh_store().await;
-    let ids = [panto_core::new_session_id(), panto_core::new_session_id()];
+    let ids = [panto_core::store::new_session_id(), panto_core::store::new_session_id()];
     let children: Vec<Child> = ids
         .iter()
         .map(|id| spawn_child("pg::processes::child_writes", &db, id, BATCHES))
@@ -85,7 +62,7 @@ async fn two_processes_write_while_a_third_lists_and_loads() {
     let waiting = tokio::spawn(async move {
         let mut reports = Vec::new();
         for child in children {
-            reports.push(wait_for(child).await);
+            reports.push(wait_for_child(child).await);
         }
         reports
     });
@@ -129,31 +106,28 @@ async fn two_processes_write_while_a_third_lists_and_loads() {
     }
     // Newest prompt first, as every store orders them.
     let mut sorted = list.clone();
-    panto_core::sort_by_recency(&mut sorted);
+    panto_core::store::sort_by_recency(&mut sorted);
     assert_eq!(list, sorted);
 }
 
 /// The child side of `a_second_process_gets_session_in_use`; does nothing in a normal run.
 #[tokio::test]
-#[allow(clippy::print_stdout)]
 async fn child_appends() {
     let (Ok(db), Ok(id)) = (std::env::var(CHILD_DB), std::env::var(CHILD_ID)) else {
         return;
     };
     let store = PostgresStore::connect(&db).await.unwrap();
-    let result = match append_one(&store, &id, &user("child")).await {
+    let result = match append_one(&*store, &id, &user("child")).await {
         Ok(()) => "appended".to_owned(),
         Err(Error::SessionInUse { id }) => format!("in use: {id}"),
         Err(e) => format!("error: {e}"),
     };
-    // The parent reads this line from the child's stdout.
-    println!("CHILD RESULT: {result}");
+    report_to_parent(&result);
 }
 
 /// The child side of `two_processes_write_while_a_third_lists_and_loads`: writes its session
 /// in batches of a prompt and a reply, a little apart. Does nothing in a normal run.
 #[tokio::test]
-#[allow(clippy::print_stdout)]
 async fn child_writes() {
     let (Ok(db), Ok(id), Ok(batches)) = (
         std::env::var(CHILD_DB),
@@ -165,29 +139,26 @@ async fn child_writes() {
     let batches: usize = batches.parse().unwrap();
     let store = PostgresStore::connect(&db).await.unwrap();
     let store: std::sync::Arc<dyn SessionStore> = store;
-    let mut session = match store.clone().resolve(&id).await.unwrap() {
+    let mut session = match Session::resolve(store.clone(), &id).await.unwrap() {
         Some(s) => s,
-        None => panto_core::Session::new(
+        None => Session::new(
             panto_core::SessionInfo::new(id.clone(), chrono::Utc::now()),
             store.clone(),
         ),
     };
     let mut conversation = panto_core::Conversation::new();
-    let wire = panto_testkit::store_contract::anthropic_wire();
-    let tools = panto_testkit::store_contract::tools();
+    let wire = anthropic_wire();
+    let tools = tools();
     let mut result = format!("wrote {batches}");
     for i in 0..batches {
         let batch = [user(&format!("prompt {i}")), reply(&format!("answer {i}"))];
         conversation.messages.extend(batch.iter().cloned());
-        let persistent: Vec<panto_core::PersistentMessage<'_>> = batch
+        let persistent: Vec<PersistentMessage<'_>> = batch
             .iter()
-            .map(|m| panto_core::PersistentMessage {
-                message: m,
-                usage: m.usage,
+            .map(|m| PersistentMessage {
                 wire: Some(&wire),
-                conversation: &conversation,
                 tools_available: &tools,
-                compaction: None,
+                ..PersistentMessage::new(m, &conversation)
             })
             .collect();
         if let Err(e) = session.append(&persistent).await {
@@ -196,5 +167,5 @@ async fn child_writes() {
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    println!("CHILD RESULT: {result}");
+    report_to_parent(&result);
 }

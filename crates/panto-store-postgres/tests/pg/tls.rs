@@ -5,10 +5,9 @@
 
 use panto_core::SessionStore;
 use panto_store_postgres::PostgresStore;
-use panto_testkit::store_contract::user;
+use panto_testkit::store_contract::{append_one, user};
 
-use super::common::append_one;
-use super::server::{start_tls, Durability, Server};
+use panto_testkit::postgres::{start_tls, Durability, Server};
 
 fn tls_server() -> Server {
     start_tls(Durability::Fast).unwrap_or_else(|e| panic!("PostgreSQL with TLS could not be started: {e}"))
@@ -27,8 +26,8 @@ async fn sslmode_require_connects_over_tls_and_checks_the_certificate() {
         let store = PostgresStore::connect(&url)
             .await
             .unwrap_or_else(|e| panic!("sslmode={mode}: {e}"));
-        let id = panto_core::new_session_id();
-        append_one(&store, &id, &user(&format!("over TLS with {mode}")))
+        let id = panto_core::store::new_session_id();
+        append_one(&*store, &id, &user(&format!("over TLS with {mode}")))
             .await
             .unwrap();
         assert!(store.list().await.unwrap().iter().any(|i| i.id == id));

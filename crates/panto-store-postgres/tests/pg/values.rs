@@ -6,7 +6,7 @@ use panto_testkit::store_contract::{reply, user, Driver};
 use serde_json::json;
 
 use super::common::{as_dyn, fresh_store};
-use super::support::connect;
+use panto_testkit::postgres::connect;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_nul_character_round_trips_and_only_the_listing_preview_replaces_it() {

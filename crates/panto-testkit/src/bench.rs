@@ -5,8 +5,6 @@
 //! `target/bench-results/<bench>.tsv`, one `id<TAB>key<TAB>value` row each, and `cargo xtask
 //! bench` joins them with criterion's estimates.
 
-#![allow(dead_code)]
-
 use std::fmt::Write as _;
 use std::path::PathBuf;
 

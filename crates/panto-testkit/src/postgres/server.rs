@@ -1,10 +1,9 @@
 //! Starting a throwaway PostgreSQL server, with the standard library only.
 //!
-//! Shared by this crate's tests and benchmarks (through `support.rs`) and by
-//! `cargo xtask postgres` (which includes this file by path), so there is one implementation of
-//! the fiddly parts: finding the binaries, running as the `postgres` user when this process is
-//! root (`initdb` refuses to run as root, and CI runs as root), picking a free port, waiting
-//! until the server accepts connections, and cleaning up.
+//! One implementation of the fiddly parts, for the PostgreSQL store's tests and benchmarks,
+//! the CLI's tests and `cargo xtask postgres`: finding the binaries, running as the `postgres`
+//! user when this process is root (`initdb` refuses to run as root, and CI runs as root),
+//! picking a free port, waiting until the server accepts connections, and cleaning up.
 //!
 //! [`start`] runs `initdb` into a fresh directory under the system temp dir, then `postgres`
 //! listening only on 127.0.0.1 on a free port (and on a unix socket in that directory), with
@@ -12,8 +11,6 @@
 //! a pipe from this process: when this process exits, however it exits, the pipe closes and the
 //! watcher stops the server and deletes the directory. Nothing is left behind, and no destructor
 //! is needed. [`Server::stop`] does the same at once.
-
-#![allow(dead_code)]
 
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -1,8 +1,9 @@
-//! The PostgreSQL server of a test (or benchmark) binary, and fresh databases on it.
+//! A throwaway PostgreSQL server for tests and benchmarks, and fresh databases on it.
 //!
-//! The first call to [`server`] starts one server for the whole binary (see `server.rs`): on
+//! [`start`] (and [`start_tls`]) start a server of one's own ([`Server`]); most tests want
+//! [`server`] instead: the first call starts one server for the whole test binary (on
 //! 127.0.0.1, a free port, trust authentication, a throwaway data directory that is removed
-//! when the binary exits. Each test then takes a fresh database with
+//! when the binary exits), and each test then takes a fresh database with
 //! [`TestServer::create_database`], so tests never see each other's sessions.
 //!
 //! If PostgreSQL cannot be started, every test that asks for it fails with the reason: a test
@@ -11,13 +12,12 @@
 //! Child processes that a test starts (to be a second writer) are given the server's address in
 //! [`URL_ENV`] and use it instead of starting their own.
 
-#![allow(dead_code)]
+mod server;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
-pub use super::server::Durability;
-use super::server::{start, Server};
+pub use server::{find_bindir, start, start_tls, Durability, Server, BINDIR_ENV};
 
 /// The variable that hands a running server's base URL (no database name) to child processes.
 pub const URL_ENV: &str = "PANTO_PG_TEST_URL";

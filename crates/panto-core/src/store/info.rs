@@ -1,0 +1,87 @@
+//! What a listing shows of a session, and the one definition of recency.
+
+use chrono::{DateTime, Utc};
+
+use crate::conversation::Message;
+use crate::wire::WireIdentity;
+
+/// How many characters of the last human prompt [`SessionInfo::last_user_message`] keeps.
+pub const LAST_USER_MESSAGE_CHARS: usize = 200;
+
+/// What a listing shows of one session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionInfo {
+    /// The session id (a UUIDv7 in the built-in stores).
+    pub id: String,
+    /// When the session was created.
+    pub created: DateTime<Utc>,
+    /// When the session was last written.
+    pub modified: DateTime<Utc>,
+    /// When a person last prompted in it ([`Message::is_human_prompt`]).
+    pub last_prompt_at: Option<DateTime<Utc>>,
+    /// How many messages the log holds (system, user, assistant, tool results, summaries).
+    pub message_count: usize,
+    /// The start of the last human prompt, at most [`LAST_USER_MESSAGE_CHARS`] characters.
+    pub last_user_message: Option<String>,
+    /// The provider identity of the last non-system message, for resume pre-selection.
+    pub wire: Option<WireIdentity>,
+}
+
+impl SessionInfo {
+    /// The info of a brand-new, empty session.
+    pub fn new(id: impl Into<String>, created: DateTime<Utc>) -> Self {
+        SessionInfo {
+            id: id.into(),
+            created,
+            modified: created,
+            last_prompt_at: None,
+            message_count: 0,
+            last_user_message: None,
+            wire: None,
+        }
+    }
+
+    /// The time sessions are ordered by: the last human prompt, else creation.
+    ///
+    /// This is the one definition of recency: every store's `list` order and `latest` use it, so
+    /// opening a session, repairing it, or appending a synthetic closer never moves it up.
+    pub fn recency(&self) -> DateTime<Utc> {
+        self.last_prompt_at.unwrap_or(self.created)
+    }
+
+    /// Folds one appended message into the info, as every store must.
+    pub fn record(&mut self, message: &Message, wire: Option<&WireIdentity>, at: DateTime<Utc>) {
+        self.message_count += 1;
+        self.modified = at;
+        if message.is_human_prompt() {
+            self.last_prompt_at = Some(at);
+            self.last_user_message = Some(truncate_chars(&message.text(), LAST_USER_MESSAGE_CHARS));
+        }
+        if let Some(wire) = wire {
+            self.wire = Some(wire.clone());
+        }
+    }
+}
+
+/// Sorts infos newest first by [`SessionInfo::recency`], ties broken by id (newest UUIDv7 first).
+pub fn sort_by_recency(infos: &mut [SessionInfo]) {
+    infos.sort_by(|a, b| b.recency().cmp(&a.recency()).then_with(|| b.id.cmp(&a.id)));
+}
+
+fn truncate_chars(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((i, _)) => s[..i].to_owned(),
+        None => s.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncation_respects_char_boundaries() {
+        assert_eq!(truncate_chars("héllo", 2), "hé");
+        assert_eq!(truncate_chars("hi", 5), "hi");
+    }
+}

@@ -1,0 +1,31 @@
+//! What a session store implementer needs beyond the [`SessionStore`](crate::SessionStore) trait:
+//! the one definition of session ids, of recency, of the listing's prompt preview and of what a
+//! compaction does to the view, which every store shares so that they all behave alike (the
+//! store contract suite in `panto-testkit` holds them to it).
+//!
+//! # The seam
+//! A store implements [`SessionStore`](crate::SessionStore): small `&self` primitives over its
+//! storage (`list`, `info`, `ids_with_prefix`, `latest_info`, `load`, `append`). panto-core
+//! builds everything else on them, once: [`Session::create`](crate::Session::create),
+//! [`Session::resolve`](crate::Session::resolve) (exact id, else unique prefix, else
+//! [`Error::AmbiguousSession`](crate::Error::AmbiguousSession)) and
+//! [`Session::latest`](crate::Session::latest). A session handed out by them is bound to the
+//! store it was asked of, so a wrapper store (one that adds caching, metrics or access control
+//! and delegates to an inner store) hands out sessions whose appends go through the wrapper.
+//!
+//! Users of a store need none of this module: the types they handle ([`Session`](crate::Session),
+//! [`SessionInfo`](crate::SessionInfo), [`MemoryStore`](crate::MemoryStore), …) are at the crate
+//! root.
+
+mod id;
+pub(crate) mod info;
+pub(crate) mod memory;
+pub(crate) mod null;
+pub(crate) mod seam;
+pub(crate) mod session;
+mod view;
+
+pub use id::{new_session_id, validate_session_id};
+pub use info::{sort_by_recency, LAST_USER_MESSAGE_CHARS};
+pub use memory::StoredRecord;
+pub use view::compact_view;
