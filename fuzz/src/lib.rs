@@ -17,7 +17,7 @@ use panto_core::{
     is_wire_name, ApiStyle, ContentBlock, Conversation, Error, Message, PersistentMessage, Role, Session, SessionStore,
     ToolResultContent,
 };
-use panto_store_fs::{Durability, FileSystemJSONLStore};
+use panto_store_fs::{Durability, JsonlStore};
 
 /// The session id every `jsonl` input is stored under; seeds carry it in their header.
 pub const FUZZ_SESSION_ID: &str = "019ad0a0-0000-7000-8000-00000000f022";
@@ -116,7 +116,7 @@ pub fn jsonl(data: &[u8]) {
     let path = env.dir.join(format!("{FUZZ_SESSION_ID}.jsonl"));
     std::fs::write(&path, data).unwrap_or_else(|e| panic!("writing {}: {e}", path.display()));
     env.rt.block_on(async {
-        let store: Arc<FileSystemJSONLStore> = FileSystemJSONLStore::with_durability(&env.dir, Durability::None);
+        let store: Arc<JsonlStore> = JsonlStore::with_durability(&env.dir, Durability::None);
         let as_dyn: Arc<dyn SessionStore> = store.clone();
         let before = as_dyn.load(FUZZ_SESSION_ID).await;
         check("load", &before);
@@ -140,7 +140,7 @@ pub fn jsonl(data: &[u8]) {
         drop(as_dyn);
         drop(store);
         if appended.is_ok() && matches!(before, Ok(Some(_))) {
-            let fresh: Arc<dyn SessionStore> = FileSystemJSONLStore::with_durability(&env.dir, Durability::None);
+            let fresh: Arc<dyn SessionStore> = JsonlStore::with_durability(&env.dir, Durability::None);
             let after = fresh.load(FUZZ_SESSION_ID).await;
             check("load after append", &after);
             match after {
@@ -199,7 +199,7 @@ pub fn decoded_roundtrip(data: &[u8]) {
         Err(e) => panic!("removing {}: {e}", path.display()),
     }
     env.rt.block_on(async {
-        let store: Arc<dyn SessionStore> = FileSystemJSONLStore::with_durability(&env.dir, Durability::None);
+        let store: Arc<dyn SessionStore> = JsonlStore::with_durability(&env.dir, Durability::None);
         for message in &conversation.messages {
             let entry = PersistentMessage {
                 message,
@@ -216,7 +216,7 @@ pub fn decoded_roundtrip(data: &[u8]) {
             }
         }
         drop(store);
-        let fresh: Arc<dyn SessionStore> = FileSystemJSONLStore::with_durability(&env.dir, Durability::None);
+        let fresh: Arc<dyn SessionStore> = JsonlStore::with_durability(&env.dir, Durability::None);
         let loaded = fresh.load(ROUNDTRIP_SESSION_ID).await;
         check("load", &loaded);
         match loaded {

@@ -2,7 +2,7 @@
 //! and checked.
 //!
 //! `bench-data` builds the data sets under `target/bench-data/` through the real
-//! `FileSystemJSONLStore` (the `bench_data` bench of panto-store-fs does the writing; about
+//! `JsonlStore` (the `bench_data` bench of panto-store-fs does the writing; about
 //! 1.3 GB, or 12 GB more with `--large`).
 //!
 //! `bench` builds the default data sets if needed, runs every criterion bench, and prints one

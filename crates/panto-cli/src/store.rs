@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use panto_core::{Error, NullStore, Session, SessionInfo, SessionStore};
-use panto_store_fs::{FileSystemJSONLStore, Problems};
+use panto_store_fs::{JsonlStore, Problems};
 use panto_store_postgres::PostgresStore;
 
 use crate::exit::Failure;
@@ -27,7 +27,7 @@ pub struct OpenStore {
     /// The store.
     pub store: Arc<dyn SessionStore>,
     /// The file store, when sessions are files: its listing also reports unreadable files.
-    files: Option<Arc<FileSystemJSONLStore>>,
+    files: Option<Arc<JsonlStore>>,
     /// Where sessions are, for messages (a database URL without its password).
     pub place: String,
 }
@@ -108,13 +108,13 @@ impl OpenStore {
 }
 
 /// The filesystem store over `dir`. Creates nothing until the first append.
-pub fn open_fs_store(dir: &Path) -> Arc<FileSystemJSONLStore> {
+pub fn open_fs_store(dir: &Path) -> Arc<JsonlStore> {
     // What makes the directory unsafe to trust (others can write it, links or FIFOs named like
     // sessions) is said on stderr, once per run: every command opens its store once.
     for warning in panto_store_fs::check_dir(dir) {
         eprintln!("panto: warning: {warning}");
     }
-    FileSystemJSONLStore::new(dir)
+    JsonlStore::new(dir)
 }
 
 /// The PostgreSQL store at `url` (migrated to the current schema).

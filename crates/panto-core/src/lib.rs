@@ -108,7 +108,7 @@
 //!
 //! ```
 //! use panto_core::{Agent, ApiStyle, Config, ProviderConfig, SessionStore};
-//! use panto_store_fs::FileSystemJSONLStore;
+//! use panto_store_fs::JsonlStore;
 //! # use panto_testkit::{script, MockServer, Reply};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
@@ -127,7 +127,7 @@
 //! ));
 //!
 //! // First run: a new session.
-//! let store = FileSystemJSONLStore::new(&sessions);
+//! let store = JsonlStore::new(&sessions);
 //! let mut agent = Agent::new(config.clone(), panto_core::Session::create(store.clone()), None)?;
 //! let mut stream = agent.run("My favourite colour is blue.".into());
 //! while stream.next().await?.is_some() {}
@@ -136,7 +136,7 @@
 //! drop((agent, store)); // the store releases the session's file
 //!
 //! // A later run: the latest session, continued.
-//! let store = FileSystemJSONLStore::new(&sessions);
+//! let store = JsonlStore::new(&sessions);
 //! let session = panto_core::Session::latest(store.clone()).await?.expect("a stored session");
 //! assert_eq!(session.id(), id);
 //! let mut agent = Agent::resume(config, session).await?;

@@ -4,7 +4,7 @@ use std::ffi::c_char;
 use std::sync::Arc;
 
 use panto_core::{NullStore, SessionInfo, SessionStore};
-use panto_store_fs::FileSystemJSONLStore;
+use panto_store_fs::JsonlStore;
 use serde_json::{json, Value};
 
 use crate::error::{panto_error, Failure};
@@ -74,7 +74,7 @@ pub unsafe extern "C" fn panto_store_open_fs(
         if dir.is_empty() {
             return Err(Failure::invalid("argument `dir` is empty; give a directory path"));
         }
-        Ok(panto_store::new(runtime, FileSystemJSONLStore::new(dir)))
+        Ok(panto_store::new(runtime, JsonlStore::new(dir)))
     })
 }
 

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use data::content::{self, Corpus, Rng};
 use panto_core::{Conversation, Message, PersistentMessage, Session};
-use panto_store_fs::{Durability, FileSystemJSONLStore};
+use panto_store_fs::{Durability, JsonlStore};
 use panto_testkit::bench::Facts;
 use tokio::runtime::Runtime;
 
@@ -136,7 +136,7 @@ fn bench(c: &mut Criterion) {
     for case in &cases {
         let dir = scratch.join(case.name);
         let _ = std::fs::remove_dir_all(&dir);
-        let store: Arc<FileSystemJSONLStore> = FileSystemJSONLStore::with_durability(&dir, case.durability);
+        let store: Arc<JsonlStore> = JsonlStore::with_durability(&dir, case.durability);
         let mut session = Session::create(store.clone());
         let text_turns: Vec<Vec<Message>> = pool.iter().map(|t| vec![t[0].clone(), t[3].clone()]).collect();
         let batches: Vec<&[Message]> = pool

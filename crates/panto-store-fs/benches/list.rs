@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use panto_core::{Session, SessionStore};
-use panto_store_fs::FileSystemJSONLStore;
+use panto_store_fs::JsonlStore;
 use panto_testkit::bench::Facts;
 use tokio::runtime::Runtime;
 
@@ -64,7 +64,7 @@ fn bench(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(3));
     for spec in &sets {
         let dir = data::ensure(spec);
-        let store = FileSystemJSONLStore::new(&dir);
+        let store = JsonlStore::new(&dir);
         let listed = rt
             .block_on(store.list_with_problems())
             .unwrap_or_else(|e| panic!("{e}"));
@@ -101,7 +101,7 @@ fn bench(c: &mut Criterion) {
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(2));
     let spec = data::SESSIONS_1K_1MB;
-    let store = FileSystemJSONLStore::new(data::dir(&spec));
+    let store = JsonlStore::new(data::dir(&spec));
     let infos = rt.block_on(store.list()).unwrap_or_else(|e| panic!("{e}"));
     let target = &infos[infos.len() / 2].id;
     // The shortest prefix no other session shares.

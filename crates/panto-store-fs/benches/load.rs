@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, Criterion, Throughput};
 use panto_core::{Conversation, Message, PersistentMessage, SessionStore};
-use panto_store_fs::{Durability, FileSystemJSONLStore};
+use panto_store_fs::{Durability, JsonlStore};
 use panto_testkit::bench::Facts;
 use tokio::runtime::Runtime;
 
@@ -65,7 +65,7 @@ fn rss_child(spec: &str) {
     let dir = Path::new(dir);
     match op {
         "load" => {
-            let conversation = load(&rt, &FileSystemJSONLStore::new(dir), id);
+            let conversation = load(&rt, &JsonlStore::new(dir), id);
             assert!(!conversation.messages.is_empty());
         }
         "reopen" => {
@@ -91,7 +91,7 @@ fn only_session(dir: &Path) -> String {
     entries[0].clone()
 }
 
-fn load(rt: &Runtime, store: &FileSystemJSONLStore, id: &str) -> Conversation {
+fn load(rt: &Runtime, store: &JsonlStore, id: &str) -> Conversation {
     rt.block_on(store.load(id))
         .unwrap_or_else(|e| panic!("load failed: {e}"))
         .unwrap_or_else(|| panic!("session {id} not found"))
@@ -100,7 +100,7 @@ fn load(rt: &Runtime, store: &FileSystemJSONLStore, id: &str) -> Conversation {
 /// A resumed session's first append: a fresh store (so the file is opened for writing) and one
 /// message.
 fn reopen_append(rt: &Runtime, dir: &Path, id: &str, message: &Message) {
-    let store: Arc<FileSystemJSONLStore> = FileSystemJSONLStore::with_durability(dir, Durability::None);
+    let store: Arc<JsonlStore> = JsonlStore::with_durability(dir, Durability::None);
     let conversation = Conversation::new();
     let entry = PersistentMessage {
         message,
@@ -132,7 +132,7 @@ fn bench(c: &mut Criterion) {
         let id = only_session(dir);
         let path = dir.join(format!("{id}.jsonl"));
         let file_bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-        let store = FileSystemJSONLStore::new(dir);
+        let store = JsonlStore::new(dir);
         let conversation = load(&rt, &store, &id);
         let bench_id = format!("load/{}", spec.name);
         facts.add(&bench_id, "file_bytes", file_bytes);

@@ -1,6 +1,6 @@
 //! panto-store-fs: panto's embedded session store, one append-only JSONL file per session.
 //!
-//! [`FileSystemJSONLStore`] implements [`SessionStore`] over a directory:
+//! [`JsonlStore`] implements [`SessionStore`] over a directory:
 //!
 //! - Each session is `<dir>/<session id>.jsonl` (mode 0600; the directory is created 0700 on the
 //!   first append). Line 1 is a header written once; every later line is one message entry.
@@ -32,12 +32,12 @@
 //! # Example
 //! ```
 //! use panto_core::{Conversation, PersistentMessage, Session, SessionStore};
-//! use panto_store_fs::FileSystemJSONLStore;
+//! use panto_store_fs::JsonlStore;
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() -> panto_core::Result<()> {
 //! let dir = tempfile::tempdir().expect("a temporary directory");
-//! let store = FileSystemJSONLStore::new(dir.path().join("sessions"));
+//! let store = JsonlStore::new(dir.path().join("sessions"));
 //!
 //! // Creating a session does no I/O; the first append creates its file.
 //! let mut session = Session::create(store.clone());
@@ -97,7 +97,7 @@ use crate::scan::{holds_no_session, io_error, read_info};
 use crate::writer::{OwnedPending, Pending, Writer};
 
 /// Files in the session directory that could not be read as sessions, each with why: what
-/// [`FileSystemJSONLStore::list_with_problems`] reports beside the sessions it could read.
+/// [`JsonlStore::list_with_problems`] reports beside the sessions it could read.
 pub type Problems = Vec<(PathBuf, Error)>;
 
 /// The file name extension of session files.
@@ -107,7 +107,7 @@ const EXTENSION: &str = "jsonl";
 ///
 /// See the [crate documentation](crate) for the guarantees and `docs/session-format.md` for the
 /// format. Dropping the store closes its files and releases their locks.
-pub struct FileSystemJSONLStore {
+pub struct JsonlStore {
     inner: Arc<Inner>,
 }
 
@@ -124,9 +124,9 @@ struct Inner {
     writers: Mutex<HashMap<String, WriterSlot>>,
 }
 
-impl fmt::Debug for FileSystemJSONLStore {
+impl fmt::Debug for JsonlStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FileSystemJSONLStore")
+        f.debug_struct("JsonlStore")
             .field("dir", &self.inner.dir)
             .field("durability", &self.inner.durability)
             .field("open_for_writing", &lock(&self.inner.writers).len())
@@ -160,7 +160,7 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
         .map_err(|e| Error::store("session store worker", e))?
 }
 
-impl FileSystemJSONLStore {
+impl JsonlStore {
     /// A store over `dir`, syncing every append to disk. Nothing is created until the first
     /// append.
     pub fn new(dir: impl Into<PathBuf>) -> Arc<Self> {
@@ -169,7 +169,7 @@ impl FileSystemJSONLStore {
 
     /// A store over `dir` with the given durability.
     pub fn with_durability(dir: impl Into<PathBuf>, durability: Durability) -> Arc<Self> {
-        Arc::new(FileSystemJSONLStore {
+        Arc::new(JsonlStore {
             inner: Arc::new(Inner {
                 dir: dir.into(),
                 durability,
@@ -209,7 +209,7 @@ impl FileSystemJSONLStore {
         .await
     }
 
-    /// Releases every session this store writes (see [`FileSystemJSONLStore::release`]).
+    /// Releases every session this store writes (see [`JsonlStore::release`]).
     pub async fn release_all(&self) -> Result<()> {
         let inner = self.inner.clone();
         blocking(move || {
@@ -371,7 +371,7 @@ impl Inner {
 // `latest_info` is the default, the first of `list`: recency is the last human prompt, which
 // only the files' contents say, so there is no shortcut past reading every session's ends.
 #[async_trait]
-impl SessionStore for FileSystemJSONLStore {
+impl SessionStore for JsonlStore {
     async fn list(&self) -> Result<Vec<SessionInfo>> {
         Ok(self.list_with_problems().await?.0)
     }

@@ -655,7 +655,7 @@ mod tests {
         use panto_core::{Conversation, Message, PersistentMessage, Role, SessionStore};
 
         let dir = tempfile::tempdir().unwrap();
-        let store = crate::FileSystemJSONLStore::with_durability(dir.path(), crate::Durability::None);
+        let store = crate::JsonlStore::with_durability(dir.path(), crate::Durability::None);
         let conversation = Conversation::with_metadata("m".repeat(header_extra));
         let id = panto_core::store::new_session_id();
         let filler = Message::new(Role::User, vec![panto_core::ContentBlock::text("f".repeat(20_000))]);

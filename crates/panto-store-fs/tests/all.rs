@@ -1,4 +1,4 @@
-//! Tests of `FileSystemJSONLStore`: the shared contract suite, and what only a file store can
+//! Tests of `JsonlStore`: the shared contract suite, and what only a file store can
 //! get wrong (torn lines, corrupt lines, locks, permissions, bounded listing, the format itself).
 
 mod fs {

@@ -190,7 +190,7 @@ fn main() -> ExitCode {
 /// uses.
 fn write_seeds(dir: &Path) -> ExitCode {
     use panto_core::{CompactionRecord, ContentBlock, Conversation, Message, PersistentMessage, Role, SessionStore};
-    use panto_store_fs::{Durability, FileSystemJSONLStore};
+    use panto_store_fs::{Durability, JsonlStore};
 
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(rt) => rt,
@@ -257,7 +257,7 @@ fn write_seeds(dir: &Path) -> ExitCode {
         ("interrupted", 4, &long),
     ];
     for (name, upto, conversation) in steps {
-        let store = FileSystemJSONLStore::with_durability(&scratch, Durability::None);
+        let store = JsonlStore::with_durability(&scratch, Durability::None);
         let result = rt.block_on(async {
             for m in conversation.messages.iter().take(upto.min(5)) {
                 let entry = PersistentMessage {

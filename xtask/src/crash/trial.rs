@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, Context, Result};
 use panto_core::{ContentBlock, Message, Role, Session, SessionStore, ToolResultContent};
-use panto_store_fs::FileSystemJSONLStore;
+use panto_store_fs::JsonlStore;
 use serde_json::Value;
 
 use super::format::{self, LogFile};
@@ -228,7 +228,7 @@ fn run_inner(ctx: &Harness<'_>, plan: &Plan, ev: &mut Evidence) -> Result<Passed
     let bytes1 = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
     ev.first_session_bytes = Some(bytes1.clone());
     let log1 = format::check(&bytes1, &id).map_err(|e| anyhow!("{}: format check: {e}", file.display()))?;
-    let store = FileSystemJSONLStore::new(&sessions);
+    let store = JsonlStore::new(&sessions);
     if !log1.has_header {
         // Killed between creating the file and writing its first batch: nothing was
         // committed, and listing must go on working without listing a session. An empty file
@@ -354,7 +354,7 @@ fn check_requests_valid(requests: &[Value]) -> Result<()> {
 
 /// The store must load the session, and return exactly the view the specification's replay
 /// gives.
-fn check_load(ctx: &Harness<'_>, store: &Arc<FileSystemJSONLStore>, id: &str, log: &LogFile) -> Result<()> {
+fn check_load(ctx: &Harness<'_>, store: &Arc<JsonlStore>, id: &str, log: &LogFile) -> Result<()> {
     let loaded = ctx
         .runtime
         .block_on(store.load(id))

@@ -12,7 +12,7 @@ use panto_core::{
     ApiStyle, ContentBlock, Conversation, Message, PersistentMessage, ReasoningEffort, Role, Session, StopReason,
     ToolResultContent, Usage, WireIdentity,
 };
-use panto_store_fs::{Durability, FileSystemJSONLStore};
+use panto_store_fs::{Durability, JsonlStore};
 
 /// `target/bench-data`.
 pub fn root() -> PathBuf {
@@ -67,7 +67,7 @@ fn generate(dir: &Path, sessions: usize, bytes: u64) {
         .enable_all()
         .build()
         .unwrap_or_else(|e| panic!("a runtime: {e}"));
-    let store = FileSystemJSONLStore::with_durability(dir, Durability::None);
+    let store = JsonlStore::with_durability(dir, Durability::None);
     let wire = WireIdentity {
         api_style: ApiStyle::AnthropicMessages,
         base_url: "https://api.anthropic.com".into(),

@@ -1,5 +1,5 @@
 //! The bench data sets (issue 7): session directories written through the real
-//! `FileSystemJSONLStore`, so every file is a genuine session log.
+//! `JsonlStore`, so every file is a genuine session log.
 //!
 //! Each set lives in `target/bench-data/<name>/`, with `<name>.ready` beside it once complete.
 //! The marker records the parameters it was built with; a set whose marker is missing or differs
@@ -19,7 +19,7 @@ use panto_core::{
     ApiStyle, CompactionRecord, Conversation, Message, PersistentMessage, ReasoningEffort, Role, Session, ToolDecl,
     WireIdentity,
 };
-use panto_store_fs::{Durability, FileSystemJSONLStore};
+use panto_store_fs::{Durability, JsonlStore};
 use serde_json::json;
 
 /// One KiB and one MiB. Sizes are in binary units so that "1 MB" is never smaller than a
@@ -246,7 +246,7 @@ fn tools() -> Vec<ToolDecl> {
 /// One session being written the way the agent writes it: one append per message, the
 /// conversation kept as the agent holds it (compactions applied).
 struct Writer<'a> {
-    store: Arc<FileSystemJSONLStore>,
+    store: Arc<JsonlStore>,
     session: panto_core::Session,
     conversation: Conversation,
     wire: WireIdentity,
@@ -341,7 +341,7 @@ async fn write_session(
     seq: usize,
 ) -> panto_core::Result<(u64, usize)> {
     // A store per session, so the whole set never holds thousands of files open and locked.
-    let store = FileSystemJSONLStore::with_durability(dir, Durability::None);
+    let store = JsonlStore::with_durability(dir, Durability::None);
     let session = Session::create(store.clone());
     let metadata = json!({"project": "panto-bench", "seq": seq}).to_string();
     let mut w = Writer {

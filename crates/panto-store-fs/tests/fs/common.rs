@@ -4,27 +4,27 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use panto_core::{Error, Result, SessionStore};
-use panto_store_fs::{Durability, FileSystemJSONLStore};
+use panto_store_fs::{Durability, JsonlStore};
 use serde_json::Value;
 
 /// A store over `dir` that does not fsync: these tests are about content, not power loss.
-pub fn fast_store(dir: &Path) -> Arc<FileSystemJSONLStore> {
-    FileSystemJSONLStore::with_durability(dir, Durability::None)
+pub fn fast_store(dir: &Path) -> Arc<JsonlStore> {
+    JsonlStore::with_durability(dir, Durability::None)
 }
 
 /// The store as the agent holds it.
-pub fn as_dyn(store: &Arc<FileSystemJSONLStore>) -> Arc<dyn SessionStore> {
+pub fn as_dyn(store: &Arc<JsonlStore>) -> Arc<dyn SessionStore> {
     store.clone()
 }
 
 /// The texts of session `id`'s messages as `store` loads them.
-pub async fn loaded_texts(store: &Arc<FileSystemJSONLStore>, id: &str) -> Vec<String> {
+pub async fn loaded_texts(store: &Arc<JsonlStore>, id: &str) -> Vec<String> {
     let conversation = as_dyn(store).load(id).await.unwrap().expect("the session loads");
     conversation.messages.iter().map(|m| m.text()).collect()
 }
 
 /// The file of session `id`.
-pub fn session_file(store: &FileSystemJSONLStore, id: &str) -> PathBuf {
+pub fn session_file(store: &JsonlStore, id: &str) -> PathBuf {
     store.session_path(id).expect("a valid id")
 }
 

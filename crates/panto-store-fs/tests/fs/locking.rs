@@ -2,7 +2,7 @@
 //! until the first store is dropped. Readers never lock.
 
 use panto_core::{Error, SessionStore};
-use panto_store_fs::FileSystemJSONLStore;
+use panto_store_fs::JsonlStore;
 use panto_testkit::child::{child_test, report_to_parent, wait_for_child};
 use panto_testkit::store_contract::{append_one, reply, user, Driver};
 
@@ -85,7 +85,7 @@ async fn run_child(dir: &std::path::Path, id: &str) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_process_gets_session_in_use() {
     let dir = tempfile::tempdir().unwrap();
-    let store = FileSystemJSONLStore::new(dir.path());
+    let store = JsonlStore::new(dir.path());
     let mut d = Driver::new(&as_dyn(&store), None);
     d.append(vec![user("parent")]).await;
     let id = d.id();
@@ -109,7 +109,7 @@ async fn child_process_appends() {
     let (Ok(dir), Ok(id)) = (std::env::var(CHILD_DIR), std::env::var(CHILD_ID)) else {
         return;
     };
-    let store = FileSystemJSONLStore::new(dir);
+    let store = JsonlStore::new(dir);
     let result = match append_one(&*store, &id, &user("child")).await {
         Ok(()) => "appended".to_owned(),
         Err(Error::SessionInUse { id }) => format!("in use: {id}"),

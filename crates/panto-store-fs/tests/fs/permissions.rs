@@ -3,7 +3,7 @@
 use std::os::unix::fs::PermissionsExt;
 
 use panto_core::{Error, Session};
-use panto_store_fs::FileSystemJSONLStore;
+use panto_store_fs::JsonlStore;
 use panto_testkit::store_contract::{append_one, user, Driver};
 
 use super::common::{as_dyn, session_file};
@@ -12,7 +12,7 @@ use super::common::{as_dyn, session_file};
 async fn the_directory_is_created_on_the_first_append_with_private_modes() {
     let root = tempfile::tempdir().unwrap();
     let dir = root.path().join("state").join("sessions");
-    let store = FileSystemJSONLStore::new(&dir);
+    let store = JsonlStore::new(&dir);
     let dyn_store = as_dyn(&store);
 
     // Nothing is created by reading, or by creating a session.
@@ -42,7 +42,7 @@ async fn the_directory_is_created_on_the_first_append_with_private_modes() {
 async fn invalid_ids_never_touch_the_filesystem() {
     let root = tempfile::tempdir().unwrap();
     let dir = root.path().join("sessions");
-    let store = FileSystemJSONLStore::new(&dir);
+    let store = JsonlStore::new(&dir);
     let dyn_store = as_dyn(&store);
     for bad in [
         "../x",

@@ -10,7 +10,7 @@ use panto_core::{
     ContentBlock, Conversation, Error, Message, PersistentMessage, Result, Role, Session, SessionStore, StopReason,
     SystemMode, ToolResultContent, Usage,
 };
-use panto_store_fs::FileSystemJSONLStore;
+use panto_store_fs::JsonlStore;
 use panto_testkit::store_contract::{anthropic_wire, tools};
 use proptest::prelude::*;
 use serde_json::Value;
@@ -133,7 +133,7 @@ pub(super) fn runtime() -> tokio::runtime::Runtime {
 }
 
 /// Appends `conversation`'s messages in batches of the given sizes (cycled), as the agent does.
-async fn append_all(store: &Arc<FileSystemJSONLStore>, conversation: &Conversation, batches: &[usize]) -> String {
+async fn append_all(store: &Arc<JsonlStore>, conversation: &Conversation, batches: &[usize]) -> String {
     let mut session = Session::create(store.clone());
     let wire = anthropic_wire();
     let tools = tools();

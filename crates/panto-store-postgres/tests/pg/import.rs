@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use panto_core::{Error, Session, SessionInfo, SessionStore, SystemMode};
-use panto_store_fs::{Durability, FileSystemJSONLStore};
+use panto_store_fs::{Durability, JsonlStore};
 use panto_store_postgres::{import_fs, ToolManifest};
 use panto_testkit::store_contract::{assistant, local_openai_wire, reply, system, tick, tool_result, user, Driver};
 
@@ -37,7 +37,7 @@ fn same_info(pg: &SessionInfo, fs: &SessionInfo) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_move_from_the_file_store_with_their_whole_history() {
     let dir = tempfile::tempdir().unwrap();
-    let fs = FileSystemJSONLStore::with_durability(dir.path(), Durability::None);
+    let fs = JsonlStore::with_durability(dir.path(), Durability::None);
     let fs_dyn: Arc<dyn SessionStore> = fs.clone();
 
     // A session with system prompts, a tool call, a provider switch and a compaction.

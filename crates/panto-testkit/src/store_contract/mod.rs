@@ -1,5 +1,5 @@
 //! The [`SessionStore`] contract suite: the behaviour every store must show, written once and run
-//! against every store (`MemoryStore` here, `FileSystemJSONLStore` in panto-store-fs,
+//! against every store (`MemoryStore` here, `JsonlStore` in panto-store-fs,
 //! `PostgresStore` in panto-store-postgres, and any store an embedder writes).
 //!
 //! [`store_contract_tests!`](crate::store_contract_tests) turns the suite into one `#[tokio::test]`
@@ -92,7 +92,7 @@ impl<S: StoreUnderTest, K: 'static> StoreUnderTest for (S, K) {
 /// `rt-multi-thread` features.
 ///
 /// A store in a directory returns the directory beside the store, so that it is removed only
-/// when the case ends: `(FileSystemJSONLStore::new(dir.path().join("sessions")), dir)` in
+/// when the case ends: `(JsonlStore::new(dir.path().join("sessions")), dir)` in
 /// panto-store-fs's `tests/fs/contract.rs`.
 #[macro_export]
 macro_rules! store_contract_tests {
