@@ -134,8 +134,7 @@ impl Agent {
 
     /// An agent that continues `session`: its stored conversation is loaded and adopted (see
     /// [`Agent::new`] for the repair of an interrupted turn). `session` is usually what
-    /// [`SessionStore::resolve`](crate::SessionStore::resolve) or
-    /// [`SessionStore::latest`](crate::SessionStore::latest) returned.
+    /// [`Session::resolve`] or [`Session::latest`] returned.
     ///
     /// Errors: [`Error::SessionNotFound`] when the store has no such session, the store's own
     /// errors ([`Error::CorruptSession`], [`Error::Store`]), [`Error::HttpClient`].
