@@ -199,13 +199,7 @@ mod tests {
 
     #[test]
     fn credentials_in_a_recorded_base_url_are_not_exported() {
-        let mut old = info("0190aaaa-1111-7000-8000-000000000000");
-        old.wire = Some(panto_core::WireIdentity {
-            api_style: panto_core::ApiStyle::OpenAiChat,
-            base_url: "http://user:pw-secret@proxy:8080/v1".into(),
-            model: "gpt-4o".into(),
-            reasoning: panto_core::ReasoningEffort::Off,
-        });
+        let old = crate::sessions::test_info_with_credentials();
         let exported = markdown(&old, &Conversation::default());
         assert!(exported.contains("(openai-chat, http://proxy:8080/v1)"), "{exported}");
         assert!(!exported.contains("pw-secret"), "{exported}");

@@ -120,6 +120,20 @@ fn test_info(id: &str) -> SessionInfo {
     SessionInfo::new(id, chrono::Utc::now())
 }
 
+/// A session recorded before panto stripped credentials from base URLs, as a store that kept
+/// them returns it: its base URL holds the password `pw-secret`.
+#[cfg(test)]
+fn test_info_with_credentials() -> SessionInfo {
+    let mut old = test_info("0190aaaa-1111-7000-8000-000000000000");
+    old.wire = Some(panto_core::WireIdentity {
+        api_style: panto_core::ApiStyle::OpenAiChat,
+        base_url: "http://user:pw-secret@proxy:8080/v1".into(),
+        model: "gpt-4o".into(),
+        reasoning: panto_core::ReasoningEffort::Off,
+    });
+    old
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -166,14 +180,7 @@ mod tests {
 
     #[test]
     fn credentials_in_a_recorded_base_url_are_not_listed() {
-        // A session written before panto stripped credentials, read by a store that kept them.
-        let mut old = info("0190aaaa-1111-7000-8000-000000000000");
-        old.wire = Some(panto_core::WireIdentity {
-            api_style: panto_core::ApiStyle::OpenAiChat,
-            base_url: "http://user:pw-secret@proxy:8080/v1".into(),
-            model: "gpt-4o".into(),
-            reasoning: panto_core::ReasoningEffort::Off,
-        });
+        let old = crate::sessions::test_info_with_credentials();
         let listed = serde_json::to_value(InfoJson::of(&old)).unwrap();
         assert_eq!(listed["base_url"], "http://proxy:8080/v1");
     }
