@@ -132,9 +132,19 @@ pub struct Usage {
     /// Input tokens read from the provider's prompt cache.
     #[serde(default)]
     pub cache_read_tokens: u64,
-    /// Input tokens written to the provider's prompt cache.
+    /// Input tokens written to the provider's prompt cache, at every lifetime (Anthropic's
+    /// `cache_creation_input_tokens`).
     #[serde(default)]
     pub cache_write_tokens: u64,
+    /// How many of `cache_write_tokens` were written with the one-hour lifetime (Anthropic's
+    /// `cache_creation.ephemeral_1h_input_tokens`), which is billed at its own rate; the rest
+    /// were written for five minutes. Absent from JSON when zero, as before it existed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_1h_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Usage {
@@ -144,11 +154,39 @@ impl Usage {
         self.output_tokens += other.output_tokens;
         self.cache_read_tokens += other.cache_read_tokens;
         self.cache_write_tokens += other.cache_write_tokens;
+        self.cache_write_1h_tokens += other.cache_write_1h_tokens;
+    }
+
+    /// The cache writes with the five-minute lifetime: every write not counted as one-hour.
+    pub fn cache_write_5m_tokens(&self) -> u64 {
+        self.cache_write_tokens.saturating_sub(self.cache_write_1h_tokens)
+    }
+
+    /// The share of this usage's input that was read from the prompt cache, from 0.0 to 1.0:
+    /// `cache_read_tokens / total_input_tokens()`, 0.0 when there was no input. This is what a
+    /// front end shows as "84% cached"; writes count as uncached, since they are billed above
+    /// the input price.
+    pub fn cached_fraction(&self) -> f64 {
+        match self.total_input_tokens() {
+            0 => 0.0,
+            total => self.cache_read_tokens as f64 / total as f64,
+        }
+    }
+
+    /// [`Usage::cached_fraction`] as a whole percentage, rounded down so that "100% cached"
+    /// means nothing at all was billed at the input or write price.
+    pub fn cached_percent(&self) -> u64 {
+        match self.total_input_tokens() {
+            0 => 0,
+            total => (u128::from(self.cache_read_tokens) * 100 / u128::from(total)) as u64,
+        }
     }
 
     /// Every input token the request carried: uncached, cache reads and cache writes.
     pub fn total_input_tokens(&self) -> u64 {
-        self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+        self.input_tokens
+            .saturating_add(self.cache_read_tokens)
+            .saturating_add(self.cache_write_tokens)
     }
 }
 
