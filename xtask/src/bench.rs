@@ -778,7 +778,12 @@ mod tests {
     fn cache_rows_compare_the_bill_with_the_best_placement() {
         let mut r = Results::default();
         let facts = r.facts.entry("cache/tool-loop-50".to_owned()).or_default();
-        for (key, value) in [("billed", 1060.0), ("best", 1000.0), ("uncached", 8000.0), ("max_breakpoints", 3.0)] {
+        for (key, value) in [
+            ("billed", 1060.0),
+            ("best", 1000.0),
+            ("uncached", 8000.0),
+            ("max_breakpoints", 3.0),
+        ] {
             facts.insert(key.to_owned(), value);
         }
         let rows = cache_rows(&r);

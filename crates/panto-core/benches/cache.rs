@@ -36,7 +36,9 @@ impl Tool for Echo {
         }
     }
     async fn call(&self, call: ToolCall) -> Result<ToolCallResult, ToolError> {
-        Ok(ToolCallResult::text(call.input["text"].as_str().unwrap_or("").to_owned()))
+        Ok(ToolCallResult::text(
+            call.input["text"].as_str().unwrap_or("").to_owned(),
+        ))
     }
 }
 
@@ -61,8 +63,7 @@ async fn tool_loop(server: &MockServer) {
         MODEL,
     ))
     .with_max_steps(STEPS as u32 + 1);
-    let mut agent =
-        Agent::new(config, Session::create(NullStore::shared()), None).unwrap_or_else(|e| panic!("{e}"));
+    let mut agent = Agent::new(config, Session::create(NullStore::shared()), None).unwrap_or_else(|e| panic!("{e}"));
     agent.register_tool(Arc::new(Echo)).unwrap_or_else(|e| panic!("{e}"));
     agent
         .conversation_mut()
@@ -92,14 +93,19 @@ fn cache(c: &mut Criterion) {
         if let Some(problem) = &request.validation {
             panic!("the mock server rejected request {}: {problem}", request.index);
         }
-        let usage = request.cache.unwrap_or_else(|| panic!("request {} was not billed", request.index));
+        let usage = request
+            .cache
+            .unwrap_or_else(|| panic!("request {} was not billed", request.index));
         billed += input_cost(&usage);
         uncached += usage.total_input_tokens() as f64;
         most_breakpoints = most_breakpoints.max(usage.breakpoints);
     }
     let blocks: Vec<_> = requests
         .iter()
-        .map(|r| r.prefix_blocks().unwrap_or_else(|| panic!("request {} is not JSON", r.index)))
+        .map(|r| {
+            r.prefix_blocks()
+                .unwrap_or_else(|| panic!("request {} is not JSON", r.index))
+        })
         .collect();
     let best = best_placement_cost(&blocks, min_cacheable_tokens(MODEL));
     let mut facts = Facts::new("cache");

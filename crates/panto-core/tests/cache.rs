@@ -64,10 +64,10 @@ fn assert_prefix_kept(previous: &RecordedRequest, next: &RecordedRequest) {
         .iter()
         .rposition(|b| b.breakpoint.is_some())
         .unwrap_or_else(|| panic!("request {} has no breakpoint", previous.index));
-    for i in 0..=last {
+    for (i, block) in before.iter().enumerate().take(last + 1) {
         assert_eq!(
             after.get(i).map(|b| b.bytes.as_str()),
-            Some(before[i].bytes.as_str()),
+            Some(block.bytes.as_str()),
             "block {i} of request {} differs from request {}",
             next.index,
             previous.index

@@ -253,7 +253,7 @@ impl Reply {
         };
         let mut out = String::with_capacity(text.len() + 256);
         for event in text.split_inclusive("\n\n") {
-            out.push_str(&rewrite_usage(event, usage).unwrap_or_else(|| event.to_owned()));
+            out.push_str(&crate::cache::rewrite_usage(event, usage).unwrap_or_else(|| event.to_owned()));
         }
         self.body = out.into_bytes();
         self
@@ -340,42 +340,4 @@ mod tests {
         assert!(Reply::sse("").status(42).check().is_err());
         assert!(Reply::sse("").header("x-ok", "fine").check().is_ok());
     }
-}
-
-/// One SSE event (its lines and blank line) with the usage of a `message_start` or
-/// `message_delta` payload replaced; `None` for any other event.
-fn rewrite_usage(event: &str, usage: &crate::cache::CacheUsage) -> Option<String> {
-    let mut out = String::with_capacity(event.len() + 128);
-    let mut changed = false;
-    for line in event.split_inclusive('\n') {
-        let Some(data) = line.strip_prefix("data:") else {
-            out.push_str(line);
-            continue;
-        };
-        let mut payload: serde_json::Value = serde_json::from_str(data.trim()).ok()?;
-        let slot = match payload.get("type").and_then(serde_json::Value::as_str) {
-            Some("message_start") => payload.get_mut("message").and_then(|m| m.get_mut("usage")),
-            Some("message_delta") => payload.get_mut("usage"),
-            _ => None,
-        }?;
-        let fields = slot.as_object_mut()?;
-        fields.insert("input_tokens".into(), usage.input_tokens.into());
-        fields.insert("cache_read_input_tokens".into(), usage.cache_read_input_tokens.into());
-        fields.insert(
-            "cache_creation_input_tokens".into(),
-            usage.cache_creation_input_tokens().into(),
-        );
-        fields.insert(
-            "cache_creation".into(),
-            serde_json::json!({
-                "ephemeral_5m_input_tokens": usage.ephemeral_5m_input_tokens,
-                "ephemeral_1h_input_tokens": usage.ephemeral_1h_input_tokens,
-            }),
-        );
-        out.push_str("data: ");
-        out.push_str(&payload.to_string());
-        out.push('\n');
-        changed = true;
-    }
-    changed.then_some(out)
 }
