@@ -243,3 +243,26 @@ async fn openai_gets_the_session_id_as_prompt_cache_key_only_when_configured() {
         assert_eq!(sent["prompt_cache_key"], expected, "{sent}");
     }
 }
+
+#[tokio::test]
+async fn many_parallel_tool_results_still_read_the_previous_prefix() {
+    // 25 results put the newest block beyond the API's 20-block lookback from the previous
+    // request's breakpoint; panto marks that breakpoint again so the read still finds it.
+    let server = MockServer::start().await;
+    server.enable_prompt_cache();
+    let mut agent = cached_agent(&server, Session::create(panto_core::NullStore::shared())).await;
+    let mut script = AnthropicScript::new();
+    for n in 0..25 {
+        script = script.tool_use(&format!("toolu_{n:02}"), "echo", &format!(r#"{{"text":"result {n}"}}"#));
+    }
+    server.push(Reply::sse(script.build()));
+    server.push(Reply::sse(AnthropicScript::new().text("Done.").build()));
+    collect(&mut agent, "Check all 25 parts at once.").await.unwrap();
+    let requests = server.requests();
+    let usages = billed(&requests);
+    let first_cached = usages[0].cache_read_input_tokens + usages[0].cache_creation_input_tokens();
+    assert!(first_cached > 0, "{:?}", usages[0]);
+    assert_eq!(usages[1].cache_read_input_tokens, first_cached, "{:?}", usages[1]);
+    assert!(usages[1].breakpoints <= MAX_BREAKPOINTS);
+    assert_prefix_kept(&requests[0], &requests[1]);
+}
