@@ -148,13 +148,14 @@ fn is_zero(n: &u64) -> bool {
 }
 
 impl Usage {
-    /// Adds `other` into `self`, field by field.
+    /// Adds `other` into `self`, field by field. The counts come from a provider, so a sum that
+    /// would overflow stays at `u64::MAX` instead.
     pub fn accumulate(&mut self, other: &Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cache_read_tokens += other.cache_read_tokens;
-        self.cache_write_tokens += other.cache_write_tokens;
-        self.cache_write_1h_tokens += other.cache_write_1h_tokens;
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cache_read_tokens = self.cache_read_tokens.saturating_add(other.cache_read_tokens);
+        self.cache_write_tokens = self.cache_write_tokens.saturating_add(other.cache_write_tokens);
+        self.cache_write_1h_tokens = self.cache_write_1h_tokens.saturating_add(other.cache_write_1h_tokens);
     }
 
     /// The cache writes with the five-minute lifetime: every write not counted as one-hour.
@@ -451,6 +452,45 @@ impl Conversation {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cached_share_counts_reads_over_all_input() {
+        let usage = Usage {
+            input_tokens: 100,
+            cache_read_tokens: 840,
+            cache_write_tokens: 60,
+            cache_write_1h_tokens: 20,
+            ..Usage::default()
+        };
+        assert_eq!(usage.cached_percent(), 84);
+        assert!((usage.cached_fraction() - 0.84).abs() < 1e-12);
+        assert_eq!(usage.cache_write_5m_tokens(), 40);
+        assert_eq!(Usage::default().cached_percent(), 0);
+        assert_eq!(Usage::default().cached_fraction(), 0.0);
+        // 99.9% is not shown as 100%: something was still billed above the read price.
+        let almost = Usage {
+            input_tokens: 1,
+            cache_read_tokens: 999,
+            ..Usage::default()
+        };
+        assert_eq!(almost.cached_percent(), 99);
+    }
+
+    #[test]
+    fn usage_from_a_provider_cannot_overflow_a_sum() {
+        let huge = Usage {
+            input_tokens: u64::MAX,
+            cache_read_tokens: u64::MAX,
+            cache_write_tokens: u64::MAX,
+            cache_write_1h_tokens: u64::MAX,
+            output_tokens: u64::MAX,
+        };
+        let mut total = huge;
+        total.accumulate(&huge);
+        assert_eq!(total, huge);
+        assert_eq!(huge.total_input_tokens(), u64::MAX);
+        assert!(huge.cached_percent() <= 100);
+    }
 
     #[test]
     fn system_blocks_replay_append_and_replace() {
