@@ -266,3 +266,34 @@ async fn many_parallel_tool_results_still_read_the_previous_prefix() {
     assert!(usages[1].breakpoints <= MAX_BREAKPOINTS);
     assert_prefix_kept(&requests[0], &requests[1]);
 }
+
+#[tokio::test]
+async fn a_system_prompt_replacement_busts_the_cache_once() {
+    let server = MockServer::start().await;
+    server.enable_prompt_cache();
+    let mut agent = cached_agent(&server, Session::create(panto_core::NullStore::shared())).await;
+    queue_tool_loop(&server, 1, "a");
+    collect(&mut agent, "First.").await.unwrap();
+    agent
+        .conversation_mut()
+        .replace_system_message("You are a terse reviewer. Point out bugs only. ".repeat(120));
+    queue_tool_loop(&server, 2, "b");
+    collect(&mut agent, "Second, under the new prompt.").await.unwrap();
+    let requests = server.requests();
+    let usages = billed(&requests);
+    // Request 3 is the first with the new system prompt: nothing after the tools is read. From
+    // request 4 on, the new prefix is read again.
+    assert_eq!(usages[2].cache_read_input_tokens, 0, "{:?}", usages[2]);
+    assert!(usages[2].cache_creation_input_tokens() > 0);
+    for n in 3..requests.len() {
+        assert_prefix_kept(&requests[n - 1], &requests[n]);
+        let before = usages[n - 1].cache_read_input_tokens + usages[n - 1].cache_creation_input_tokens();
+        assert_eq!(
+            usages[n].cache_read_input_tokens,
+            before,
+            "request {}: {:?}",
+            n + 1,
+            usages[n]
+        );
+    }
+}
