@@ -57,6 +57,7 @@ int main(void) {
           "usage: %s", json);
     /* claude-sonnet-4-5 is $3/M input and $15/M output: 0.3 + 0.3 cents = 600000 micro-cents. */
     CHECK(strstr(json, "\"cost_micro_cents\":600000") != NULL, "usage: %s", json);
+    CHECK(strstr(json, "\"cache_write_1h_tokens\":0") != NULL, "usage: %s", json);
     panto_string_free(json);
 
     CHECK_OK(panto_agent_conversation_json(agent, &json, &err), err);

@@ -29,7 +29,7 @@ use crate::{cargo_command, run, target_dir};
 
 /// The benches, by package: `(package, bench targets)`.
 const BENCHES: &[(&str, &[&str])] = &[
-    ("panto-core", &["sse", "turn"]),
+    ("panto-core", &["sse", "turn", "cache"]),
     ("panto-store-fs", &["append", "list", "load"]),
     ("panto-cli", &["process"]),
 ];
@@ -39,7 +39,7 @@ const BENCH_USAGE: &str = "usage: cargo xtask bench [--cold] [--only <bench>...]
 
 bench:       build the default data sets if needed, run every bench, print the targets table
   --cold     list and resolve with the page cache dropped before each iteration (root only)
-  --only B   run only bench B (sse, turn, append, list, load, process); repeatable; the table still
+  --only B   run only bench B (sse, turn, cache, append, list, load, process); repeatable; the table still
              shows every target, from the latest results on disk
 bench-data:  build the data sets under target/bench-data (about 1.3 GB)
   --large    also the 10,000 × 1 MB set (about 11 GB; checks free space first)
@@ -373,6 +373,8 @@ pub(crate) fn library_rows(r: &Results) -> Vec<Row> {
         "(agent − bare) / deltas",
     ));
 
+    rows.extend(cache_rows(r));
+
     let p99 = |id: &str| r.fact(id, "p99_ns").map(|ns| ns / NS_PER_MS);
     rows.push(row(
         "append one tool turn, fsync: p99",
@@ -526,6 +528,48 @@ pub(crate) fn library_rows(r: &Results) -> Vec<Row> {
         "median; reopens the file for writing",
     ));
     rows
+}
+
+/// Prompt caching (issue 14): the input billed over a 50-step tool loop by the mock's Anthropic
+/// cache, against the best placement and against no cache.
+pub(crate) fn cache_rows(r: &Results) -> Vec<Row> {
+    let id = "cache/tool-loop-50";
+    let billed = r.fact(id, "billed");
+    let ratio = |to: &str| billed.zip(r.fact(id, to)).map(|(b, t)| b / t);
+    vec![
+        row(
+            "prompt cache, 50-step tool loop: billed / best placement",
+            ratio("best"),
+            "×",
+            Bound::AtMost,
+            1.05,
+            "input cost, mock billing by the API's cache rules",
+        ),
+        row(
+            "prompt cache, 50-step tool loop: billed / no cache",
+            ratio("uncached"),
+            "×",
+            Bound::Info,
+            0.0,
+            "input cost; reads 0.1x, writes 1.25x",
+        ),
+        row(
+            "prompt cache, 50-step tool loop: breakpoints per request",
+            r.fact(id, "max_breakpoints"),
+            "",
+            Bound::AtMost,
+            4.0,
+            "most in any request",
+        ),
+        row(
+            "prompt cache, 50-step tool loop: time",
+            r.median_ns(id).map(|ns| ns / NS_PER_MS),
+            "ms",
+            Bound::Info,
+            0.0,
+            "median; 51 requests, 50 tool calls",
+        ),
+    ]
 }
 
 /// Whole-process targets: the release `panto` binary, run by the `process` bench of panto-cli.
@@ -728,6 +772,28 @@ mod tests {
         assert_eq!(ratio.status(), Status::Missed);
         assert_eq!(find("panto --version").status(), Status::Met);
         assert_eq!(find("panto -p hi, new session: peak RSS").status(), Status::NotMeasured);
+    }
+
+    #[test]
+    fn cache_rows_compare_the_bill_with_the_best_placement() {
+        let mut r = Results::default();
+        let facts = r.facts.entry("cache/tool-loop-50".to_owned()).or_default();
+        for (key, value) in [
+            ("billed", 1060.0),
+            ("best", 1000.0),
+            ("uncached", 8000.0),
+            ("max_breakpoints", 3.0),
+        ] {
+            facts.insert(key.to_owned(), value);
+        }
+        let rows = cache_rows(&r);
+        let find = |name: &str| rows.iter().find(|row| row.name.ends_with(name)).unwrap();
+        let best = find("billed / best placement");
+        assert_eq!(best.value, Some(1.06));
+        assert_eq!(best.status(), Status::Missed);
+        assert_eq!(find("billed / no cache").value, Some(0.1325));
+        assert_eq!(find("breakpoints per request").status(), Status::Met);
+        assert_eq!(find("time").status(), Status::Info);
     }
 
     #[test]

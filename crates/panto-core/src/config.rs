@@ -85,6 +85,66 @@ impl fmt::Display for ReasoningEffort {
     }
 }
 
+/// Whether panto asks the provider to cache request prefixes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheMode {
+    /// Anthropic: panto places `cache_control` breakpoints itself (at most 4: the end of the
+    /// tools, the end of the system prompt, the newest message, and the previous request's end
+    /// when it is too far back for the API's lookback), so each request reads what the previous
+    /// one wrote. OpenAI caches by itself; there this only allows `prompt_cache_key`.
+    #[default]
+    Auto,
+    /// No breakpoints and no `prompt_cache_key`: every request is billed at the full input price.
+    Off,
+}
+
+impl CacheMode {
+    /// The canonical name, as written in configs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheMode::Auto => "auto",
+            CacheMode::Off => "off",
+        }
+    }
+}
+
+/// How long a prompt-cache entry lives after it was last written or read (Anthropic's
+/// `cache_control.ttl`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum CacheTtl {
+    /// Five minutes, the API's default; writes cost 1.25x the input price.
+    #[default]
+    #[serde(rename = "5m")]
+    FiveMinutes,
+    /// One hour; writes cost 2x the input price, worth it when turns are more than five minutes
+    /// apart (a person thinking between prompts, a service's slow queue).
+    #[serde(rename = "1h")]
+    OneHour,
+}
+
+impl CacheTtl {
+    /// The wire and config spelling: `5m` or `1h`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheTtl::FiveMinutes => "5m",
+            CacheTtl::OneHour => "1h",
+        }
+    }
+}
+
+impl fmt::Display for CacheTtl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Display for CacheMode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// One provider endpoint and model.
 ///
 /// Built with [`ProviderConfig::new`] and the `with_*` setters (fields may be added in later
@@ -131,6 +191,18 @@ pub struct ProviderConfig {
     /// any real event (a large tool call's arguments arrive as many small deltas).
     #[serde(default = "default_max_event_bytes")]
     pub max_event_bytes: usize,
+    /// Whether requests ask for prompt caching. Default [`CacheMode::Auto`].
+    #[serde(default)]
+    pub cache: CacheMode,
+    /// The lifetime of the cache entries panto asks for (Anthropic). Default five minutes.
+    #[serde(default)]
+    pub cache_ttl: CacheTtl,
+    /// OpenAI styles: send the session id as `prompt_cache_key`, which keeps one session's
+    /// requests on the same cache. Off by default, since some compatible servers reject unknown
+    /// fields; front ends turn it on for OpenAI's own API. Ignored with [`CacheMode::Off`] and
+    /// by Anthropic.
+    #[serde(default)]
+    pub prompt_cache_key: bool,
 }
 
 fn default_max_event_bytes() -> usize {
@@ -158,7 +230,28 @@ impl ProviderConfig {
             max_tokens: default_max_tokens(),
             extra_headers: Vec::new(),
             max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
+            cache: CacheMode::Auto,
+            cache_ttl: CacheTtl::FiveMinutes,
+            prompt_cache_key: false,
         }
+    }
+
+    /// With prompt caching on ([`CacheMode::Auto`]) or off.
+    pub fn with_cache(mut self, cache: CacheMode) -> Self {
+        self.cache = cache;
+        self
+    }
+
+    /// With cache entries of this lifetime.
+    pub fn with_cache_ttl(mut self, ttl: CacheTtl) -> Self {
+        self.cache_ttl = ttl;
+        self
+    }
+
+    /// With the session id sent as `prompt_cache_key` (OpenAI styles) or not.
+    pub fn with_prompt_cache_key(mut self, send: bool) -> Self {
+        self.prompt_cache_key = send;
+        self
     }
 
     /// With this reasoning effort.
@@ -200,6 +293,9 @@ impl fmt::Debug for ProviderConfig {
             .field("max_tokens", &self.max_tokens)
             .field("extra_headers", &self.extra_headers.len())
             .field("max_event_bytes", &self.max_event_bytes)
+            .field("cache", &self.cache)
+            .field("cache_ttl", &self.cache_ttl)
+            .field("prompt_cache_key", &self.prompt_cache_key)
             .finish()
     }
 }
@@ -444,6 +540,33 @@ mod tests {
     }
 
     #[test]
+    fn cache_settings_from_json_and_setters() {
+        let c: Config = serde_json::from_str(
+            r#"{"provider":{"api_style":"openai-chat","base_url":"http://h/v1","model":"m",
+                "cache":"off","cache_ttl":"1h","prompt_cache_key":true}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (c.provider.cache, c.provider.cache_ttl, c.provider.prompt_cache_key),
+            (CacheMode::Off, CacheTtl::OneHour, true)
+        );
+        let bad = serde_json::from_str::<Config>(
+            r#"{"provider":{"api_style":"openai-chat","base_url":"h","model":"m","cache_ttl":"2h"}}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(bad.contains("2h") && bad.contains("5m"), "{bad}");
+        let p = ProviderConfig::new(ApiStyle::AnthropicMessages, "http://x", "k", "m")
+            .with_cache(CacheMode::Off)
+            .with_cache_ttl(CacheTtl::OneHour)
+            .with_prompt_cache_key(true);
+        assert_eq!(
+            (p.cache, p.cache_ttl, p.prompt_cache_key),
+            (CacheMode::Off, CacheTtl::OneHour, true)
+        );
+    }
+
+    #[test]
     fn config_from_minimal_json() {
         let c: Config = serde_json::from_str(
             r#"{"provider":{"api_style":"openai-chat","base_url":"http://h/v1","model":"m","api_key":"k"},
@@ -456,6 +579,10 @@ mod tests {
         assert_eq!(c.idle_timeout, Duration::from_millis(1500));
         assert_eq!(c.max_image_dimension, 1568);
         assert_eq!(c.provider.max_event_bytes, 16 * 1024 * 1024);
+        assert_eq!(
+            (c.provider.cache, c.provider.cache_ttl, c.provider.prompt_cache_key),
+            (CacheMode::Auto, CacheTtl::FiveMinutes, false)
+        );
         let back = serde_json::to_string(&c).unwrap();
         assert!(!back.contains("\"k\""), "the key must not serialise: {back}");
     }

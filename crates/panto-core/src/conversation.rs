@@ -132,23 +132,62 @@ pub struct Usage {
     /// Input tokens read from the provider's prompt cache.
     #[serde(default)]
     pub cache_read_tokens: u64,
-    /// Input tokens written to the provider's prompt cache.
+    /// Input tokens written to the provider's prompt cache, at every lifetime (Anthropic's
+    /// `cache_creation_input_tokens`).
     #[serde(default)]
     pub cache_write_tokens: u64,
+    /// How many of `cache_write_tokens` were written with the one-hour lifetime (Anthropic's
+    /// `cache_creation.ephemeral_1h_input_tokens`), which is billed at its own rate; the rest
+    /// were written for five minutes. Absent from JSON when zero, as before it existed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_write_1h_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Usage {
-    /// Adds `other` into `self`, field by field.
+    /// Adds `other` into `self`, field by field. The counts come from a provider, so a sum that
+    /// would overflow stays at `u64::MAX` instead.
     pub fn accumulate(&mut self, other: &Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cache_read_tokens += other.cache_read_tokens;
-        self.cache_write_tokens += other.cache_write_tokens;
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cache_read_tokens = self.cache_read_tokens.saturating_add(other.cache_read_tokens);
+        self.cache_write_tokens = self.cache_write_tokens.saturating_add(other.cache_write_tokens);
+        self.cache_write_1h_tokens = self.cache_write_1h_tokens.saturating_add(other.cache_write_1h_tokens);
+    }
+
+    /// The cache writes with the five-minute lifetime: every write not counted as one-hour.
+    pub fn cache_write_5m_tokens(&self) -> u64 {
+        self.cache_write_tokens.saturating_sub(self.cache_write_1h_tokens)
+    }
+
+    /// The share of this usage's input that was read from the prompt cache, from 0.0 to 1.0:
+    /// `cache_read_tokens / total_input_tokens()`, 0.0 when there was no input. This is what a
+    /// front end shows as "84% cached"; writes count as uncached, since they are billed above
+    /// the input price.
+    pub fn cached_fraction(&self) -> f64 {
+        match self.total_input_tokens() {
+            0 => 0.0,
+            total => self.cache_read_tokens as f64 / total as f64,
+        }
+    }
+
+    /// [`Usage::cached_fraction`] as a whole percentage, rounded down so that "100% cached"
+    /// means nothing at all was billed at the input or write price.
+    pub fn cached_percent(&self) -> u64 {
+        match self.total_input_tokens() {
+            0 => 0,
+            total => (u128::from(self.cache_read_tokens) * 100 / u128::from(total)) as u64,
+        }
     }
 
     /// Every input token the request carried: uncached, cache reads and cache writes.
     pub fn total_input_tokens(&self) -> u64 {
-        self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+        self.input_tokens
+            .saturating_add(self.cache_read_tokens)
+            .saturating_add(self.cache_write_tokens)
     }
 }
 
@@ -413,6 +452,45 @@ impl Conversation {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cached_share_counts_reads_over_all_input() {
+        let usage = Usage {
+            input_tokens: 100,
+            cache_read_tokens: 840,
+            cache_write_tokens: 60,
+            cache_write_1h_tokens: 20,
+            ..Usage::default()
+        };
+        assert_eq!(usage.cached_percent(), 84);
+        assert!((usage.cached_fraction() - 0.84).abs() < 1e-12);
+        assert_eq!(usage.cache_write_5m_tokens(), 40);
+        assert_eq!(Usage::default().cached_percent(), 0);
+        assert_eq!(Usage::default().cached_fraction(), 0.0);
+        // 99.9% is not shown as 100%: something was still billed above the read price.
+        let almost = Usage {
+            input_tokens: 1,
+            cache_read_tokens: 999,
+            ..Usage::default()
+        };
+        assert_eq!(almost.cached_percent(), 99);
+    }
+
+    #[test]
+    fn usage_from_a_provider_cannot_overflow_a_sum() {
+        let huge = Usage {
+            input_tokens: u64::MAX,
+            cache_read_tokens: u64::MAX,
+            cache_write_tokens: u64::MAX,
+            cache_write_1h_tokens: u64::MAX,
+            output_tokens: u64::MAX,
+        };
+        let mut total = huge;
+        total.accumulate(&huge);
+        assert_eq!(total, huge);
+        assert_eq!(huge.total_input_tokens(), u64::MAX);
+        assert!(huge.cached_percent() <= 100);
+    }
 
     #[test]
     fn system_blocks_replay_append_and_replace() {

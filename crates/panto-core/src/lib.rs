@@ -222,7 +222,8 @@ mod wire;
 
 pub use agent::{Agent, CompactionResult, Stream, StreamState, UserMessage};
 pub use config::{
-    ApiStyle, CompactionConfig, Config, ProviderConfig, ReasoningEffort, RetryConfig, DEFAULT_COMPACTION_PROMPT,
+    ApiStyle, CacheMode, CacheTtl, CompactionConfig, Config, ProviderConfig, ReasoningEffort, RetryConfig,
+    DEFAULT_COMPACTION_PROMPT,
 };
 pub use conversation::{ContentBlock, Conversation, Message, Role, StopReason, SystemMode, ToolResultContent, Usage};
 pub use error::{Error, Result};

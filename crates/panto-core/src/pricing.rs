@@ -17,36 +17,80 @@ pub struct Pricing {
     pub output: f64,
     /// Input read from the prompt cache.
     pub cache_read: f64,
-    /// Input written to the prompt cache.
+    /// Input written to the prompt cache with the default (five-minute) lifetime.
     pub cache_write: f64,
+    /// Input written to the prompt cache with the one-hour lifetime
+    /// ([`Usage::cache_write_1h_tokens`]). `None` is the providers' rule: twice `input`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_1h: Option<f64>,
 }
 
 /// Micro-cents per dollar: 100 cents, each a million micro-cents.
 const MICRO_CENTS_PER_DOLLAR: f64 = 100.0 * 1_000_000.0;
 
 impl Pricing {
-    /// A rate card.
+    /// A rate card whose one-hour cache writes cost twice `input`, the providers' rule.
     pub const fn new(input: f64, output: f64, cache_read: f64, cache_write: f64) -> Self {
         Pricing {
             input,
             output,
             cache_read,
             cache_write,
+            cache_write_1h: None,
         }
+    }
+
+    /// With this rate for one-hour cache writes, in dollars per million tokens.
+    pub const fn with_cache_write_1h(mut self, rate: f64) -> Self {
+        self.cache_write_1h = Some(rate);
+        self
+    }
+
+    /// The rate one-hour cache writes are billed at: [`Pricing::cache_write_1h`], else twice
+    /// `input`.
+    pub fn cache_write_1h_rate(&self) -> f64 {
+        self.cache_write_1h.unwrap_or(2.0 * self.input)
+    }
+
+    /// What `usage`'s input would have cost with no prompt cache at all: every input token,
+    /// read, written or neither, at the input rate. With [`Pricing::cost`] this gives what
+    /// caching saved. `None` under the same conditions as `cost`.
+    pub fn uncached_input_cost(&self, usage: &Usage) -> Option<u64> {
+        let uncached = Usage {
+            input_tokens: usage.total_input_tokens(),
+            ..Usage::default()
+        };
+        self.cost(&uncached)
+    }
+
+    /// What `usage`'s input cost, reads and writes included, without its output.
+    pub fn input_cost(&self, usage: &Usage) -> Option<u64> {
+        self.cost(&Usage {
+            output_tokens: 0,
+            ..*usage
+        })
     }
 
     /// What `usage` costs, in micro-cents (millionths of a US cent), rounded to the nearest.
     /// `None` when a rate is negative or not finite, or the result does not fit a `u64`.
     pub fn cost(&self, usage: &Usage) -> Option<u64> {
-        let rates = [self.input, self.output, self.cache_read, self.cache_write];
+        let rates = [
+            self.input,
+            self.output,
+            self.cache_read,
+            self.cache_write,
+            self.cache_write_1h_rate(),
+        ];
         if rates.iter().any(|r| !r.is_finite() || *r < 0.0) {
             return None;
         }
         let per_token = MICRO_CENTS_PER_DOLLAR / 1_000_000.0;
+        let writes_1h = usage.cache_write_1h_tokens.min(usage.cache_write_tokens);
         let total = (usage.input_tokens as f64 * self.input
             + usage.output_tokens as f64 * self.output
             + usage.cache_read_tokens as f64 * self.cache_read
-            + usage.cache_write_tokens as f64 * self.cache_write)
+            + (usage.cache_write_tokens - writes_1h) as f64 * self.cache_write
+            + writes_1h as f64 * self.cache_write_1h_rate())
             * per_token;
         (total <= u64::MAX as f64).then(|| total.round() as u64)
     }
@@ -165,10 +209,33 @@ mod tests {
             output_tokens: 1_000,
             cache_read_tokens: 0,
             cache_write_tokens: 0,
+            cache_write_1h_tokens: 0,
         };
         // $3 + $0.015 = 301.5 cents.
         assert_eq!(p.cost(&u), Some(301_500_000));
         assert_eq!(format_micro_cents(301_500_000), "$3.0150");
+    }
+
+    #[test]
+    fn one_hour_writes_cost_twice_the_input_unless_priced() {
+        let p = Pricing::new(3.0, 15.0, 0.3, 3.75);
+        let u = Usage {
+            cache_write_tokens: 3_000_000,
+            cache_write_1h_tokens: 1_000_000,
+            ..Usage::default()
+        };
+        // 2M five-minute writes at $3.75 and 1M one-hour writes at 2 x $3 = $13.50.
+        assert_eq!(p.cost(&u), Some(1_350_000_000));
+        assert_eq!(p.with_cache_write_1h(10.0).cost(&u), Some(1_750_000_000));
+        // Uncached, the same 3M tokens would have been $9 of input.
+        assert_eq!(p.uncached_input_cost(&u), Some(900_000_000));
+        let read = Usage {
+            input_tokens: 1_000_000,
+            output_tokens: 1_000_000,
+            cache_read_tokens: 1_000_000,
+            ..Usage::default()
+        };
+        assert_eq!(p.input_cost(&read), Some(330_000_000));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 mod support;
 
+mod cache;
 mod compaction;
 mod http;
 mod persistence;

@@ -453,7 +453,7 @@ pub unsafe extern "C" fn panto_agent_session_id(agent: *const panto_agent) -> *c
 }
 
 /// Token usage and cost so far, as JSON: `{"input_tokens", "output_tokens",
-/// "cache_read_tokens", "cache_write_tokens", "cost_micro_cents"}` summed over the resumed
+/// "cache_read_tokens", "cache_write_tokens", "cache_write_1h_tokens", "cost_micro_cents"}` summed over the resumed
 /// conversation and every message since. `cost_micro_cents` (millionths of a US cent) is null
 /// when a message came from a model without built-in rates.
 ///
@@ -479,6 +479,7 @@ pub unsafe extern "C" fn panto_agent_usage_json(
             "output_tokens": ledger.usage.output_tokens,
             "cache_read_tokens": ledger.usage.cache_read_tokens,
             "cache_write_tokens": ledger.usage.cache_write_tokens,
+            "cache_write_1h_tokens": ledger.usage.cache_write_1h_tokens,
             "cost_micro_cents": ledger.cost,
         });
         Ok(json.to_string())

@@ -130,6 +130,24 @@ mod tests {
     }
 
     #[test]
+    fn cache_settings_are_read_and_a_bad_one_is_named() {
+        let json = r#"{"provider":{"api_style":"openai-chat","base_url":"http://h/v1","model":"m",
+                      "cache":"off","cache_ttl":"1h","prompt_cache_key":true}}"#;
+        let config = parse(json, no_env).unwrap();
+        assert_eq!(config.provider.cache, panto_core::CacheMode::Off);
+        assert_eq!(config.provider.cache_ttl, panto_core::CacheTtl::OneHour);
+        assert!(config.provider.prompt_cache_key);
+        let bad = r#"{"provider":{"api_style":"openai-chat","base_url":"h","model":"m","cache":"always"}}"#;
+        let e = parse(bad, no_env).unwrap_err();
+        assert!(
+            e.message
+                .starts_with("config: provider.cache: unknown variant `always`"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
     fn errors_name_the_field() {
         let bad_style = r#"{"provider":{"api_style":"smoke-signals","base_url":"h","model":"m"}}"#;
         let e = parse(bad_style, no_env).unwrap_err();

@@ -310,6 +310,7 @@ mod tests {
             output_tokens: 5,
             cache_read_tokens: 0,
             cache_write_tokens: 0,
+            cache_write_1h_tokens: 0,
         };
         assert_eq!(
             payload(Event::TurnComplete {

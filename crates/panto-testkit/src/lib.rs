@@ -41,6 +41,7 @@
 #![deny(missing_docs)]
 
 pub mod bench;
+pub mod cache;
 pub mod child;
 mod error;
 mod events;

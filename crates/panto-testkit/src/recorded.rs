@@ -1,5 +1,6 @@
 //! A request as the mock server received it.
 
+use crate::cache::{prefix_blocks, CacheUsage, PrefixBlock};
 use crate::Error;
 use serde_json::{json, Value};
 
@@ -20,6 +21,10 @@ pub struct RecordedRequest {
     /// What the request validation found wrong, or `None` when the request is one the real API
     /// would accept. Recorded whether or not validation is enforced.
     pub validation: Option<String>,
+    /// What the prompt cache billed, when the server bills by it
+    /// ([`MockServer::enable_prompt_cache`](crate::MockServer::enable_prompt_cache)) and this
+    /// was a valid Anthropic request.
+    pub cache: Option<CacheUsage>,
 }
 
 impl RecordedRequest {
@@ -37,9 +42,16 @@ impl RecordedRequest {
             .map_err(|e| Error::NotJson(format!("body of request {} is not JSON: {e}", self.index)))
     }
 
+    /// The body's blocks in the API's prefix order (tools, system, messages), each as its exact
+    /// JSON without `cache_control`; `None` when the body is not JSON. Two requests share a
+    /// cached prefix exactly as far as these are equal.
+    pub fn prefix_blocks(&self) -> Option<Vec<PrefixBlock>> {
+        prefix_blocks(&self.body)
+    }
+
     /// The request as the control endpoint `GET /__mock/requests` reports it: `index`, `method`,
     /// `path`, `headers` as `[name, value]` pairs, `body` as JSON (or as a string when it is not
-    /// JSON) and `validation` (a string or null).
+    /// JSON), `validation` (a string or null) and `cache` (what the prompt cache billed, or null).
     pub fn to_json(&self) -> Value {
         let body = self
             .json()
@@ -51,6 +63,14 @@ impl RecordedRequest {
             "headers": self.headers.iter().map(|(n, v)| json!([n, v])).collect::<Vec<_>>(),
             "body": body,
             "validation": self.validation,
+            "cache": self.cache.map(|c| json!({
+                "input_tokens": c.input_tokens,
+                "cache_read_input_tokens": c.cache_read_input_tokens,
+                "cache_creation_input_tokens": c.cache_creation_input_tokens(),
+                "ephemeral_5m_input_tokens": c.ephemeral_5m_input_tokens,
+                "ephemeral_1h_input_tokens": c.ephemeral_1h_input_tokens,
+                "breakpoints": c.breakpoints,
+            })),
         })
     }
 }

@@ -240,6 +240,25 @@ impl Reply {
         body
     }
 
+    /// This reply with the usage of its Anthropic stream (in `message_start` and `message_delta`)
+    /// replaced by `usage`, as the prompt cache billed the request; output tokens are kept. A
+    /// reply that is not a whole SSE stream (an error, a scripted cut) is left as it is, since
+    /// its bytes are the point of the test.
+    pub(crate) fn with_anthropic_usage(mut self, usage: &crate::cache::CacheUsage) -> Self {
+        if self.status != 200 || self.cut != Cut::None || self.crlf {
+            return self;
+        }
+        let Ok(text) = std::str::from_utf8(&self.body) else {
+            return self;
+        };
+        let mut out = String::with_capacity(text.len() + 256);
+        for event in text.split_inclusive("\n\n") {
+            out.push_str(&crate::cache::rewrite_usage(event, usage).unwrap_or_else(|| event.to_owned()));
+        }
+        self.body = out.into_bytes();
+        self
+    }
+
     /// Checks that the reply can be written as a valid HTTP response: a three-digit status and
     /// header names and values without control characters.
     pub(crate) fn check(&self) -> Result<(), String> {

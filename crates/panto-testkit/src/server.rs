@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
+use crate::cache::PromptCache;
 use crate::Error;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -46,6 +47,8 @@ struct Shared {
     requests: Mutex<Vec<RecordedRequest>>,
     enforce: AtomicBool,
     fixtures_dir: Mutex<PathBuf>,
+    /// The Anthropic prompt cache, when the server bills by it.
+    prompt_cache: Mutex<Option<PromptCache>>,
 }
 
 /// Locks a mutex even if a panicking test thread poisoned it; the data stays consistent because
@@ -81,6 +84,7 @@ impl MockServer {
             requests: Mutex::new(Vec::new()),
             enforce: AtomicBool::new(true),
             fixtures_dir: Mutex::new(crate::fixtures_dir()),
+            prompt_cache: Mutex::new(None),
         });
         let (shutdown, watch) = watch::channel(());
         let accept = tokio::spawn(accept_loop(listener, Arc::clone(&shared), watch));
@@ -144,6 +148,24 @@ impl MockServer {
         self.shared.enforce.store(enforce, Ordering::SeqCst);
     }
 
+    /// Bills Anthropic requests by the prompt cache from now on (see [`cache`](crate::cache)):
+    /// the usage of every scripted Anthropic stream served is replaced by what the API would
+    /// report for the request (`input_tokens`, `cache_read_input_tokens`,
+    /// `cache_creation_input_tokens` and its split by lifetime; output is kept), and each
+    /// recorded request carries it ([`RecordedRequest::cache`]). Off by default, so that scripted
+    /// usage reaches the client as written.
+    pub fn enable_prompt_cache(&self) {
+        lock(&self.shared.prompt_cache).get_or_insert_with(PromptCache::new);
+    }
+
+    /// Moves the prompt cache's clock forward, as if `by` had passed (entries live five minutes
+    /// or an hour after their last use).
+    pub fn advance_prompt_cache(&self, by: Duration) {
+        if let Some(cache) = lock(&self.shared.prompt_cache).as_mut() {
+            cache.advance(by);
+        }
+    }
+
     /// Where control requests (`POST /__mock/push` with `"fixture"`) look for fixtures. Defaults
     /// to [`fixtures_dir`](crate::fixtures_dir).
     pub fn set_fixtures_dir(&self, dir: impl Into<PathBuf>) {
@@ -205,6 +227,12 @@ async fn serve(stream: &mut TcpStream, shared: &Shared) {
 /// Records, validates and answers a provider request.
 fn provider(request: &Request, shared: &Shared) -> Reply {
     let verdict = validate::validate(request);
+    let api = Api::of_path(request.path());
+    // A refused request is not billed and touches no cache, as with the real API.
+    let cache = match (&verdict, api) {
+        (Ok(()), Some(Api::Anthropic)) => lock(&shared.prompt_cache).as_mut().and_then(|c| c.bill(&request.body)),
+        _ => None,
+    };
     let index = {
         let mut requests = lock(&shared.requests);
         let index = requests.len() + 1;
@@ -215,6 +243,7 @@ fn provider(request: &Request, shared: &Shared) -> Reply {
             headers: request.headers.clone(),
             body: request.body.clone(),
             validation: verdict.as_ref().err().map(|r| r.message.clone()),
+            cache,
         });
         index
     };
@@ -223,7 +252,6 @@ fn provider(request: &Request, shared: &Shared) -> Reply {
             return Reply::json(rejection.status, &rejection.body());
         }
     }
-    let api = Api::of_path(request.path());
     let server_error = |message: String| {
         let error_type = if api == Some(Api::Anthropic) {
             "api_error"
@@ -239,7 +267,10 @@ fn provider(request: &Request, shared: &Shared) -> Reply {
         ));
     };
     match reply.check() {
-        Ok(()) => reply,
+        Ok(()) => match cache {
+            Some(usage) => reply.with_anthropic_usage(&usage),
+            None => reply,
+        },
         Err(problem) => server_error(format!(
             "mock: the scripted reply for request {index} cannot be sent: {problem}"
         )),
@@ -274,6 +305,30 @@ fn control(request: &Request, shared: &Shared) -> Reply {
             lock(&shared.requests).clear();
             Reply::json(200, &json!({ "ok": true }))
         }
+        ("POST", "/__mock/prompt-cache") => {
+            let body = serde_json::from_slice::<Value>(&request.body).ok();
+            let enabled = body.as_ref().and_then(|v| v.get("enabled")).and_then(Value::as_bool);
+            let advance = body.as_ref().and_then(|v| v.get("advance_secs")).and_then(Value::as_u64);
+            let mut cache = lock(&shared.prompt_cache);
+            match (enabled, advance) {
+                (Some(true), _) => {
+                    cache.get_or_insert_with(PromptCache::new);
+                }
+                (Some(false), _) => *cache = None,
+                (None, Some(secs)) => {
+                    if let Some(cache) = cache.as_mut() {
+                        cache.advance(Duration::from_secs(secs));
+                    }
+                }
+                (None, None) => {
+                    return error(
+                        400,
+                        "mock: expected {\"enabled\": true|false} or {\"advance_secs\": N}".to_owned(),
+                    )
+                }
+            }
+            Reply::json(200, &json!({ "enabled": cache.is_some() }))
+        }
         ("POST", "/__mock/validation") => {
             let enforce = serde_json::from_slice::<Value>(&request.body)
                 .ok()
@@ -302,7 +357,7 @@ fn control(request: &Request, shared: &Shared) -> Reply {
         (method, path) => error(
             404,
             format!(
-                "mock: no control endpoint {method} {path} (POST /__mock/push, GET /__mock/requests, POST /__mock/reset, POST /__mock/validation, GET /__mock/builders, POST /__mock/check-events)"
+                "mock: no control endpoint {method} {path} (POST /__mock/push, GET /__mock/requests, POST /__mock/reset, POST /__mock/validation, POST /__mock/prompt-cache, GET /__mock/builders, POST /__mock/check-events)"
             ),
         ),
     }

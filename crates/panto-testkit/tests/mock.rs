@@ -681,6 +681,7 @@ fn anthropic_usage_and_errors_are_scripted() {
         output_tokens: 85,
         cache_read_tokens: 3400,
         cache_write_tokens: 7,
+        cache_write_1h_tokens: 0,
     };
     let body = script::AnthropicScript::new().text("hi").usage(usage).build();
     let events = sse_events(&body);
@@ -789,6 +790,7 @@ fn openai_scripts_reassemble_to_what_was_scripted() {
         output_tokens: 20,
         cache_read_tokens: 50,
         cache_write_tokens: 0,
+        cache_write_1h_tokens: 0,
     };
     let (_, _, _, _, reported, _) = replay_openai(&script::OpenAiScript::new().text("x").usage(usage).build());
     assert_eq!(reported["prompt_tokens"], 150);
@@ -1029,5 +1031,106 @@ async fn the_binary_loads_a_script_file() {
     assert!(
         stderr.contains("reply [1]") && stderr.contains("anthropic/nope.sse"),
         "{stderr}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The prompt cache.
+
+/// A Messages body whose system prompt (about 2,000 tokens) carries a breakpoint.
+fn cached_body(question: &str) -> Value {
+    json!({
+        "model": "claude-sonnet-4-5", "max_tokens": 1024, "stream": true,
+        "system": [{"type": "text", "text": "Be precise. ".repeat(700), "cache_control": {"type": "ephemeral"}}],
+        "messages": [{"role": "user", "content": question}],
+    })
+}
+
+/// The usage of `message_start` and of `message_delta` in an Anthropic stream.
+fn stream_usages(body: &[u8]) -> Vec<Value> {
+    sse_events(body)
+        .into_iter()
+        .filter_map(|(_, data)| {
+            let payload = parse(&data);
+            match payload["type"].as_str() {
+                Some("message_start") => Some(payload["message"]["usage"].clone()),
+                Some("message_delta") => Some(payload["usage"].clone()),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_prompt_cache_is_turned_on_over_http_and_bills_as_the_api_does() {
+    let server = MockServer::start().await;
+    let client = reqwest::Client::new();
+    let control = |body: Value| {
+        client
+            .post(format!("{}/__mock/prompt-cache", server.base_url()))
+            .body(body.to_string())
+            .send()
+    };
+    let on = control(json!({"enabled": true})).await.expect("control");
+    assert_eq!(json_of(on).await, json!({"enabled": true}));
+    for _ in 0..3 {
+        server.push(Reply::sse(script::anthropic_text("Sure.")));
+    }
+    let first = anthropic_post(&server, &cached_body("One?"))
+        .send()
+        .await
+        .expect("send");
+    let first = first.bytes().await.expect("body");
+    let written = stream_usages(&first);
+    assert_eq!(written.len(), 2, "{written:?}");
+    for usage in &written {
+        assert_eq!(usage["cache_read_input_tokens"], 0, "{usage}");
+        assert!(usage["cache_creation_input_tokens"].as_u64().unwrap() > 1024, "{usage}");
+        assert_eq!(
+            usage["cache_creation"]["ephemeral_5m_input_tokens"],
+            usage["cache_creation_input_tokens"]
+        );
+    }
+    let second = anthropic_post(&server, &cached_body("Two?"))
+        .send()
+        .await
+        .expect("send");
+    let read = stream_usages(&second.bytes().await.expect("body"));
+    assert_eq!(
+        read[1]["cache_read_input_tokens"],
+        written[1]["cache_creation_input_tokens"]
+    );
+    assert_eq!(read[1]["cache_creation_input_tokens"], 0);
+    // Six minutes later the five-minute entry is gone.
+    control(json!({"advance_secs": 360})).await.expect("control");
+    let third = anthropic_post(&server, &cached_body("Three?"))
+        .send()
+        .await
+        .expect("send");
+    let expired = stream_usages(&third.bytes().await.expect("body"));
+    assert_eq!(expired[1]["cache_read_input_tokens"], 0, "{:?}", expired);
+    let recorded = server.requests();
+    assert_eq!(
+        recorded[1].cache.unwrap().cache_read_input_tokens,
+        read[1]["cache_read_input_tokens"].as_u64().unwrap()
+    );
+    let bad = control(json!({"on": 1})).await.expect("control");
+    assert_eq!(bad.status(), 400);
+}
+
+#[tokio::test]
+async fn more_than_four_breakpoints_are_refused_naming_them() {
+    let server = MockServer::start().await;
+    let marked = |text: &str| json!({"type": "text", "text": text, "cache_control": {"type": "ephemeral"}});
+    let content: Vec<Value> = ["a", "b", "c", "d", "e"].iter().map(|t| marked(t)).collect();
+    let body = anthropic_body(json!([{"role": "user", "content": content}]));
+    let response = anthropic_post(&server, &body).send().await.expect("send");
+    assert_eq!(response.status(), 400);
+    let error = json_of(response).await;
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("A maximum of 4 blocks with cache_control may be provided. Found 5")
+            && message.contains("messages.0.content.4"),
+        "{message}"
     );
 }

@@ -146,6 +146,7 @@ fn usage() -> Option<Usage> {
         output_tokens: 80,
         cache_read_tokens: 9000,
         cache_write_tokens: 0,
+        cache_write_1h_tokens: 0,
     })
 }
 

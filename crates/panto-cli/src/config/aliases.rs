@@ -72,7 +72,10 @@ pub fn resolve(
                         ),
                     ));
                 }
-                Some(Pricing::new(r.input, r.output, r.cache_read, r.cache_write))
+                Some(Pricing {
+                    cache_write_1h: r.cache_write_1h,
+                    ..Pricing::new(r.input, r.output, r.cache_read, r.cache_write)
+                })
             }
             None => None,
         };

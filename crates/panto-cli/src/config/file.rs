@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::path::Path;
 
-use panto_core::{ApiStyle, ReasoningEffort};
+use panto_core::{ApiStyle, CacheMode, CacheTtl, ReasoningEffort};
 use serde::Deserialize;
 use toml::Spanned;
 
@@ -53,6 +53,21 @@ pub struct FileConfig {
     /// Where sessions are stored, when not in the session directory.
     #[serde(default)]
     pub store: StoreEntry,
+    /// Prompt caching defaults for every provider.
+    #[serde(default)]
+    pub cache: CacheEntry,
+}
+
+/// `[cache]`: the prompt caching every provider gets unless its own table says otherwise.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CacheEntry {
+    /// `auto` (the default) or `off`.
+    pub mode: Option<CacheMode>,
+    /// `5m` (the default) or `1h`.
+    pub ttl: Option<CacheTtl>,
+    /// Whether OpenAI styles send the session id as `prompt_cache_key`.
+    pub prompt_cache_key: Option<bool>,
 }
 
 /// `[store]`.
@@ -78,6 +93,13 @@ pub struct ProviderEntry {
     /// Extra HTTP headers.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// Prompt caching: `auto` or `off` (default: `[cache] mode`, else `auto`).
+    pub cache: Option<CacheMode>,
+    /// Cache entry lifetime: `5m` or `1h` (default: `[cache] ttl`, else `5m`).
+    pub cache_ttl: Option<CacheTtl>,
+    /// OpenAI styles: send the session id as `prompt_cache_key` (default: `[cache]
+    /// prompt_cache_key`, else only for the official OpenAI API).
+    pub prompt_cache_key: Option<bool>,
 }
 
 /// `[models.ALIAS]`.
@@ -110,9 +132,11 @@ pub struct PricingEntry {
     /// Cache reads.
     #[serde(default)]
     pub cache_read: f64,
-    /// Cache writes.
+    /// Cache writes with the five-minute lifetime.
     #[serde(default)]
     pub cache_write: f64,
+    /// Cache writes with the one-hour lifetime (default: twice `input`).
+    pub cache_write_1h: Option<f64>,
 }
 
 /// `[retry]`.
@@ -304,12 +328,23 @@ threshold = 0.5
 [tools]
 approval = "read-only"
 enabled = ["read", "bash"]
+[cache]
+ttl = "1h"
 "#,
         )
         .unwrap();
         assert_eq!(f.models["fast"].get_ref().reasoning, ReasoningEffort::Low);
         assert_eq!(f.tools.approval, Some(Approval::ReadOnly));
         assert_eq!(f.providers["local"].get_ref().api_style, ApiStyle::OpenAiChat);
+        assert_eq!(f.cache.ttl, Some(CacheTtl::OneHour));
+    }
+
+    #[test]
+    fn a_bad_cache_setting_names_its_line_and_the_choices() {
+        let e = err("[providers.x]\napi_style = \"openai-chat\"\ncache_ttl = \"2h\"\n");
+        assert!(e.contains(":3:") && e.contains("5m") && e.contains("1h"), "{e}");
+        let e = err("[cache]\nmode = \"always\"\n");
+        assert!(e.contains(":2:") && e.contains("auto"), "{e}");
     }
 
     #[test]

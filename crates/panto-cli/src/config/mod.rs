@@ -137,7 +137,7 @@ fn resolve(file: FileConfig, path: Option<PathBuf>, text: &str, env: &Env) -> Re
     let source = Source { path: &cfg_path, text };
     let base_dir = cfg_path.parent().map(Path::to_path_buf).unwrap_or_default();
 
-    let providers = providers::resolve(&file.providers, env, &source)?;
+    let providers = providers::resolve(&file.providers, &file.cache, env, &source)?;
     let models = aliases::resolve(&file.models, &providers, &source)?;
     let default_model = aliases::default_model(file.default_model.as_ref(), &models, &source)?;
     let prompt = agent::prompt(&file, env, &base_dir, &source)?;
@@ -196,6 +196,33 @@ mod tests {
         let o = s.provider("openai").unwrap();
         assert_eq!(o.base_url, OPENAI_API_ROOT);
         assert_eq!(o.key, Key::Missing("OPENAI_API_KEY".into()));
+    }
+
+    #[test]
+    fn cache_settings_come_from_the_provider_then_the_cache_table_then_the_defaults() {
+        use panto_core::{CacheMode, CacheTtl};
+        let s = load("", &[]).unwrap();
+        let (a, o) = (s.provider("anthropic").unwrap(), s.provider("openai").unwrap());
+        assert_eq!((a.cache, a.cache_ttl), (CacheMode::Auto, CacheTtl::FiveMinutes));
+        // The session id goes to OpenAI's own API only, unless configured.
+        assert!(o.prompt_cache_key && !a.prompt_cache_key);
+        let s = load("", &[("OPENAI_BASE_URL", "http://127.0.0.1:8080/v1")]).unwrap();
+        assert!(!s.provider("openai").unwrap().prompt_cache_key);
+        let s = load(
+            "[cache]\nttl = \"1h\"\nprompt_cache_key = true\n\
+             [providers.local]\napi_style = \"openai-chat\"\nbase_url = \"http://127.0.0.1:1/v1\"\n\
+             [providers.quiet]\napi_style = \"anthropic-messages\"\ncache = \"off\"\ncache_ttl = \"5m\"\n",
+            &[],
+        )
+        .unwrap();
+        let local = s.provider("local").unwrap();
+        assert_eq!(
+            (local.cache, local.cache_ttl, local.prompt_cache_key),
+            (CacheMode::Auto, CacheTtl::OneHour, true)
+        );
+        let quiet = s.provider("quiet").unwrap();
+        assert_eq!((quiet.cache, quiet.cache_ttl), (CacheMode::Off, CacheTtl::FiveMinutes));
+        assert_eq!(s.provider("anthropic").unwrap().cache_ttl, CacheTtl::OneHour);
     }
 
     #[test]

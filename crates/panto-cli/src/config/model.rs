@@ -194,6 +194,10 @@ impl Settings {
             p.max_tokens = max;
         }
         p.extra_headers = provider.headers.clone();
+        p = p
+            .with_cache(provider.cache)
+            .with_cache_ttl(provider.cache_ttl)
+            .with_prompt_cache_key(provider.prompt_cache_key);
         let mut config = Config::new(p);
         config.retry = self.retry.clone();
         config.compaction = self.compaction.clone();

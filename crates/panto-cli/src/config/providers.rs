@@ -3,10 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use panto_core::ApiStyle;
+use panto_core::{ApiStyle, CacheMode, CacheTtl};
 use toml::Spanned;
 
-use super::file::{ProviderEntry, Source};
+use super::file::{CacheEntry, ProviderEntry, Source};
 use super::secret::{self, shown_var};
 use super::Env;
 use crate::exit::Failure;
@@ -104,6 +104,25 @@ pub struct Provider {
     pub key_env: Option<String>,
     /// Extra HTTP headers.
     pub headers: Vec<(String, String)>,
+    /// Prompt caching on or off.
+    pub cache: CacheMode,
+    /// The lifetime of cache entries.
+    pub cache_ttl: CacheTtl,
+    /// Whether OpenAI styles send the session id as `prompt_cache_key`.
+    pub prompt_cache_key: bool,
+}
+
+/// The caching a provider gets: its own setting, else `[cache]`'s, else the default. Only
+/// OpenAI's own API gets `prompt_cache_key` by default, since some compatible servers reject
+/// fields they do not know.
+fn cache_settings(own: Option<&ProviderEntry>, defaults: &CacheEntry, base_url: &str) -> (CacheMode, CacheTtl, bool) {
+    let mode = own.and_then(|e| e.cache).or(defaults.mode).unwrap_or_default();
+    let ttl = own.and_then(|e| e.cache_ttl).or(defaults.ttl).unwrap_or_default();
+    let key = own
+        .and_then(|e| e.prompt_cache_key)
+        .or(defaults.prompt_cache_key)
+        .unwrap_or_else(|| base_url.trim_end_matches('/') == OPENAI_API_ROOT);
+    (mode, ttl, key)
 }
 
 impl std::fmt::Debug for Provider {
@@ -124,6 +143,7 @@ impl std::fmt::Debug for Provider {
 /// ones, each with its key resolved against the environment.
 pub fn resolve(
     providers_section: &BTreeMap<String, Spanned<ProviderEntry>>,
+    cache_defaults: &CacheEntry,
     env: &Env,
     source: &Source<'_>,
 ) -> Result<Vec<Provider>, Failure> {
@@ -132,10 +152,15 @@ pub fn resolve(
         if providers_section.contains_key(name) {
             continue;
         }
+        let base_url = env.get(url_var).unwrap_or(root).to_owned();
+        let (cache, cache_ttl, prompt_cache_key) = cache_settings(None, cache_defaults, &base_url);
         providers.push(Provider {
             name: name.to_owned(),
             api_style: style,
-            base_url: env.get(url_var).unwrap_or(root).to_owned(),
+            base_url,
+            cache,
+            cache_ttl,
+            prompt_cache_key,
             key: env
                 .get(key_var)
                 .map_or_else(|| Key::Missing(key_var.to_owned()), |k| Key::Value(k.to_owned())),
@@ -183,10 +208,14 @@ pub fn resolve(
         if name.is_empty() {
             return Err(source.error(span, "a provider name must not be empty"));
         }
+        let (cache, cache_ttl, prompt_cache_key) = cache_settings(Some(entry), cache_defaults, &base_url);
         providers.push(Provider {
             name: name.clone(),
             api_style: entry.api_style,
             base_url,
+            cache,
+            cache_ttl,
+            prompt_cache_key,
             key,
             key_env,
             headers: entry.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),

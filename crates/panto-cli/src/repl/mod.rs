@@ -18,7 +18,7 @@ use rustyline::error::ReadlineError;
 
 use crate::attach::{self, Attachment};
 use crate::config::{Selection, Settings};
-use crate::cost::{summary_line, thousands};
+use crate::cost::{cache_line, summary_line, thousands};
 use crate::exit::Failure;
 use crate::render::Screen;
 use crate::sessions::{short_ids, table, RECENT};
@@ -42,6 +42,8 @@ struct Totals {
     usage: Usage,
     /// Summed cost; `None` once any turn's cost was unknown.
     cost: Option<u64>,
+    /// What the same requests would have cost with no prompt cache; `None` as `cost`.
+    uncached_cost: Option<u64>,
     turns: u32,
 }
 
@@ -50,22 +52,25 @@ impl Totals {
         Totals {
             usage: Usage::default(),
             cost: Some(0),
+            uncached_cost: Some(0),
             turns: 0,
         }
     }
 
     fn add(&mut self, outcome: &turn::TurnOutcome) {
-        self.add_request(&outcome.usage, outcome.cost);
+        self.add_request(&outcome.usage, outcome.cost, outcome.uncached_cost);
         self.turns += 1;
     }
 
     /// Counts a request made outside a turn (a `/compact` summary).
-    fn add_request(&mut self, usage: &Usage, cost: Option<u64>) {
+    fn add_request(&mut self, usage: &Usage, cost: Option<u64>, uncached_cost: Option<u64>) {
         self.usage.accumulate(usage);
-        self.cost = match (self.cost, cost) {
-            (Some(a), Some(b)) => Some(a + b),
+        let sum = |total: Option<u64>, more: Option<u64>| match (total, more) {
+            (Some(a), Some(b)) => Some(a.saturating_add(b)),
             _ => None,
         };
+        self.cost = sum(self.cost, cost);
+        self.uncached_cost = sum(self.uncached_cost, uncached_cost);
     }
 }
 
@@ -449,7 +454,8 @@ impl Repl<'_> {
                 // The summary request is paid for like a turn's; `/cost` counts it.
                 if let Some(usage) = r.usage {
                     let cost = crate::cost::cost(&self.pricing, &self.selection.wire(), &usage);
-                    self.totals.add_request(&usage, cost);
+                    let uncached = crate::cost::uncached_cost(&self.pricing, &self.selection.wire(), &usage);
+                    self.totals.add_request(&usage, cost, uncached);
                     self.dim(&format!("summary request: {}", summary_line(&usage, cost)));
                 }
             }
@@ -544,6 +550,9 @@ impl Repl<'_> {
             if self.totals.turns == 1 { "" } else { "s" },
             summary_line(&self.totals.usage, self.totals.cost)
         ));
+        if let Some(line) = cache_line(&self.totals.usage, self.totals.cost, self.totals.uncached_cost) {
+            self.note(&line);
+        }
         let window = self.agent.config().compaction.context_window;
         if let Some((_, usage)) = self.agent.conversation().last_usage() {
             let used = usage.total_input_tokens() + usage.output_tokens;
@@ -581,11 +590,13 @@ mod tests {
         t.add(&turn::TurnOutcome {
             usage: Usage::default(),
             cost: Some(5),
+            uncached_cost: Some(5),
         });
         assert_eq!(t.cost, Some(5));
         t.add(&turn::TurnOutcome {
             usage: Usage::default(),
             cost: None,
+            uncached_cost: None,
         });
         assert_eq!(t.cost, None);
         assert_eq!(t.turns, 2);
@@ -599,7 +610,7 @@ mod tests {
             output_tokens: 30,
             ..Usage::default()
         };
-        t.add_request(&used, Some(12));
+        t.add_request(&used, Some(12), Some(12));
         assert_eq!((t.usage, t.cost, t.turns), (used, Some(12), 0));
     }
 }

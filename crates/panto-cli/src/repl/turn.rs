@@ -3,7 +3,7 @@
 
 use panto_core::{Agent, Error, Event, PricingRegistry, Usage, UserMessage, WireIdentity};
 
-use crate::cost::{cost, summary_line};
+use crate::cost::{cost, summary_line, uncached_cost};
 use crate::render::{Screen, TurnView};
 
 /// What a turn cost.
@@ -13,6 +13,8 @@ pub struct TurnOutcome {
     pub usage: Usage,
     /// Its cost, when pricing is known.
     pub cost: Option<u64>,
+    /// What it would have cost with no prompt cache, when pricing is known.
+    pub uncached_cost: Option<u64>,
 }
 
 /// Runs one turn with `text`. Errors are shown, not returned: the REPL goes on either way.
@@ -55,6 +57,7 @@ pub async fn run(
     let outcome = TurnOutcome {
         usage,
         cost: cost(pricing, wire, &usage),
+        uncached_cost: uncached_cost(pricing, wire, &usage),
     };
     if ended || usage != Usage::default() {
         view.finish(&summary_line(&outcome.usage, outcome.cost));

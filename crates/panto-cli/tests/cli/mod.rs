@@ -1,6 +1,7 @@
 //! The test modules, by area.
 
 mod basics;
+mod cache;
 mod config_errors;
 mod escapes;
 mod formats;

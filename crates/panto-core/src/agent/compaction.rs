@@ -247,6 +247,7 @@ impl Agent {
             messages: &messages,
             tools: &[],
             require_tool: false,
+            session_id: self.session.id(),
         };
         let mut attempt = 1;
         loop {

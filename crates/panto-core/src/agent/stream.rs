@@ -231,6 +231,7 @@ impl<'a> Stream<'a> {
                     messages: &self.agent.conversation.messages,
                     tools: &tools,
                     require_tool: self.output.is_some(),
+                    session_id: self.agent.session.id(),
                 };
                 let opened = ProviderStream::open(&self.agent.client, &request, self.agent.config.idle_timeout).await;
                 drop(system);

@@ -14,6 +14,7 @@ fn usage(input: u64, output: u64) -> Usage {
         output_tokens: output,
         cache_read_tokens: 2,
         cache_write_tokens: 3,
+        cache_write_1h_tokens: 0,
     }
 }
 

@@ -5,6 +5,7 @@
 //! answer an assistant's calls must open the next user message. The encoder enforces all of this
 //! so that any conversation panto holds can be sent.
 
+mod cache;
 mod decoder;
 
 use serde_json::{json, Map, Value};
@@ -72,6 +73,7 @@ pub(crate) fn request_body(req: &ProviderRequest<'_>) -> Value {
             body.insert("tool_choice".into(), json!({"type": "any"}));
         }
     }
+    cache::place_breakpoints(&mut body, config);
     Value::Object(body)
 }
 

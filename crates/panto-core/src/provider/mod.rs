@@ -6,6 +6,7 @@
 //! payloads into [`ProviderEvent`]s. The agent drives [`ProviderStream`] and never sees wire JSON.
 
 pub(crate) mod anthropic;
+pub(crate) mod cache;
 pub(crate) mod http;
 pub(crate) mod openai;
 pub(crate) mod sse;
@@ -39,6 +40,9 @@ pub(crate) struct ProviderRequest<'a> {
     /// Whether the model must call one of `tools` rather than answer in text (Anthropic
     /// `tool_choice: any`, OpenAI `tool_choice: required`). Ignored without tools.
     pub require_tool: bool,
+    /// The session the request belongs to, sent as OpenAI's `prompt_cache_key` when configured
+    /// ([`cache::prompt_cache_key`]). Empty when there is none.
+    pub session_id: &'a str,
 }
 
 /// One decoded step of a provider response.

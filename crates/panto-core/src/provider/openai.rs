@@ -11,6 +11,7 @@ use serde_json::{json, Map, Value};
 
 pub(crate) use decoder::OpenAiDecoder;
 
+use super::cache::prompt_cache_key;
 use super::summary_text;
 use super::ProviderRequest;
 use crate::config::{ProviderConfig, ReasoningEffort};
@@ -49,6 +50,9 @@ pub(crate) fn request_body(req: &ProviderRequest<'_>) -> Value {
         body.insert("max_completion_tokens".into(), config.max_tokens.into());
     }
     body.insert("messages".into(), messages(req.system, req.messages).into());
+    if let Some(key) = prompt_cache_key(req) {
+        body.insert("prompt_cache_key".into(), key.into());
+    }
     if !req.tools.is_empty() {
         let tools: Vec<Value> = req
             .tools

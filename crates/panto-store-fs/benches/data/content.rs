@@ -345,6 +345,7 @@ fn assistant(blocks: Vec<ContentBlock>, stop: StopReason, rng: &mut Rng) -> Mess
         output_tokens: rng.range(20, 2000) as u64,
         cache_read_tokens: rng.range(0, 150_000) as u64,
         cache_write_tokens: rng.range(0, 8000) as u64,
+        cache_write_1h_tokens: 0,
     });
     m.stop_reason = Some(stop);
     m

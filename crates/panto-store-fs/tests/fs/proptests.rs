@@ -100,6 +100,7 @@ fn message() -> impl Strategy<Value = Message> {
         output_tokens: b,
         cache_read_tokens: c,
         cache_write_tokens: d,
+        cache_write_1h_tokens: 0,
     });
     (
         role,

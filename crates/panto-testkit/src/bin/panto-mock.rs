@@ -9,7 +9,9 @@
 //! until its stdin closes (so a test that dies takes the server with it) or it is killed; with
 //! `--ignore-stdin` only until it is killed. Control endpoints: `POST /__mock/push` (a reply or
 //! an array of replies as JSON, see `panto_testkit::spec`), `GET /__mock/requests`,
-//! `POST /__mock/reset`, `POST /__mock/validation` (`{"enforce": bool}`), `GET /__mock/builders`,
+//! `POST /__mock/reset`, `POST /__mock/validation` (`{"enforce": bool}`), `POST
+//! /__mock/prompt-cache` (`{"enabled": bool}` to bill Anthropic requests by the prompt cache, see
+//! `panto_testkit::cache`; `{"advance_secs": n}` to move its clock), `GET /__mock/builders`,
 //! `POST /__mock/check-events` (a JSON array of events, validated against
 //! docs/events.schema.json: 200 `{"checked": n}`, or 422 `{"error": "..."}` naming the event and
 //! the field).

@@ -66,6 +66,7 @@ pub fn assistant(blocks: Vec<ContentBlock>, stop_reason: StopReason) -> Message 
         output_tokens: 85,
         cache_read_tokens: 3_400,
         cache_write_tokens: 0,
+        cache_write_1h_tokens: 0,
     });
     message.stop_reason = Some(stop_reason);
     message

@@ -72,6 +72,7 @@ pub(super) fn validate(headers: &[(String, String)], body: &[u8]) -> Result<(), 
     if let Some(choice) = root.get("tool_choice") {
         validate_tool_choice(choice, &root)?;
     }
+    super::cache_control::validate(&root)?;
     validate_messages(&root)
 }
 

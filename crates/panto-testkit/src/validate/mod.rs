@@ -5,6 +5,7 @@
 //! (`messages.1.content.0` for Anthropic, `messages[1].tool_calls[0]` for OpenAI).
 
 mod anthropic;
+mod cache_control;
 mod openai;
 
 use serde_json::{json, Map, Value};

@@ -79,6 +79,14 @@ struct WireUsage {
     output_tokens: Option<u64>,
     cache_creation_input_tokens: Option<u64>,
     cache_read_input_tokens: Option<u64>,
+    /// The writes split by lifetime; absent from APIs older than one-hour caching.
+    cache_creation: Option<WireCacheCreation>,
+}
+
+/// `usage.cache_creation`: how many of the cache writes were for five minutes and for one hour.
+#[derive(Debug, Deserialize)]
+struct WireCacheCreation {
+    ephemeral_1h_input_tokens: Option<u64>,
 }
 
 impl WireUsage {
@@ -93,6 +101,12 @@ impl WireUsage {
         set(&mut usage.output_tokens, self.output_tokens);
         set(&mut usage.cache_write_tokens, self.cache_creation_input_tokens);
         set(&mut usage.cache_read_tokens, self.cache_read_input_tokens);
+        if let Some(creation) = &self.cache_creation {
+            set(&mut usage.cache_write_1h_tokens, creation.ephemeral_1h_input_tokens);
+        }
+        // An untrusted report could claim more one-hour writes than writes; keep the one-hour
+        // share within the total so that every sum and price stays consistent.
+        usage.cache_write_1h_tokens = usage.cache_write_1h_tokens.min(usage.cache_write_tokens);
     }
 }
 

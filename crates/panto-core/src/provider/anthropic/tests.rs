@@ -39,6 +39,7 @@ fn body_for(config: &ProviderConfig, system: &[&str], messages: &[Message], tool
         messages,
         tools,
         require_tool: false,
+        session_id: "",
     })
 }
 
@@ -253,6 +254,7 @@ fn usage(input: u64, output: u64, cache_read: u64, cache_write: u64) -> Option<U
         output_tokens: output,
         cache_read_tokens: cache_read,
         cache_write_tokens: cache_write,
+        cache_write_1h_tokens: 0,
     })
 }
 
@@ -695,6 +697,7 @@ fn request<'a>(config: &'a ProviderConfig, messages: &'a [Message], tools: &'a [
         messages,
         tools,
         require_tool: false,
+        session_id: "",
     }
 }
 

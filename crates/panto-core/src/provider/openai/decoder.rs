@@ -216,6 +216,7 @@ impl WireUsage {
             output_tokens: self.completion_tokens.unwrap_or(0),
             cache_read_tokens: cached,
             cache_write_tokens: written,
+            cache_write_1h_tokens: 0,
         }
     }
 }

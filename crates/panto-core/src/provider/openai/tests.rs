@@ -37,6 +37,7 @@ fn body_for(config: &ProviderConfig, system: &[&str], messages: &[Message], tool
         messages,
         tools,
         require_tool: false,
+        session_id: "",
     })
 }
 
@@ -251,6 +252,7 @@ fn usage(input: u64, output: u64, cache_read: u64) -> Option<Usage> {
         output_tokens: output,
         cache_read_tokens: cache_read,
         cache_write_tokens: 0,
+        cache_write_1h_tokens: 0,
     })
 }
 
@@ -617,6 +619,7 @@ fn openrouter_cache_writes_are_split_out_of_the_prompt_tokens() {
             output_tokens: 5,
             cache_read_tokens: 600,
             cache_write_tokens: 300,
+            cache_write_1h_tokens: 0,
         })
     );
 }
@@ -646,6 +649,7 @@ fn request<'a>(config: &'a ProviderConfig, messages: &'a [Message], tools: &'a [
         messages,
         tools,
         require_tool: false,
+        session_id: "",
     }
 }
 
