@@ -1,9 +1,9 @@
 //! The mock server: accept loop, request handling, control endpoints and response writing.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -24,6 +24,9 @@ use crate::validate::{self, Api};
 /// has not read yet; draining first avoids that.
 const LINGER: Duration = Duration::from_secs(2);
 
+/// The request header that picks a keyed script ([`MockServer::push_keyed`]).
+pub const KEY_HEADER: &str = "x-mock-key";
+
 /// A scripted LLM server on `127.0.0.1`, serving on tokio tasks of the runtime it was started
 /// in. Dropping it stops the server and closes every open connection (stalled ones included).
 ///
@@ -31,6 +34,13 @@ const LINGER: Duration = Duration::from_secs(2);
 /// recorded, validated, and answered with the queued replies in order. When the queue is empty
 /// the answer is a 500 whose message says `mock: no scripted reply for request N`. Requests under
 /// `/__mock/` are control requests (see the `panto-mock` binary) and are not recorded.
+///
+/// Many clients at once (a fleet of agents) each follow their own script: a request carrying the
+/// header [`KEY_HEADER`] (`x-mock-key: K`) is answered from the queue of key `K`
+/// ([`MockServer::push_keyed`]), however the requests of different keys interleave. For such
+/// loads the server can keep connections alive ([`MockServer::set_keep_alive`]), count them
+/// ([`MockServer::connections`]), stop recording request bodies ([`MockServer::set_recording`])
+/// and say how long it spent answering each key ([`MockServer::served_time`]).
 #[derive(Debug)]
 pub struct MockServer {
     addr: SocketAddr,
@@ -46,6 +56,16 @@ struct Shared {
     requests: Mutex<Vec<RecordedRequest>>,
     enforce: AtomicBool,
     fixtures_dir: Mutex<PathBuf>,
+    /// The scripts of keyed requests, by key.
+    keyed: Mutex<HashMap<String, VecDeque<Reply>>>,
+    /// Time spent answering each key's requests (from the request read to the last byte).
+    keyed_time: Mutex<HashMap<String, Duration>>,
+    keep_alive: AtomicBool,
+    record: AtomicBool,
+    /// Provider requests received, recorded or not.
+    received: AtomicUsize,
+    /// TCP connections accepted.
+    connections: AtomicUsize,
 }
 
 /// Locks a mutex even if a panicking test thread poisoned it; the data stays consistent because
@@ -81,6 +101,12 @@ impl MockServer {
             requests: Mutex::new(Vec::new()),
             enforce: AtomicBool::new(true),
             fixtures_dir: Mutex::new(crate::fixtures_dir()),
+            keyed: Mutex::new(HashMap::new()),
+            keyed_time: Mutex::new(HashMap::new()),
+            keep_alive: AtomicBool::new(false),
+            record: AtomicBool::new(true),
+            received: AtomicUsize::new(0),
+            connections: AtomicUsize::new(0),
         });
         let (shutdown, watch) = watch::channel(());
         let accept = tokio::spawn(accept_loop(listener, Arc::clone(&shared), watch));
@@ -122,6 +148,38 @@ impl MockServer {
         lock(&self.shared.queue).push_back(reply);
     }
 
+    /// Queues a reply for the requests carrying `x-mock-key: key` ([`KEY_HEADER`]); each key's
+    /// replies are served in the order pushed, independently of every other key's. A keyed
+    /// request whose queue is empty gets the 500 of an unscripted request, naming the key.
+    pub fn push_keyed(&self, key: &str, reply: Reply) {
+        lock(&self.shared.keyed).entry(key.to_owned()).or_default().push_back(reply);
+    }
+
+    /// How long the server spent answering the requests of `key` so far: from each request
+    /// read to the last byte of its response written (its scripted delays included). What a
+    /// client's latency is measured against.
+    pub fn served_time(&self, key: &str) -> Duration {
+        lock(&self.shared.keyed_time).get(key).copied().unwrap_or_default()
+    }
+
+    /// Whether responses keep the connection open for the next request (`Connection:
+    /// keep-alive`) instead of closing it (the default). A reply cut short (stall, close) still
+    /// ends its connection.
+    pub fn set_keep_alive(&self, keep_alive: bool) {
+        self.shared.keep_alive.store(keep_alive, Ordering::SeqCst);
+    }
+
+    /// Whether provider requests are recorded for [`MockServer::requests`] (the default). A
+    /// load test turns it off so that the server's memory does not grow with every request.
+    pub fn set_recording(&self, record: bool) {
+        self.shared.record.store(record, Ordering::SeqCst);
+    }
+
+    /// How many TCP connections the server has accepted since it started.
+    pub fn connections(&self) -> usize {
+        self.shared.connections.load(Ordering::SeqCst)
+    }
+
     /// Every provider request received so far (since the last [`MockServer::reset`]), in order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         lock(&self.shared.requests).clone()
@@ -136,6 +194,8 @@ impl MockServer {
     pub fn reset(&self) {
         lock(&self.shared.queue).clear();
         lock(&self.shared.requests).clear();
+        lock(&self.shared.keyed).clear();
+        self.shared.received.store(0, Ordering::SeqCst);
     }
 
     /// Whether a request that fails validation is refused with a 400 (the default) instead of
@@ -170,6 +230,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, watch: watch::R
             tokio::time::sleep(Duration::from_millis(10)).await;
             continue;
         };
+        shared.connections.fetch_add(1, Ordering::SeqCst);
         // Every write must leave at once so that chunking is visible to the client.
         let _ = stream.set_nodelay(true);
         let shared = Arc::clone(&shared);
@@ -183,32 +244,47 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, watch: watch::R
     }
 }
 
-/// Handles one connection: one request, one response.
+/// Handles one connection: one request and its response, or, with keep-alive, as many as the
+/// client sends.
 async fn serve(stream: &mut TcpStream, shared: &Shared) {
-    let request = match http::read_request(stream).await {
-        Ok(request) => request,
-        Err(ReadError::Closed) => return,
-        Err(ReadError::Bad(status, message)) => {
-            let body = Api::error_body(None, "invalid_request_error", &format!("mock: {message}"));
-            let _ = write_reply(stream, &Reply::json(status, &body)).await;
+    loop {
+        let request = match http::read_request(stream).await {
+            Ok(request) => request,
+            Err(ReadError::Closed) => return,
+            Err(ReadError::Bad(status, message)) => {
+                let body = Api::error_body(None, "invalid_request_error", &format!("mock: {message}"));
+                let _ = write_reply(stream, &Reply::json(status, &body), false).await;
+                return;
+            }
+        };
+        let started = std::time::Instant::now();
+        let key = request
+            .headers
+            .iter()
+            .find(|(name, _)| name == KEY_HEADER)
+            .map(|(_, value)| value.clone());
+        let reply = if request.path().starts_with("/__mock/") {
+            control(&request, shared)
+        } else {
+            provider(&request, key.as_deref(), shared)
+        };
+        let keep_alive = shared.keep_alive.load(Ordering::SeqCst);
+        let open = write_reply(stream, &reply, keep_alive).await;
+        if let Some(key) = key {
+            *lock(&shared.keyed_time).entry(key).or_default() += started.elapsed();
+        }
+        if !matches!(open, Ok(true)) {
             return;
         }
-    };
-    let reply = if request.path().starts_with("/__mock/") {
-        control(&request, shared)
-    } else {
-        provider(&request, shared)
-    };
-    let _ = write_reply(stream, &reply).await;
+    }
 }
 
 /// Records, validates and answers a provider request.
-fn provider(request: &Request, shared: &Shared) -> Reply {
+fn provider(request: &Request, key: Option<&str>, shared: &Shared) -> Reply {
     let verdict = validate::validate(request);
-    let index = {
-        let mut requests = lock(&shared.requests);
-        let index = requests.len() + 1;
-        requests.push(RecordedRequest {
+    let index = shared.received.fetch_add(1, Ordering::SeqCst) + 1;
+    if shared.record.load(Ordering::SeqCst) {
+        lock(&shared.requests).push(RecordedRequest {
             index,
             method: request.method.clone(),
             path: request.target.clone(),
@@ -216,8 +292,7 @@ fn provider(request: &Request, shared: &Shared) -> Reply {
             body: request.body.clone(),
             validation: verdict.as_ref().err().map(|r| r.message.clone()),
         });
-        index
-    };
+    }
     if let Err(rejection) = &verdict {
         if shared.enforce.load(Ordering::SeqCst) {
             return Reply::json(rejection.status, &rejection.body());
@@ -232,9 +307,14 @@ fn provider(request: &Request, shared: &Shared) -> Reply {
         };
         Reply::json(500, &Api::error_body(api, error_type, &message))
     };
-    let Some(reply) = lock(&shared.queue).pop_front() else {
+    let next = match key {
+        Some(key) => lock(&shared.keyed).get_mut(key).and_then(VecDeque::pop_front),
+        None => lock(&shared.queue).pop_front(),
+    };
+    let Some(reply) = next else {
+        let keyed = key.map(|k| format!(" with {KEY_HEADER} {k:?}")).unwrap_or_default();
         return server_error(format!(
-            "mock: no scripted reply for request {index} ({} {})",
+            "mock: no scripted reply for request {index} ({} {}){keyed}",
             request.method, request.target
         ));
     };
@@ -272,6 +352,8 @@ fn control(request: &Request, shared: &Shared) -> Reply {
         ("POST", "/__mock/reset") => {
             lock(&shared.queue).clear();
             lock(&shared.requests).clear();
+            lock(&shared.keyed).clear();
+            shared.received.store(0, Ordering::SeqCst);
             Reply::json(200, &json!({ "ok": true }))
         }
         ("POST", "/__mock/validation") => {
@@ -309,11 +391,14 @@ fn control(request: &Request, shared: &Shared) -> Reply {
 }
 
 /// Writes `reply` as scripted: head, body writes with delays, then the scripted ending.
-async fn write_reply(stream: &mut TcpStream, reply: &Reply) -> std::io::Result<()> {
+/// `Ok(true)` when the connection stays open for another request (`keep_alive` and a whole
+/// response).
+async fn write_reply(stream: &mut TcpStream, reply: &Reply, keep_alive: bool) -> std::io::Result<bool> {
     if reply.hang {
         drain(stream).await;
-        return Ok(());
+        return Ok(false);
     }
+    let keep_alive = keep_alive && matches!(reply.cut, Cut::None | Cut::End(_));
     let body = reply.wire_body();
     stream
         .write_all(&http::response_head(
@@ -321,6 +406,7 @@ async fn write_reply(stream: &mut TcpStream, reply: &Reply) -> std::io::Result<(
             &reply.headers,
             reply.framing,
             body.len(),
+            keep_alive,
         ))
         .await?;
     stream.flush().await?;
@@ -348,11 +434,14 @@ async fn write_reply(stream: &mut TcpStream, reply: &Reply) -> std::io::Result<(
                 stream.write_all(http::LAST_CHUNK).await?;
                 stream.flush().await?;
             }
+            if keep_alive {
+                return Ok(true);
+            }
             let _ = stream.shutdown().await;
             let _ = tokio::time::timeout(LINGER, drain(stream)).await;
         }
     }
-    Ok(())
+    Ok(false)
 }
 
 /// Reads and discards until the client closes the connection (or it fails).
