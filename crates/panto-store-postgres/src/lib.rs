@@ -214,6 +214,21 @@ impl PostgresStore {
         Ok(())
     }
 
+    /// Takes the lock of session `id` now, before this store's first append to it:
+    /// [`Error::SessionInUse`] when another writer holds it. A service about to serve a session
+    /// calls this to learn at once whether another instance writes it. The lock is then held as
+    /// one taken by an append is: until the agent of the session is dropped,
+    /// [`PostgresStore::release`], or the store is dropped.
+    pub async fn claim(&self, id: &str) -> Result<()> {
+        validate_session_id(id)?;
+        let mut slot = self.slot(id).await;
+        if let Err(e) = self.ensure_locked(id, &mut slot).await {
+            self.retire_locked(id, &mut slot).await;
+            return Err(e);
+        }
+        Ok(())
+    }
+
     /// Releases every session this store writes (see [`PostgresStore::release`]).
     pub async fn release_all(&self) {
         let slots: Vec<(String, SlotRef)> = lock(&self.slots)
