@@ -66,6 +66,8 @@ struct Shared {
     received: AtomicUsize,
     /// TCP connections accepted.
     connections: AtomicUsize,
+    /// TCP connections accepted and not closed yet.
+    open_connections: AtomicUsize,
 }
 
 /// Locks a mutex even if a panicking test thread poisoned it; the data stays consistent because
@@ -107,6 +109,7 @@ impl MockServer {
             record: AtomicBool::new(true),
             received: AtomicUsize::new(0),
             connections: AtomicUsize::new(0),
+            open_connections: AtomicUsize::new(0),
         });
         let (shutdown, watch) = watch::channel(());
         let accept = tokio::spawn(accept_loop(listener, Arc::clone(&shared), watch));
@@ -180,6 +183,12 @@ impl MockServer {
         self.shared.connections.load(Ordering::SeqCst)
     }
 
+    /// How many of the accepted TCP connections are still open on the server's side: what the
+    /// server itself holds in descriptors, for a load test to tell its own from the client's.
+    pub fn open_connections(&self) -> usize {
+        self.shared.open_connections.load(Ordering::SeqCst)
+    }
+
     /// Every provider request received so far (since the last [`MockServer::reset`]), in order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         lock(&self.shared.requests).clone()
@@ -235,11 +244,14 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, watch: watch::R
         let _ = stream.set_nodelay(true);
         let shared = Arc::clone(&shared);
         let mut stop = watch.clone();
+        shared.open_connections.fetch_add(1, Ordering::SeqCst);
         tokio::spawn(async move {
             tokio::select! {
                 _ = stop.changed() => {}
                 _ = serve(&mut stream, &shared) => {}
             }
+            drop(stream);
+            shared.open_connections.fetch_sub(1, Ordering::SeqCst);
         });
     }
 }
