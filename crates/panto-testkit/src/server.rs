@@ -160,7 +160,8 @@ impl MockServer {
 
     /// How long the server spent answering the requests of `key` so far: from each request
     /// read to the last byte of its response written (its scripted delays included). What a
-    /// client's latency is measured against.
+    /// client's latency is measured against. `GET /__mock/stats` answers the same for every key
+    /// (`served_seconds`), with the connection counts, for a client in another process.
     pub fn served_time(&self, key: &str) -> Duration {
         lock(&self.shared.keyed_time).get(key).copied().unwrap_or_default()
     }
@@ -380,6 +381,21 @@ fn control(request: &Request, shared: &Shared) -> Reply {
                 None => error(400, "mock: expected {\"enforce\": true|false}".to_owned()),
             }
         }
+        ("GET", "/__mock/stats") => {
+            // Seconds, as floats: what a load test in another process needs of `served_time`.
+            let served: serde_json::Map<String, Value> = lock(&shared.keyed_time)
+                .iter()
+                .map(|(key, time)| (key.clone(), json!(time.as_secs_f64())))
+                .collect();
+            Reply::json(
+                200,
+                &json!({
+                    "connections": shared.connections.load(Ordering::SeqCst),
+                    "open_connections": shared.open_connections.load(Ordering::SeqCst),
+                    "served_seconds": served,
+                }),
+            )
+        }
         ("GET", "/__mock/builders") => Reply::json(200, &json!(crate::script::BUILDERS)),
         ("POST", "/__mock/check-events") => {
             // The C and Go tests hand every event they saw to the one schema check.
@@ -396,7 +412,7 @@ fn control(request: &Request, shared: &Shared) -> Reply {
         (method, path) => error(
             404,
             format!(
-                "mock: no control endpoint {method} {path} (POST /__mock/push, GET /__mock/requests, POST /__mock/reset, POST /__mock/validation, GET /__mock/builders, POST /__mock/check-events)"
+                "mock: no control endpoint {method} {path} (POST /__mock/push, GET /__mock/requests, POST /__mock/reset, POST /__mock/validation, GET /__mock/stats, GET /__mock/builders, POST /__mock/check-events)"
             ),
         ),
     }

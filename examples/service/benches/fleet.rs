@@ -4,7 +4,8 @@
 //! For each store (the JSONL store with fsync on, PostgreSQL with its default durability) and
 //! each N (100, 1,000, 10,000, or `PANTO_FLEET_SIZES=100,1000`), N agents on one Tokio runtime
 //! with two worker threads each run one 3-step tool turn (tool call, tool call, answer) against
-//! the in-process mock LLM server. Every agent is made from one `Config` (so they share one HTTP
+//! the mock LLM server, which runs in a child process (this binary again) so that its sockets
+//! and CPU are not counted as the fleet's. Every agent is made from one `Config` (so they share one HTTP
 //! client) and has its own script, picked by the `x-mock-key` header. Each reply streams in
 //! 96-byte pieces, 10 ms apart, over kept-alive connections. The agents' starts are spread over
 //! one second (`PANTO_FLEET_RAMP_MS`), as a service's requests arrive; every turn overlaps the
@@ -14,9 +15,8 @@
 //! Measured, per N: turns per second (N over the wall time of the whole fleet), panto's added
 //! latency (a turn's wall time minus the time the mock spent answering its three requests,
 //! p50/p99), heap and RSS per agent (fresh, mid-turn peak, idle after its turn, and the idle
-//! agent's heap beyond its conversation), descriptors per agent (peak and idle, the mock's own
-//! sockets not counted), CPU time per turn (the mock's share included: it runs in the process)
-//! and the descriptor limit the run needed. Printed, and written to
+//! agent's heap beyond its conversation), descriptors per agent (peak and idle), CPU time per
+//! turn (the fleet process's alone) and the descriptors the run needed at its peak. Printed, and written to
 //! `target/bench-results/fleet.tsv` for `cargo xtask bench`'s table.
 #![allow(clippy::print_stdout)]
 
@@ -103,7 +103,14 @@ struct Measured {
     failed: usize,
 }
 
+/// Set in the child process that serves the mock: how many agents' scripts it holds.
+const MOCK_CHILD: &str = "PANTO_FLEET_MOCK_AGENTS";
+
 fn main() {
+    if let Ok(n) = std::env::var(MOCK_CHILD) {
+        serve_mock(n.parse().expect("a number of agents"));
+        return;
+    }
     // `cargo bench` passes `--bench`; nothing else is an option here.
     let sizes: Vec<usize> = std::env::var("PANTO_FLEET_SIZES")
         .unwrap_or_else(|_| "100,1000,10000".to_owned())
@@ -141,7 +148,7 @@ fn main() {
     );
     for &kind in &stores {
         for (n_index, &n) in sizes.iter().enumerate() {
-            let url = postgres.as_ref().map(|server| {
+            let url = postgres.as_ref().filter(|_| kind == StoreKind::Postgres).map(|server| {
                 let name = format!("fleet_{}_{n_index}", std::process::id());
                 server.createdb(&name).expect("a database for the bench");
                 server.url(&name)
@@ -287,24 +294,96 @@ fn script(i: usize) -> [Reply; 3] {
     ]
 }
 
+/// The mock LLM server, in a child process (this binary again): its sockets and its CPU are
+/// then not the fleet's, and the fleet's descriptors fit the limit (10,000 agents with a file
+/// and a connection each are 20,000 descriptors already).
+fn serve_mock(n: usize) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("a Tokio runtime");
+    runtime.block_on(async {
+        let mock = MockServer::start().await;
+        mock.set_keep_alive(true);
+        mock.set_recording(false);
+        for i in 0..n {
+            for reply in script(i) {
+                mock.push_keyed(&format!("agent-{i}"), reply);
+            }
+        }
+        println!("{}", mock.anthropic_base_url());
+        // Serve until the parent closes our stdin.
+        let mut sink = Vec::new();
+        let _ = tokio::io::AsyncReadExt::read_to_end(&mut tokio::io::stdin(), &mut sink).await;
+    });
+}
+
+/// The mock child: its base URL; it stops when dropped.
+struct MockChild {
+    child: std::process::Child,
+    base_url: String,
+}
+
+impl MockChild {
+    fn start(n: usize) -> MockChild {
+        let mut child = std::process::Command::new(std::env::current_exe().expect("this binary"))
+            .env(MOCK_CHILD, n.to_string())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("starting the mock child");
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().expect("its stdout")),
+            &mut line,
+        )
+        .expect("the mock's address");
+        MockChild {
+            child,
+            base_url: line.trim().to_owned(),
+        }
+    }
+
+    /// The mock's `GET /__mock/stats`: connections accepted, and seconds served per key.
+    async fn stats(&self) -> serde_json::Value {
+        let client = panto_core::http_client_builder().build().expect("an HTTP client");
+        let response = client
+            .get(format!("{}/__mock/stats", self.base_url))
+            .send()
+            .await
+            .expect("the mock's stats");
+        serde_json::from_slice(&response.bytes().await.expect("the mock's stats")).expect("JSON stats")
+    }
+}
+
+impl Drop for MockChild {
+    fn drop(&mut self) {
+        // Closing stdin ends it.
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
 /// The peaks a fleet reached while it ran.
 #[derive(Debug, Default)]
 struct Peaks {
-    /// Descriptors, the mock's own connections not counted.
+    /// Descriptors.
     fds: usize,
-    /// Descriptors, all of them: what the process needed.
+    /// Descriptors, all of them: what the process needed (the same now that the mock runs in
+    /// another process).
     all_fds: usize,
     rss: usize,
     heap: usize,
 }
 
 /// Samples the peaks of descriptors, RSS and heap while a fleet runs.
-async fn sample_peaks(running: Arc<AtomicBool>, mock: Arc<MockServer>) -> Peaks {
+async fn sample_peaks(running: Arc<AtomicBool>) -> Peaks {
     let mut peaks = Peaks::default();
     while running.load(Ordering::Relaxed) {
         let all = open_descriptors();
         peaks.all_fds = peaks.all_fds.max(all);
-        peaks.fds = peaks.fds.max(all.saturating_sub(mock.open_connections()));
+        peaks.fds = peaks.fds.max(all);
         peaks.rss = peaks.rss.max(rss_bytes());
         peaks.heap = peaks.heap.max(HEAP.allocated());
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -313,14 +392,7 @@ async fn sample_peaks(running: Arc<AtomicBool>, mock: Arc<MockServer>) -> Peaks 
 }
 
 async fn run(kind: StoreKind, n: usize, postgres_url: Option<&str>) -> Measured {
-    let mock = Arc::new(MockServer::start().await);
-    mock.set_keep_alive(true);
-    mock.set_recording(false);
-    for i in 0..n {
-        for reply in script(i) {
-            mock.push_keyed(&format!("agent-{i}"), reply);
-        }
-    }
+    let mock = MockChild::start(n);
     let dir = tempfile::tempdir().expect("a temporary directory");
     let store: Arc<dyn SessionStore> = match kind {
         StoreKind::Jsonl => JsonlStore::with_durability(dir.path().join("sessions"), jsonl_durability()),
@@ -330,7 +402,7 @@ async fn run(kind: StoreKind, n: usize, postgres_url: Option<&str>) -> Measured 
     };
     let config = Config::new(ProviderConfig::new(
         ApiStyle::AnthropicMessages,
-        mock.anthropic_base_url(),
+        mock.base_url.clone(),
         "bench-key",
         "claude-sonnet-4-5",
     ));
@@ -352,7 +424,7 @@ async fn run(kind: StoreKind, n: usize, postgres_url: Option<&str>) -> Measured 
     let heap_fresh = HEAP.allocated().saturating_sub(heap_base);
 
     let running = Arc::new(AtomicBool::new(true));
-    let sampler = tokio::spawn(sample_peaks(running.clone(), mock.clone()));
+    let sampler = tokio::spawn(sample_peaks(running.clone()));
     let cpu_start = cpu_time();
     let started = Instant::now();
     let ramp = ramp();
@@ -387,20 +459,17 @@ async fn run(kind: StoreKind, n: usize, postgres_url: Option<&str>) -> Measured 
         })
         .collect();
     let mut agents = Vec::with_capacity(n);
-    let mut added = Vec::with_capacity(n);
-    let mut mock_total = Duration::ZERO;
+    let mut walls = Vec::with_capacity(n);
     let mut failed = 0;
     for (i, task) in tasks.into_iter().enumerate() {
         let (agent, wall, outcome) = task.await.expect("an agent's task");
+        walls.push(wall);
         if let Err(e) = outcome {
             if failed == 0 {
                 println!("fleet: agent {i}'s turn failed: {e}");
             }
             failed += 1;
         }
-        let served = mock.served_time(&format!("agent-{i}"));
-        mock_total += served;
-        added.push(wall.saturating_sub(served).as_secs_f64() * 1e3);
         agents.push(agent);
     }
     let elapsed = started.elapsed();
@@ -410,17 +479,24 @@ async fn run(kind: StoreKind, n: usize, postgres_url: Option<&str>) -> Measured 
     let cpu = cpu_time().saturating_sub(cpu_start);
     running.store(false, Ordering::Relaxed);
     let peaks = sampler.await.expect("the sampler");
+    let stats = mock.stats().await;
+    let connections = stats["connections"].as_u64().unwrap_or(0) as usize;
+    let mut mock_total = Duration::ZERO;
+    let mut added: Vec<f64> = walls
+        .iter()
+        .enumerate()
+        .map(|(i, wall)| {
+            let served = stats["served_seconds"][format!("agent-{i}")].as_f64().unwrap_or(0.0);
+            let served = Duration::from_secs_f64(served);
+            mock_total += served;
+            wall.saturating_sub(served).as_secs_f64() * 1e3
+        })
+        .collect();
     added.sort_by(f64::total_cmp);
-    let connections = mock.connections();
 
     // Steady state: every agent idle, its session held.
-    mock.reset();
-    let fds_idle = open_descriptors()
-        .saturating_sub(mock.open_connections())
-        .saturating_sub(fds_base);
-    let sockets_idle = open_sockets()
-        .saturating_sub(mock.open_connections())
-        .saturating_sub(sockets_base);
+    let fds_idle = open_descriptors().saturating_sub(fds_base);
+    let sockets_idle = open_sockets().saturating_sub(sockets_base);
     let heap_idle = HEAP.allocated().saturating_sub(heap_base);
     let rss_idle = rss_bytes().saturating_sub(rss_base);
     // What the conversations alone take: a copy of each, measured as it is made.
@@ -432,9 +508,7 @@ async fn run(kind: StoreKind, n: usize, postgres_url: Option<&str>) -> Measured 
     drop(store);
     // Let the stores finish letting go (PostgreSQL unlocks on tasks).
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let fds_after_drop = open_descriptors()
-        .saturating_sub(mock.open_connections())
-        .saturating_sub(fds_base);
+    let fds_after_drop = open_descriptors().saturating_sub(fds_base);
 
     let per = |bytes: usize| bytes as f64 / n as f64 / 1024.0;
     Measured {

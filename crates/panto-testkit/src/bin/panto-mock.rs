@@ -9,7 +9,8 @@
 //! until its stdin closes (so a test that dies takes the server with it) or it is killed; with
 //! `--ignore-stdin` only until it is killed. Control endpoints: `POST /__mock/push` (a reply or
 //! an array of replies as JSON, see `panto_testkit::spec`), `GET /__mock/requests`,
-//! `POST /__mock/reset`, `POST /__mock/validation` (`{"enforce": bool}`), `GET /__mock/builders`,
+//! `POST /__mock/reset`, `POST /__mock/validation` (`{"enforce": bool}`), `GET /__mock/stats`
+//! (connection counts and time served per `x-mock-key`), `GET /__mock/builders`,
 //! `POST /__mock/check-events` (a JSON array of events, validated against
 //! docs/events.schema.json: 200 `{"checked": n}`, or 422 `{"error": "..."}` naming the event and
 //! the field).
