@@ -637,20 +637,108 @@ pub(crate) fn fleet_rows(r: &Results) -> Vec<Row> {
             let id = format!("fleet/{store}/{n}");
             let fact = |key: &str| r.fact(&id, key);
             let name = |what: &str| format!("fleet {store}, {n} agents: {what}");
-            rows.push(row(&name("turns failed"), fact("failed"), "", Bound::AtMost, 0.0, "3-step tool turns, 2 worker threads"));
-            rows.push(row(&name("turns/s"), fact("turns_per_s"), "/s", Bound::Info, 0.0, "agents / wall time, starts spread over 1 s"));
-            rows.push(row(&name("added latency p50"), fact("added_p50_ms"), "ms", Bound::Info, 0.0, "turn wall time minus the mock's time"));
+            rows.push(row(
+                &name("turns failed"),
+                fact("failed"),
+                "",
+                Bound::AtMost,
+                0.0,
+                "3-step tool turns, 2 worker threads",
+            ));
+            rows.push(row(
+                &name("turns/s"),
+                fact("turns_per_s"),
+                "/s",
+                Bound::Info,
+                0.0,
+                "agents / wall time, starts spread over 1 s",
+            ));
+            rows.push(row(
+                &name("added latency p50"),
+                fact("added_p50_ms"),
+                "ms",
+                Bound::Info,
+                0.0,
+                "turn wall time minus the mock's time",
+            ));
             // The latency target is set at 1,000 agents.
-            let (bound, limit) = if n == 1_000 { (Bound::AtMost, 5.0) } else { (Bound::Info, 0.0) };
-            rows.push(row(&name("added latency p99"), fact("added_p99_ms"), "ms", bound, limit, "turn wall time minus the mock's time"));
-            rows.push(row(&name("descriptors per idle agent"), fact("fds_idle"), "", Bound::AtMost, 2.0, "after the turns, agents live (the mock runs in another process)"));
-            rows.push(row(&name("descriptors per agent, peak"), fact("fds_peak"), "", Bound::Info, 0.0, "sampled every 20 ms"));
-            rows.push(row(&name("idle agent heap beyond its conversation"), fact("heap_idle_beyond_conversation_kb"), "KB", Bound::AtMost, 64.0, "counting allocator; pooled connections and store state included"));
-            rows.push(row(&name("heap per agent mid-turn, peak"), fact("heap_peak_kb"), "KB", Bound::Info, 0.0, "counting allocator, conversation included"));
-            rows.push(row(&name("RSS per agent mid-turn, peak"), fact("rss_peak_kb"), "KB", Bound::Info, 0.0, "/proc/self/statm, sampled"));
-            rows.push(row(&name("RSS per idle agent"), fact("rss_idle_kb"), "KB", Bound::Info, 0.0, "/proc/self/statm"));
-            rows.push(row(&name("CPU per turn"), fact("cpu_ms_per_turn"), "ms", Bound::Info, 0.0, "fleet process user+system time / turns"));
-            rows.push(row(&name("descriptors needed"), fact("peak_descriptors"), "", Bound::Info, 0.0, "peak open descriptors of the fleet process"));
+            let (bound, limit) = if n == 1_000 {
+                (Bound::AtMost, 5.0)
+            } else {
+                (Bound::Info, 0.0)
+            };
+            rows.push(row(
+                &name("added latency p99"),
+                fact("added_p99_ms"),
+                "ms",
+                bound,
+                limit,
+                "turn wall time minus the mock's time",
+            ));
+            rows.push(row(
+                &name("descriptors per idle agent"),
+                fact("fds_idle"),
+                "",
+                Bound::AtMost,
+                2.0,
+                "after the turns, agents live (the mock runs in another process)",
+            ));
+            rows.push(row(
+                &name("descriptors per agent, peak"),
+                fact("fds_peak"),
+                "",
+                Bound::Info,
+                0.0,
+                "sampled every 20 ms",
+            ));
+            rows.push(row(
+                &name("idle agent heap beyond its conversation"),
+                fact("heap_idle_beyond_conversation_kb"),
+                "KB",
+                Bound::AtMost,
+                64.0,
+                "counting allocator; pooled connections and store state included",
+            ));
+            rows.push(row(
+                &name("heap per agent mid-turn, peak"),
+                fact("heap_peak_kb"),
+                "KB",
+                Bound::Info,
+                0.0,
+                "counting allocator, conversation included",
+            ));
+            rows.push(row(
+                &name("RSS per agent mid-turn, peak"),
+                fact("rss_peak_kb"),
+                "KB",
+                Bound::Info,
+                0.0,
+                "/proc/self/statm, sampled",
+            ));
+            rows.push(row(
+                &name("RSS per idle agent"),
+                fact("rss_idle_kb"),
+                "KB",
+                Bound::Info,
+                0.0,
+                "/proc/self/statm",
+            ));
+            rows.push(row(
+                &name("CPU per turn"),
+                fact("cpu_ms_per_turn"),
+                "ms",
+                Bound::Info,
+                0.0,
+                "fleet process user+system time / turns",
+            ));
+            rows.push(row(
+                &name("descriptors needed"),
+                fact("peak_descriptors"),
+                "",
+                Bound::Info,
+                0.0,
+                "peak open descriptors of the fleet process",
+            ));
         }
     }
     rows

@@ -264,7 +264,14 @@ async fn agents_of_one_config_share_their_connections() {
         server.set_keep_alive(true);
         let shared = config(style, &server);
         let mut agents: Vec<Agent> = (0..3)
-            .map(|_| Agent::new(shared.clone(), panto_core::Session::create(panto_core::NullStore::shared()), None).unwrap())
+            .map(|_| {
+                Agent::new(
+                    shared.clone(),
+                    panto_core::Session::create(panto_core::NullStore::shared()),
+                    None,
+                )
+                .unwrap()
+            })
             .collect();
         for (i, agent) in agents.iter_mut().enumerate() {
             server.push(Reply::sse(text(style, &format!("answer {i}"))));
@@ -280,7 +287,12 @@ async fn agents_of_one_config_share_their_connections() {
         );
 
         // A config built on its own has its own client, so its own connection.
-        let mut separate = Agent::new(config(style, &server), panto_core::Session::create(panto_core::NullStore::shared()), None).unwrap();
+        let mut separate = Agent::new(
+            config(style, &server),
+            panto_core::Session::create(panto_core::NullStore::shared()),
+            None,
+        )
+        .unwrap();
         server.push(Reply::sse(text(style, "apart")));
         collect(&mut separate, "hello").await.unwrap();
         assert_eq!(server.connections(), 2, "{style}");
@@ -301,7 +313,14 @@ async fn keyed_scripts_answer_each_agent_from_its_own_queue() {
         for step in 0..2 {
             server.push_keyed(key, Reply::sse(text(style, &format!("{key}{step}"))));
         }
-        agents.push(Agent::new(config, panto_core::Session::create(panto_core::NullStore::shared()), None).unwrap());
+        agents.push(
+            Agent::new(
+                config,
+                panto_core::Session::create(panto_core::NullStore::shared()),
+                None,
+            )
+            .unwrap(),
+        );
     }
     // b answers before a, and each agent still gets its own replies in order.
     let (a, b) = agents.split_at_mut(1);

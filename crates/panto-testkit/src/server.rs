@@ -155,7 +155,10 @@ impl MockServer {
     /// replies are served in the order pushed, independently of every other key's. A keyed
     /// request whose queue is empty gets the 500 of an unscripted request, naming the key.
     pub fn push_keyed(&self, key: &str, reply: Reply) {
-        lock(&self.shared.keyed).entry(key.to_owned()).or_default().push_back(reply);
+        lock(&self.shared.keyed)
+            .entry(key.to_owned())
+            .or_default()
+            .push_back(reply);
     }
 
     /// How long the server spent answering the requests of `key` so far: from each request

@@ -27,8 +27,8 @@ use std::time::{Duration, Instant};
 use cap::Cap;
 use nix::sys::resource::{getrlimit, getrusage, setrlimit, Resource, UsageWho};
 use panto_core::{
-    async_trait, Agent, ApiStyle, Config, Event, ProviderConfig, Session, SessionStore, Tool, ToolCall,
-    ToolCallResult, ToolDecl, ToolError,
+    async_trait, Agent, ApiStyle, Config, Event, ProviderConfig, Session, SessionStore, Tool, ToolCall, ToolCallResult,
+    ToolDecl, ToolError,
 };
 use panto_store_fs::{Durability, JsonlStore};
 use panto_store_postgres::PostgresStore;
@@ -144,7 +144,23 @@ fn main() {
     facts.add("fleet", "descriptor_limit", limit);
     println!(
         "{:<9} {:>6} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>7} {:>8} {:>7} {:>8} {:>7} {:>6}",
-        "store", "agents", "turns/s", "add p50", "add p99", "heap new", "heap mid", "heap idl", "beyond cv", "rss mid", "fd peak", "fd idl", "sock idl", "conns", "cpu/turn", "fds max", "failed"
+        "store",
+        "agents",
+        "turns/s",
+        "add p50",
+        "add p99",
+        "heap new",
+        "heap mid",
+        "heap idl",
+        "beyond cv",
+        "rss mid",
+        "fd peak",
+        "fd idl",
+        "sock idl",
+        "conns",
+        "cpu/turn",
+        "fds max",
+        "failed"
     );
     for &kind in &stores {
         for (n_index, &n) in sizes.iter().enumerate() {
@@ -234,7 +250,11 @@ fn open_sockets() -> usize {
 
 fn rss_bytes() -> usize {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: usize = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+    let pages: usize = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
     pages * 4096
 }
 
@@ -479,6 +499,25 @@ async fn run(kind: StoreKind, n: usize, postgres_url: Option<&str>) -> Measured 
     let cpu = cpu_time().saturating_sub(cpu_start);
     running.store(false, Ordering::Relaxed);
     let peaks = sampler.await.expect("the sampler");
+    // Steady state: every agent idle, its session held.
+    let fds_idle = open_descriptors().saturating_sub(fds_base);
+    let sockets_idle = open_sockets().saturating_sub(sockets_base);
+    let heap_idle = HEAP.allocated().saturating_sub(heap_base);
+    let rss_idle = rss_bytes().saturating_sub(rss_base);
+    // What the conversations alone take: a copy of each, measured as it is made.
+    let before = HEAP.allocated();
+    let copies: Vec<_> = agents.iter().map(|a| a.conversation().clone()).collect();
+    let conversations = HEAP.allocated().saturating_sub(before);
+    drop(copies);
+    drop(agents);
+    drop(store);
+    // The last handle on the shared HTTP client: its pooled connections close with it.
+    drop(config);
+    // Let the stores finish letting go (PostgreSQL unlocks on tasks).
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let fds_after_drop = open_descriptors().saturating_sub(fds_base);
+
+    // Only now: at 10,000 agents the fleet's connections may leave no descriptor for this one.
     let stats = mock.stats().await;
     let connections = stats["connections"].as_u64().unwrap_or(0) as usize;
     let mut mock_total = Duration::ZERO;
@@ -493,22 +532,6 @@ async fn run(kind: StoreKind, n: usize, postgres_url: Option<&str>) -> Measured 
         })
         .collect();
     added.sort_by(f64::total_cmp);
-
-    // Steady state: every agent idle, its session held.
-    let fds_idle = open_descriptors().saturating_sub(fds_base);
-    let sockets_idle = open_sockets().saturating_sub(sockets_base);
-    let heap_idle = HEAP.allocated().saturating_sub(heap_base);
-    let rss_idle = rss_bytes().saturating_sub(rss_base);
-    // What the conversations alone take: a copy of each, measured as it is made.
-    let before = HEAP.allocated();
-    let copies: Vec<_> = agents.iter().map(|a| a.conversation().clone()).collect();
-    let conversations = HEAP.allocated().saturating_sub(before);
-    drop(copies);
-    drop(agents);
-    drop(store);
-    // Let the stores finish letting go (PostgreSQL unlocks on tasks).
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let fds_after_drop = open_descriptors().saturating_sub(fds_base);
 
     let per = |bytes: usize| bytes as f64 / n as f64 / 1024.0;
     Measured {

@@ -88,7 +88,9 @@ impl Service {
             }
         };
         // From here the agent owns the lock: dropping it (on any error too) releases it.
-        let agent = Arc::new(tokio::sync::Mutex::new(Agent::resume(self.config.clone(), session).await?));
+        let agent = Arc::new(tokio::sync::Mutex::new(
+            Agent::resume(self.config.clone(), session).await?,
+        ));
         self.live().insert(id.to_owned(), agent.clone());
         Ok(agent)
     }

@@ -38,9 +38,12 @@ async fn main() -> Result<()> {
         var("PANTO_SERVICE_MODEL")?,
     );
 
-    let store = PostgresStore::connect(&database)
-        .await
-        .with_context(|| format!("connecting to {}", panto_store_postgres::redact_connection_string(&database)))?;
+    let store = PostgresStore::connect(&database).await.with_context(|| {
+        format!(
+            "connecting to {}",
+            panto_store_postgres::redact_connection_string(&database)
+        )
+    })?;
     let service = Service::new(store, Config::new(provider));
     let listener = tokio::net::TcpListener::bind(&listen)
         .await

@@ -36,7 +36,9 @@ fn start_instance(database: &str, mock: &MockServer) -> Instance {
         .expect("starting panto-service");
     let stdout = child.stdout.take().expect("its stdout");
     let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).expect("reading its first line");
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("reading its first line");
     let Some(base) = line.trim().strip_prefix("listening on ") else {
         panic!("panto-service did not start: it said {line:?}");
     };
@@ -111,7 +113,9 @@ async fn two_instances_on_one_database_never_write_the_same_session() {
     let b = start_instance(&database, &mock);
     let http = Client::new();
 
-    let (status, started) = http.call(reqwest::Method::POST, format!("{}/sessions", a.base), None).await;
+    let (status, started) = http
+        .call(reqwest::Method::POST, format!("{}/sessions", a.base), None)
+        .await;
     assert_eq!(status, 201, "{started}");
     let id = started["id"].as_str().expect("an id").to_owned();
 
@@ -125,24 +129,37 @@ async fn two_instances_on_one_database_never_write_the_same_session() {
     let (status, error) = http.prompt(&b, &id, "hi b").await;
     assert_eq!(status, 409, "{error:?}");
     let message = error[0]["error"].as_str().unwrap();
-    assert!(message.contains(&id) && message.contains("another instance"), "{message}");
-    let (status, error) = http.call(reqwest::Method::POST, format!("{}/sessions/{id}/resume", b.base), None).await;
+    assert!(
+        message.contains(&id) && message.contains("another instance"),
+        "{message}"
+    );
+    let (status, error) = http
+        .call(reqwest::Method::POST, format!("{}/sessions/{id}/resume", b.base), None)
+        .await;
     assert_eq!(status, 409, "{error}");
-    let (_, listed) = http.call(reqwest::Method::GET, format!("{}/sessions", b.base), None).await;
+    let (_, listed) = http
+        .call(reqwest::Method::GET, format!("{}/sessions", b.base), None)
+        .await;
     assert_eq!(listed[0]["id"], id.as_str());
     assert_eq!(listed[0]["message_count"], 2);
     assert_eq!(listed[0]["live_here"], false);
-    let (_, listed) = http.call(reqwest::Method::GET, format!("{}/sessions", a.base), None).await;
+    let (_, listed) = http
+        .call(reqwest::Method::GET, format!("{}/sessions", a.base), None)
+        .await;
     assert_eq!(listed[0]["live_here"], true);
     assert_eq!(mock.requests().len(), 1, "a refused request reached the provider");
 
     // a lets go; b takes the session (the lock is released by a task of a, so b may have to ask
     // again for a moment) and continues it with its whole history.
-    let (status, _) = http.call(reqwest::Method::DELETE, format!("{}/sessions/{id}", a.base), None).await;
+    let (status, _) = http
+        .call(reqwest::Method::DELETE, format!("{}/sessions/{id}", a.base), None)
+        .await;
     assert_eq!(status, 204);
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let (status, body) = http.call(reqwest::Method::POST, format!("{}/sessions/{id}/resume", b.base), None).await;
+        let (status, body) = http
+            .call(reqwest::Method::POST, format!("{}/sessions/{id}/resume", b.base), None)
+            .await;
         if status == 200 {
             assert_eq!(body["messages"], 2, "{body}");
             break;
@@ -163,17 +180,25 @@ async fn two_instances_on_one_database_never_write_the_same_session() {
     // Now a is the one refused, and the database holds the four messages once.
     let (status, error) = http.prompt(&a, &id, "mine again?").await;
     assert_eq!(status, 409, "{error:?}");
-    let (_, listed) = http.call(reqwest::Method::GET, format!("{}/sessions", a.base), None).await;
+    let (_, listed) = http
+        .call(reqwest::Method::GET, format!("{}/sessions", a.base), None)
+        .await;
     assert_eq!(listed[0]["message_count"], 4);
     assert_eq!(listed[0]["last_user_message"], "hi b");
 
     // Unknown sessions and sessions not live here are named.
     let unknown = panto_core::store::new_session_id();
     let (status, error) = http
-        .call(reqwest::Method::POST, format!("{}/sessions/{unknown}/resume", a.base), None)
+        .call(
+            reqwest::Method::POST,
+            format!("{}/sessions/{unknown}/resume", a.base),
+            None,
+        )
         .await;
     assert_eq!(status, 404, "{error}");
-    let (status, error) = http.call(reqwest::Method::DELETE, format!("{}/sessions/{id}", a.base), None).await;
+    let (status, error) = http
+        .call(reqwest::Method::DELETE, format!("{}/sessions/{id}", a.base), None)
+        .await;
     assert_eq!(status, 404, "{error}");
     assert!(error["error"].as_str().unwrap().contains("not live in this instance"));
 }

@@ -163,7 +163,10 @@ async fn dropping_an_agent_closes_its_session_file_and_a_new_agent_can_take_the_
     other.release(&id).await.unwrap();
 
     // A new agent in this process, on the same store, resumes and writes the session.
-    let session = Session::resolve(store.clone(), &id).await.unwrap().expect("the session");
+    let session = Session::resolve(store.clone(), &id)
+        .await
+        .unwrap()
+        .expect("the session");
     let mut again = Agent::resume(config(style, &server), session).await.unwrap();
     server.push(Reply::sse(text(style, "second answer")));
     finish(&mut again, "second").await;

@@ -241,17 +241,26 @@ async fn dropping_the_agent_releases_the_session_lock() {
     drop(agent);
     let deadline = Instant::now() + Duration::from_secs(10);
     while lock_held(&url, &id).await {
-        assert!(Instant::now() < deadline, "the dropped agent's lock on {id} is still held");
+        assert!(
+            Instant::now() < deadline,
+            "the dropped agent's lock on {id} is still held"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert!(format!("{first:?}").contains("open_for_writing: 0"), "{first:?}");
 
-    let session = Session::resolve(as_dyn(&second), &id).await.unwrap().expect("the session");
+    let session = Session::resolve(as_dyn(&second), &id)
+        .await
+        .unwrap()
+        .expect("the session");
     let mut resumed = Agent::resume(config, session).await.unwrap();
     server.push(Reply::sse(script::anthropic_text("second answer")));
     {
         let mut stream = resumed.run("second".into());
         while stream.next().await.unwrap().is_some() {}
     }
-    assert_eq!(texts(&second, &id).await, ["first", "first answer", "second", "second answer"]);
+    assert_eq!(
+        texts(&second, &id).await,
+        ["first", "first answer", "second", "second answer"]
+    );
 }
