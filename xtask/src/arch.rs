@@ -75,7 +75,7 @@ const RULES: &[Rule] = &[
     },
     Rule {
         invariant: "every HTTP client is built by panto_core::http_client_builder (which follows no redirects)",
-        dirs: &["crates/*/src"],
+        dirs: &["crates/*/src", "examples/service/src"],
         forbidden: &[
             "Client::new(",
             "Client::builder(",
@@ -111,6 +111,7 @@ const LINTED_CRATES: &[&str] = &[
     "crates/panto-store-fs",
     "crates/panto-cli",
     "crates/panto-testkit",
+    "examples/service",
 ];
 
 pub fn check(root: &Path) -> Result<()> {

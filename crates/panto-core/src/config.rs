@@ -5,6 +5,7 @@
 //! the API key must not reach a file.
 
 use std::fmt;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -203,7 +204,17 @@ pub struct ProviderConfig {
     /// by Anthropic.
     #[serde(default)]
     pub prompt_cache_key: bool,
+    /// The HTTP client of this provider, built on first use and shared by every clone of this
+    /// config (so by every agent made from one), whatever `with_*` changes a clone gets after.
+    #[serde(skip)]
+    client: SharedClient,
 }
+
+/// One HTTP client (one connection pool) shared by the clones of a [`ProviderConfig`]: agents
+/// of one provider reuse each other's connections instead of each opening its own, and an idle
+/// agent holds no connection of its own.
+#[derive(Clone, Default)]
+struct SharedClient(Arc<OnceLock<reqwest::Client>>);
 
 fn default_max_event_bytes() -> usize {
     DEFAULT_MAX_EVENT_BYTES
@@ -233,6 +244,7 @@ impl ProviderConfig {
             cache: CacheMode::Auto,
             cache_ttl: CacheTtl::FiveMinutes,
             prompt_cache_key: false,
+            client: SharedClient::default(),
         }
     }
 
@@ -252,6 +264,24 @@ impl ProviderConfig {
     pub fn with_prompt_cache_key(mut self, send: bool) -> Self {
         self.prompt_cache_key = send;
         self
+    }
+
+    /// The provider's HTTP client, built by [`http_client_builder`](crate::http_client_builder)
+    /// on first use and shared by every clone of this config. A `reqwest::Client` is a handle:
+    /// the clone returned shares the connection pool. Keep the agents of one config on one Tokio
+    /// runtime: pooled connections are driven by the runtime that opened them.
+    ///
+    /// Errors: [`Error::HttpClient`](crate::Error::HttpClient) when no client can be built (the
+    /// TLS backend cannot initialise).
+    pub(crate) fn http_client(&self) -> crate::Result<reqwest::Client> {
+        if let Some(client) = self.client.0.get() {
+            return Ok(client.clone());
+        }
+        let built = crate::provider::http::http_client_builder()
+            .build()
+            .map_err(|e| crate::Error::HttpClient(e.to_string()))?;
+        // Two agents may race to build it; the first one stored wins and both use that one.
+        Ok(self.client.0.get_or_init(|| built).clone())
     }
 
     /// With this reasoning effort.

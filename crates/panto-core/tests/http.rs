@@ -253,3 +253,83 @@ async fn a_connect_error_never_shows_the_credentials_of_the_base_url() {
         "{message}"
     );
 }
+
+/// Agents made from clones of one config share one HTTP client: with a server that keeps
+/// connections alive, several agents' turns, one after the other, travel over one connection.
+/// (Each agent once built its own client and opened its own connection.)
+#[tokio::test]
+async fn agents_of_one_config_share_their_connections() {
+    for style in STYLES {
+        let server = MockServer::start().await;
+        server.set_keep_alive(true);
+        let shared = config(style, &server);
+        let mut agents: Vec<Agent> = (0..3)
+            .map(|_| {
+                Agent::new(
+                    shared.clone(),
+                    panto_core::Session::create(panto_core::NullStore::shared()),
+                    None,
+                )
+                .unwrap()
+            })
+            .collect();
+        for (i, agent) in agents.iter_mut().enumerate() {
+            server.push(Reply::sse(text(style, &format!("answer {i}"))));
+            let events = collect(agent, "hello").await.unwrap();
+            assert_eq!(streamed_text(&events), format!("answer {i}"));
+        }
+        assert_eq!(server.requests().len(), 3);
+        assert_eq!(
+            server.connections(),
+            1,
+            "{style}: three agents of one config opened {} connections",
+            server.connections()
+        );
+
+        // A config built on its own has its own client, so its own connection.
+        let mut separate = Agent::new(
+            config(style, &server),
+            panto_core::Session::create(panto_core::NullStore::shared()),
+            None,
+        )
+        .unwrap();
+        server.push(Reply::sse(text(style, "apart")));
+        collect(&mut separate, "hello").await.unwrap();
+        assert_eq!(server.connections(), 2, "{style}");
+    }
+}
+
+/// Interleaved agents each follow their own script, picked by the `x-mock-key` header.
+#[tokio::test]
+async fn keyed_scripts_answer_each_agent_from_its_own_queue() {
+    let style = ApiStyle::AnthropicMessages;
+    let server = MockServer::start().await;
+    server.set_keep_alive(true);
+    let shared = config(style, &server);
+    let mut agents = Vec::new();
+    for key in ["a", "b"] {
+        let mut config = shared.clone();
+        config.provider = config.provider.with_header(panto_testkit::KEY_HEADER, key);
+        for step in 0..2 {
+            server.push_keyed(key, Reply::sse(text(style, &format!("{key}{step}"))));
+        }
+        agents.push(
+            Agent::new(
+                config,
+                panto_core::Session::create(panto_core::NullStore::shared()),
+                None,
+            )
+            .unwrap(),
+        );
+    }
+    // b answers before a, and each agent still gets its own replies in order.
+    let (a, b) = agents.split_at_mut(1);
+    assert_eq!(streamed_text(&collect(&mut b[0], "go").await.unwrap()), "b0");
+    assert_eq!(streamed_text(&collect(&mut a[0], "go").await.unwrap()), "a0");
+    assert_eq!(streamed_text(&collect(&mut a[0], "go").await.unwrap()), "a1");
+    assert_eq!(streamed_text(&collect(&mut b[0], "go").await.unwrap()), "b1");
+    assert!(server.served_time("a") > Duration::ZERO);
+    // An unscripted key is a 500 naming the key (retried, then failed).
+    let err = collect(&mut b[0], "again").await.unwrap_err();
+    assert!(err.to_string().contains("x-mock-key \"b\""), "{err}");
+}

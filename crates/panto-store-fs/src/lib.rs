@@ -13,8 +13,10 @@
 //! - A compaction is recorded on the summary entry; [`SessionStore::load`] returns the compacted
 //!   view while the file keeps the full history.
 //! - The first append to a session takes an exclusive advisory lock (`flock`) on its file and
-//!   holds it until the store is dropped; a second writer, in this process or another, gets
-//!   [`Error::SessionInUse`]. Readers never lock.
+//!   holds it while the session's [`Agent`](panto_core::Agent) lives: dropping the agent closes
+//!   the file (as do [`JsonlStore::release`] and dropping the store). So a process holds one
+//!   descriptor per live agent, not per session it ever wrote. A second writer, in another
+//!   process or through another store, gets [`Error::SessionInUse`]. Readers never lock.
 //! - A crash mid-append leaves at most a torn final line: reads skip it and the next writer cuts
 //!   it off. A crash between creating a new session's file and its first write leaves an empty
 //!   file, which holds no session. A bad line anywhere else is [`Error::CorruptSession`] naming
@@ -192,10 +194,10 @@ impl JsonlStore {
 
     /// Stops writing session `id`: closes its file, which releases its lock at once, so another
     /// process (or store) can resume it. The next append through this store opens the file
-    /// again (reading its log). A service that keeps one store for many sessions calls this when
-    /// it is done with one; otherwise every session it wrote stays open until the store is
-    /// dropped. Call it when no append to the session is in flight: an append that races it
-    /// still lands, in a file opened for that append alone.
+    /// again (reading its log). Dropping the session's [`Agent`](panto_core::Agent) does the
+    /// same without waiting; this is for a program that appends through
+    /// [`Session`](panto_core::Session)s of its own. Call it when no append to the session is in flight: an append that
+    /// races it still lands, in a file opened for that append alone.
     pub async fn release(&self, id: &str) -> Result<()> {
         validate_session_id(id)?;
         let inner = self.inner.clone();
@@ -331,6 +333,17 @@ impl Inner {
         }
     }
 
+    /// Lets go of session `id`'s writer without waiting: the slot leaves the map, and the writer
+    /// (the open, locked file) is closed now if no append holds it, else when that append ends.
+    fn release_now(&self, id: &str) {
+        let Some(slot) = lock(&self.writers).remove(id) else {
+            return;
+        };
+        if let Ok(mut guard) = slot.try_lock() {
+            *guard = None;
+        };
+    }
+
     /// Appends on the caller's thread when that is cheaper than handing the batch to a blocking
     /// thread: without fsync, to a session this store already has open, whose writer is free.
     /// The append is then one `write` into the page cache, a few microseconds, while the hand-off
@@ -424,5 +437,11 @@ impl SessionStore for JsonlStore {
             inner.append(&id, &batch, metadata.as_deref())
         })
         .await
+    }
+
+    /// Closes the session's file (releasing its lock) when its agent is dropped; an append still
+    /// in flight (a cancelled turn's) closes it when it ends.
+    fn release_writer(&self, id: &str) {
+        self.inner.release_now(id);
     }
 }

@@ -21,9 +21,11 @@
 //! - **Atomic appends**: an append is one transaction; after an error none of the batch is
 //!   stored.
 //! - **One writer per session**, across processes and hosts: the first append takes a
-//!   PostgreSQL advisory lock on the session and holds it until the store is dropped or
-//!   [`PostgresStore::release`] is called; another writer gets [`Error::SessionInUse`], as with
-//!   the file store. Readers never lock.
+//!   PostgreSQL advisory lock on the session and holds it while the session's
+//!   [`Agent`](panto_core::Agent) lives (dropping the agent releases it, as do
+//!   [`PostgresStore::release`] and dropping the store); another writer gets
+//!   [`Error::SessionInUse`], as with the file store. Readers never lock. All the locks of a
+//!   store live on one connection, so many live agents cost no connection each.
 //! - **TLS** when the connection string says `sslmode=require` (or `verify-ca`, `verify-full`),
 //!   always with the server's certificate checked, against `sslrootcert=FILE` or the Mozilla
 //!   roots; plain text otherwise.
@@ -148,7 +150,8 @@ type SlotRef = Arc<tokio::sync::Mutex<Slot>>;
 pub struct PostgresStore {
     config: Config,
     pool: Pool,
-    locker: Locker,
+    /// Shared with the tasks that release a dropped agent's lock (`release_writer`).
+    locker: Arc<Locker>,
     /// This store's fencing token (see `writer.rs`).
     token: String,
     /// Sessions this store writes. The outer lock is held only to find a slot; each slot's lock
@@ -190,7 +193,7 @@ impl PostgresStore {
         let pool = Pool::new(target.clone(), options.pool_size);
         pool.put(conn);
         Ok(Arc::new(PostgresStore {
-            locker: Locker::new(target),
+            locker: Arc::new(Locker::new(target)),
             config,
             pool,
             token: uuid::Uuid::now_v7().to_string(),
@@ -207,6 +210,21 @@ impl PostgresStore {
         let slot = lock(&self.slots).get(id).cloned();
         if let Some(slot) = slot {
             self.retire(id, &slot).await;
+        }
+        Ok(())
+    }
+
+    /// Takes the lock of session `id` now, before this store's first append to it:
+    /// [`Error::SessionInUse`] when another writer holds it. A service about to serve a session
+    /// calls this to learn at once whether another instance writes it. The lock is then held as
+    /// one taken by an append is: until the agent of the session is dropped,
+    /// [`PostgresStore::release`], or the store is dropped.
+    pub async fn claim(&self, id: &str) -> Result<()> {
+        validate_session_id(id)?;
+        let mut slot = self.slot(id).await;
+        if let Err(e) = self.ensure_locked(id, &mut slot).await {
+            self.retire_locked(id, &mut slot).await;
+            return Err(e);
         }
         Ok(())
     }
@@ -395,6 +413,43 @@ impl SessionStore for PostgresStore {
             }
             Err(CommitError::Gone) => Err(Error::SessionNotFound(id.to_owned())),
             Err(CommitError::Failed(e)) => Err(e),
+        }
+    }
+
+    /// Forgets the session and releases its advisory lock when its agent is dropped. The
+    /// slot is retired at once; the unlock (a round trip on the lock connection) runs on a task
+    /// of the current Tokio runtime. A slot busy with an append belongs to another writer of
+    /// this store and is left alone, as is everything when no runtime is current (the lock then
+    /// lasts until [`PostgresStore::release`] or the store is dropped).
+    fn release_writer(&self, id: &str) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let Some(slot) = lock(&self.slots).get(id).cloned() else {
+            return;
+        };
+        let Ok(mut guard) = slot.clone().try_lock_owned() else {
+            return;
+        };
+        if guard.retired {
+            return;
+        }
+        let generation = guard.lock.take();
+        guard.open = None;
+        guard.retired = true;
+        {
+            let mut slots = lock(&self.slots);
+            if slots.get(id).is_some_and(|s| Arc::ptr_eq(s, &slot)) {
+                slots.remove(id);
+            }
+        }
+        drop(guard);
+        if let Some(generation) = generation {
+            // Session-level advisory locks stack: if this store takes the lock again before the
+            // unlock runs, the unlock only takes back the earlier hold.
+            let locker = Arc::clone(&self.locker);
+            let id = id.to_owned();
+            runtime.spawn(async move { locker.unlock(&id, generation).await });
         }
     }
 }

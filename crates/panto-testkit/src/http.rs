@@ -2,7 +2,8 @@
 //!
 //! Requests: a request line, headers, and a `Content-Length` body. Chunked request bodies are
 //! refused with 411, since no client panto uses sends them. Responses: a status line, headers and
-//! either a `Content-Length` body or a chunked one, always with `Connection: close`.
+//! either a `Content-Length` body or a chunked one, with `Connection: close` unless the server
+//! keeps connections alive ([`MockServer::set_keep_alive`](crate::MockServer::set_keep_alive)).
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -133,7 +134,13 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 }
 
 /// The status line and headers of a response, ending with the blank line.
-pub(crate) fn response_head(status: u16, headers: &[(String, String)], framing: Framing, body_len: usize) -> Vec<u8> {
+pub(crate) fn response_head(
+    status: u16,
+    headers: &[(String, String)],
+    framing: Framing,
+    body_len: usize,
+    keep_alive: bool,
+) -> Vec<u8> {
     let mut head = format!("HTTP/1.1 {status} {}\r\n", reason(status));
     for (name, value) in headers {
         if !["content-length", "transfer-encoding", "connection"]
@@ -147,7 +154,11 @@ pub(crate) fn response_head(status: u16, headers: &[(String, String)], framing: 
         Framing::Chunked => head.push_str("transfer-encoding: chunked\r\n"),
         Framing::Length => head.push_str(&format!("content-length: {body_len}\r\n")),
     }
-    head.push_str("connection: close\r\n\r\n");
+    head.push_str(if keep_alive {
+        "connection: keep-alive\r\n\r\n"
+    } else {
+        "connection: close\r\n\r\n"
+    });
     head.into_bytes()
 }
 

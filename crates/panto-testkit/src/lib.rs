@@ -61,4 +61,4 @@ pub use events::{assert_event, check_event, check_events, event_types, EVENT_SCH
 pub use fixture::{fixture_bytes, fixtures_dir};
 pub use recorded::RecordedRequest;
 pub use reply::{Chunking, Reply};
-pub use server::MockServer;
+pub use server::{MockServer, KEY_HEADER};

@@ -1,9 +1,9 @@
 //! The mock server: accept loop, request handling, control endpoints and response writing.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -25,6 +25,9 @@ use crate::validate::{self, Api};
 /// has not read yet; draining first avoids that.
 const LINGER: Duration = Duration::from_secs(2);
 
+/// The request header that picks a keyed script ([`MockServer::push_keyed`]).
+pub const KEY_HEADER: &str = "x-mock-key";
+
 /// A scripted LLM server on `127.0.0.1`, serving on tokio tasks of the runtime it was started
 /// in. Dropping it stops the server and closes every open connection (stalled ones included).
 ///
@@ -32,6 +35,13 @@ const LINGER: Duration = Duration::from_secs(2);
 /// recorded, validated, and answered with the queued replies in order. When the queue is empty
 /// the answer is a 500 whose message says `mock: no scripted reply for request N`. Requests under
 /// `/__mock/` are control requests (see the `panto-mock` binary) and are not recorded.
+///
+/// Many clients at once (a fleet of agents) each follow their own script: a request carrying the
+/// header [`KEY_HEADER`] (`x-mock-key: K`) is answered from the queue of key `K`
+/// ([`MockServer::push_keyed`]), however the requests of different keys interleave. For such
+/// loads the server can keep connections alive ([`MockServer::set_keep_alive`]), count them
+/// ([`MockServer::connections`]), stop recording request bodies ([`MockServer::set_recording`])
+/// and say how long it spent answering each key ([`MockServer::served_time`]).
 #[derive(Debug)]
 pub struct MockServer {
     addr: SocketAddr,
@@ -49,6 +59,18 @@ struct Shared {
     fixtures_dir: Mutex<PathBuf>,
     /// The Anthropic prompt cache, when the server bills by it.
     prompt_cache: Mutex<Option<PromptCache>>,
+    /// The scripts of keyed requests, by key.
+    keyed: Mutex<HashMap<String, VecDeque<Reply>>>,
+    /// Time spent answering each key's requests (from the request read to the last byte).
+    keyed_time: Mutex<HashMap<String, Duration>>,
+    keep_alive: AtomicBool,
+    record: AtomicBool,
+    /// Provider requests received, recorded or not.
+    received: AtomicUsize,
+    /// TCP connections accepted.
+    connections: AtomicUsize,
+    /// TCP connections accepted and not closed yet.
+    open_connections: AtomicUsize,
 }
 
 /// Locks a mutex even if a panicking test thread poisoned it; the data stays consistent because
@@ -85,6 +107,13 @@ impl MockServer {
             enforce: AtomicBool::new(true),
             fixtures_dir: Mutex::new(crate::fixtures_dir()),
             prompt_cache: Mutex::new(None),
+            keyed: Mutex::new(HashMap::new()),
+            keyed_time: Mutex::new(HashMap::new()),
+            keep_alive: AtomicBool::new(false),
+            record: AtomicBool::new(true),
+            received: AtomicUsize::new(0),
+            connections: AtomicUsize::new(0),
+            open_connections: AtomicUsize::new(0),
         });
         let (shutdown, watch) = watch::channel(());
         let accept = tokio::spawn(accept_loop(listener, Arc::clone(&shared), watch));
@@ -126,6 +155,48 @@ impl MockServer {
         lock(&self.shared.queue).push_back(reply);
     }
 
+    /// Queues a reply for the requests carrying `x-mock-key: key` ([`KEY_HEADER`]); each key's
+    /// replies are served in the order pushed, independently of every other key's. A keyed
+    /// request whose queue is empty gets the 500 of an unscripted request, naming the key.
+    pub fn push_keyed(&self, key: &str, reply: Reply) {
+        lock(&self.shared.keyed)
+            .entry(key.to_owned())
+            .or_default()
+            .push_back(reply);
+    }
+
+    /// How long the server spent answering the requests of `key` so far: from each request
+    /// read to the last byte of its response written (its scripted delays included). What a
+    /// client's latency is measured against. `GET /__mock/stats` answers the same for every key
+    /// (`served_seconds`), with the connection counts, for a client in another process.
+    pub fn served_time(&self, key: &str) -> Duration {
+        lock(&self.shared.keyed_time).get(key).copied().unwrap_or_default()
+    }
+
+    /// Whether responses keep the connection open for the next request (`Connection:
+    /// keep-alive`) instead of closing it (the default). A reply cut short (stall, close) still
+    /// ends its connection.
+    pub fn set_keep_alive(&self, keep_alive: bool) {
+        self.shared.keep_alive.store(keep_alive, Ordering::SeqCst);
+    }
+
+    /// Whether provider requests are recorded for [`MockServer::requests`] (the default). A
+    /// load test turns it off so that the server's memory does not grow with every request.
+    pub fn set_recording(&self, record: bool) {
+        self.shared.record.store(record, Ordering::SeqCst);
+    }
+
+    /// How many TCP connections the server has accepted since it started.
+    pub fn connections(&self) -> usize {
+        self.shared.connections.load(Ordering::SeqCst)
+    }
+
+    /// How many of the accepted TCP connections are still open on the server's side: what the
+    /// server itself holds in descriptors, for a load test to tell its own from the client's.
+    pub fn open_connections(&self) -> usize {
+        self.shared.open_connections.load(Ordering::SeqCst)
+    }
+
     /// Every provider request received so far (since the last [`MockServer::reset`]), in order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         lock(&self.shared.requests).clone()
@@ -140,6 +211,8 @@ impl MockServer {
     pub fn reset(&self) {
         lock(&self.shared.queue).clear();
         lock(&self.shared.requests).clear();
+        lock(&self.shared.keyed).clear();
+        self.shared.received.store(0, Ordering::SeqCst);
     }
 
     /// Whether a request that fails validation is refused with a 400 (the default) instead of
@@ -192,40 +265,60 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, watch: watch::R
             tokio::time::sleep(Duration::from_millis(10)).await;
             continue;
         };
+        shared.connections.fetch_add(1, Ordering::SeqCst);
         // Every write must leave at once so that chunking is visible to the client.
         let _ = stream.set_nodelay(true);
         let shared = Arc::clone(&shared);
         let mut stop = watch.clone();
+        shared.open_connections.fetch_add(1, Ordering::SeqCst);
         tokio::spawn(async move {
             tokio::select! {
                 _ = stop.changed() => {}
                 _ = serve(&mut stream, &shared) => {}
             }
+            drop(stream);
+            shared.open_connections.fetch_sub(1, Ordering::SeqCst);
         });
     }
 }
 
-/// Handles one connection: one request, one response.
+/// Handles one connection: one request and its response, or, with keep-alive, as many as the
+/// client sends.
 async fn serve(stream: &mut TcpStream, shared: &Shared) {
-    let request = match http::read_request(stream).await {
-        Ok(request) => request,
-        Err(ReadError::Closed) => return,
-        Err(ReadError::Bad(status, message)) => {
-            let body = Api::error_body(None, "invalid_request_error", &format!("mock: {message}"));
-            let _ = write_reply(stream, &Reply::json(status, &body)).await;
+    loop {
+        let request = match http::read_request(stream).await {
+            Ok(request) => request,
+            Err(ReadError::Closed) => return,
+            Err(ReadError::Bad(status, message)) => {
+                let body = Api::error_body(None, "invalid_request_error", &format!("mock: {message}"));
+                let _ = write_reply(stream, &Reply::json(status, &body), false).await;
+                return;
+            }
+        };
+        let started = std::time::Instant::now();
+        let key = request
+            .headers
+            .iter()
+            .find(|(name, _)| name == KEY_HEADER)
+            .map(|(_, value)| value.clone());
+        let reply = if request.path().starts_with("/__mock/") {
+            control(&request, shared)
+        } else {
+            provider(&request, key.as_deref(), shared)
+        };
+        let keep_alive = shared.keep_alive.load(Ordering::SeqCst);
+        let open = write_reply(stream, &reply, keep_alive).await;
+        if let Some(key) = key {
+            *lock(&shared.keyed_time).entry(key).or_default() += started.elapsed();
+        }
+        if !matches!(open, Ok(true)) {
             return;
         }
-    };
-    let reply = if request.path().starts_with("/__mock/") {
-        control(&request, shared)
-    } else {
-        provider(&request, shared)
-    };
-    let _ = write_reply(stream, &reply).await;
+    }
 }
 
 /// Records, validates and answers a provider request.
-fn provider(request: &Request, shared: &Shared) -> Reply {
+fn provider(request: &Request, key: Option<&str>, shared: &Shared) -> Reply {
     let verdict = validate::validate(request);
     let api = Api::of_path(request.path());
     // A refused request is not billed and touches no cache, as with the real API.
@@ -233,10 +326,9 @@ fn provider(request: &Request, shared: &Shared) -> Reply {
         (Ok(()), Some(Api::Anthropic)) => lock(&shared.prompt_cache).as_mut().and_then(|c| c.bill(&request.body)),
         _ => None,
     };
-    let index = {
-        let mut requests = lock(&shared.requests);
-        let index = requests.len() + 1;
-        requests.push(RecordedRequest {
+    let index = shared.received.fetch_add(1, Ordering::SeqCst) + 1;
+    if shared.record.load(Ordering::SeqCst) {
+        lock(&shared.requests).push(RecordedRequest {
             index,
             method: request.method.clone(),
             path: request.target.clone(),
@@ -245,8 +337,7 @@ fn provider(request: &Request, shared: &Shared) -> Reply {
             validation: verdict.as_ref().err().map(|r| r.message.clone()),
             cache,
         });
-        index
-    };
+    }
     if let Err(rejection) = &verdict {
         if shared.enforce.load(Ordering::SeqCst) {
             return Reply::json(rejection.status, &rejection.body());
@@ -260,9 +351,14 @@ fn provider(request: &Request, shared: &Shared) -> Reply {
         };
         Reply::json(500, &Api::error_body(api, error_type, &message))
     };
-    let Some(reply) = lock(&shared.queue).pop_front() else {
+    let next = match key {
+        Some(key) => lock(&shared.keyed).get_mut(key).and_then(VecDeque::pop_front),
+        None => lock(&shared.queue).pop_front(),
+    };
+    let Some(reply) = next else {
+        let keyed = key.map(|k| format!(" with {KEY_HEADER} {k:?}")).unwrap_or_default();
         return server_error(format!(
-            "mock: no scripted reply for request {index} ({} {})",
+            "mock: no scripted reply for request {index} ({} {}){keyed}",
             request.method, request.target
         ));
     };
@@ -303,6 +399,8 @@ fn control(request: &Request, shared: &Shared) -> Reply {
         ("POST", "/__mock/reset") => {
             lock(&shared.queue).clear();
             lock(&shared.requests).clear();
+            lock(&shared.keyed).clear();
+            shared.received.store(0, Ordering::SeqCst);
             Reply::json(200, &json!({ "ok": true }))
         }
         ("POST", "/__mock/prompt-cache") => {
@@ -341,6 +439,21 @@ fn control(request: &Request, shared: &Shared) -> Reply {
                 None => error(400, "mock: expected {\"enforce\": true|false}".to_owned()),
             }
         }
+        ("GET", "/__mock/stats") => {
+            // Seconds, as floats: what a load test in another process needs of `served_time`.
+            let served: serde_json::Map<String, Value> = lock(&shared.keyed_time)
+                .iter()
+                .map(|(key, time)| (key.clone(), json!(time.as_secs_f64())))
+                .collect();
+            Reply::json(
+                200,
+                &json!({
+                    "connections": shared.connections.load(Ordering::SeqCst),
+                    "open_connections": shared.open_connections.load(Ordering::SeqCst),
+                    "served_seconds": served,
+                }),
+            )
+        }
         ("GET", "/__mock/builders") => Reply::json(200, &json!(crate::script::BUILDERS)),
         ("POST", "/__mock/check-events") => {
             // The C and Go tests hand every event they saw to the one schema check.
@@ -357,18 +470,21 @@ fn control(request: &Request, shared: &Shared) -> Reply {
         (method, path) => error(
             404,
             format!(
-                "mock: no control endpoint {method} {path} (POST /__mock/push, GET /__mock/requests, POST /__mock/reset, POST /__mock/validation, POST /__mock/prompt-cache, GET /__mock/builders, POST /__mock/check-events)"
+                "mock: no control endpoint {method} {path} (POST /__mock/push, GET /__mock/requests, POST /__mock/reset, POST /__mock/validation, POST /__mock/prompt-cache, GET /__mock/stats, GET /__mock/builders, POST /__mock/check-events)"
             ),
         ),
     }
 }
 
 /// Writes `reply` as scripted: head, body writes with delays, then the scripted ending.
-async fn write_reply(stream: &mut TcpStream, reply: &Reply) -> std::io::Result<()> {
+/// `Ok(true)` when the connection stays open for another request (`keep_alive` and a whole
+/// response).
+async fn write_reply(stream: &mut TcpStream, reply: &Reply, keep_alive: bool) -> std::io::Result<bool> {
     if reply.hang {
         drain(stream).await;
-        return Ok(());
+        return Ok(false);
     }
+    let keep_alive = keep_alive && matches!(reply.cut, Cut::None | Cut::End(_));
     let body = reply.wire_body();
     stream
         .write_all(&http::response_head(
@@ -376,6 +492,7 @@ async fn write_reply(stream: &mut TcpStream, reply: &Reply) -> std::io::Result<(
             &reply.headers,
             reply.framing,
             body.len(),
+            keep_alive,
         ))
         .await?;
     stream.flush().await?;
@@ -403,11 +520,14 @@ async fn write_reply(stream: &mut TcpStream, reply: &Reply) -> std::io::Result<(
                 stream.write_all(http::LAST_CHUNK).await?;
                 stream.flush().await?;
             }
+            if keep_alive {
+                return Ok(true);
+            }
             let _ = stream.shutdown().await;
             let _ = tokio::time::timeout(LINGER, drain(stream)).await;
         }
     }
-    Ok(())
+    Ok(false)
 }
 
 /// Reads and discards until the client closes the connection (or it fails).

@@ -263,7 +263,8 @@ impl Agent {
     }
 
     async fn summary_attempt(&self, request: &ProviderRequest<'_>) -> Result<(String, Option<Usage>)> {
-        let mut stream = ProviderStream::open(&self.client, request, self.config.idle_timeout).await?;
+        let client = self.config.provider.http_client()?;
+        let mut stream = ProviderStream::open(&client, request, self.config.idle_timeout).await?;
         while let Some(event) = stream.next().await? {
             if let ProviderEvent::MessageComplete { blocks, usage, .. } = event {
                 let text: Vec<&str> = blocks

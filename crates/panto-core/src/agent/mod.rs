@@ -61,6 +61,14 @@ impl From<String> for UserMessage {
 /// compactions. A brand-new session is written only once its first assistant message exists, so a
 /// first request that fails leaves nothing behind.
 ///
+/// Dropping the agent ends its hold on the session: the store lets go of what it keeps for
+/// writing it (the file store closes the locked file, PostgreSQL releases the advisory lock), so
+/// another agent (in this process or another) can resume it. While the agent lives, the session
+/// is its own: a second writer gets [`Error::SessionInUse`].
+///
+/// Agents made from clones of one [`Config`] share its provider's HTTP client, so their
+/// requests reuse each other's connections.
+///
 /// ```no_run
 /// # async fn demo() -> panto_core::Result<()> {
 /// use panto_core::{Agent, ApiStyle, Config, NullStore, ProviderConfig, Session};
@@ -79,12 +87,20 @@ pub struct Agent {
     conversation: Conversation,
     session: Session,
     registry: ToolRegistry,
-    client: reqwest::Client,
     /// `conversation.messages[..persisted]` have been handed to the session.
     persisted: usize,
     /// Whether the store holds this session yet (a new one is written only from its first
     /// assistant message on).
     stored: bool,
+}
+
+// The store keeps the session open for writing while the agent lives (see the type docs).
+impl Drop for Agent {
+    fn drop(&mut self) {
+        if self.stored {
+            self.session.store.release_writer(self.session.id());
+        }
+    }
 }
 
 impl Agent {
@@ -107,9 +123,9 @@ impl Agent {
                 message_count: session.info.message_count,
             });
         }
-        let client = crate::provider::http::http_client_builder()
-            .build()
-            .map_err(|e| Error::HttpClient(e.to_string()))?;
+        // Built now (once per provider config, shared by its clones) so that a client that
+        // cannot be built fails here rather than at the first request.
+        config.provider.http_client()?;
         let adopted = conversation.is_some();
         let mut conversation = conversation.unwrap_or_default();
         let original_len = conversation.messages.len();
@@ -127,7 +143,6 @@ impl Agent {
             conversation,
             session,
             registry: ToolRegistry::default(),
-            client,
             persisted,
         })
     }

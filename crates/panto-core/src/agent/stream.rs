@@ -233,7 +233,10 @@ impl<'a> Stream<'a> {
                     require_tool: self.output.is_some(),
                     session_id: self.agent.session.id(),
                 };
-                let opened = ProviderStream::open(&self.agent.client, &request, self.agent.config.idle_timeout).await;
+                let opened = match self.agent.config.provider.http_client() {
+                    Ok(client) => ProviderStream::open(&client, &request, self.agent.config.idle_timeout).await,
+                    Err(e) => Err(e),
+                };
                 drop(system);
                 match opened {
                     Ok(stream) => {

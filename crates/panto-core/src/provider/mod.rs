@@ -140,6 +140,13 @@ pub(crate) fn new_decoder(style: ApiStyle, history: &[Message]) -> Box<dyn Decod
     }
 }
 
+/// The longest a finished response's remaining bytes are waited for (see
+/// [`ProviderStream::drain_rest`]).
+const DRAIN_WAIT: Duration = Duration::from_millis(50);
+
+/// The most bytes read past the end of a finished message.
+const DRAIN_BYTES: usize = 64 * 1024;
+
 /// A response being streamed: bytes in, [`ProviderEvent`]s out.
 pub(crate) struct ProviderStream {
     body: futures_util::stream::BoxStream<'static, reqwest::Result<Bytes>>,
@@ -175,6 +182,23 @@ impl ProviderStream {
         })
     }
 
+    /// Reads what is left of a response whose message is complete (usually only the end of the
+    /// chunked body), so that the connection goes back to the client's pool for the next
+    /// request, of this agent or another, instead of being closed. Bounded by [`DRAIN_WAIT`] and
+    /// [`DRAIN_BYTES`]: a server that keeps talking after the end of the message only loses the
+    /// connection.
+    async fn drain_rest(&mut self) {
+        self.eof = true;
+        let deadline = tokio::time::Instant::now() + DRAIN_WAIT;
+        let mut left = DRAIN_BYTES;
+        while let Ok(Some(Ok(chunk))) = tokio::time::timeout_at(deadline, self.body.next()).await {
+            match left.checked_sub(chunk.len()) {
+                Some(rest) if rest > 0 => left = rest,
+                _ => return,
+            }
+        }
+    }
+
     /// The next event, `Ok(None)` after `MessageComplete`.
     ///
     /// Events come out in wire order, and an error is returned only after every event that
@@ -182,6 +206,9 @@ impl ProviderStream {
     /// error, so that the agent can keep what the user saw.
     pub async fn next(&mut self) -> Result<Option<ProviderEvent>> {
         loop {
+            if self.decoder.is_done() && !self.eof {
+                self.drain_rest().await;
+            }
             if let Some(ev) = self.pending.pop_front() {
                 return Ok(Some(ev));
             }

@@ -117,4 +117,16 @@ pub trait SessionStore: Send + Sync + fmt::Debug {
     /// Appends `messages` to session `id`, creating it on the first append. All or nothing: after
     /// an error none of the batch is stored.
     async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> Result<()>;
+
+    /// Session `id` has no writer in this process any more: the [`Agent`](crate::Agent) that
+    /// wrote it was dropped. A store that holds something per session it writes (an open,
+    /// locked file; an advisory lock) lets it go now, so that what a process holds scales with
+    /// its live agents rather than with every session it ever wrote, and another process can
+    /// resume the session. The next append takes the session again.
+    ///
+    /// Called from `Drop`, so it must not block or fail: a store that needs I/O to let go
+    /// starts it and returns. The default does nothing (a store that holds nothing per session).
+    fn release_writer(&self, id: &str) {
+        let _ = id;
+    }
 }

@@ -9,6 +9,7 @@ use panto_core::{
     ToolCall, ToolCallResult, ToolDecl, ToolError,
 };
 use panto_testkit::script::{AnthropicScript, OpenAiScript};
+use panto_testkit::store_contract::{append_one, user};
 use panto_testkit::{MockServer, Reply};
 use serde_json::json;
 
@@ -125,4 +126,68 @@ async fn a_turn_killed_mid_tool_resumes_with_a_valid_request() {
         );
         assert_eq!(lines(&path).len(), 1 + 5, "header + 5 entries");
     }
+}
+
+/// Drains a turn, failing on an error.
+async fn finish(agent: &mut Agent, prompt: &str) {
+    let mut stream = agent.run(prompt.into());
+    while stream.next().await.unwrap().is_some() {}
+}
+
+#[tokio::test]
+async fn dropping_an_agent_closes_its_session_file_and_a_new_agent_can_take_the_session() {
+    let style = ApiStyle::AnthropicMessages;
+    let dir = tempfile::tempdir().unwrap();
+    let server = MockServer::start().await;
+    let store = fast_store(dir.path());
+    let other = fast_store(dir.path());
+
+    let mut agent = Agent::new(config(style, &server), Session::create(store.clone()), None).unwrap();
+    server.push(Reply::sse(text(style, "first answer")));
+    finish(&mut agent, "first").await;
+    let id = agent.session_id().to_owned();
+    // While the agent lives, its session is open (one locked file) and nobody else writes it.
+    assert!(format!("{store:?}").contains("open_for_writing: 1"), "{store:?}");
+    assert!(matches!(
+        append_one(&*other, &id, &user("not yours")).await,
+        Err(panto_core::Error::SessionInUse { .. })
+    ));
+
+    drop(agent);
+    assert!(
+        format!("{store:?}").contains("open_for_writing: 0"),
+        "the dropped agent's file is still open: {store:?}"
+    );
+    // The lock went with the file: another store (as another process would) can write now.
+    append_one(&*other, &id, &user("mine for a moment")).await.unwrap();
+    other.release(&id).await.unwrap();
+
+    // A new agent in this process, on the same store, resumes and writes the session.
+    let session = Session::resolve(store.clone(), &id)
+        .await
+        .unwrap()
+        .expect("the session");
+    let mut again = Agent::resume(config(style, &server), session).await.unwrap();
+    server.push(Reply::sse(text(style, "second answer")));
+    finish(&mut again, "second").await;
+    assert!(format!("{store:?}").contains("open_for_writing: 1"), "{store:?}");
+    drop(again);
+    assert!(format!("{store:?}").contains("open_for_writing: 0"), "{store:?}");
+
+    let texts: Vec<String> = store
+        .load(&id)
+        .await
+        .unwrap()
+        .unwrap()
+        .messages
+        .iter()
+        .filter_map(|m| match m.content.first() {
+            Some(ContentBlock::Text { text }) => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        texts,
+        ["first", "first answer", "mine for a moment", "second", "second answer"]
+    );
 }

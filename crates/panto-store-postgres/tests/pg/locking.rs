@@ -195,3 +195,72 @@ async fn appends_from_many_tasks_of_one_store_are_serialised() {
     assert_eq!(got, want);
     assert_eq!(store.list().await.unwrap()[0].message_count, 16);
 }
+
+/// Whether any connection holds the advisory lock of session `id`.
+async fn lock_held(url: &str, id: &str) -> bool {
+    let key = panto_store_postgres::session_lock_key(id);
+    let (classid, objid) = ((key >> 32) as u32 as i64, key as u32 as i64);
+    let row = connect(url)
+        .await
+        .query_one(
+            "select count(*) from pg_locks where locktype = 'advisory' and classid::bigint = $1 and objid::bigint = $2",
+            &[&classid, &objid],
+        )
+        .await
+        .unwrap();
+    row.get::<_, i64>(0) > 0
+}
+
+/// Dropping the agent that writes a session releases the session's advisory lock (the release
+/// runs on a task, so the test waits for it, up to a bound), and a new agent on another store
+/// (another instance of a service) resumes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_agent_releases_the_session_lock() {
+    use panto_core::{Agent, ApiStyle, Config, ProviderConfig, Session};
+    use panto_testkit::{script, MockServer, Reply};
+
+    let (first, url) = fresh_store().await;
+    let server = MockServer::start().await;
+    let config = Config::new(ProviderConfig::new(
+        ApiStyle::AnthropicMessages,
+        server.anthropic_base_url(),
+        "key",
+        "claude-sonnet-4-5",
+    ));
+    let mut agent = Agent::new(config.clone(), Session::create(as_dyn(&first)), None).unwrap();
+    server.push(Reply::sse(script::anthropic_text("first answer")));
+    {
+        let mut stream = agent.run("first".into());
+        while stream.next().await.unwrap().is_some() {}
+    }
+    let id = agent.session_id().to_owned();
+    assert!(lock_held(&url, &id).await);
+    let second = PostgresStore::connect(&url).await.unwrap();
+    in_use(append_one(&*second, &id, &user("too early")).await, &id);
+
+    drop(agent);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while lock_held(&url, &id).await {
+        assert!(
+            Instant::now() < deadline,
+            "the dropped agent's lock on {id} is still held"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(format!("{first:?}").contains("open_for_writing: 0"), "{first:?}");
+
+    let session = Session::resolve(as_dyn(&second), &id)
+        .await
+        .unwrap()
+        .expect("the session");
+    let mut resumed = Agent::resume(config, session).await.unwrap();
+    server.push(Reply::sse(script::anthropic_text("second answer")));
+    {
+        let mut stream = resumed.run("second".into());
+        while stream.next().await.unwrap().is_some() {}
+    }
+    assert_eq!(
+        texts(&second, &id).await,
+        ["first", "first answer", "second", "second answer"]
+    );
+}

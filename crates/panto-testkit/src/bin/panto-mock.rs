@@ -11,7 +11,8 @@
 //! an array of replies as JSON, see `panto_testkit::spec`), `GET /__mock/requests`,
 //! `POST /__mock/reset`, `POST /__mock/validation` (`{"enforce": bool}`), `POST
 //! /__mock/prompt-cache` (`{"enabled": bool}` to bill Anthropic requests by the prompt cache, see
-//! `panto_testkit::cache`; `{"advance_secs": n}` to move its clock), `GET /__mock/builders`,
+//! `panto_testkit::cache`; `{"advance_secs": n}` to move its clock), `GET /__mock/stats`
+//! (connection counts and time served per `x-mock-key`), `GET /__mock/builders`,
 //! `POST /__mock/check-events` (a JSON array of events, validated against
 //! docs/events.schema.json: 200 `{"checked": n}`, or 422 `{"error": "..."}` naming the event and
 //! the field).

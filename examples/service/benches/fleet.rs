@@ -1,0 +1,558 @@
+//! The fleet bench (`cargo xtask bench --only fleet`): N agents at once in one process, the
+//! service case of issue 21.
+//!
+//! For each store (the JSONL store with fsync on, PostgreSQL with its default durability) and
+//! each N (100, 1,000, 10,000, or `PANTO_FLEET_SIZES=100,1000`), N agents on one Tokio runtime
+//! with two worker threads each run one 3-step tool turn (tool call, tool call, answer) against
+//! the mock LLM server, which runs in a child process (this binary again) so that its sockets
+//! and CPU are not counted as the fleet's. Every agent is made from one `Config` (so they share one HTTP
+//! client) and has its own script, picked by the `x-mock-key` header. Each reply streams in
+//! 96-byte pieces, 10 ms apart, over kept-alive connections. The agents' starts are spread over
+//! one second (`PANTO_FLEET_RAMP_MS`), as a service's requests arrive; every turn overlaps the
+//! others. `PANTO_FLEET_STORES=jsonl` or `postgres` runs one store; `PANTO_FLEET_FSYNC=0` runs
+//! the JSONL store without fsync, to see what the syncs cost.
+//!
+//! Measured, per N: turns per second (N over the wall time of the whole fleet), panto's added
+//! latency (a turn's wall time minus the time the mock spent answering its three requests,
+//! p50/p99), heap and RSS per agent (fresh, mid-turn peak, idle after its turn, and the idle
+//! agent's heap beyond its conversation), descriptors per agent (peak and idle), CPU time per
+//! turn (the fleet process's alone) and the descriptors the run needed at its peak. Printed, and written to
+//! `target/bench-results/fleet.tsv` for `cargo xtask bench`'s table.
+#![allow(clippy::print_stdout)]
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use cap::Cap;
+use nix::sys::resource::{getrlimit, getrusage, setrlimit, Resource, UsageWho};
+use panto_core::{
+    async_trait, Agent, ApiStyle, Config, Event, ProviderConfig, Session, SessionStore, Tool, ToolCall, ToolCallResult,
+    ToolDecl, ToolError,
+};
+use panto_store_fs::{Durability, JsonlStore};
+use panto_store_postgres::PostgresStore;
+use panto_testkit::bench::Facts;
+use panto_testkit::script::AnthropicScript;
+use panto_testkit::{Chunking, MockServer, Reply, KEY_HEADER};
+use serde_json::json;
+
+/// Counts the heap bytes in use, so an agent's memory is measured exactly rather than through
+/// RSS alone (which the allocator's caching blurs).
+#[global_allocator]
+static HEAP: Cap<std::alloc::System> = Cap::new(std::alloc::System, usize::MAX);
+
+/// How the mock streams each reply: pieces of this many bytes, this far apart.
+const PIECE: usize = 96;
+const PIECE_DELAY: Duration = Duration::from_millis(10);
+
+/// The tool every step calls: answers at once.
+struct Lookup;
+
+#[async_trait]
+impl Tool for Lookup {
+    fn declaration(&self) -> ToolDecl {
+        ToolDecl {
+            name: "lookup".into(),
+            description: "Looks a word up.".into(),
+            input_schema: json!({"type": "object", "properties": {"word": {"type": "string"}}}),
+        }
+    }
+
+    async fn call(&self, call: ToolCall) -> Result<ToolCallResult, ToolError> {
+        Ok(ToolCallResult::text(format!("the entry for {}", call.input)))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StoreKind {
+    Jsonl,
+    Postgres,
+}
+
+impl StoreKind {
+    fn name(self) -> &'static str {
+        match self {
+            StoreKind::Jsonl => "jsonl",
+            StoreKind::Postgres => "postgres",
+        }
+    }
+}
+
+/// What one run measured.
+#[derive(Debug, Default)]
+struct Measured {
+    turns_per_s: f64,
+    added_p50_ms: f64,
+    added_p99_ms: f64,
+    mock_ms_per_turn: f64,
+    heap_fresh_kb: f64,
+    heap_peak_kb: f64,
+    heap_idle_kb: f64,
+    conversation_kb: f64,
+    heap_idle_beyond_conversation_kb: f64,
+    rss_peak_kb: f64,
+    rss_idle_kb: f64,
+    fds_peak: f64,
+    fds_idle: f64,
+    sockets_idle: f64,
+    fds_after_drop: usize,
+    connections: usize,
+    cpu_ms_per_turn: f64,
+    peak_descriptors: usize,
+    failed: usize,
+}
+
+/// Set in the child process that serves the mock: how many agents' scripts it holds.
+const MOCK_CHILD: &str = "PANTO_FLEET_MOCK_AGENTS";
+
+fn main() {
+    if let Ok(n) = std::env::var(MOCK_CHILD) {
+        serve_mock(n.parse().expect("a number of agents"));
+        return;
+    }
+    // `cargo bench` passes `--bench`; nothing else is an option here.
+    let sizes: Vec<usize> = std::env::var("PANTO_FLEET_SIZES")
+        .unwrap_or_else(|_| "100,1000,10000".to_owned())
+        .split(',')
+        .map(|s| s.trim().parse().expect("PANTO_FLEET_SIZES is a list of numbers"))
+        .collect();
+    let stores: Vec<StoreKind> = std::env::var("PANTO_FLEET_STORES")
+        .unwrap_or_else(|_| "jsonl,postgres".to_owned())
+        .split(',')
+        .map(|s| match s.trim() {
+            "jsonl" => StoreKind::Jsonl,
+            "postgres" => StoreKind::Postgres,
+            other => panic!("PANTO_FLEET_STORES: unknown store {other:?} (jsonl, postgres)"),
+        })
+        .collect();
+    let largest = sizes.iter().copied().max().unwrap_or(0);
+    let limit = raise_descriptor_limit(largest as u64 * 4 + 1024);
+    println!("fleet: descriptor limit raised to {limit} (soft)");
+
+    let postgres = stores.contains(&StoreKind::Postgres).then(|| {
+        panto_testkit::postgres::start(panto_testkit::postgres::Durability::Fsync)
+            .unwrap_or_else(|e| panic!("PostgreSQL could not be started for the fleet bench: {e}"))
+    });
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a Tokio runtime");
+
+    let mut facts = Facts::new("fleet");
+    facts.add("fleet", "descriptor_limit", limit);
+    println!(
+        "{:<9} {:>6} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>7} {:>8} {:>7} {:>8} {:>7} {:>6}",
+        "store",
+        "agents",
+        "turns/s",
+        "add p50",
+        "add p99",
+        "heap new",
+        "heap mid",
+        "heap idl",
+        "beyond cv",
+        "rss mid",
+        "fd peak",
+        "fd idl",
+        "sock idl",
+        "conns",
+        "cpu/turn",
+        "fds max",
+        "failed"
+    );
+    for &kind in &stores {
+        for (n_index, &n) in sizes.iter().enumerate() {
+            let url = postgres.as_ref().filter(|_| kind == StoreKind::Postgres).map(|server| {
+                let name = format!("fleet_{}_{n_index}", std::process::id());
+                server.createdb(&name).expect("a database for the bench");
+                server.url(&name)
+            });
+            let m = runtime.block_on(run(kind, n, url.as_deref()));
+            println!(
+                "{:<9} {:>6} {:>8.0} {:>7.2}ms {:>7.2}ms {:>7.1}KB {:>7.1}KB {:>7.1}KB {:>7.1}KB {:>7.1}KB {:>8.2} {:>7.2} {:>8.2} {:>7} {:>6.2}ms {:>7} {:>6}",
+                kind.name(),
+                n,
+                m.turns_per_s,
+                m.added_p50_ms,
+                m.added_p99_ms,
+                m.heap_fresh_kb,
+                m.heap_peak_kb,
+                m.heap_idle_kb,
+                m.heap_idle_beyond_conversation_kb,
+                m.rss_peak_kb,
+                m.fds_peak,
+                m.fds_idle,
+                m.sockets_idle,
+                m.connections,
+                m.cpu_ms_per_turn,
+                m.peak_descriptors,
+                m.failed,
+            );
+            let id = format!("fleet/{}/{n}", kind.name());
+            for (key, value) in [
+                ("turns_per_s", m.turns_per_s),
+                ("added_p50_ms", m.added_p50_ms),
+                ("added_p99_ms", m.added_p99_ms),
+                ("mock_ms_per_turn", m.mock_ms_per_turn),
+                ("heap_fresh_kb", m.heap_fresh_kb),
+                ("heap_peak_kb", m.heap_peak_kb),
+                ("heap_idle_kb", m.heap_idle_kb),
+                ("conversation_kb", m.conversation_kb),
+                ("heap_idle_beyond_conversation_kb", m.heap_idle_beyond_conversation_kb),
+                ("rss_peak_kb", m.rss_peak_kb),
+                ("rss_idle_kb", m.rss_idle_kb),
+                ("fds_peak", m.fds_peak),
+                ("fds_idle", m.fds_idle),
+                ("sockets_idle", m.sockets_idle),
+                ("fds_after_drop", m.fds_after_drop as f64),
+                ("connections", m.connections as f64),
+                ("cpu_ms_per_turn", m.cpu_ms_per_turn),
+                ("peak_descriptors", m.peak_descriptors as f64),
+                ("failed", m.failed as f64),
+            ] {
+                facts.add(&id, key, value);
+            }
+        }
+    }
+    facts.save();
+}
+
+/// Raises the soft descriptor limit to `wanted` (and the hard one, when this process may),
+/// returning the soft limit in force.
+fn raise_descriptor_limit(wanted: u64) -> u64 {
+    let (soft, hard) = getrlimit(Resource::RLIMIT_NOFILE).expect("reading the descriptor limit");
+    if soft >= wanted {
+        return soft;
+    }
+    if hard < wanted && setrlimit(Resource::RLIMIT_NOFILE, wanted, wanted).is_ok() {
+        return wanted;
+    }
+    let soft = wanted.min(hard);
+    setrlimit(Resource::RLIMIT_NOFILE, soft, hard).expect("raising the soft descriptor limit");
+    soft
+}
+
+fn open_descriptors() -> usize {
+    std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0)
+}
+
+/// The open descriptors that are sockets.
+fn open_sockets() -> usize {
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return 0;
+    };
+    dir.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .filter(|target| target.to_string_lossy().starts_with("socket:"))
+        .count()
+}
+
+fn rss_bytes() -> usize {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: usize = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
+}
+
+fn cpu_time() -> Duration {
+    let usage = getrusage(UsageWho::RUSAGE_SELF).expect("getrusage");
+    let tv = |t: nix::sys::time::TimeVal| Duration::new(t.tv_sec() as u64, t.tv_usec() as u32 * 1000);
+    tv(usage.user_time()) + tv(usage.system_time())
+}
+
+/// How long the agents' starts are spread over: `PANTO_FLEET_RAMP_MS`, default 1,000.
+fn ramp() -> Duration {
+    let ms = std::env::var("PANTO_FLEET_RAMP_MS")
+        .ok()
+        .map(|v| v.parse().expect("PANTO_FLEET_RAMP_MS is a number of milliseconds"))
+        .unwrap_or(1000);
+    Duration::from_millis(ms)
+}
+
+/// The JSONL store's durability: fsync on, unless `PANTO_FLEET_FSYNC=0` (to see what the
+/// syncs cost).
+fn jsonl_durability() -> Durability {
+    match std::env::var("PANTO_FLEET_FSYNC").as_deref() {
+        Ok("0") => Durability::None,
+        _ => Durability::Fsync,
+    }
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let at = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[at]
+}
+
+/// The three replies of agent `i`'s turn: two tool calls, then the answer.
+fn script(i: usize) -> [Reply; 3] {
+    let reply = |body: Vec<u8>| Reply::sse(body).chunking(Chunking::Fixed(PIECE)).delay(PIECE_DELAY);
+    [
+        reply(
+            AnthropicScript::new()
+                .text("Let me look that up.")
+                .tool_use(&format!("toolu_{i}_1"), "lookup", r#"{"word": "fleet"}"#)
+                .build(),
+        ),
+        reply(
+            AnthropicScript::new()
+                .text("And one more.")
+                .tool_use(&format!("toolu_{i}_2"), "lookup", r#"{"word": "agent"}"#)
+                .build(),
+        ),
+        reply(
+            AnthropicScript::new()
+                .text("A fleet is many agents in one process; each keeps its own conversation.")
+                .build(),
+        ),
+    ]
+}
+
+/// The mock LLM server, in a child process (this binary again): its sockets and its CPU are
+/// then not the fleet's, and the fleet's descriptors fit the limit (10,000 agents with a file
+/// and a connection each are 20,000 descriptors already).
+fn serve_mock(n: usize) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("a Tokio runtime");
+    runtime.block_on(async {
+        let mock = MockServer::start().await;
+        mock.set_keep_alive(true);
+        mock.set_recording(false);
+        for i in 0..n {
+            for reply in script(i) {
+                mock.push_keyed(&format!("agent-{i}"), reply);
+            }
+        }
+        println!("{}", mock.anthropic_base_url());
+        // Serve until the parent closes our stdin.
+        let mut sink = Vec::new();
+        let _ = tokio::io::AsyncReadExt::read_to_end(&mut tokio::io::stdin(), &mut sink).await;
+    });
+}
+
+/// The mock child: its base URL; it stops when dropped.
+struct MockChild {
+    child: std::process::Child,
+    base_url: String,
+}
+
+impl MockChild {
+    fn start(n: usize) -> MockChild {
+        let mut child = std::process::Command::new(std::env::current_exe().expect("this binary"))
+            .env(MOCK_CHILD, n.to_string())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("starting the mock child");
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(child.stdout.take().expect("its stdout")),
+            &mut line,
+        )
+        .expect("the mock's address");
+        MockChild {
+            child,
+            base_url: line.trim().to_owned(),
+        }
+    }
+
+    /// The mock's `GET /__mock/stats`: connections accepted, and seconds served per key.
+    async fn stats(&self) -> serde_json::Value {
+        let client = panto_core::http_client_builder().build().expect("an HTTP client");
+        let response = client
+            .get(format!("{}/__mock/stats", self.base_url))
+            .send()
+            .await
+            .expect("the mock's stats");
+        serde_json::from_slice(&response.bytes().await.expect("the mock's stats")).expect("JSON stats")
+    }
+}
+
+impl Drop for MockChild {
+    fn drop(&mut self) {
+        // Closing stdin ends it.
+        drop(self.child.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// The peaks a fleet reached while it ran.
+#[derive(Debug, Default)]
+struct Peaks {
+    /// Descriptors.
+    fds: usize,
+    /// Descriptors, all of them: what the process needed (the same now that the mock runs in
+    /// another process).
+    all_fds: usize,
+    rss: usize,
+    heap: usize,
+}
+
+/// Samples the peaks of descriptors, RSS and heap while a fleet runs.
+async fn sample_peaks(running: Arc<AtomicBool>) -> Peaks {
+    let mut peaks = Peaks::default();
+    while running.load(Ordering::Relaxed) {
+        let all = open_descriptors();
+        peaks.all_fds = peaks.all_fds.max(all);
+        peaks.fds = peaks.fds.max(all);
+        peaks.rss = peaks.rss.max(rss_bytes());
+        peaks.heap = peaks.heap.max(HEAP.allocated());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    peaks
+}
+
+async fn run(kind: StoreKind, n: usize, postgres_url: Option<&str>) -> Measured {
+    let mock = MockChild::start(n);
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let store: Arc<dyn SessionStore> = match kind {
+        StoreKind::Jsonl => JsonlStore::with_durability(dir.path().join("sessions"), jsonl_durability()),
+        StoreKind::Postgres => PostgresStore::connect(postgres_url.expect("a database URL"))
+            .await
+            .expect("connecting to the bench database"),
+    };
+    let config = Config::new(ProviderConfig::new(
+        ApiStyle::AnthropicMessages,
+        mock.base_url.clone(),
+        "bench-key",
+        "claude-sonnet-4-5",
+    ));
+    let tool: Arc<dyn Tool> = Arc::new(Lookup);
+
+    let fds_base = open_descriptors();
+    let sockets_base = open_sockets();
+    let rss_base = rss_bytes();
+    let heap_base = HEAP.allocated();
+    let agents: Vec<Agent> = (0..n)
+        .map(|i| {
+            let mut config = config.clone();
+            config.provider = config.provider.with_header(KEY_HEADER, format!("agent-{i}"));
+            let mut agent = Agent::new(config, Session::create(store.clone()), None).expect("an agent");
+            agent.register_tool(tool.clone()).expect("the tool");
+            agent
+        })
+        .collect();
+    let heap_fresh = HEAP.allocated().saturating_sub(heap_base);
+
+    let running = Arc::new(AtomicBool::new(true));
+    let sampler = tokio::spawn(sample_peaks(running.clone()));
+    let cpu_start = cpu_time();
+    let started = Instant::now();
+    let ramp = ramp();
+    let tasks: Vec<_> = agents
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut agent)| {
+            // Requests reach a service spread over time, not in one instant: agent i starts at
+            // i/N of the ramp.
+            let start_at = started + ramp.mul_f64(i as f64 / n as f64);
+            tokio::spawn(async move {
+                tokio::time::sleep_until(start_at.into()).await;
+                let t = Instant::now();
+                let outcome = {
+                    let mut stream = agent.run("Look up two words, then answer.".into());
+                    let mut outcome = Err("the turn ended without turn_complete".to_owned());
+                    loop {
+                        match stream.next().await {
+                            Ok(Some(Event::TurnComplete { .. })) => outcome = Ok(()),
+                            Ok(Some(_)) => {}
+                            Ok(None) => break,
+                            Err(e) => {
+                                outcome = Err(e.to_string());
+                                break;
+                            }
+                        }
+                    }
+                    outcome
+                };
+                (agent, t.elapsed(), outcome)
+            })
+        })
+        .collect();
+    let mut agents = Vec::with_capacity(n);
+    let mut walls = Vec::with_capacity(n);
+    let mut failed = 0;
+    for (i, task) in tasks.into_iter().enumerate() {
+        let (agent, wall, outcome) = task.await.expect("an agent's task");
+        walls.push(wall);
+        if let Err(e) = outcome {
+            if failed == 0 {
+                println!("fleet: agent {i}'s turn failed: {e}");
+            }
+            failed += 1;
+        }
+        agents.push(agent);
+    }
+    let elapsed = started.elapsed();
+    if failed > 0 {
+        println!("fleet: {failed} of {n} turns failed");
+    }
+    let cpu = cpu_time().saturating_sub(cpu_start);
+    running.store(false, Ordering::Relaxed);
+    let peaks = sampler.await.expect("the sampler");
+    // Steady state: every agent idle, its session held.
+    let fds_idle = open_descriptors().saturating_sub(fds_base);
+    let sockets_idle = open_sockets().saturating_sub(sockets_base);
+    let heap_idle = HEAP.allocated().saturating_sub(heap_base);
+    let rss_idle = rss_bytes().saturating_sub(rss_base);
+    // What the conversations alone take: a copy of each, measured as it is made.
+    let before = HEAP.allocated();
+    let copies: Vec<_> = agents.iter().map(|a| a.conversation().clone()).collect();
+    let conversations = HEAP.allocated().saturating_sub(before);
+    drop(copies);
+    drop(agents);
+    drop(store);
+    // The last handle on the shared HTTP client: its pooled connections close with it.
+    drop(config);
+    // Let the stores finish letting go (PostgreSQL unlocks on tasks).
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let fds_after_drop = open_descriptors().saturating_sub(fds_base);
+
+    // Only now: at 10,000 agents the fleet's connections may leave no descriptor for this one.
+    let stats = mock.stats().await;
+    let connections = stats["connections"].as_u64().unwrap_or(0) as usize;
+    let mut mock_total = Duration::ZERO;
+    let mut added: Vec<f64> = walls
+        .iter()
+        .enumerate()
+        .map(|(i, wall)| {
+            let served = stats["served_seconds"][format!("agent-{i}")].as_f64().unwrap_or(0.0);
+            let served = Duration::from_secs_f64(served);
+            mock_total += served;
+            wall.saturating_sub(served).as_secs_f64() * 1e3
+        })
+        .collect();
+    added.sort_by(f64::total_cmp);
+
+    let per = |bytes: usize| bytes as f64 / n as f64 / 1024.0;
+    Measured {
+        turns_per_s: n as f64 / elapsed.as_secs_f64(),
+        added_p50_ms: percentile(&added, 0.50),
+        added_p99_ms: percentile(&added, 0.99),
+        mock_ms_per_turn: mock_total.as_secs_f64() * 1e3 / n as f64,
+        heap_fresh_kb: per(heap_fresh),
+        heap_peak_kb: per(peaks.heap.saturating_sub(heap_base)),
+        heap_idle_kb: per(heap_idle),
+        conversation_kb: per(conversations),
+        heap_idle_beyond_conversation_kb: per(heap_idle.saturating_sub(conversations)),
+        rss_peak_kb: per(peaks.rss.saturating_sub(rss_base)),
+        rss_idle_kb: per(rss_idle),
+        fds_peak: peaks.fds.saturating_sub(fds_base) as f64 / n as f64,
+        fds_idle: fds_idle as f64 / n as f64,
+        sockets_idle: sockets_idle as f64 / n as f64,
+        fds_after_drop,
+        connections,
+        cpu_ms_per_turn: cpu.as_secs_f64() * 1e3 / n as f64,
+        peak_descriptors: peaks.all_fds,
+        failed,
+    }
+}
