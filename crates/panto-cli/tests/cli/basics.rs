@@ -37,6 +37,41 @@ async fn version_works_with_an_empty_environment() {
     assert!(out.status.success());
 }
 
+/// `panto --version` names the commit it was built from (this checkout's HEAD: the test binary
+/// and panto are built from the same tree).
+#[tokio::test(flavor = "multi_thread")]
+async fn version_names_the_commit() {
+    let out = tokio::process::Command::new(panto_bin())
+        .arg("--version")
+        .output()
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let head = String::from_utf8_lossy(&head.stdout);
+    assert!(head.len() >= 12, "git rev-parse HEAD said {head:?}");
+    assert_eq!(
+        text.trim(),
+        format!("panto {} (commit {})", env!("CARGO_PKG_VERSION"), &head[..12])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_man_page_documents_the_flags() {
+    let home = Home::new();
+    let man = home.run(&["man"], None).await;
+    let page = man.ok();
+    assert!(
+        page.starts_with(".ie") || page.contains(".TH panto 1"),
+        "not a roff page:\n{page}"
+    );
+    assert!(page.contains("\\-\\-resume") && page.contains("completions"), "{page}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn completions_are_generated_for_each_shell() {
     let home = Home::new();
