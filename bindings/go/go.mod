@@ -1,3 +1,3 @@
-module panto.invalid/tests/go
+module example.invalid/panto/bindings/go
 
 go 1.19

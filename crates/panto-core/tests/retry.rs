@@ -244,10 +244,7 @@ async fn a_failed_turn_is_retried_without_its_prompt_twice() {
         server.push(Reply::json(400, &json!({"error": {"message": "bad request"}})));
         server.push(Reply::sse(text(style, "second try")));
         let mut agent = agent(style, &server);
-        assert!(matches!(
-            agent.retry().map(|_| ()),
-            Err(Error::NothingToRetry)
-        ));
+        assert!(matches!(agent.retry().map(|_| ()), Err(Error::NothingToRetry)));
         collect(&mut agent, "the prompt").await.unwrap_err();
         assert_eq!(agent.conversation().messages.last().map(|m| m.role), Some(Role::User));
 
@@ -264,7 +261,10 @@ async fn a_failed_turn_is_retried_without_its_prompt_twice() {
         let second = body(&server.requests(), 1);
         let wire = wire_messages(style, &second);
         let prompts = wire.iter().filter(|m| m.to_string().contains("the prompt")).count();
-        assert_eq!(prompts, 1, "{style}: the retried request holds the prompt once: {second}");
+        assert_eq!(
+            prompts, 1,
+            "{style}: the retried request holds the prompt once: {second}"
+        );
 
         let err = agent.retry().map(|_| ()).unwrap_err();
         assert!(matches!(err, Error::NothingToRetry), "{err}");

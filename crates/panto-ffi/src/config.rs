@@ -88,7 +88,11 @@ fn unknown_field(given: &Value, known: &Value, prefix: &str) -> Option<String> {
         return None;
     };
     given.iter().find_map(|(name, value)| {
-        let path = if prefix.is_empty() { name.clone() } else { format!("{prefix}.{name}") };
+        let path = if prefix.is_empty() {
+            name.clone()
+        } else {
+            format!("{prefix}.{name}")
+        };
         match known.get(name) {
             Some(known) => unknown_field(value, known, &path),
             // Read, never written back (keys stay out of anything serialized).
@@ -117,9 +121,7 @@ fn check_values(config: &Config) -> Result<(), Failure> {
         ("max_image_dimension", config.max_image_dimension.into()),
     ];
     if let Some((field, _)) = positive.iter().find(|(_, value)| *value == 0) {
-        return Err(config_error(format!(
-            "config: {field}: must be at least 1, got 0"
-        )));
+        return Err(config_error(format!("config: {field}: must be at least 1, got 0")));
     }
     let threshold = config.compaction.threshold;
     if !(threshold > 0.0 && threshold <= 1.0) {
@@ -227,8 +229,14 @@ mod tests {
     fn unknown_fields_are_named() {
         for (extra, field) in [
             (r#","max_step":5"#, "config: max_step: unknown field"),
-            (r#","retry":{"max_attempt":2}"#, "config: retry.max_attempt: unknown field"),
-            (r#","compaction":{"treshold":0.5}"#, "config: compaction.treshold: unknown field"),
+            (
+                r#","retry":{"max_attempt":2}"#,
+                "config: retry.max_attempt: unknown field",
+            ),
+            (
+                r#","compaction":{"treshold":0.5}"#,
+                "config: compaction.treshold: unknown field",
+            ),
         ] {
             let e = parse(&with(extra), no_env).unwrap_err();
             assert_eq!(e.code, PANTO_ERR_CONFIG);
@@ -239,7 +247,11 @@ mod tests {
             no_env,
         )
         .unwrap_err();
-        assert!(e.message.starts_with("config: provider.modle: unknown field"), "{}", e.message);
+        assert!(
+            e.message.starts_with("config: provider.modle: unknown field"),
+            "{}",
+            e.message
+        );
         // Every documented field, the key and the C ABI's key variable are known.
         let full = r#"{"provider":{"api_style":"anthropic-messages","base_url":"h","model":"m",
             "api_key_env":"K","reasoning":"off","max_tokens":10,"extra_headers":[["x-a","b"]],
@@ -255,13 +267,31 @@ mod tests {
     #[test]
     fn values_that_break_every_request_are_named() {
         for (extra, message) in [
-            (r#","idle_timeout_ms":0"#, "config: idle_timeout_ms: must be at least 1, got 0"),
+            (
+                r#","idle_timeout_ms":0"#,
+                "config: idle_timeout_ms: must be at least 1, got 0",
+            ),
             (r#","max_steps":0"#, "config: max_steps: must be at least 1, got 0"),
-            (r#","retry":{"max_attempts":0}"#, "config: retry.max_attempts: must be at least 1"),
-            (r#","compaction":{"context_window":0}"#, "config: compaction.context_window: must be"),
-            (r#","compaction":{"threshold":7}"#, "config: compaction.threshold: must be a fraction"),
-            (r#","compaction":{"threshold":0}"#, "config: compaction.threshold: must be a fraction"),
-            (r#","max_image_dimension":0"#, "config: max_image_dimension: must be at least 1"),
+            (
+                r#","retry":{"max_attempts":0}"#,
+                "config: retry.max_attempts: must be at least 1",
+            ),
+            (
+                r#","compaction":{"context_window":0}"#,
+                "config: compaction.context_window: must be",
+            ),
+            (
+                r#","compaction":{"threshold":7}"#,
+                "config: compaction.threshold: must be a fraction",
+            ),
+            (
+                r#","compaction":{"threshold":0}"#,
+                "config: compaction.threshold: must be a fraction",
+            ),
+            (
+                r#","max_image_dimension":0"#,
+                "config: max_image_dimension: must be at least 1",
+            ),
         ] {
             let e = parse(&with(extra), no_env).unwrap_err();
             assert_eq!(e.code, PANTO_ERR_CONFIG);
@@ -272,7 +302,11 @@ mod tests {
             no_env,
         )
         .unwrap_err();
-        assert!(e.message.starts_with("config: provider.max_tokens: must be at least 1"), "{}", e.message);
+        assert!(
+            e.message.starts_with("config: provider.max_tokens: must be at least 1"),
+            "{}",
+            e.message
+        );
         parse(&with(r#","compaction":{"threshold":1}"#), no_env).unwrap();
     }
 }
