@@ -160,18 +160,20 @@
 #define PANTO_ERR_CANCELLED -10
 
 /**
- * The agent has a live run; finish or free the run first.
+ * The agent has a live run, or a run whose end has not been read yet (even one that already
+ * failed): read it to `PANTO_END` or its error, or free the run, first.
  */
 #define PANTO_ERR_BUSY -11
 
 /**
- * A tool could not be registered (bad or duplicate name).
+ * A tool could not be added to an agent: its name is taken. (A malformed name or schema is
+ * `PANTO_ERR_INVALID_ARGUMENT` from `panto_tool_new`.)
  */
 #define PANTO_ERR_TOOL -12
 
 /**
- * The operation is not valid now (nothing to compact, step limit reached, an agent lost to an
- * internal panic, a blocking call made from inside a tool callback).
+ * The operation is not valid now (nothing to compact, nothing to retry, step limit reached, an
+ * agent lost to an internal panic, a blocking call made from inside a tool callback).
  */
 #define PANTO_ERR_STATE -13
 
@@ -564,6 +566,55 @@ int32_t panto_event_kind(const struct panto_event *event);
 const char *panto_event_json(const struct panto_event *event);
 
 /**
+ * The text of a `PANTO_EVENT_TEXT_DELTA` or `PANTO_EVENT_THINKING_DELTA` (the JSON's `text`,
+ * unescaped; it may be "" but never contains a NUL, which is dropped); NULL for other kinds and
+ * when `event` is NULL.
+ *
+ * Ownership: borrowed from `event`; valid until `panto_event_free(event)`. Thread safety:
+ * callable from any thread.
+ *
+ * # Safety
+ * `event` must be NULL or a live event.
+ */
+const char *panto_event_text(const struct panto_event *event);
+
+/**
+ * The id of the tool call a `PANTO_EVENT_TOOL_START`, `PANTO_EVENT_TOOL_COMPLETE` or a
+ * `PANTO_EVENT_BLOCK_START` of a tool call is about (e.g. `toolu_01`); NULL for other events
+ * and when `event` is NULL.
+ *
+ * Ownership: borrowed from `event`; valid until `panto_event_free(event)`. Thread safety:
+ * callable from any thread.
+ *
+ * # Safety
+ * `event` must be NULL or a live event.
+ */
+const char *panto_event_tool_id(const struct panto_event *event);
+
+/**
+ * The tool's name for the same events as `panto_event_tool_id`; NULL otherwise.
+ *
+ * Ownership: borrowed from `event`; valid until `panto_event_free(event)`. Thread safety:
+ * callable from any thread.
+ *
+ * # Safety
+ * `event` must be NULL or a live event.
+ */
+const char *panto_event_tool_name(const struct panto_event *event);
+
+/**
+ * The arguments of a `PANTO_EVENT_TOOL_START` as a JSON object (e.g. `{"city":"Paris"}`);
+ * NULL for other kinds and when `event` is NULL.
+ *
+ * Ownership: borrowed from `event`; valid until `panto_event_free(event)`. Thread safety:
+ * callable from any thread.
+ *
+ * # Safety
+ * `event` must be NULL or a live event.
+ */
+const char *panto_event_tool_input_json(const struct panto_event *event);
+
+/**
  * Frees an event. `panto_event_free(NULL)` does nothing.
  *
  * Thread safety: callable from any thread, once per event.
@@ -578,8 +629,11 @@ void panto_event_free(struct panto_event *event);
  * tools as the model calls them, until the model ends its turn. Read the events with
  * `panto_run_next_event`.
  *
- * Errors: `PANTO_ERR_NULL`, `PANTO_ERR_UTF8`, `PANTO_ERR_BUSY` (the agent already has a live
- * run). Provider and store failures are reported by `panto_run_next_event`.
+ * Errors: `PANTO_ERR_NULL`, `PANTO_ERR_UTF8`, `PANTO_ERR_BUSY` (the agent already has a run
+ * whose end has not been read with `panto_run_next_event`, nor the run freed, even when that
+ * run has already failed). Provider and store failures are reported by `panto_run_next_event`.
+ * A turn that fails keeps `text` in the conversation (and the session): retry it with
+ * `panto_agent_retry`, which does not send it again.
  *
  * Ownership: `text` is copied. `*run` receives an owned run (NULL on failure), freed with
  * `panto_run_free`. The run may outlive its agent: freeing the agent first cancels the run,
@@ -595,14 +649,39 @@ int32_t panto_agent_run(const struct panto_agent *agent,
                         struct panto_error **err);
 
 /**
+ * Retries the last turn when it failed, without sending its user message again: a failed turn
+ * (a provider error, the step limit, a cancel) leaves its user message, and any tool results,
+ * in the conversation and in the session, so `panto_agent_run` with the same text would put the
+ * prompt in the conversation twice. The new run asks the model again from where the
+ * conversation stands and is read like any other run.
+ *
+ * Errors: `PANTO_ERR_NULL`, `PANTO_ERR_BUSY` (a live run, or its end not read yet),
+ * `PANTO_ERR_STATE` ("nothing to retry": the conversation ends with the model's answer, even a
+ * partial one kept from a cut stream, or is empty; send a new message with `panto_agent_run`).
+ *
+ * Ownership: `*run` receives an owned run (NULL on failure), freed with `panto_run_free`.
+ * Thread safety: callable from any thread.
+ *
+ * # Safety
+ * `agent` must be NULL or a live agent; `run` and `err` NULL or writable.
+ */
+int32_t panto_agent_retry(const struct panto_agent *agent,
+                          struct panto_run **run,
+                          struct panto_error **err);
+
+/**
  * Waits up to `timeout_ms` milliseconds for the turn's next event (0: do not wait; negative:
  * wait as long as it takes).
  *
  * Returns `PANTO_OK` with `*event` set to an owned event (free it with `panto_event_free`),
  * `PANTO_TIMEOUT` when nothing came in time (call again), `PANTO_END` when the turn is over
- * (after `PANTO_EVENT_TURN_COMPLETE`, and on every call after an error), or the turn's error:
- * `PANTO_ERR_PROVIDER`, `PANTO_ERR_STORE`, `PANTO_ERR_STATE` (step limit),
- * `PANTO_ERR_CANCELLED` after `panto_run_cancel`. Once this returns `PANTO_END` or an error,
+ * (after `PANTO_EVENT_TURN_COMPLETE`, and on every call after an error), `PANTO_ERR_NULL` (a
+ * NULL `run` or `event`), or the turn's error: `PANTO_ERR_PROVIDER` (the provider failed after
+ * retries), `PANTO_ERR_STORE` (the session could not be written), `PANTO_ERR_SESSION_IN_USE`,
+ * `PANTO_ERR_CONFIG` (a header or key that is not a valid HTTP header), `PANTO_ERR_INVALID_ARGUMENT`
+ * (an image a tool returned cannot be decoded), `PANTO_ERR_STATE` (the step limit, or "nothing
+ * to retry"), `PANTO_ERR_CANCELLED` after `panto_run_cancel` or when the agent was freed,
+ * `PANTO_ERR_PANIC`, `PANTO_ERR_OTHER`. Once this returns `PANTO_END` or an error,
  * the agent is idle again and none of its tool callbacks is running.
  *
  * Ownership: `*event` is NULL unless `PANTO_OK` is returned. Thread safety: callable from any
@@ -838,6 +917,10 @@ void panto_store_free(struct panto_store *store);
  * calls at once (the model may call tools in parallel); `context` must allow that. Callbacks
  * must not call libpanto functions that block on the runtime (they fail with
  * `PANTO_ERR_STATE`), nor free the agent that is running them.
+ *
+ * Errors: `PANTO_ERR_NULL` (a NULL string, `call` or `out`), `PANTO_ERR_UTF8`,
+ * `PANTO_ERR_INVALID_ARGUMENT` (a name outside `[A-Za-z0-9_-]{1,64}`, a schema that is not a
+ * JSON object). A name already taken on an agent is `PANTO_ERR_TOOL` from `panto_agent_add_tool`.
  *
  * Ownership: the strings are copied during the call. `*out` receives an owned tool (NULL on
  * failure), freed with `panto_tool_free`. On failure `drop` is not called: `context` stays the

@@ -2,6 +2,8 @@
 //!
 //! - `include/panto.h`, from `crates/panto-ffi` with cbindgen (pinned as a library dependency, so
 //!   every machine produces the same bytes);
+//! - `crates/panto-ffi/symbols.txt`, the exported symbols (see `symbols.rs`: within one ABI
+//!   version the list only grows);
 //! - `docs/events.schema.json`, the JSON Schema of the event JSON, from panto-core's types
 //!   (`panto_core::event_schema`).
 //!
@@ -39,11 +41,21 @@ struct Generated {
 
 /// Writes every generated file, or with `check` verifies each is current.
 pub(crate) fn run(root: &Path, check: bool) -> Result<()> {
+    let header = generate(root)?;
+    let abi = crate::dist::abi_version_in(&header)?;
+    let symbols = crate::symbols::from_header(&header);
+    let committed = std::fs::read_to_string(root.join(crate::symbols::SYMBOLS)).unwrap_or_default();
+    crate::symbols::check_growth(&committed, abi, &symbols)?;
     let files = [
         Generated {
             path: HEADER,
             source: CRATE,
-            text: generate(root)?,
+            text: header,
+        },
+        Generated {
+            path: crate::symbols::SYMBOLS,
+            source: "the functions of include/panto.h",
+            text: crate::symbols::render(abi, &symbols),
         },
         Generated {
             path: EVENT_SCHEMA,
@@ -135,7 +147,7 @@ pub(crate) fn generate(root: &Path) -> Result<String> {
 }
 
 /// The version of panto-ffi as Cargo resolves it (it inherits the workspace version).
-fn ffi_version(root: &Path) -> Result<String> {
+pub(crate) fn ffi_version(root: &Path) -> Result<String> {
     let output = crate::cargo_command(root)
         .args(["pkgid", "-p", "panto-ffi"])
         .output()

@@ -6,7 +6,11 @@
 //! `-Wall -Wextra -Werror` and runs each against its own `panto-mock`: plainly, under valgrind
 //! (no errors, nothing definitely lost, children traced), and built with AddressSanitizer.
 //!
-//! Go (`go`): `gofmt`, `go vet` and `go test` in `tests/go/`, then again with `GOGC=1` (a collection at
+//! Installed (`installed PREFIX`): the C programs and the Go tests built against a libpanto that
+//! `cargo xtask install --prefix PREFIX` installed, with pkg-config alone.
+//!
+//! Go (`go`): `gofmt`, `go vet` and `go test` in `bindings/go/` (the module users import; it finds
+//! libpanto through pkg-config, here a `panto.pc` for the build tree), then again with `GOGC=1` (a collection at
 //! nearly every allocation, so a pointer libpanto kept into Go memory would show) and with the
 //! race detector.
 
@@ -21,6 +25,9 @@ use crate::mock::MockProcess;
 /// Programs in tests/c that other programs run, not the harness (the documented example needs a
 /// provider; `example_driver` gives it the mock).
 const DRIVEN: &[&str] = &["example"];
+
+/// The Go binding's module, relative to the workspace root.
+const GO_MODULE: &str = "bindings/go";
 
 /// Sources linked into every program.
 const SHARED_SOURCES: &[&str] = &["common.c"];
@@ -38,7 +45,8 @@ pub(crate) fn main(root: &Path, args: &[String]) -> Result<()> {
         }
         ["c"] => c(root),
         ["go"] => go(root),
-        other => bail!("usage: cargo xtask ffi-test [c|go] (got {other:?})"),
+        ["installed", prefix] => installed(root, Path::new(prefix)),
+        other => bail!("usage: cargo xtask ffi-test [c|go|installed PREFIX] (got {other:?})"),
     }
 }
 
@@ -97,7 +105,7 @@ pub(crate) fn c(root: &Path) -> Result<()> {
         }
     }
     let built = build(root)?;
-    check_exports(&built.lib_dir.join("libpanto.so"))?;
+    check_exports(root, &built.lib_dir.join("libpanto.so"))?;
     check_header(root)?;
     check_docs_example(root)?;
 
@@ -148,8 +156,9 @@ pub(crate) fn c(root: &Path) -> Result<()> {
     Ok(())
 }
 
-/// `nm -D` lists only `panto_` symbols among those the library defines.
-fn check_exports(lib: &Path) -> Result<()> {
+/// `nm -D` lists only `panto_` symbols among those the library defines, exactly those of the
+/// committed symbol list.
+fn check_exports(root: &Path, lib: &Path) -> Result<()> {
     let output = Command::new("nm")
         .args(["-D", "--defined-only"])
         .arg(lib)
@@ -172,7 +181,24 @@ fn check_exports(lib: &Path) -> Result<()> {
             symbols.len()
         );
     }
-    println!("ffi-test: libpanto.so exports {} symbols, all panto_", symbols.len());
+    let listed = std::fs::read_to_string(root.join(crate::symbols::SYMBOLS))
+        .with_context(|| format!("cannot read {}", crate::symbols::SYMBOLS))?;
+    let (_, listed) = crate::symbols::parse(&listed);
+    let exported: std::collections::BTreeSet<String> = symbols.iter().map(|s| (*s).to_owned()).collect();
+    if exported != listed {
+        bail!(
+            "{} exports {:?} beyond {} and lacks {:?} of it; run `cargo xtask codegen`",
+            lib.display(),
+            exported.difference(&listed).collect::<Vec<_>>(),
+            crate::symbols::SYMBOLS,
+            listed.difference(&exported).collect::<Vec<_>>()
+        );
+    }
+    println!(
+        "ffi-test: libpanto.so exports {} symbols, all panto_, as {} lists",
+        symbols.len(),
+        crate::symbols::SYMBOLS
+    );
     Ok(())
 }
 
@@ -349,13 +375,66 @@ fn run_program(
     Ok(())
 }
 
+/// The C programs (plainly) and the Go tests once more, built against the libpanto installed in
+/// `prefix` the way docs/ffi.md tells a user to: `$(pkg-config --cflags --libs panto)` with
+/// `PKG_CONFIG_PATH=<prefix>/lib/pkgconfig`, and nothing else (no -L, -I or rpath of our own).
+pub(crate) fn installed(root: &Path, prefix: &Path) -> Result<()> {
+    crate::cargo(
+        root,
+        &["build", "--quiet", "-p", "panto-testkit", "--bin", "panto-mock"],
+    )?;
+    let built = Built {
+        lib_dir: prefix.join("lib"),
+        mock: crate::target_dir(root).join("debug").join("panto-mock"),
+    };
+    let pkgconfig = prefix.join("lib").join("pkgconfig");
+    let flags = crate::examples::pkg_config(&pkgconfig)?;
+    let out = crate::target_dir(root).join("ffi-tests").join("installed");
+    std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
+    let programs = c_programs(root)?;
+    for (name, source) in &programs {
+        let exe = out.join(name);
+        let mut cmd = Command::new("cc");
+        cmd.args(CFLAGS).arg("-I").arg(root.join("tests/c")).arg(source);
+        for shared in SHARED_SOURCES {
+            cmd.arg(root.join("tests/c").join(shared));
+        }
+        cmd.args(flags.split_whitespace()).args(["-lpthread", "-o"]).arg(&exe);
+        crate::run(&mut cmd)?;
+    }
+    let scratch = out.join("scratch");
+    for (name, _) in programs.iter().filter(|(n, _)| !DRIVEN.contains(&n.as_str())) {
+        run_program(&built, &scratch, name, "installed", &[], &out.join(name), &[])?;
+    }
+    crate::run(
+        Command::new("go")
+            .args(["test", "-count=1", "./..."])
+            .current_dir(root.join(GO_MODULE))
+            .env("PANTO_MOCK_BIN", &built.mock)
+            .env("PKG_CONFIG_PATH", &pkgconfig)
+            .env("GOPROXY", "off")
+            .env("GOTOOLCHAIN", "local")
+            .env("GOFLAGS", "-mod=mod")
+            .env_remove("PANTO_MOCK_URL"),
+    )?;
+    println!(
+        "ffi-test installed: {} C programs and the Go tests passed against {}",
+        programs.len() - DRIVEN.len(),
+        prefix.display()
+    );
+    Ok(())
+}
+
 /// The Go wrapper's tests.
 pub(crate) fn go(root: &Path) -> Result<()> {
     if !tool_exists("go") {
         bail!("`go` is not installed; CI installs Debian's golang-go (see .ci/run)");
     }
     let built = build(root)?;
-    let dir = root.join("tests/go");
+    let dir = root.join(GO_MODULE);
+    // The package links through `#cgo pkg-config: panto`; point pkg-config at the build tree.
+    let pkgconfig = crate::target_dir(root).join("ffi-tests").join("pkgconfig");
+    crate::pkgconfig::write_for_build_tree(root, &built.lib_dir, &pkgconfig)?;
     let go = |args: &[&str], env: &[(&str, &str)]| -> Result<()> {
         let mut cmd = Command::new("go");
         cmd.args(args)
@@ -365,13 +444,9 @@ pub(crate) fn go(root: &Path) -> Result<()> {
             .env("GOPROXY", "off")
             .env("GOTOOLCHAIN", "local")
             .env("GOFLAGS", "-mod=mod")
+            .env("PKG_CONFIG_PATH", &pkgconfig)
             .env_remove("PANTO_MOCK_URL")
             .envs(env.iter().copied());
-        if built.lib_dir != root.join("target/debug") {
-            // The package's #cgo directives point at <root>/target/debug; add the real place.
-            let dir = built.lib_dir.display();
-            cmd.env("CGO_LDFLAGS", format!("-L{dir} -Wl,-rpath,{dir}"));
-        }
         crate::run(&mut cmd)
     };
     let unformatted = Command::new("gofmt")
@@ -381,7 +456,7 @@ pub(crate) fn go(root: &Path) -> Result<()> {
         .context("could not run gofmt")?;
     let unformatted = String::from_utf8_lossy(&unformatted.stdout).trim().to_owned();
     if !unformatted.is_empty() {
-        bail!("gofmt would reformat these files in tests/go (run `gofmt -w tests/go`): {unformatted}");
+        bail!("gofmt would reformat these files in {GO_MODULE} (run `gofmt -w {GO_MODULE}`): {unformatted}");
     }
     go(&["vet", "./..."], &[])?;
     go(&["test", "-count=1", "./..."], &[])?;

@@ -7,6 +7,8 @@
 //! - `sdk-check`: drive the mock LLM server with the official Python SDKs.
 //! - `bench`, `bench-data`: the performance targets, measured (docs/performance.md).
 //! - `crash-test`: the kill-9 crash harness (docs/robustness.md).
+//! - `dist`, `install`: the release tree (binary, libpanto, header, pkg-config, man page,
+//!   completions) as a tarball, or installed into a prefix.
 //! - `fuzz`: run a fuzz target of `fuzz/` for a while.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -15,11 +17,15 @@ mod arch;
 mod bench;
 mod codegen;
 mod crash;
+mod dist;
+mod examples;
 mod ffi_tests;
 mod fuzz;
 mod mock;
+mod pkgconfig;
 mod postgres;
 mod sdk_check;
+mod symbols;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -36,6 +42,9 @@ fn main() -> Result<()> {
         Some("bench") => bench::bench(&root, &args[1..]),
         Some("bench-data") => bench::bench_data(&root, &args[1..]),
         Some("crash-test") => crash::main(&root, &args[1..]),
+        Some("dist") => dist::dist(&root, &args[1..]),
+        Some("examples") => examples::main(&root, &args[1..]),
+        Some("install") => dist::install(&root, &args[1..]),
         Some("codegen") => codegen::main(&root, &args[1..]),
         Some("ffi-test") => ffi_tests::main(&root, &args[1..]),
         Some("fuzz") => fuzz::fuzz(&root, &args[1..]),
@@ -59,7 +68,11 @@ tasks:
   bench-data build the benchmark data sets under target/bench-data (--large, --force)
   codegen    generate include/panto.h and docs/events.schema.json (--check: fail if one is stale)
   crash-test SIGKILL panto at random moments and check the sessions it leaves (--trials N, --seed S)
-  ffi-test   libpanto from C (plain, valgrind, ASan) and Go (also GOGC=1, -race); `c` or `go` alone
+  dist       the release tarball for the host under target/dist (--verify: build the tree twice, compare)
+  install    the same tree into --prefix DIR (default /usr/local); --destdir DIR for packagers
+  examples   build and run examples/ (C, Go, Rust) against the mock (--prefix DIR: an installed libpanto)
+  ffi-test   libpanto from C (plain, valgrind, ASan) and Go (also GOGC=1, -race); `c` or `go` alone;
+             `installed PREFIX`: C and Go against an installed tree
   fuzz       fuzz TARGET SECONDS: sse_parser or jsonl_loader (cargo-fuzz on nightly, else a driver)
   postgres   a throwaway PostgreSQL (prints PANTO_PG_URL; or -- CMD… runs CMD with it set)
   sdk-check  validate the mock LLM server against the official anthropic/openai Python SDKs";
@@ -121,6 +134,8 @@ fn ci(root: &Path) -> Result<()> {
         ("codegen-check", Box::new(|| codegen::run(root, true))),
         ("ffi-c", Box::new(|| ffi_tests::c(root))),
         ("ffi-go", Box::new(|| ffi_tests::go(root))),
+        // One release build: the tarball, an install, and C, Go and the examples against it.
+        ("dist-install", Box::new(|| dist::ci(root))),
         ("crash-test", Box::new(|| crash::run(root, 50))),
         ("doc", Box::new(|| doc(root))),
         ("sdk-check", Box::new(|| sdk_check::run(root))),

@@ -1,5 +1,5 @@
-//! `panto completions SHELL`: shell completion scripts generated from the clap definition, so
-//! they can never disagree with the real flags.
+//! `panto completions SHELL` and `panto man`: shell completion scripts and the manual page,
+//! generated from the clap definition, so they can never disagree with the real flags.
 
 use clap::CommandFactory;
 use clap_complete::Shell;
@@ -10,4 +10,11 @@ use crate::Cli;
 pub fn print(shell: Shell) {
     let mut command = Cli::command();
     clap_complete::generate(shell, &mut command, "panto", &mut std::io::stdout());
+}
+
+/// Prints the manual page, `panto.1` in roff, to stdout.
+pub fn print_man() -> Result<(), crate::exit::Failure> {
+    let man = clap_mangen::Man::new(Cli::command());
+    man.render(&mut std::io::stdout())
+        .map_err(|e| crate::exit::Failure::runtime(format!("cannot write the manual page: {e}")))
 }

@@ -55,7 +55,8 @@ use crate::tools::Approval;
 #[derive(Debug, Parser)]
 #[command(
     name = "panto",
-    version,
+    // The version and the commit it was built from (build.rs).
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("PANTO_GIT_COMMIT"), ")"),
     about = "A terminal agent: chat with an LLM that can read, write, edit files and run commands.",
     after_help = "Without -p, panto starts the interactive REPL. Exit codes: 0 success, 1 a turn or \
                   an operation failed, 2 bad usage or configuration, 130 interrupted by Ctrl-C."
@@ -139,6 +140,8 @@ enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+    /// Print the manual page (roff), e.g. `panto man > panto.1`.
+    Man,
 }
 
 /// `panto sessions`.
@@ -184,6 +187,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         completions::print(*shell);
         return Ok(ExitCode::SUCCESS);
     }
+    if let Some(Command::Man) = &cli.command {
+        return completions::print_man().map(|()| ExitCode::SUCCESS);
+    }
     let env = config::Env::from_process();
     let settings = config::Settings::load(cli.config.as_deref(), &env)?;
     for warning in &settings.warnings {
@@ -204,7 +210,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
 
     let outcome = match cli.command {
         // Answered above, before any configuration is read.
-        Some(Command::Completions { .. }) => Ok(ExitCode::SUCCESS),
+        Some(Command::Completions { .. } | Command::Man) => Ok(ExitCode::SUCCESS),
         Some(Command::Models) => {
             models::print_models(&settings);
             Ok(ExitCode::SUCCESS)

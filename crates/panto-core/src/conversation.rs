@@ -376,6 +376,17 @@ impl Conversation {
         Self::default()
     }
 
+    /// Whether the conversation waits for the model's answer: its last message, system prompt
+    /// changes aside, is a user message or tool results (what a failed turn leaves), so
+    /// [`Agent::retry`](crate::Agent::retry) can ask the model again.
+    pub fn awaits_answer(&self) -> bool {
+        self.messages
+            .iter()
+            .rev()
+            .find(|m| m.role != Role::System)
+            .is_some_and(|m| m.role == Role::User)
+    }
+
     /// An empty conversation carrying `metadata`.
     pub fn with_metadata(metadata: impl Into<String>) -> Self {
         Conversation {

@@ -204,6 +204,12 @@ pub enum Error {
     /// retryable.
     #[error("nothing to compact: the conversation has no messages older than the recent ones kept verbatim")]
     NothingToCompact,
+    /// A retry was asked for, but the conversation does not end with a message waiting for the
+    /// model's answer (a user prompt or tool results): the last turn ended with the model's
+    /// (possibly partial) answer, or there is no turn at all. Returned by
+    /// [`Agent::retry`](crate::Agent::retry). Not retryable: send a new message instead.
+    #[error("nothing to retry: the conversation does not end with a message waiting for the model's answer")]
+    NothingToRetry,
     /// The model answered the compaction request without any text. Returned by
     /// [`Agent::compact`](crate::Agent::compact) and by [`Stream::next`](crate::Stream::next)
     /// during automatic compaction; nothing changed. Not retried by the agent; calling

@@ -234,3 +234,40 @@ async fn openai_stream_without_done_but_with_finish_reason_completes() {
     let events = collect(&mut agent, "hi").await.unwrap();
     assert_eq!(streamed_text(&events), "no done marker");
 }
+
+/// A turn that failed keeps its prompt; `Agent::retry` asks again without sending it twice, and
+/// refuses once the conversation ends with the model's answer.
+#[tokio::test]
+async fn a_failed_turn_is_retried_without_its_prompt_twice() {
+    for style in STYLES {
+        let server = MockServer::start().await;
+        server.push(Reply::json(400, &json!({"error": {"message": "bad request"}})));
+        server.push(Reply::sse(text(style, "second try")));
+        let mut agent = agent(style, &server);
+        assert!(matches!(agent.retry().map(|_| ()), Err(Error::NothingToRetry)));
+        collect(&mut agent, "the prompt").await.unwrap_err();
+        assert_eq!(agent.conversation().messages.last().map(|m| m.role), Some(Role::User));
+
+        let mut events = Vec::new();
+        {
+            let mut stream = agent.retry().unwrap();
+            while let Some(event) = stream.next().await.unwrap() {
+                events.push(checked(event));
+            }
+        }
+        assert_eq!(streamed_text(&events), "second try", "{style}");
+        let roles: Vec<Role> = agent.conversation().messages.iter().map(|m| m.role).collect();
+        assert_eq!(roles, [Role::User, Role::Assistant], "{style}: one prompt, one answer");
+        let second = body(&server.requests(), 1);
+        let wire = wire_messages(style, &second);
+        let prompts = wire.iter().filter(|m| m.to_string().contains("the prompt")).count();
+        assert_eq!(
+            prompts, 1,
+            "{style}: the retried request holds the prompt once: {second}"
+        );
+
+        let err = agent.retry().map(|_| ()).unwrap_err();
+        assert!(matches!(err, Error::NothingToRetry), "{err}");
+        assert!(err.to_string().starts_with("nothing to retry"), "{err}");
+    }
+}

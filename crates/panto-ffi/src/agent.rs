@@ -26,6 +26,10 @@ pub(crate) enum Slot {
     Idle(Box<Agent>),
     /// Lent to this run's task.
     Running(Arc<RunShared>),
+    /// Back from this run's task, but the run's end has not been read (nor the run freed): the
+    /// agent stays busy so that a turn that ended early (a refused connection) cannot be
+    /// followed by another before the caller has seen how it ended.
+    Ended(Box<Agent>, Arc<RunShared>),
     /// Freed, or lost; the text says which.
     Gone(&'static str),
 }
@@ -35,7 +39,7 @@ impl Slot {
     pub(crate) fn idle(&mut self) -> Result<&mut Box<Agent>, Failure> {
         match self {
             Slot::Idle(agent) => Ok(agent),
-            Slot::Running(_) => Err(busy()),
+            Slot::Running(_) | Slot::Ended(..) => Err(busy()),
             Slot::Gone(why) => Err(Failure::state(format!("the agent is unusable: {why}"))),
         }
     }
@@ -51,6 +55,18 @@ impl Slot {
             other => {
                 *self = other;
                 Err(busy())
+            }
+        }
+    }
+
+    /// `run`'s end has been read (or the run freed): an agent it handed back becomes idle.
+    /// Called with the slot locked, and `released` is set under the same lock, so the
+    /// run's task and its reader agree on who makes the agent idle.
+    pub(crate) fn release(&mut self, run: &Arc<RunShared>) {
+        run.mark_released();
+        if matches!(self, Slot::Ended(_, ended) if Arc::ptr_eq(ended, run)) {
+            if let Slot::Ended(agent, _) = std::mem::replace(self, Slot::Gone("it was lost while released")) {
+                *self = Slot::Idle(agent);
             }
         }
     }
@@ -215,7 +231,7 @@ pub unsafe extern "C" fn panto_agent_free(agent: *mut panto_agent) {
         loop {
             let mut slot = lock(&agent.shared.slot);
             match std::mem::replace(&mut *slot, Slot::Gone("it was freed")) {
-                Slot::Idle(inner) => {
+                Slot::Idle(inner) | Slot::Ended(inner, _) => {
                     drop(slot);
                     // Dropping the agent may close connections and session files; do it with
                     // the runtime entered, as when they were made.

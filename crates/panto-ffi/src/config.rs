@@ -60,10 +60,76 @@ pub(crate) fn parse(json: &str, env: impl Fn(&str) -> Option<String>) -> Result<
         })?;
         provider.insert("api_key".to_owned(), Value::String(key));
     }
-    serde_path_to_error::deserialize(value).map_err(|e| {
+    let config: Config = serde_path_to_error::deserialize(value.clone()).map_err(|e| {
         let path = e.path().to_string();
         config_error(format!("config: {path}: {}", e.into_inner()))
+    })?;
+    reject_unknown_fields(&value, &config)?;
+    check_values(&config)?;
+    Ok(config)
+}
+
+/// Fails on the first field of `given` that `Config` does not have (a typo such as `max_step`
+/// would otherwise be ignored and its default used). The fields `Config` has are those it writes
+/// back: every field serializes, except the API key.
+fn reject_unknown_fields(given: &Value, config: &Config) -> Result<(), Failure> {
+    let known = serde_json::to_value(config)
+        .map_err(|e| config_error(format!("config: cannot be written back as JSON: {e}")))?;
+    unknown_field(given, &known, "").map_or(Ok(()), |path| {
+        Err(config_error(format!(
+            "config: {path}: unknown field (docs/ffi.md lists the fields)"
+        )))
     })
+}
+
+/// The path of the first member of `given` missing from `known`, descending into objects.
+fn unknown_field(given: &Value, known: &Value, prefix: &str) -> Option<String> {
+    let (Value::Object(given), Value::Object(known)) = (given, known) else {
+        return None;
+    };
+    given.iter().find_map(|(name, value)| {
+        let path = if prefix.is_empty() {
+            name.clone()
+        } else {
+            format!("{prefix}.{name}")
+        };
+        match known.get(name) {
+            Some(known) => unknown_field(value, known, &path),
+            // Read, never written back (keys stay out of anything serialized).
+            None if path == "provider.api_key" => None,
+            None => Some(path),
+        }
+    })
+}
+
+/// Values that would make every request (or every turn) fail are refused here, naming the field,
+/// rather than at the first turn with a less clear error.
+fn check_values(config: &Config) -> Result<(), Failure> {
+    let positive: [(&str, u64); 7] = [
+        ("max_steps", config.max_steps.into()),
+        (
+            "idle_timeout_ms",
+            u64::try_from(config.idle_timeout.as_millis()).unwrap_or(u64::MAX),
+        ),
+        ("retry.max_attempts", config.retry.max_attempts.into()),
+        ("provider.max_tokens", config.provider.max_tokens.into()),
+        (
+            "provider.max_event_bytes",
+            u64::try_from(config.provider.max_event_bytes).unwrap_or(u64::MAX),
+        ),
+        ("compaction.context_window", config.compaction.context_window),
+        ("max_image_dimension", config.max_image_dimension.into()),
+    ];
+    if let Some((field, _)) = positive.iter().find(|(_, value)| *value == 0) {
+        return Err(config_error(format!("config: {field}: must be at least 1, got 0")));
+    }
+    let threshold = config.compaction.threshold;
+    if !(threshold > 0.0 && threshold <= 1.0) {
+        return Err(config_error(format!(
+            "config: compaction.threshold: must be a fraction of the context window above 0 and at most 1, got {threshold}"
+        )));
+    }
+    Ok(())
 }
 
 /// Builds a config from a JSON document (the shape is in docs/ffi.md), for example
@@ -171,5 +237,94 @@ mod tests {
 
         let e = parse(r#"{"retry":{}}"#, no_env).unwrap_err();
         assert!(e.message.contains("`provider` is missing"), "{}", e.message);
+    }
+
+    fn with(extra: &str) -> String {
+        format!(r#"{{"provider":{{"api_style":"openai-chat","base_url":"h","model":"m","api_key":"k"}}{extra}}}"#)
+    }
+
+    #[test]
+    fn unknown_fields_are_named() {
+        for (extra, field) in [
+            (r#","max_step":5"#, "config: max_step: unknown field"),
+            (
+                r#","retry":{"max_attempt":2}"#,
+                "config: retry.max_attempt: unknown field",
+            ),
+            (
+                r#","compaction":{"treshold":0.5}"#,
+                "config: compaction.treshold: unknown field",
+            ),
+        ] {
+            let e = parse(&with(extra), no_env).unwrap_err();
+            assert_eq!(e.code, PANTO_ERR_CONFIG);
+            assert!(e.message.starts_with(field), "{extra}: {}", e.message);
+        }
+        let e = parse(
+            r#"{"provider":{"api_style":"openai-chat","base_url":"h","model":"m","modle":"x"}}"#,
+            no_env,
+        )
+        .unwrap_err();
+        assert!(
+            e.message.starts_with("config: provider.modle: unknown field"),
+            "{}",
+            e.message
+        );
+        // Every documented field, the key and the C ABI's key variable are known.
+        let full = r#"{"provider":{"api_style":"anthropic-messages","base_url":"h","model":"m",
+            "api_key_env":"K","reasoning":"off","max_tokens":10,"extra_headers":[["x-a","b"]],
+            "max_event_bytes":100},
+            "retry":{"max_attempts":5,"base_delay_ms":500,"max_delay_ms":60000},
+            "compaction":{"enabled":true,"context_window":200000,"threshold":0.8,
+                          "keep_recent_tokens":20000,"compaction_prompt":"p"},
+            "max_steps":50,"idle_timeout_ms":120000,"max_image_dimension":1568}"#;
+        parse(full, |_| Some("k".into())).unwrap();
+        parse(&with(""), no_env).unwrap();
+    }
+
+    #[test]
+    fn values_that_break_every_request_are_named() {
+        for (extra, message) in [
+            (
+                r#","idle_timeout_ms":0"#,
+                "config: idle_timeout_ms: must be at least 1, got 0",
+            ),
+            (r#","max_steps":0"#, "config: max_steps: must be at least 1, got 0"),
+            (
+                r#","retry":{"max_attempts":0}"#,
+                "config: retry.max_attempts: must be at least 1",
+            ),
+            (
+                r#","compaction":{"context_window":0}"#,
+                "config: compaction.context_window: must be",
+            ),
+            (
+                r#","compaction":{"threshold":7}"#,
+                "config: compaction.threshold: must be a fraction",
+            ),
+            (
+                r#","compaction":{"threshold":0}"#,
+                "config: compaction.threshold: must be a fraction",
+            ),
+            (
+                r#","max_image_dimension":0"#,
+                "config: max_image_dimension: must be at least 1",
+            ),
+        ] {
+            let e = parse(&with(extra), no_env).unwrap_err();
+            assert_eq!(e.code, PANTO_ERR_CONFIG);
+            assert!(e.message.starts_with(message), "{extra}: {}", e.message);
+        }
+        let e = parse(
+            r#"{"provider":{"api_style":"openai-chat","base_url":"h","model":"m","max_tokens":0}}"#,
+            no_env,
+        )
+        .unwrap_err();
+        assert!(
+            e.message.starts_with("config: provider.max_tokens: must be at least 1"),
+            "{}",
+            e.message
+        );
+        parse(&with(r#","compaction":{"threshold":1}"#), no_env).unwrap();
     }
 }

@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 use std::ffi::{c_char, CString};
 
-use panto_core::Event;
+use panto_core::{ContentDelta, Event};
 use serde::Deserialize;
 
 use crate::guard::{free, Handle};
@@ -71,6 +71,31 @@ const KINDS: [(&str, i32); 12] = [
 pub struct panto_event {
     kind: i32,
     json: CString,
+    /// What the accessors return, taken from the event so C needs no JSON parser for them.
+    text: Option<CString>,
+    tool_id: Option<CString>,
+    tool_name: Option<CString>,
+    tool_input: Option<CString>,
+}
+
+/// The fields the accessors hand out: (text, tool id, tool name, tool input JSON).
+type Fields = (Option<String>, Option<String>, Option<String>, Option<String>);
+
+/// The accessor fields of an event: the text of a text or thinking delta; the id and name of the
+/// tool call a block start, tool start or tool complete is about; the input of a tool start.
+fn fields(event: &Event) -> Fields {
+    match event {
+        Event::Delta {
+            delta: ContentDelta::Text(text) | ContentDelta::Thinking(text),
+            ..
+        } => (Some(text.clone()), None, None, None),
+        Event::BlockStart { tool: Some(tool), .. } => (None, Some(tool.id.clone()), Some(tool.name.clone()), None),
+        Event::ToolDispatchStart { id, name, input } => {
+            (None, Some(id.clone()), Some(name.clone()), Some(input.to_string()))
+        }
+        Event::ToolDispatchComplete { id, name, .. } => (None, Some(id.clone()), Some(name.clone()), None),
+        _ => (None, None, None, None),
+    }
 }
 
 impl Handle for panto_event {}
@@ -86,9 +111,14 @@ impl panto_event {
             .ok()
             .and_then(|tag| KINDS.iter().find(|(known, _)| *known == tag.name))
             .map_or(0, |(_, kind)| *kind);
+        let (text, tool_id, tool_name, tool_input) = fields(event);
         Some(panto_event {
             kind,
             json: crate::cstr::to_cstring(json),
+            text: text.map(crate::cstr::to_cstring),
+            tool_id: tool_id.map(crate::cstr::to_cstring),
+            tool_name: tool_name.map(crate::cstr::to_cstring),
+            tool_input: tool_input.map(crate::cstr::to_cstring),
         })
     }
 }
@@ -129,6 +159,76 @@ pub unsafe extern "C" fn panto_event_json(event: *const panto_event) -> *const c
         // SAFETY: the contract makes `event` NULL or live.
         unsafe { event.as_ref() }.map_or(c"".as_ptr(), |e| e.json.as_ptr())
     })
+}
+
+/// A borrowed accessor field: NULL when the event is NULL or has no such field.
+///
+/// # Safety
+/// `event` must be NULL or a live event.
+unsafe fn field(event: *const panto_event, get: fn(&panto_event) -> &Option<CString>) -> *const c_char {
+    crate::guard::guard_or(std::ptr::null(), || {
+        // SAFETY: the contract makes `event` NULL or live.
+        unsafe { event.as_ref() }
+            .and_then(|e| get(e).as_ref())
+            .map_or(std::ptr::null(), |s| s.as_ptr())
+    })
+}
+
+/// The text of a `PANTO_EVENT_TEXT_DELTA` or `PANTO_EVENT_THINKING_DELTA` (the JSON's `text`,
+/// unescaped; it may be "" but never contains a NUL, which is dropped); NULL for other kinds and
+/// when `event` is NULL.
+///
+/// Ownership: borrowed from `event`; valid until `panto_event_free(event)`. Thread safety:
+/// callable from any thread.
+///
+/// # Safety
+/// `event` must be NULL or a live event.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn panto_event_text(event: *const panto_event) -> *const c_char {
+    // SAFETY: forwarded contract.
+    unsafe { field(event, |e| &e.text) }
+}
+
+/// The id of the tool call a `PANTO_EVENT_TOOL_START`, `PANTO_EVENT_TOOL_COMPLETE` or a
+/// `PANTO_EVENT_BLOCK_START` of a tool call is about (e.g. `toolu_01`); NULL for other events
+/// and when `event` is NULL.
+///
+/// Ownership: borrowed from `event`; valid until `panto_event_free(event)`. Thread safety:
+/// callable from any thread.
+///
+/// # Safety
+/// `event` must be NULL or a live event.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn panto_event_tool_id(event: *const panto_event) -> *const c_char {
+    // SAFETY: forwarded contract.
+    unsafe { field(event, |e| &e.tool_id) }
+}
+
+/// The tool's name for the same events as `panto_event_tool_id`; NULL otherwise.
+///
+/// Ownership: borrowed from `event`; valid until `panto_event_free(event)`. Thread safety:
+/// callable from any thread.
+///
+/// # Safety
+/// `event` must be NULL or a live event.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn panto_event_tool_name(event: *const panto_event) -> *const c_char {
+    // SAFETY: forwarded contract.
+    unsafe { field(event, |e| &e.tool_name) }
+}
+
+/// The arguments of a `PANTO_EVENT_TOOL_START` as a JSON object (e.g. `{"city":"Paris"}`);
+/// NULL for other kinds and when `event` is NULL.
+///
+/// Ownership: borrowed from `event`; valid until `panto_event_free(event)`. Thread safety:
+/// callable from any thread.
+///
+/// # Safety
+/// `event` must be NULL or a live event.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn panto_event_tool_input_json(event: *const panto_event) -> *const c_char {
+    // SAFETY: forwarded contract.
+    unsafe { field(event, |e| &e.tool_input) }
 }
 
 /// Frees an event. `panto_event_free(NULL)` does nothing.

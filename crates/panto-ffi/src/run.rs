@@ -39,6 +39,8 @@ pub(crate) struct RunShared {
     done: Mutex<bool>,
     done_signal: Condvar,
     free_agent_on_return: AtomicBool,
+    /// The run's end has been read, or the run freed (set under the agent's slot lock).
+    released: AtomicBool,
 }
 
 impl RunShared {
@@ -57,6 +59,10 @@ impl RunShared {
         while !*done {
             done = self.done_signal.wait(done).unwrap_or_else(|e| e.into_inner());
         }
+    }
+
+    pub(crate) fn mark_released(&self) {
+        self.released.store(true, Ordering::SeqCst);
     }
 
     fn mark_done(&self) {
@@ -86,8 +92,13 @@ impl Drop for ReturnGuard {
             agent
         } else {
             match agent {
-                Some(agent) => {
+                Some(agent) if self.run.released.load(Ordering::SeqCst) => {
                     *slot = Slot::Idle(agent);
+                    None
+                }
+                // Busy until the end is read (Slot::release).
+                Some(agent) => {
+                    *slot = Slot::Ended(agent, self.run.clone());
                     None
                 }
                 None => {
@@ -107,7 +118,7 @@ async fn run_task(
     shared: Arc<AgentShared>,
     run: Arc<RunShared>,
     agent: Box<Agent>,
-    text: String,
+    prompt: Option<String>,
     events: Sender<Item>,
 ) {
     let mut guard = ReturnGuard {
@@ -119,7 +130,7 @@ async fn run_task(
     let Some(agent) = guard.agent.as_deref_mut() else {
         return;
     };
-    let caught = AssertUnwindSafe(drive(agent, &shared, &run.cancel, text, &events))
+    let caught = AssertUnwindSafe(drive(agent, &shared, &run.cancel, prompt, &events))
         .catch_unwind()
         .await;
     let outcome = caught.unwrap_or_else(|payload| {
@@ -127,7 +138,7 @@ async fn run_task(
         Err(Failure::panic(&*payload))
     });
     // The agent goes back before the end is reported, so the caller can start the next turn as
-    // soon as it reads the end.
+    // soon as it reads the end (not before: it stays busy until then, see Slot::Ended).
     drop(guard);
     let last = match outcome {
         Ok(()) => Item::Done,
@@ -137,16 +148,20 @@ async fn run_task(
     let _ = events.send(last);
 }
 
-/// Streams one turn into `events`, then waits for tool callbacks still running.
+/// Streams one turn into `events` (with `prompt` as the user's message, or `None` to retry the
+/// conversation as it stands), then waits for tool callbacks still running.
 async fn drive(
     agent: &mut Agent,
     shared: &AgentShared,
     cancel: &CancellationToken,
-    text: String,
+    prompt: Option<String>,
     events: &Sender<Item>,
 ) -> Result<(), Failure> {
     let outcome = {
-        let mut stream = agent.run(UserMessage::text(text));
+        let mut stream = match prompt {
+            Some(text) => agent.run(UserMessage::text(text)),
+            None => agent.retry()?,
+        };
         let turn = stream.cancel_token();
         let requested = cancel.clone();
         let link = tokio::spawn(async move {
@@ -190,11 +205,21 @@ pub struct panto_run {
     /// Keeps the runtime alive while the run exists.
     _rt: Arc<Rt>,
     run: Arc<RunShared>,
+    /// The agent's slot, released when the end is read or the run freed.
+    agent: Arc<AgentShared>,
     events: Mutex<Receiver<Item>>,
     finished: AtomicBool,
 }
 
 impl Handle for panto_run {}
+
+impl panto_run {
+    /// The end has been read: the turn is over for the caller, and the agent is theirs again.
+    fn finish(&self) {
+        self.finished.store(true, Ordering::SeqCst);
+        lock(&self.agent.slot).release(&self.run);
+    }
+}
 
 /// Freeing a run ends its turn first: the turn is cancelled and, outside the runtime, waited for
 /// (tool callbacks included), so the agent is idle once the run is gone. Inside the runtime (a
@@ -205,6 +230,7 @@ impl Drop for panto_run {
         if !in_runtime() {
             self.run.wait_done();
         }
+        lock(&self.agent.slot).release(&self.run);
     }
 }
 
@@ -212,8 +238,11 @@ impl Drop for panto_run {
 /// tools as the model calls them, until the model ends its turn. Read the events with
 /// `panto_run_next_event`.
 ///
-/// Errors: `PANTO_ERR_NULL`, `PANTO_ERR_UTF8`, `PANTO_ERR_BUSY` (the agent already has a live
-/// run). Provider and store failures are reported by `panto_run_next_event`.
+/// Errors: `PANTO_ERR_NULL`, `PANTO_ERR_UTF8`, `PANTO_ERR_BUSY` (the agent already has a run
+/// whose end has not been read with `panto_run_next_event`, nor the run freed, even when that
+/// run has already failed). Provider and store failures are reported by `panto_run_next_event`.
+/// A turn that fails keeps `text` in the conversation (and the session): retry it with
+/// `panto_agent_retry`, which does not send it again.
 ///
 /// Ownership: `text` is copied. `*run` receives an owned run (NULL on failure), freed with
 /// `panto_run_free`. The run may outlive its agent: freeing the agent first cancels the run,
@@ -235,17 +264,58 @@ pub unsafe extern "C" fn panto_agent_run(
         let agent = unsafe { handle(agent, "agent") }?;
         // SAFETY: the contract makes `text` NULL or NUL-terminated.
         let text = unsafe { crate::cstr::arg(text, "text") }?;
-        let runtime = agent.rt.handle()?.clone();
-        let shared = Arc::new(RunShared::default());
-        let inner = lock(&agent.shared.slot).lend(shared.clone())?;
-        let (sender, receiver) = std::sync::mpsc::channel();
-        runtime.spawn(run_task(agent.shared.clone(), shared.clone(), inner, text, sender));
-        Ok(panto_run {
-            _rt: agent.rt.clone(),
-            run: shared,
-            events: Mutex::new(receiver),
-            finished: AtomicBool::new(false),
-        })
+        start(agent, Some(text))
+    })
+}
+
+/// Lends the idle agent to a new run's task: a turn with `prompt`, or a retry.
+fn start(agent: &panto_agent, prompt: Option<String>) -> Result<panto_run, Failure> {
+    let runtime = agent.rt.handle()?.clone();
+    let shared = Arc::new(RunShared::default());
+    let inner = {
+        let mut slot = lock(&agent.shared.slot);
+        if prompt.is_none() && !slot.idle()?.conversation().awaits_answer() {
+            return Err(Failure::from(panto_core::Error::NothingToRetry));
+        }
+        slot.lend(shared.clone())?
+    };
+    let (sender, receiver) = std::sync::mpsc::channel();
+    runtime.spawn(run_task(agent.shared.clone(), shared.clone(), inner, prompt, sender));
+    Ok(panto_run {
+        _rt: agent.rt.clone(),
+        run: shared,
+        agent: agent.shared.clone(),
+        events: Mutex::new(receiver),
+        finished: AtomicBool::new(false),
+    })
+}
+
+/// Retries the last turn when it failed, without sending its user message again: a failed turn
+/// (a provider error, the step limit, a cancel) leaves its user message, and any tool results,
+/// in the conversation and in the session, so `panto_agent_run` with the same text would put the
+/// prompt in the conversation twice. The new run asks the model again from where the
+/// conversation stands and is read like any other run.
+///
+/// Errors: `PANTO_ERR_NULL`, `PANTO_ERR_BUSY` (a live run, or its end not read yet),
+/// `PANTO_ERR_STATE` ("nothing to retry": the conversation ends with the model's answer, even a
+/// partial one kept from a cut stream, or is empty; send a new message with `panto_agent_run`).
+///
+/// Ownership: `*run` receives an owned run (NULL on failure), freed with `panto_run_free`.
+/// Thread safety: callable from any thread.
+///
+/// # Safety
+/// `agent` must be NULL or a live agent; `run` and `err` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn panto_agent_retry(
+    agent: *const panto_agent,
+    run: *mut *mut panto_run,
+    err: *mut *mut panto_error,
+) -> i32 {
+    // SAFETY: the contract makes `run` and `err` NULL or writable.
+    unsafe { HandOut::required(run, "run", err) }.guard(|| {
+        // SAFETY: the contract makes `agent` NULL or live.
+        let agent = unsafe { handle(agent, "agent") }?;
+        start(agent, None)
     })
 }
 
@@ -254,9 +324,13 @@ pub unsafe extern "C" fn panto_agent_run(
 ///
 /// Returns `PANTO_OK` with `*event` set to an owned event (free it with `panto_event_free`),
 /// `PANTO_TIMEOUT` when nothing came in time (call again), `PANTO_END` when the turn is over
-/// (after `PANTO_EVENT_TURN_COMPLETE`, and on every call after an error), or the turn's error:
-/// `PANTO_ERR_PROVIDER`, `PANTO_ERR_STORE`, `PANTO_ERR_STATE` (step limit),
-/// `PANTO_ERR_CANCELLED` after `panto_run_cancel`. Once this returns `PANTO_END` or an error,
+/// (after `PANTO_EVENT_TURN_COMPLETE`, and on every call after an error), `PANTO_ERR_NULL` (a
+/// NULL `run` or `event`), or the turn's error: `PANTO_ERR_PROVIDER` (the provider failed after
+/// retries), `PANTO_ERR_STORE` (the session could not be written), `PANTO_ERR_SESSION_IN_USE`,
+/// `PANTO_ERR_CONFIG` (a header or key that is not a valid HTTP header), `PANTO_ERR_INVALID_ARGUMENT`
+/// (an image a tool returned cannot be decoded), `PANTO_ERR_STATE` (the step limit, or "nothing
+/// to retry"), `PANTO_ERR_CANCELLED` after `panto_run_cancel` or when the agent was freed,
+/// `PANTO_ERR_PANIC`, `PANTO_ERR_OTHER`. Once this returns `PANTO_END` or an error,
 /// the agent is idle again and none of its tool callbacks is running.
 ///
 /// Ownership: `*event` is NULL unless `PANTO_OK` is returned. Thread safety: callable from any
@@ -292,16 +366,16 @@ pub unsafe extern "C" fn panto_run_next_event(
         match received {
             Ok(Item::Event(e)) => Ok(Made::Value(e)),
             Ok(Item::Done) => {
-                run.finished.store(true, Ordering::SeqCst);
+                run.finish();
                 Ok(Made::Status(PANTO_END))
             }
             Ok(Item::Failed(failure)) => {
-                run.finished.store(true, Ordering::SeqCst);
+                run.finish();
                 Err(failure)
             }
             Err(RecvTimeoutError::Timeout) => Ok(Made::Status(PANTO_TIMEOUT)),
             Err(RecvTimeoutError::Disconnected) => {
-                run.finished.store(true, Ordering::SeqCst);
+                run.finish();
                 Err(Failure::state(
                     "the run ended without reporting how (its runtime shut down)",
                 ))

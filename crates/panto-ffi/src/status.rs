@@ -35,12 +35,14 @@ pub const PANTO_ERR_STORE: i32 = -8;
 pub const PANTO_ERR_PROVIDER: i32 = -9;
 /// The turn was cancelled with `panto_run_cancel` (or its run handle freed).
 pub const PANTO_ERR_CANCELLED: i32 = -10;
-/// The agent has a live run; finish or free the run first.
+/// The agent has a live run, or a run whose end has not been read yet (even one that already
+/// failed): read it to `PANTO_END` or its error, or free the run, first.
 pub const PANTO_ERR_BUSY: i32 = -11;
-/// A tool could not be registered (bad or duplicate name).
+/// A tool could not be added to an agent: its name is taken. (A malformed name or schema is
+/// `PANTO_ERR_INVALID_ARGUMENT` from `panto_tool_new`.)
 pub const PANTO_ERR_TOOL: i32 = -12;
-/// The operation is not valid now (nothing to compact, step limit reached, an agent lost to an
-/// internal panic, a blocking call made from inside a tool callback).
+/// The operation is not valid now (nothing to compact, nothing to retry, step limit reached, an
+/// agent lost to an internal panic, a blocking call made from inside a tool callback).
 pub const PANTO_ERR_STATE: i32 = -13;
 /// libpanto panicked internally; the panic was caught at the boundary. Please report it.
 pub const PANTO_ERR_PANIC: i32 = -14;

@@ -8,7 +8,11 @@ async fn version_and_help_need_no_config_or_key() {
     // A broken config file must not matter to --version and --help.
     home.write_config("this is = = not toml");
     let version = home.run(&["--version"], None).await;
-    assert_eq!(version.ok().trim(), format!("panto {}", env!("CARGO_PKG_VERSION")));
+    let version = version.ok();
+    assert!(
+        version.starts_with(&format!("panto {} (commit ", env!("CARGO_PKG_VERSION"))),
+        "{version}"
+    );
     let help = home.run(&["--help"], None).await;
     let text = help.ok();
     for flag in [
@@ -35,6 +39,41 @@ async fn version_works_with_an_empty_environment() {
         .await
         .unwrap();
     assert!(out.status.success());
+}
+
+/// `panto --version` names the commit it was built from (this checkout's HEAD: the test binary
+/// and panto are built from the same tree).
+#[tokio::test(flavor = "multi_thread")]
+async fn version_names_the_commit() {
+    let out = tokio::process::Command::new(panto_bin())
+        .arg("--version")
+        .output()
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    let head = String::from_utf8_lossy(&head.stdout);
+    assert!(head.len() >= 12, "git rev-parse HEAD said {head:?}");
+    assert_eq!(
+        text.trim(),
+        format!("panto {} (commit {})", env!("CARGO_PKG_VERSION"), &head[..12])
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_man_page_documents_the_flags() {
+    let home = Home::new();
+    let man = home.run(&["man"], None).await;
+    let page = man.ok();
+    assert!(
+        page.starts_with(".ie") || page.contains(".TH panto 1"),
+        "not a roff page:\n{page}"
+    );
+    assert!(page.contains("\\-\\-resume") && page.contains("completions"), "{page}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -197,6 +197,22 @@ impl Agent {
         Stream::new(self, message)
     }
 
+    /// Retries a turn that failed (a provider error after the agent's own retries, a step limit,
+    /// a cancel) without sending the user's message again: a failed turn keeps its user message
+    /// (and any tool results) in the conversation, persisted, so [`Agent::run`] with the same
+    /// text would hold the prompt twice. The turn goes on from where the conversation stands, as
+    /// a new turn (a fresh step count) that streams like [`Agent::run`]'s.
+    ///
+    /// Fails with [`Error::NothingToRetry`] unless [`Conversation::awaits_answer`], so also when
+    /// the last turn ended with the model's answer, even a partial one salvaged from a cut
+    /// stream: send a new message then.
+    pub fn retry(&mut self) -> Result<Stream<'_>> {
+        if !self.conversation.awaits_answer() {
+            return Err(Error::NothingToRetry);
+        }
+        Ok(Stream::resumed(self))
+    }
+
     /// The conversation.
     pub fn conversation(&self) -> &Conversation {
         &self.conversation

@@ -109,6 +109,15 @@ impl<'a> Stream<'a> {
         }
     }
 
+    /// A turn that continues the conversation as it stands, adding no user message
+    /// ([`Agent::retry`]).
+    pub(super) fn resumed(agent: &'a mut Agent) -> Self {
+        let mut stream = Stream::new(agent, UserMessage::default());
+        stream.phase = Phase::Request;
+        stream.state = StreamState::Requesting;
+        stream
+    }
+
     /// A typed turn: `tool` is offered besides the agent's tools (and recorded with them), the
     /// model must call a tool, and the turn ends once `slot` holds the result.
     pub(super) fn with_output(

@@ -46,6 +46,56 @@ func (a *Agent) AddSystemMessage(text string) error {
 	return check(C.panto_agent_add_system_message(a.p, ctext, &cerr), cerr)
 }
 
+// SetSystemPrompt replaces the whole system prompt, and persists the change.
+func (a *Agent) SetSystemPrompt(text string) error {
+	ctext := cstring(text)
+	defer free(ctext)
+	var cerr *C.panto_error
+	return check(C.panto_agent_set_system_prompt(a.p, ctext, &cerr), cerr)
+}
+
+// SetConfig replaces the provider, model and policies from the next turn on; tools and the
+// conversation are kept.
+func (a *Agent) SetConfig(cfg *Config) error {
+	var cerr *C.panto_error
+	return check(C.panto_agent_set_config(a.p, cfg.p, &cerr), cerr)
+}
+
+// CompactResult is what a compaction did.
+type CompactResult struct {
+	Summary            string          `json:"summary"`
+	TokensBefore       int64           `json:"tokens_before"`
+	TokensAfter        int64           `json:"tokens_after"`
+	MessagesSummarized int             `json:"messages_summarized"`
+	MessagesKept       int             `json:"messages_kept"`
+	Usage              json.RawMessage `json:"usage"` // the summary request's usage, or null
+}
+
+// Compact summarises the older part of the conversation now and persists the result. prompt
+// ("" for the configured one) replaces the summary instruction; extra ("" for none) is appended
+// to the request. A CodeState error means there is nothing to compact.
+func (a *Agent) Compact(prompt, extra string) (CompactResult, error) {
+	var cprompt, cextra *C.char
+	if prompt != "" {
+		cprompt = cstring(prompt)
+		defer free(cprompt)
+	}
+	if extra != "" {
+		cextra = cstring(extra)
+		defer free(cextra)
+	}
+	var out *C.char
+	var cerr *C.panto_error
+	var result CompactResult
+	if err := check(C.panto_agent_compact(a.p, cprompt, cextra, &out, &cerr), cerr); err != nil {
+		return result, err
+	}
+	if err := json.Unmarshal([]byte(takeString(out)), &result); err != nil {
+		return result, fmt.Errorf("panto: compaction result: %w", err)
+	}
+	return result, nil
+}
+
 // ConversationJSON is the conversation as JSON (the shape is in docs/ffi.md).
 func (a *Agent) ConversationJSON() (string, error) {
 	var out *C.char
@@ -109,6 +159,43 @@ func newEvent(kind EventKind, raw string) Event {
 	return Event{Kind: kind, Type: tag.Type, JSON: json.RawMessage(raw)}
 }
 
+// ToolCall is the tool call a ToolStart, ToolComplete or tool BlockStart event is about.
+type ToolCall struct {
+	ID   string
+	Name string
+	// Input is the call's arguments, a JSON object, on a ToolStart; nil on the others.
+	Input json.RawMessage
+}
+
+// ToolCall is the tool call the event is about, and whether it is about one.
+func (e Event) ToolCall() (ToolCall, bool) {
+	var payload struct {
+		ID    string
+		Name  string
+		Input json.RawMessage
+		Tool  *struct{ ID, Name string }
+	}
+	switch e.Kind {
+	case ToolStart, ToolComplete, BlockStart:
+	default:
+		return ToolCall{}, false
+	}
+	if json.Unmarshal(e.JSON, &payload) != nil {
+		return ToolCall{}, false
+	}
+	if e.Kind == BlockStart {
+		if payload.Tool == nil {
+			return ToolCall{}, false
+		}
+		return ToolCall{ID: payload.Tool.ID, Name: payload.Tool.Name}, true
+	}
+	call := ToolCall{ID: payload.ID, Name: payload.Name}
+	if e.Kind == ToolStart {
+		call.Input = payload.Input
+	}
+	return call, true
+}
+
 // Text is the text of a TextDelta or ThinkingDelta event, "" for other kinds.
 func (e Event) Text() string {
 	if e.Kind != TextDelta && e.Kind != ThinkingDelta {
@@ -132,13 +219,28 @@ type Run struct {
 }
 
 // Run starts a turn with text as the user's message. Cancelling ctx cancels the turn (the
-// channel then closes and Err reports a CodeCancelled error).
+// channel then closes and Err reports a CodeCancelled error). The agent is busy (CodeBusy)
+// until the run's Events channel has closed. If the turn fails, retry it with Retry.
 func (a *Agent) Run(ctx context.Context, text string) (*Run, error) {
 	ctext := cstring(text)
 	defer free(ctext)
 	r := &Run{events: make(chan Event, 64)}
 	var cerr *C.panto_error
 	if err := check(C.panto_agent_run(a.p, ctext, &r.p, &cerr), cerr); err != nil {
+		return nil, err
+	}
+	go r.pump(ctx)
+	return r, nil
+}
+
+// Retry asks the model again after a turn that failed, without sending its user message a
+// second time (a failed turn keeps it in the conversation and the session, so Run with the same
+// text would hold it twice). A CodeState error means nothing waits for an answer: the last turn
+// ended with the model's reply; send a new message with Run instead.
+func (a *Agent) Retry(ctx context.Context) (*Run, error) {
+	r := &Run{events: make(chan Event, 64)}
+	var cerr *C.panto_error
+	if err := check(C.panto_agent_retry(a.p, &r.p, &cerr), cerr); err != nil {
 		return nil, err
 	}
 	go r.pump(ctx)

@@ -23,6 +23,7 @@ var mockURL string
 func TestMain(m *testing.M) {
 	if url := os.Getenv("PANTO_MOCK_URL"); url != "" {
 		mockURL = url
+		os.Setenv("PANTO_BASE_URL", mockURL) // for Example
 		os.Exit(m.Run())
 	}
 	bin := os.Getenv("PANTO_MOCK_BIN")
@@ -52,6 +53,7 @@ func TestMain(m *testing.M) {
 	}
 	mockURL = "http://127.0.0.1:" + strings.TrimSpace(strings.TrimPrefix(line, "PORT="))
 	os.Setenv("PANTO_MOCK_URL", mockURL) // for the resume test's second process
+	os.Setenv("PANTO_BASE_URL", mockURL) // for Example
 	code := m.Run()
 	stdin.Close() // the mock serves until its stdin closes
 	_ = cmd.Wait()

@@ -2,6 +2,26 @@
 // runtime: agents that stream a model's answer as events, call tools written in Go, and persist
 // sessions that can be resumed later, also by another process.
 //
+// # Installing
+//
+// The package links libpanto through cgo and finds it with pkg-config (`#cgo pkg-config:
+// panto`). Install libpanto first, from a checkout of the repository:
+//
+//	cargo xtask install --prefix "$HOME/.local"
+//	export PKG_CONFIG_PATH="$HOME/.local/lib/pkgconfig"
+//
+// panto.pc carries an rpath to its lib directory, so programs find libpanto.so at run time
+// without LD_LIBRARY_PATH. Then, in your module:
+//
+//	go get example.invalid/panto/bindings/go
+//
+// or, against a local checkout, a replace directive in your go.mod (examples/go does this):
+//
+//	require example.invalid/panto/bindings/go v0.0.0
+//	replace example.invalid/panto/bindings/go => /path/to/panto/bindings/go
+//
+// # Using
+//
 //	rt, _ := panto.NewRuntime(0)
 //	defer rt.Close()
 //	cfg, _ := panto.NewConfig(`{"provider": {"api_style": "anthropic-messages",
@@ -24,8 +44,7 @@
 package panto
 
 /*
-#cgo CFLAGS: -I${SRCDIR}/../../../include
-#cgo LDFLAGS: -L${SRCDIR}/../../../target/debug -lpanto -Wl,-rpath,${SRCDIR}/../../../target/debug
+#cgo pkg-config: panto
 #include <stdlib.h>
 #include "panto.h"
 */
@@ -37,21 +56,35 @@ import (
 	"unsafe"
 )
 
-// Status codes of libpanto's errors (the PANTO_ERR_* constants).
+// Status codes of libpanto's errors, every PANTO_ERR_* constant (docs/ffi.md says who returns
+// each).
 const (
-	CodeNull            = int(C.PANTO_ERR_NULL)
-	CodeUTF8            = int(C.PANTO_ERR_UTF8)
-	CodeInvalidArgument = int(C.PANTO_ERR_INVALID_ARGUMENT)
-	CodeConfig          = int(C.PANTO_ERR_CONFIG)
-	CodeSessionNotFound = int(C.PANTO_ERR_SESSION_NOT_FOUND)
-	CodeSessionInUse    = int(C.PANTO_ERR_SESSION_IN_USE)
-	CodeStore           = int(C.PANTO_ERR_STORE)
-	CodeProvider        = int(C.PANTO_ERR_PROVIDER)
-	CodeCancelled       = int(C.PANTO_ERR_CANCELLED)
-	CodeBusy            = int(C.PANTO_ERR_BUSY)
-	CodeTool            = int(C.PANTO_ERR_TOOL)
-	CodeState           = int(C.PANTO_ERR_STATE)
+	CodeNull             = int(C.PANTO_ERR_NULL)
+	CodeUTF8             = int(C.PANTO_ERR_UTF8)
+	CodeInvalidArgument  = int(C.PANTO_ERR_INVALID_ARGUMENT)
+	CodeConfig           = int(C.PANTO_ERR_CONFIG)
+	CodeSessionNotFound  = int(C.PANTO_ERR_SESSION_NOT_FOUND)
+	CodeSessionAmbiguous = int(C.PANTO_ERR_SESSION_AMBIGUOUS)
+	CodeSessionInUse     = int(C.PANTO_ERR_SESSION_IN_USE)
+	CodeStore            = int(C.PANTO_ERR_STORE)
+	CodeProvider         = int(C.PANTO_ERR_PROVIDER)
+	CodeCancelled        = int(C.PANTO_ERR_CANCELLED)
+	CodeBusy             = int(C.PANTO_ERR_BUSY)
+	CodeTool             = int(C.PANTO_ERR_TOOL)
+	CodeState            = int(C.PANTO_ERR_STATE)
+	CodePanic            = int(C.PANTO_ERR_PANIC)
+	CodeOther            = int(C.PANTO_ERR_OTHER)
 )
+
+// StatusName is the name of a status code, e.g. "PANTO_ERR_BUSY".
+func StatusName(code int) string { return C.GoString(C.panto_status_name(C.int32_t(code))) }
+
+// ABIVersion is the ABI version of the loaded library; HeaderABIVersion that of the header this
+// package was compiled against. They must be equal.
+func ABIVersion() int { return int(C.panto_abi_version()) }
+
+// HeaderABIVersion is PANTO_ABI_VERSION of the header this package was compiled against.
+const HeaderABIVersion = int(C.PANTO_ABI_VERSION)
 
 // Error is a libpanto error: a negative status code and a message saying what went wrong.
 type Error struct {
@@ -222,6 +255,20 @@ func (s *Store) Latest() (*Session, error) {
 
 // ID is the session id.
 func (s *Session) ID() string { return C.GoString(C.panto_session_id(s.p)) }
+
+// Info is what a listing shows of the session, as of when the handle was made.
+func (s *Session) Info() (SessionInfo, error) {
+	var out *C.char
+	var cerr *C.panto_error
+	var info SessionInfo
+	if err := check(C.panto_session_info_json(s.p, &out, &cerr), cerr); err != nil {
+		return info, err
+	}
+	if err := json.Unmarshal([]byte(takeString(out)), &info); err != nil {
+		return info, fmt.Errorf("panto: session info: %w", err)
+	}
+	return info, nil
+}
 
 // Close frees the session handle; agents made from it keep their own copy.
 func (s *Session) Close() { C.panto_session_free(s.p); s.p = nil }

@@ -1,0 +1,3 @@
+module example.invalid/panto/bindings/go
+
+go 1.19

@@ -1,3 +1,0 @@
-module panto.invalid/tests/go
-
-go 1.19
