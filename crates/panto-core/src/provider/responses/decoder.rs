@@ -81,6 +81,27 @@ struct WireEvent<'a> {
     response: Option<Box<WireResponse>>,
 }
 
+/// Just the `type` of an event.
+#[derive(Debug, Deserialize)]
+struct Kind<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Str<'a>,
+}
+
+/// The events the decoder reads; every other is skipped.
+const KNOWN: &[&str] = &[
+    "response.output_item.added",
+    "response.output_text.delta",
+    "response.refusal.delta",
+    "response.reasoning_summary_text.delta",
+    "response.function_call_arguments.delta",
+    "response.output_item.done",
+    "response.completed",
+    "response.incomplete",
+    "response.failed",
+    "error",
+];
+
 /// An output item.
 #[derive(Debug, Deserialize)]
 struct Item {
@@ -173,7 +194,15 @@ impl Decoder for ResponsesDecoder {
         if self.done {
             return Ok(());
         }
-        let event: WireEvent = parse("Responses event", data, offset)?;
+        let event: WireEvent = match parse("Responses event", data, offset) {
+            Ok(event) => event,
+            // An event panto does not read may carry fields of any shape; only one it reads
+            // must have the shape it expects.
+            Err(e) => match serde_json::from_str::<Kind>(data) {
+                Ok(kind) if !KNOWN.contains(&kind.kind.as_str()) => return Ok(()),
+                _ => return Err(e),
+            },
+        };
         let index = event.output_index.unwrap_or(0);
         match event.kind.as_str() {
             "response.output_item.added" => {
