@@ -173,7 +173,8 @@ async fn version_1_files_still_load_and_reasoning_items_round_trip_in_version_2(
 
     let dir = tempfile::tempdir().unwrap();
     let store = fast_store(dir.path());
-    let mut d = Driver::new(&as_dyn(&store), None);
+    let d = Driver::new(&as_dyn(&store), None);
+    let id = d.id();
     // A Responses API reasoning item, which version 2 added: kept byte for byte, since the API
     // needs it back unchanged.
     let reasoning = ContentBlock::Reasoning {
@@ -182,20 +183,26 @@ async fn version_1_files_still_load_and_reasoning_items_round_trip_in_version_2(
         encrypted_content: "gAAAAABowQ3k+/=".into(),
     };
     let answer = assistant(vec![reasoning, ContentBlock::text("Done.")], StopReason::EndTurn);
-    d.append(vec![user("go"), answer.clone()]).await;
-    let loaded = must_load(&as_dyn(&store), &d.id(), "version 2").await;
+    {
+        let mut d = d;
+        d.append(vec![user("go"), answer.clone()]).await;
+    }
+    let loaded = must_load(&as_dyn(&store), &id, "version 2").await;
     assert_eq!(loaded.messages[1].content, answer.content);
+    drop(store);
 
     // The same session as a version 1 file (what panto wrote before the bump) loads the same,
     // and takes appends.
-    let path = session_file(&store, &d.id());
+    let store = fast_store(dir.path());
+    let path = session_file(&store, &id);
+    drop(store);
     let text = std::fs::read_to_string(&path).unwrap();
     let (header, rest) = text.split_once('\n').unwrap();
     assert!(header.contains(r#""version":2"#), "{header}");
     std::fs::write(&path, format!("{}\n{rest}", header.replace(r#""version":2"#, r#""version":1"#))).unwrap();
     let store = fast_store(dir.path());
-    let loaded = must_load(&as_dyn(&store), &d.id(), "version 1").await;
+    let loaded = must_load(&as_dyn(&store), &id, "version 1").await;
     assert_eq!(loaded.messages[1].content, answer.content);
-    append_one(&*store, &d.id(), &user("more")).await.unwrap();
-    assert_eq!(must_load(&as_dyn(&store), &d.id(), "appended").await.messages.len(), 3);
+    append_one(&*store, &id, &user("more")).await.unwrap();
+    assert_eq!(must_load(&as_dyn(&store), &id, "appended").await.messages.len(), 3);
 }
