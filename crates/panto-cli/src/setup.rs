@@ -122,7 +122,10 @@ async fn build_agent(
             agent.add_system_message(prompt).await?;
         }
     } else {
-        notes.extend(unsendable_reasoning_note(agent.conversation(), agent.config().provider.api_style));
+        notes.extend(unsendable_reasoning_note(
+            agent.conversation(),
+            agent.config().provider.api_style,
+        ));
         let current = agent.conversation().effective_system_blocks().join("\n\n");
         if current != prompt {
             agent.set_system_prompt(prompt).await?;

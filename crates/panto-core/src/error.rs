@@ -254,8 +254,7 @@ impl Error {
                         | "rate_limit_error"
                         | "rate_limit_exceeded"
                         | "server_is_overloaded"
-                )
-                    | None
+                ) | None
             ),
             Error::Truncated { .. } | Error::IdleTimeout(_) | Error::Connect { .. } => true,
             _ => false,

@@ -1,11 +1,12 @@
 //! panto-core's integration tests: the agent end to end against the mock LLM server on 127.0.0.1,
-//! for both API styles.
+//! for every API style.
 
 mod support;
 
 mod compaction;
 mod http;
 mod persistence;
+mod responses;
 mod resume;
 mod retry;
 mod tools;

@@ -225,7 +225,9 @@ pub(crate) fn parse_header(line: &[u8], location: &str) -> Result<HeaderIn> {
         Some(other) => {
             return Err(corrupt(
                 location,
-                format!("unsupported session format version {other}; this panto reads versions {OLDEST_READ} to {VERSION}"),
+                format!(
+                    "unsupported session format version {other}; this panto reads versions {OLDEST_READ} to {VERSION}"
+                ),
             ))
         }
         None => return Err(corrupt(location, "the header has no `version` field")),

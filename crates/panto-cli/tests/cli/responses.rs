@@ -26,7 +26,10 @@ fn items(request: &Value) -> Vec<(String, String)> {
         .iter()
         .map(|item| {
             let kind = item["type"].as_str().unwrap_or("message").to_owned();
-            let what = item["call_id"].as_str().or(item["role"].as_str()).or(item["id"].as_str());
+            let what = item["call_id"]
+                .as_str()
+                .or(item["role"].as_str())
+                .or(item["id"].as_str());
             (kind, what.unwrap_or("").to_owned())
         })
         .collect()
@@ -59,7 +62,10 @@ async fn a_tool_turn_with_reasoning_continued_in_a_second_process_sends_the_reas
 
     let out = home.run(&["-m", "think", "-p", "what do my files say?"], None).await;
     assert_eq!(out.ok(), "Mango, then buy milk.\n", "only the final answer is printed");
-    assert!(!out.stdout.contains("Reading the notes"), "thinking is not part of the answer");
+    assert!(
+        !out.stdout.contains("Reading the notes"),
+        "thinking is not part of the answer"
+    );
 
     let out = home.run(&["-c", "-p", "and again?"], None).await;
     assert_eq!(out.ok(), "Still mango.\n");
@@ -68,7 +74,10 @@ async fn a_tool_turn_with_reasoning_continued_in_a_second_process_sends_the_reas
     assert_eq!(requests.len(), 3);
     for request in &requests {
         assert_eq!(request.path, "/v1/responses");
-        assert_eq!(request.validation, None, "the mock validates every request as the API does");
+        assert_eq!(
+            request.validation, None,
+            "the mock validates every request as the API does"
+        );
     }
     let first = body(&requests[0]);
     assert_eq!(first["store"], false);
@@ -79,7 +88,10 @@ async fn a_tool_turn_with_reasoning_continued_in_a_second_process_sends_the_reas
     // the whole history: both reasoning items unchanged, the calls and their outputs by call_id.
     let third = body(&requests[2]);
     assert_eq!(third["model"], "gpt-5");
-    assert_eq!(third["reasoning"]["effort"], "medium", "-c pre-selects the session's model");
+    assert_eq!(
+        third["reasoning"]["effort"], "medium",
+        "-c pre-selects the session's model"
+    );
     let kinds = items(&third);
     let expected: Vec<(String, String)> = [
         ("message", "user"),
@@ -100,7 +112,10 @@ async fn a_tool_turn_with_reasoning_continued_in_a_second_process_sends_the_reas
     assert_eq!(input[1]["encrypted_content"], ENCRYPTED);
     assert_eq!(input[1]["summary"][0]["text"], "**Reading the notes**");
     assert_eq!(input[6]["encrypted_content"], "gAAAAB-second");
-    assert!(input[4]["output"].as_str().unwrap().contains("the secret word is mango"));
+    assert!(input[4]["output"]
+        .as_str()
+        .unwrap()
+        .contains("the secret word is mango"));
     assert!(input[5]["output"].as_str().unwrap().contains("buy milk"));
 
     // The session file records the style and holds the reasoning, never the key.
@@ -135,7 +150,8 @@ async fn a_responses_session_resumed_on_chat_completions_keeps_the_conversation_
     let out = home.run(&["-c", "-m", "chat", "-p", "again"], None).await;
     assert_eq!(out.ok(), "Hello from Chat.\n");
     assert!(
-        out.stderr.contains("1 block of another API's encrypted reasoning is not sent to openai-chat"),
+        out.stderr
+            .contains("1 block of another API's encrypted reasoning is not sent to openai-chat"),
         "{}",
         out.stderr
     );
@@ -144,6 +160,12 @@ async fn a_responses_session_resumed_on_chat_completions_keeps_the_conversation_
     assert_eq!(requests[1].validation, None);
     let chat = body(&requests[1]);
     let history = super::support::all_text(&chat["messages"]);
-    assert!(history.contains("hi") && history.contains("Hello from Responses."), "{history}");
-    assert!(!chat.to_string().contains(ENCRYPTED), "the other API's reasoning is not sent");
+    assert!(
+        history.contains("hi") && history.contains("Hello from Responses."),
+        "{history}"
+    );
+    assert!(
+        !chat.to_string().contains(ENCRYPTED),
+        "the other API's reasoning is not sent"
+    );
 }

@@ -133,7 +133,9 @@ pub(crate) fn transcript(messages: &[Message]) -> String {
                 (_, ContentBlock::Text { text }) => format!("[assistant]\n{text}"),
                 (
                     _,
-                    ContentBlock::Thinking { .. } | ContentBlock::RedactedThinking { .. } | ContentBlock::Reasoning { .. },
+                    ContentBlock::Thinking { .. }
+                    | ContentBlock::RedactedThinking { .. }
+                    | ContentBlock::Reasoning { .. },
                 ) => continue,
                 (_, ContentBlock::ToolUse { name, input, .. }) => format!(
                     "[assistant called tool {name}]\n{}",

@@ -169,9 +169,10 @@ fn assistant(content: &[ContentBlock], out: &mut Vec<Value>) {
             } => {
                 // The API refuses a reasoning item that nothing follows (a turn cancelled right
                 // after the model reasoned); such reasoning led nowhere and is dropped.
-                let followed = content[i + 1..]
-                    .iter()
-                    .any(|b| matches!(b, ContentBlock::ToolUse { .. }) || matches!(b, ContentBlock::Text { text } if !text.is_empty()));
+                let followed = content[i + 1..].iter().any(|b| {
+                    matches!(b, ContentBlock::ToolUse { .. })
+                        || matches!(b, ContentBlock::Text { text } if !text.is_empty())
+                });
                 if followed {
                     let summary: Vec<Value> = summary
                         .iter()

@@ -72,7 +72,11 @@ fn text(style: ApiStyle, t: &str) -> Vec<u8> {
 
 #[tokio::test]
 async fn a_turn_killed_mid_tool_resumes_with_a_valid_request() {
-    for style in [ApiStyle::AnthropicMessages, ApiStyle::OpenAiChat, ApiStyle::OpenAiResponses] {
+    for style in [
+        ApiStyle::AnthropicMessages,
+        ApiStyle::OpenAiChat,
+        ApiStyle::OpenAiResponses,
+    ] {
         let dir = tempfile::tempdir().unwrap();
         let server = MockServer::start().await;
         server.push(Reply::sse(tool_call(style)));

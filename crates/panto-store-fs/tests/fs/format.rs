@@ -199,7 +199,11 @@ async fn version_1_files_still_load_and_reasoning_items_round_trip_in_version_2(
     let text = std::fs::read_to_string(&path).unwrap();
     let (header, rest) = text.split_once('\n').unwrap();
     assert!(header.contains(r#""version":2"#), "{header}");
-    std::fs::write(&path, format!("{}\n{rest}", header.replace(r#""version":2"#, r#""version":1"#))).unwrap();
+    std::fs::write(
+        &path,
+        format!("{}\n{rest}", header.replace(r#""version":2"#, r#""version":1"#)),
+    )
+    .unwrap();
     let store = fast_store(dir.path());
     let loaded = must_load(&as_dyn(&store), &id, "version 1").await;
     assert_eq!(loaded.messages[1].content, answer.content);

@@ -113,7 +113,11 @@ fn failed_calls(events: &[Event]) -> Vec<(String, String)> {
 
 #[tokio::test]
 async fn a_hostile_models_tool_calls_leave_a_session_that_loads_and_resumes() {
-    for style in [ApiStyle::AnthropicMessages, ApiStyle::OpenAiChat, ApiStyle::OpenAiResponses] {
+    for style in [
+        ApiStyle::AnthropicMessages,
+        ApiStyle::OpenAiChat,
+        ApiStyle::OpenAiResponses,
+    ] {
         let prefix = match style {
             ApiStyle::AnthropicMessages => "toolu_panto_",
             ApiStyle::OpenAiChat | ApiStyle::OpenAiResponses => "call_panto_",

@@ -131,7 +131,8 @@ impl ResponsesScript {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.items.push(Item::Text(deltas.into_iter().map(Into::into).collect()));
+        self.items
+            .push(Item::Text(deltas.into_iter().map(Into::into).collect()));
         self
     }
 
@@ -198,15 +199,27 @@ impl ResponsesScript {
             seq += 1;
             write_event(out, kind, &data.to_string());
         };
-        ev(&mut out, "response.created", json!({"response": self.response("in_progress", &[])}));
-        ev(&mut out, "response.in_progress", json!({"response": self.response("in_progress", &[])}));
+        ev(
+            &mut out,
+            "response.created",
+            json!({"response": self.response("in_progress", &[])}),
+        );
+        ev(
+            &mut out,
+            "response.in_progress",
+            json!({"response": self.response("in_progress", &[])}),
+        );
         let mut output = Vec::new();
         for (index, item) in self.items.iter().enumerate() {
             let done = match item {
                 Item::Reasoning { summary, encrypted } => {
                     let id = format!("rs_mock{index:04}");
-                    ev(&mut out, "response.output_item.added", json!({"output_index": index,
-                        "item": {"id": id, "type": "reasoning", "summary": []}}));
+                    ev(
+                        &mut out,
+                        "response.output_item.added",
+                        json!({"output_index": index,
+                        "item": {"id": id, "type": "reasoning", "summary": []}}),
+                    );
                     for (part, text) in summary.iter().enumerate() {
                         let head = json!({"item_id": id, "output_index": index, "summary_index": part});
                         let with = |mut v: Value, extra: Value| {
@@ -215,14 +228,28 @@ impl ResponsesScript {
                             }
                             v
                         };
-                        ev(&mut out, "response.reasoning_summary_part.added",
-                            with(head.clone(), json!({"part": {"type": "summary_text", "text": ""}})));
+                        ev(
+                            &mut out,
+                            "response.reasoning_summary_part.added",
+                            with(head.clone(), json!({"part": {"type": "summary_text", "text": ""}})),
+                        );
                         for d in text_deltas(text) {
-                            ev(&mut out, "response.reasoning_summary_text.delta", with(head.clone(), json!({"delta": d})));
+                            ev(
+                                &mut out,
+                                "response.reasoning_summary_text.delta",
+                                with(head.clone(), json!({"delta": d})),
+                            );
                         }
-                        ev(&mut out, "response.reasoning_summary_text.done", with(head.clone(), json!({"text": text})));
-                        ev(&mut out, "response.reasoning_summary_part.done",
-                            with(head, json!({"part": {"type": "summary_text", "text": text}})));
+                        ev(
+                            &mut out,
+                            "response.reasoning_summary_text.done",
+                            with(head.clone(), json!({"text": text})),
+                        );
+                        ev(
+                            &mut out,
+                            "response.reasoning_summary_part.done",
+                            with(head, json!({"part": {"type": "summary_text", "text": text}})),
+                        );
                     }
                     let mut item = json!({"id": id, "type": "reasoning",
                         "summary": summary.iter().map(|t| json!({"type": "summary_text", "text": t})).collect::<Vec<_>>()});
@@ -233,43 +260,81 @@ impl ResponsesScript {
                 }
                 Item::Text(deltas) => {
                     let id = format!("msg_mock{index:04}");
-                    ev(&mut out, "response.output_item.added", json!({"output_index": index,
-                        "item": {"id": id, "type": "message", "status": "in_progress", "content": [], "role": "assistant"}}));
+                    ev(
+                        &mut out,
+                        "response.output_item.added",
+                        json!({"output_index": index,
+                        "item": {"id": id, "type": "message", "status": "in_progress", "content": [], "role": "assistant"}}),
+                    );
                     let part = json!({"type": "output_text", "annotations": [], "text": ""});
-                    ev(&mut out, "response.content_part.added",
-                        json!({"item_id": id, "output_index": index, "content_index": 0, "part": part}));
+                    ev(
+                        &mut out,
+                        "response.content_part.added",
+                        json!({"item_id": id, "output_index": index, "content_index": 0, "part": part}),
+                    );
                     for d in deltas {
-                        ev(&mut out, "response.output_text.delta",
-                            json!({"item_id": id, "output_index": index, "content_index": 0, "delta": d, "logprobs": []}));
+                        ev(
+                            &mut out,
+                            "response.output_text.delta",
+                            json!({"item_id": id, "output_index": index, "content_index": 0, "delta": d, "logprobs": []}),
+                        );
                     }
                     let text = deltas.concat();
-                    ev(&mut out, "response.output_text.done",
-                        json!({"item_id": id, "output_index": index, "content_index": 0, "text": text}));
+                    ev(
+                        &mut out,
+                        "response.output_text.done",
+                        json!({"item_id": id, "output_index": index, "content_index": 0, "text": text}),
+                    );
                     let part = json!({"type": "output_text", "annotations": [], "text": text});
-                    ev(&mut out, "response.content_part.done",
-                        json!({"item_id": id, "output_index": index, "content_index": 0, "part": part}));
+                    ev(
+                        &mut out,
+                        "response.content_part.done",
+                        json!({"item_id": id, "output_index": index, "content_index": 0, "part": part}),
+                    );
                     json!({"id": id, "type": "message", "status": "completed", "content": [part], "role": "assistant"})
                 }
-                Item::Call { call_id, name, arguments } => {
+                Item::Call {
+                    call_id,
+                    name,
+                    arguments,
+                } => {
                     let id = format!("fc_mock{index:04}");
                     let item = json!({"id": id, "type": "function_call", "status": "in_progress",
                         "arguments": "", "call_id": call_id, "name": name});
-                    ev(&mut out, "response.output_item.added", json!({"output_index": index, "item": item}));
+                    ev(
+                        &mut out,
+                        "response.output_item.added",
+                        json!({"output_index": index, "item": item}),
+                    );
                     for f in json_fragments(arguments) {
-                        ev(&mut out, "response.function_call_arguments.delta",
-                            json!({"item_id": id, "output_index": index, "delta": f}));
+                        ev(
+                            &mut out,
+                            "response.function_call_arguments.delta",
+                            json!({"item_id": id, "output_index": index, "delta": f}),
+                        );
                     }
-                    ev(&mut out, "response.function_call_arguments.done",
-                        json!({"item_id": id, "output_index": index, "arguments": arguments}));
+                    ev(
+                        &mut out,
+                        "response.function_call_arguments.done",
+                        json!({"item_id": id, "output_index": index, "arguments": arguments}),
+                    );
                     json!({"id": id, "type": "function_call", "status": "completed",
                         "arguments": arguments, "call_id": call_id, "name": name})
                 }
             };
-            ev(&mut out, "response.output_item.done", json!({"output_index": index, "item": done}));
+            ev(
+                &mut out,
+                "response.output_item.done",
+                json!({"output_index": index, "item": done}),
+            );
             output.push(done);
         }
         match &self.end {
-            End::Completed => ev(&mut out, "response.completed", json!({"response": self.response("completed", &output)})),
+            End::Completed => ev(
+                &mut out,
+                "response.completed",
+                json!({"response": self.response("completed", &output)}),
+            ),
             End::Incomplete(reason) => {
                 let mut response = self.response("incomplete", &output);
                 response["incomplete_details"] = json!({"reason": reason});
@@ -281,7 +346,11 @@ impl ResponsesScript {
                 ev(&mut out, "response.failed", json!({"response": response}));
             }
             End::Error(code, message) => {
-                ev(&mut out, "error", json!({"code": code, "message": message, "param": null}));
+                ev(
+                    &mut out,
+                    "error",
+                    json!({"code": code, "message": message, "param": null}),
+                );
             }
         }
         out.into_bytes()

@@ -64,7 +64,11 @@ pub(super) fn validate(headers: &[(String, String)], body: &[u8]) -> Result<(), 
     if let Some(max) = root.get("max_output_tokens") {
         match max.as_u64() {
             Some(n) if n >= 16 => {}
-            _ => return Err(format!("max_output_tokens: must be an integer of at least 16, got {max}")),
+            _ => {
+                return Err(format!(
+                    "max_output_tokens: must be an integer of at least 16, got {max}"
+                ))
+            }
         }
     }
     if let Some(include) = root.get("include") {
@@ -122,7 +126,9 @@ fn validate_tools(tools: &Value) -> Result<(), String> {
         let path = format!("tools[{i}]");
         let obj = tool.as_object().ok_or(format!("{path}: must be an object"))?;
         if obj.get("type").and_then(Value::as_str) != Some("function") {
-            return Err(format!("{path}.type: must be \"function\" (the mock serves no built-in tools)"));
+            return Err(format!(
+                "{path}.type: must be \"function\" (the mock serves no built-in tools)"
+            ));
         }
         if obj.contains_key("function") {
             // The Chat Completions shape, which this API refuses.
@@ -130,7 +136,9 @@ fn validate_tools(tools: &Value) -> Result<(), String> {
         }
         let name = tool_name(obj, "name", &format!("{path}.name"))?;
         if !names.insert(name) {
-            return Err(format!("{path}.name: tool names must be unique ({name:?} appears twice)"));
+            return Err(format!(
+                "{path}.name: tool names must be unique ({name:?} appears twice)"
+            ));
         }
         if obj.get("description").is_some_and(|d| !d.is_string() && !d.is_null()) {
             return Err(format!("{path}.description: must be a string"));
@@ -207,8 +215,12 @@ fn validate_input(root: &Map<String, Value>, store: bool) -> Result<(), String> 
                     .and_then(Value::as_array)
                     .ok_or(format!("{path}.summary: Missing required parameter (an array)"))?;
                 for (j, part) in summary.iter().enumerate() {
-                    if part.get("type").and_then(Value::as_str) != Some("summary_text") || !part.get("text").is_some_and(Value::is_string) {
-                        return Err(format!("{path}.summary[{j}]: must be {{\"type\": \"summary_text\", \"text\": string}}"));
+                    if part.get("type").and_then(Value::as_str) != Some("summary_text")
+                        || !part.get("text").is_some_and(Value::is_string)
+                    {
+                        return Err(format!(
+                            "{path}.summary[{j}]: must be {{\"type\": \"summary_text\", \"text\": string}}"
+                        ));
                     }
                 }
                 let encrypted = obj.get("encrypted_content").and_then(Value::as_str).unwrap_or("");
@@ -269,7 +281,11 @@ fn validate_input(root: &Map<String, Value>, store: bool) -> Result<(), String> 
             other => return Err(format!("{path}.type: Invalid value: '{other}'.")),
         }
     }
-    if let Some((call_id, _)) = calls.iter().filter(|(_, (_, answered))| !answered).min_by_key(|(_, (i, _))| *i) {
+    if let Some((call_id, _)) = calls
+        .iter()
+        .filter(|(_, (_, answered))| !answered)
+        .min_by_key(|(_, (i, _))| *i)
+    {
         return Err(format!("input: No tool output found for function call {call_id}."));
     }
     Ok(())
@@ -290,7 +306,11 @@ fn message(obj: &Map<String, Value>, path: &str) -> Result<(), String> {
                     match part.get("type").and_then(Value::as_str) {
                         Some("output_text") if part.get("text").is_some_and(Value::is_string) => {}
                         Some("refusal") if part.get("refusal").is_some_and(Value::is_string) => {}
-                        _ => return Err(format!("{part_path}: an assistant message holds output_text or refusal parts")),
+                        _ => {
+                            return Err(format!(
+                                "{part_path}: an assistant message holds output_text or refusal parts"
+                            ))
+                        }
                     }
                 } else {
                     input_part(part, &part_path)?;
@@ -311,10 +331,13 @@ fn input_part(part: &Value, path: &str) -> Result<(), String> {
             let url = part.get("image_url").and_then(Value::as_str).unwrap_or("");
             let ok = url.starts_with("https://")
                 || url.strip_prefix("data:").is_some_and(|rest| {
-                    rest.split_once(";base64,").is_some_and(|(mt, data)| mt.starts_with("image/") && !data.is_empty())
+                    rest.split_once(";base64,")
+                        .is_some_and(|(mt, data)| mt.starts_with("image/") && !data.is_empty())
                 });
             if !ok && part.get("file_id").is_none() {
-                return Err(format!("{path}.image_url: must be an https URL or a base64 data URL of an image"));
+                return Err(format!(
+                    "{path}.image_url: must be an https URL or a base64 data URL of an image"
+                ));
             }
             match part.get("detail").and_then(Value::as_str) {
                 None | Some("low" | "high" | "auto") => Ok(()),
@@ -359,17 +382,31 @@ mod tests {
     fn what_the_api_refuses_is_refused_naming_the_item() {
         let user = json!({"type": "message", "role": "user", "content": "hi"});
         let cases = [
-            (json!([user, {"type": "reasoning", "id": "rs_1", "summary": []},
-                {"type": "message", "role": "assistant", "content": "x"}]), "input[1]: Item with id 'rs_1' not found"),
-            (json!([user, {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "e"}]),
-                "without its required following item"),
-            (json!([user, {"type": "function_call", "call_id": "c1", "name": "echo", "arguments": "{}"}]),
-                "No tool output found for function call c1"),
-            (json!([user, {"type": "function_call_output", "call_id": "c9", "output": "x"}]),
-                "No tool call found for function call output with call_id c9"),
-            (json!([{"type": "message", "role": "user", "content": [{"type": "input_image", "image_url": "file:///x"}]}]),
-                "input[0].content[0].image_url"),
-            (json!([{"type": "item_reference", "id": "msg_1"}]), "input[0].type: Invalid value: 'item_reference'"),
+            (
+                json!([user, {"type": "reasoning", "id": "rs_1", "summary": []},
+                {"type": "message", "role": "assistant", "content": "x"}]),
+                "input[1]: Item with id 'rs_1' not found",
+            ),
+            (
+                json!([user, {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "e"}]),
+                "without its required following item",
+            ),
+            (
+                json!([user, {"type": "function_call", "call_id": "c1", "name": "echo", "arguments": "{}"}]),
+                "No tool output found for function call c1",
+            ),
+            (
+                json!([user, {"type": "function_call_output", "call_id": "c9", "output": "x"}]),
+                "No tool call found for function call output with call_id c9",
+            ),
+            (
+                json!([{"type": "message", "role": "user", "content": [{"type": "input_image", "image_url": "file:///x"}]}]),
+                "input[0].content[0].image_url",
+            ),
+            (
+                json!([{"type": "item_reference", "id": "msg_1"}]),
+                "input[0].type: Invalid value: 'item_reference'",
+            ),
         ];
         for (input, expected) in cases {
             let err = check(base(input.clone())).expect_err(&input.to_string());

@@ -402,9 +402,7 @@ impl ResponsesDecoder {
         }
         let index = self.blocks.len();
         match &mut self.open {
-            Some(Open::Tool {
-                item: i, arguments, ..
-            }) if *i == item => {
+            Some(Open::Tool { item: i, arguments, .. }) if *i == item => {
                 arguments.push_str(s);
                 out.push_back(ProviderEvent::Delta {
                     index,
@@ -526,7 +524,12 @@ impl ResponsesDecoder {
     }
 
     /// Closes the open block and produces `MessageComplete`.
-    fn complete(&mut self, response: Option<&WireResponse>, stop: Option<StopReason>, out: &mut VecDeque<ProviderEvent>) {
+    fn complete(
+        &mut self,
+        response: Option<&WireResponse>,
+        stop: Option<StopReason>,
+        out: &mut VecDeque<ProviderEvent>,
+    ) {
         self.close_open(out);
         let usage = response.and_then(|r| r.usage.as_ref()).map(WireUsage::to_usage);
         let blocks = std::mem::take(&mut self.blocks);

@@ -10,7 +10,12 @@ use crate::provider::ProviderEvent;
 use crate::tool::ToolDecl;
 
 fn config() -> ProviderConfig {
-    ProviderConfig::new(ApiStyle::OpenAiResponses, "https://api.openai.com/v1/", "sk-test", "gpt-5")
+    ProviderConfig::new(
+        ApiStyle::OpenAiResponses,
+        "https://api.openai.com/v1/",
+        "sk-test",
+        "gpt-5",
+    )
 }
 
 fn user(content: Vec<ContentBlock>) -> Message {
@@ -48,7 +53,13 @@ fn tool_use(id: &str, name: &str, input: serde_json::Value) -> ContentBlock {
     }
 }
 
-fn body_for(config: &ProviderConfig, system: &[&str], messages: &[Message], tools: &[ToolDecl], require_tool: bool) -> Value {
+fn body_for(
+    config: &ProviderConfig,
+    system: &[&str],
+    messages: &[Message],
+    tools: &[ToolDecl],
+    require_tool: bool,
+) -> Value {
     request_body(&ProviderRequest {
         config,
         system,
@@ -60,14 +71,23 @@ fn body_for(config: &ProviderConfig, system: &[&str], messages: &[Message], tool
 
 #[test]
 fn endpoint_and_headers() {
-    assert_eq!(endpoint("https://api.openai.com/v1/"), "https://api.openai.com/v1/responses");
-    assert_eq!(headers(&config()), vec![("Authorization".to_owned(), "Bearer sk-test".to_owned())]);
+    assert_eq!(
+        endpoint("https://api.openai.com/v1/"),
+        "https://api.openai.com/v1/responses"
+    );
+    assert_eq!(
+        headers(&config()),
+        vec![("Authorization".to_owned(), "Bearer sk-test".to_owned())]
+    );
 }
 
 #[test]
 fn a_stateless_request_carries_the_whole_history_as_items() {
     let messages = vec![
-        Message::new(Role::System, vec![text("ignored: the system prompt travels in `system`")]),
+        Message::new(
+            Role::System,
+            vec![text("ignored: the system prompt travels in `system`")],
+        ),
         user(vec![
             text("What is in this picture, and the weather?"),
             ContentBlock::Image {
@@ -196,7 +216,9 @@ fn assert_message(path: &str, blocks: &[ContentBlock], usage_expected: Option<Us
 fn encrypted_of(path: &str, item: &str) -> String {
     let body = String::from_utf8(crate::provider::sse::testing::fixture(path)).unwrap();
     for line in body.lines() {
-        let Some(data) = line.strip_prefix("data: ") else { continue };
+        let Some(data) = line.strip_prefix("data: ") else {
+            continue;
+        };
         let v: Value = serde_json::from_str(data).unwrap();
         if v["type"] == "response.output_item.done" && v["item"]["id"] == item {
             return v["item"]["encrypted_content"].as_str().unwrap().to_owned();
@@ -240,7 +262,11 @@ fn reasoning_summary_streams_as_thinking_and_the_encrypted_item_is_kept() {
         &[
             thinking(&format!("{first}\n\n{second}")),
             reasoning(item, &[first, second], &encrypted_of(path, item)),
-            tool_use("call_Xk3q9ZrT2wLmN8vB5cYd1FgH", "get_weather", json!({"location": "Paris, France"})),
+            tool_use(
+                "call_Xk3q9ZrT2wLmN8vB5cYd1FgH",
+                "get_weather",
+                json!({"location": "Paris, France"}),
+            ),
         ],
         // 312 input tokens of which 256 cached; 148 output including 128 of reasoning.
         usage(56, 148, 256),
@@ -267,8 +293,16 @@ fn parallel_function_calls() {
     assert_message(
         "responses/parallel-function-calls.sse",
         &[
-            tool_use("call_Pq7Lm2Nx9Rt4Vw6Yz8Ab1Cd3", "get_weather", json!({"location": "Paris"})),
-            tool_use("call_Ef5Gh7Ij9Kl1Mn3Op5Qr7St9", "get_weather", json!({"location": "Tokyo"})),
+            tool_use(
+                "call_Pq7Lm2Nx9Rt4Vw6Yz8Ab1Cd3",
+                "get_weather",
+                json!({"location": "Paris"}),
+            ),
+            tool_use(
+                "call_Ef5Gh7Ij9Kl1Mn3Op5Qr7St9",
+                "get_weather",
+                json!({"location": "Tokyo"}),
+            ),
         ],
         usage(83, 52, 0),
         StopReason::ToolUse,
@@ -315,8 +349,11 @@ fn failures_are_classified_like_the_other_apis() {
     let e = error("responses/failed-context-length-exceeded.sse");
     assert!(matches!(e, Error::ContextOverflow { .. }), "{e:?}");
     // An error the model caused is not retried.
-    let body = "event: error\ndata: {\"type\":\"error\",\"code\":\"invalid_prompt\",\"message\":\"bad\",\"param\":null}\n\n";
-    let e = decode_every_way::<ResponsesDecoder>("invalid_prompt", body.as_bytes()).error.unwrap();
+    let body =
+        "event: error\ndata: {\"type\":\"error\",\"code\":\"invalid_prompt\",\"message\":\"bad\",\"param\":null}\n\n";
+    let e = decode_every_way::<ResponsesDecoder>("invalid_prompt", body.as_bytes())
+        .error
+        .unwrap();
     assert!(!e.is_retryable(), "{e:?}");
 }
 
@@ -331,7 +368,8 @@ fn body(events: &[&str]) -> Vec<u8> {
         .into_bytes()
 }
 
-const COMPLETED: &str = r#"{"type":"response.completed","response":{"status":"completed","usage":{"input_tokens":5,"output_tokens":1}}}"#;
+const COMPLETED: &str =
+    r#"{"type":"response.completed","response":{"status":"completed","usage":{"input_tokens":5,"output_tokens":1}}}"#;
 
 #[test]
 fn a_stream_without_its_terminal_event_is_truncated() {
@@ -341,7 +379,12 @@ fn a_stream_without_its_terminal_event_is_truncated() {
     ]);
     let decoded = decode_every_way::<ResponsesDecoder>("truncated", &b);
     assert!(
-        matches!(decoded.error, Some(Error::Truncated { expected: "response.completed" })),
+        matches!(
+            decoded.error,
+            Some(Error::Truncated {
+                expected: "response.completed"
+            })
+        ),
         "{:?}",
         decoded.error
     );
@@ -369,7 +412,11 @@ fn unknown_events_are_skipped_and_items_without_deltas_still_count() {
     let (blocks, usage, stop) = decoded.message();
     assert_eq!(
         blocks,
-        &[text("Whole."), tool_use("call_1", "echo", json!({"a": 1})), thinking("Hmm.")]
+        &[
+            text("Whole."),
+            tool_use("call_1", "echo", json!({"a": 1})),
+            thinking("Hmm.")
+        ]
     );
     assert_eq!(usage.map(|u| u.input_tokens), Some(5));
     assert_eq!(stop, &StopReason::ToolUse);
@@ -379,7 +426,11 @@ fn unknown_events_are_skipped_and_items_without_deltas_still_count() {
 fn bad_streams_are_errors_naming_what_was_wrong() {
     for (events, expected) in [
         (
-            vec![r#"{"type":"response.output_text.delta","output_index":0,"delta":"a"}"#, r#"{"type":"response.output_item.done","output_index":0,"item":{"type":"message"}}"#, r#"{"type":"response.output_text.delta","output_index":0,"delta":"b"}"#],
+            vec![
+                r#"{"type":"response.output_text.delta","output_index":0,"delta":"a"}"#,
+                r#"{"type":"response.output_item.done","output_index":0,"item":{"type":"message"}}"#,
+                r#"{"type":"response.output_text.delta","output_index":0,"delta":"b"}"#,
+            ],
             "content for output item 0 arrived after it was complete",
         ),
         (
@@ -396,7 +447,11 @@ fn bad_streams_are_errors_naming_what_was_wrong() {
 
 /// Events without `event:` lines (the decoder reads `type` from the data).
 fn body_raw(events: &[&str]) -> Vec<u8> {
-    events.iter().map(|e| format!("data: {e}\n\n")).collect::<String>().into_bytes()
+    events
+        .iter()
+        .map(|e| format!("data: {e}\n\n"))
+        .collect::<String>()
+        .into_bytes()
 }
 
 #[test]
