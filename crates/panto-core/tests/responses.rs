@@ -108,7 +108,7 @@ async fn a_failed_response_is_retried_like_the_other_apis() {
     // the error comes back).
     let server = MockServer::start().await;
     for _ in 0..3 {
-        server.push(Reply::fixture("responses/failed-context-length-exceeded.sse"));
+        server.push(Reply::fixture("responses/error-event-context-length-exceeded.sse"));
     }
     let mut overflowing = agent(STYLE, &server);
     let err = collect(&mut overflowing, "hi").await.unwrap_err();

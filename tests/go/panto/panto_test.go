@@ -446,7 +446,8 @@ func TestResponses(t *testing.T) {
 		if err := run.Err(); err != nil {
 			t.Fatal(err)
 		}
-		if i == 0 && (text != "Hello over Responses." || events[0].Kind != BlockStart) {
+		// collect joins thinking and text deltas: the summary streams as thinking first.
+		if i == 0 && (text != "**Greeting**Hello over Responses." || events[1].Kind != ThinkingDelta) {
 			t.Errorf("text %q, kinds %v", text, kinds(events))
 		}
 	}

@@ -84,9 +84,10 @@ impl ResponsesScript {
         self
     }
 
-    /// The usage reported at the end: `input_tokens` is `input_tokens + cache_read_tokens` (the
-    /// API counts cached tokens inside the input), `input_tokens_details.cached_tokens` is
-    /// `cache_read_tokens`, `output_tokens` is `output_tokens`. Without this, the input is 12
+    /// The usage reported at the end: `input_tokens` is `input_tokens + cache_read_tokens +
+    /// cache_write_tokens` (the API counts cached tokens inside the input),
+    /// `input_tokens_details.cached_tokens` and `.cache_write_tokens` are the two cache counts,
+    /// `output_tokens` is `output_tokens`. Without this, the input is 12
     /// tokens and the output the number of deltas.
     pub fn usage(mut self, usage: Usage) -> Self {
         self.usage = Some(usage);
@@ -173,15 +174,19 @@ impl ResponsesScript {
             output_tokens: self.delta_count().max(1) as u64,
             ..Usage::default()
         });
-        let input = usage.input_tokens + usage.cache_read_tokens;
+        let input = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens;
         let done = status != "in_progress";
         json!({
             "id": "resp_mock0001", "object": "response", "created_at": CREATED, "status": status,
-            "error": null, "incomplete_details": null, "model": self.model, "output": output,
-            "parallel_tool_calls": true, "store": false,
+            "background": false, "error": null, "incomplete_details": null, "instructions": null,
+            "max_output_tokens": null, "model": self.model, "output": output,
+            "parallel_tool_calls": true, "previous_response_id": null,
+            "reasoning": {"effort": null, "summary": null}, "store": false, "temperature": 1.0,
+            "text": {"format": {"type": "text"}}, "tool_choice": "auto", "tools": [], "top_p": 1.0,
+            "truncation": "disabled", "user": null, "metadata": {},
             "usage": if done { json!({
                 "input_tokens": input,
-                "input_tokens_details": {"cached_tokens": usage.cache_read_tokens},
+                "input_tokens_details": {"cached_tokens": usage.cache_read_tokens, "cache_write_tokens": usage.cache_write_tokens},
                 "output_tokens": usage.output_tokens,
                 "output_tokens_details": {"reasoning_tokens": self.reasoning_tokens},
                 "total_tokens": input + usage.output_tokens,
@@ -266,7 +271,7 @@ impl ResponsesScript {
                         json!({"output_index": index,
                         "item": {"id": id, "type": "message", "status": "in_progress", "content": [], "role": "assistant"}}),
                     );
-                    let part = json!({"type": "output_text", "annotations": [], "text": ""});
+                    let part = json!({"type": "output_text", "annotations": [], "logprobs": [], "text": ""});
                     ev(
                         &mut out,
                         "response.content_part.added",
@@ -283,9 +288,9 @@ impl ResponsesScript {
                     ev(
                         &mut out,
                         "response.output_text.done",
-                        json!({"item_id": id, "output_index": index, "content_index": 0, "text": text}),
+                        json!({"item_id": id, "output_index": index, "content_index": 0, "text": text, "logprobs": []}),
                     );
-                    let part = json!({"type": "output_text", "annotations": [], "text": text});
+                    let part = json!({"type": "output_text", "annotations": [], "logprobs": [], "text": text});
                     ev(
                         &mut out,
                         "response.content_part.done",

@@ -154,22 +154,26 @@ struct WireUsage {
 #[derive(Debug, Deserialize)]
 struct InputTokensDetails {
     cached_tokens: Option<u64>,
+    cache_write_tokens: Option<u64>,
 }
 
 impl WireUsage {
-    /// panto's usage: the API's `input_tokens` include the cached ones, panto's do not (as
-    /// Anthropic's); `output_tokens` include the reasoning tokens, as panto's do.
+    /// panto's usage: the API's `input_tokens` include the tokens read from and written to the
+    /// cache, panto's do not (as Anthropic's); `output_tokens` include the reasoning tokens, as
+    /// panto's do.
     fn to_usage(&self) -> Usage {
-        let cached = self
-            .input_tokens_details
-            .as_ref()
-            .and_then(|d| d.cached_tokens)
-            .unwrap_or(0);
+        let details = self.input_tokens_details.as_ref();
+        let cached = details.and_then(|d| d.cached_tokens).unwrap_or(0);
+        let written = details.and_then(|d| d.cache_write_tokens).unwrap_or(0);
         Usage {
-            input_tokens: self.input_tokens.unwrap_or(0).saturating_sub(cached),
+            input_tokens: self
+                .input_tokens
+                .unwrap_or(0)
+                .saturating_sub(cached)
+                .saturating_sub(written),
             output_tokens: self.output_tokens.unwrap_or(0),
             cache_read_tokens: cached,
-            cache_write_tokens: 0,
+            cache_write_tokens: written,
         }
     }
 }

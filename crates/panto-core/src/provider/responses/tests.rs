@@ -346,7 +346,7 @@ fn failures_are_classified_like_the_other_apis() {
         "{e:?}"
     );
     assert!(e.is_retryable());
-    let e = error("responses/failed-context-length-exceeded.sse");
+    let e = error("responses/error-event-context-length-exceeded.sse");
     assert!(matches!(e, Error::ContextOverflow { .. }), "{e:?}");
     // An error the model caused is not retried.
     let body =
