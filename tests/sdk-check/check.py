@@ -4,10 +4,12 @@
 Every provider fixture and every scripted builder of the mock is pushed to a running panto-mock
 and then
   1. fetched raw, split into SSE events, and every event validated against the SDK's own types
-     (anthropic.types.RawMessageStreamEvent, openai.types.chat.ChatCompletionChunk);
+     (anthropic.types.RawMessageStreamEvent, openai.types.chat.ChatCompletionChunk,
+     openai.types.responses.ResponseStreamEvent);
   2. consumed with the SDK's streaming API pointed at the mock (messages.stream(...) and
      get_final_message(); chat.completions.create(stream=True) accumulated by hand, and
-     chat.completions.stream(...).get_final_completion()), and the result compared with what the
+     chat.completions.stream(...).get_final_completion(); responses.create(stream=True) and
+     responses.stream(...).get_final_response()), and the result compared with what the
      raw events said (and, for builders, with what was scripted).
 Error fixtures must make the SDK raise its APIStatusError. Every request the SDKs send must also
 pass the mock's own request validation.
@@ -30,6 +32,7 @@ import openai
 import pydantic
 from anthropic.types import ErrorResponse, RawMessageStreamEvent
 from openai.types.chat import ChatCompletionChunk
+from openai.types.responses import ResponseStreamEvent
 
 ANTHROPIC_EVENT = pydantic.TypeAdapter(RawMessageStreamEvent)
 ANTHROPIC_ERROR = pydantic.TypeAdapter(ErrorResponse)
@@ -86,6 +89,10 @@ class Mock:
             path = "/v1/messages"
             headers = {"x-api-key": "sk-ant-test", "anthropic-version": "2023-06-01"}
             body = {"model": "claude-sonnet-4-6", "max_tokens": 1024, "stream": True, "messages": PROMPT}
+        elif api == "responses":
+            path = "/v1/responses"
+            headers = {"authorization": "Bearer sk-test"}
+            body = {"model": "gpt-5", "stream": True, "store": False, "input": PROMPT}
         else:
             path = "/v1/chat/completions"
             headers = {"authorization": "Bearer sk-test"}
@@ -328,6 +335,72 @@ def openai_stream_case(mock, reply, expected=None):
             expect(got == expected["usage"], f"usage {got} != {expected['usage']}")
 
 
+RESPONSE_EVENT = pydantic.TypeAdapter(ResponseStreamEvent)
+
+
+def fold_responses(events):
+    """(text, summary, {call_id: (name, args)}, terminal event type, usage, encrypted) of typed events."""
+    text, summary, calls, names, terminal, usage, encrypted = "", "", {}, {}, None, None, []
+    for ev in events:
+        expect(terminal is None, f"{ev.type} after {terminal}")
+        if ev.type == "response.output_text.delta":
+            text += ev.delta
+        elif ev.type == "response.reasoning_summary_text.delta":
+            summary += ev.delta
+        elif ev.type == "response.output_item.added" and ev.item.type == "function_call":
+            names[ev.output_index] = ev.item.call_id
+            calls[ev.item.call_id] = (ev.item.name, "")
+        elif ev.type == "response.function_call_arguments.delta":
+            name, args = calls[names[ev.output_index]]
+            calls[names[ev.output_index]] = (name, args + ev.delta)
+        elif ev.type == "response.output_item.done" and ev.item.type == "reasoning":
+            encrypted.append(ev.item.encrypted_content)
+        elif ev.type in ("response.completed", "response.incomplete", "response.failed", "error"):
+            terminal = ev.type
+            if ev.type != "error":
+                usage = ev.response.usage
+    return text, summary, calls, terminal, usage, encrypted
+
+
+def responses_stream_case(mock, reply, expected=None):
+    """The raw events validate as the SDK's ResponseStreamEvent union; responses.create(stream=True)
+    and the responses.stream() helper read the same content."""
+    status, body = mock.raw("responses", dict(reply, chunking="whole"))
+    expect(status == 200, f"raw fetch got HTTP {status}: {body[:300]!r}")
+    raw = []
+    for name, data in sse_events(body):
+        ev = RESPONSE_EVENT.validate_python(json.loads(data))
+        expect(name == ev.type, f"event: line {name!r} differs from type {ev.type!r}")
+        raw.append(ev)
+    want = fold_responses(raw)
+    expect(want[3] is not None, "no terminal event")
+    sdk_reply = dict(reply, chunking=reply.get("chunking", {"fixed": 37}))
+    mock.push(sdk_reply)
+    stream = openai_client(mock).responses.create(
+        model="gpt-5", input=PROMPT, stream=True, store=False, include=["reasoning.encrypted_content"]
+    )
+    got = fold_responses(list(stream))
+    expect(got[:4] == want[:4], f"responses.create(stream=True) read {got[:4]}, the raw events {want[:4]}")
+    if want[3] == "response.completed":
+        mock.push(sdk_reply)
+        with openai_client(mock).responses.stream(model="gpt-5", input=PROMPT, store=False) as helper:
+            for _ in helper:
+                pass
+            final = helper.get_final_response()
+        expect(final.output_text == want[0], f"get_final_response().output_text {final.output_text!r}")
+        helper_calls = {i.call_id: (i.name, i.arguments) for i in final.output if i.type == "function_call"}
+        expect(helper_calls == want[2], f"get_final_response() calls {helper_calls}")
+    if expected:
+        expect(got[0] == expected.get("text", ""), f"text {got[0]!r}")
+        expect(got[1] == expected.get("summary", ""), f"summary {got[1]!r}")
+        expect(got[2] == expected.get("calls", {}), f"calls {got[2]}")
+        expect(got[5] == expected.get("encrypted", []), f"encrypted {got[5]}")
+        if "usage" in expected:
+            u = got[4]
+            have = [u.input_tokens, u.output_tokens, u.input_tokens_details.cached_tokens]
+            expect(have == expected["usage"], f"usage {have} != {expected['usage']}")
+
+
 def error_json_case(mock, api, fixture):
     status = status_from_name(fixture)
     expect(status is not None, f"cannot tell the status of {fixture} from its name")
@@ -386,13 +459,30 @@ BUILDER_CASES = {
          {"content": "Done.", "reasoning": "Think.", "finish": "stop"}),
     ],
     "openai_text_deltas": [("", {"count": 2000}, "openai", None)],
+    "responses_text": [
+        ("", {"text": "A Responses answer, ünïcödé included."}, "responses",
+         {"text": "A Responses answer, ünïcödé included."}),
+        ("usage", {"text": "Counted.", "usage": USAGE}, "responses", {"text": "Counted.", "usage": [1328, 45, 1000]}),
+    ],
+    "responses_tool_calls": [
+        ("", {"summary": "**Planning**", "encrypted_content": "gAAAAB-check", "text": "Checking.", "calls": [
+            {"id": "call_A", "name": "get_weather", "arguments": json.dumps(WEATHER)},
+            {"id": "call_B", "name": "get_time", "arguments": "{}"}]}, "responses",
+         {"text": "Checking.", "summary": "**Planning**", "encrypted": ["gAAAAB-check"],
+          "calls": {"call_A": ("get_weather", json.dumps(WEATHER)), "call_B": ("get_time", "{}")}}),
+    ],
+    "responses_reasoning": [
+        ("", {"summary": "Weigh the options first.", "encrypted_content": "gAAAAB-r", "text": "Option B."},
+         "responses", {"text": "Option B.", "summary": "Weigh the options first.", "encrypted": ["gAAAAB-r"]}),
+    ],
 }
 
 
 def cases(mock, fixtures):
     """(label, function) for every case."""
     out = []
-    for directory, api in (("anthropic", "anthropic"), ("openai", "openai"), ("openai-compat", "openai")):
+    for directory, api in (("anthropic", "anthropic"), ("openai", "openai"), ("openai-compat", "openai"),
+                           ("responses", "responses")):
         for path in sorted((fixtures / directory).iterdir()):
             name = f"{directory}/{path.name}"
             if name in SKIPPED_FIXTURES or path.name.endswith(".meta.json"):
@@ -400,6 +490,8 @@ def cases(mock, fixtures):
             if path.suffix == ".sse":
                 if api == "anthropic":
                     out.append((name, lambda n=name: anthropic_stream_case(mock, {"fixture": n})))
+                elif api == "responses":
+                    out.append((name, lambda n=name: responses_stream_case(mock, {"fixture": n})))
                 else:
                     out.append((name, lambda n=name: openai_stream_case(mock, {"fixture": n})))
             elif path.suffix == ".json" and path.name.startswith("error-"):
@@ -411,7 +503,7 @@ def cases(mock, fixtures):
             continue
         for label, args, api, expected in BUILDER_CASES[name]:
             title = f"builder {name} {label}".strip()
-            run = anthropic_stream_case if api == "anthropic" else openai_stream_case
+            run = {"anthropic": anthropic_stream_case, "responses": responses_stream_case}.get(api, openai_stream_case)
             if name.endswith("_deltas"):
                 reply = {"builder": {"name": name, "args": args}, "chunking": {"fixed": 37}}
                 out.append((title, lambda r=reply, f=run, c=args["count"]: deltas_case(mock, f, r, c)))

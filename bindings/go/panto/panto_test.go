@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -399,5 +400,62 @@ func TestErrors(t *testing.T) {
 	}
 	if _, err := NewConfig("{\"provider\": \"\xff\"}"); !HasCode(err, CodeUTF8) {
 		t.Errorf("bad UTF-8: %v", err)
+	}
+}
+
+// TestResponses runs a turn over the OpenAI Responses API: the config accepts the style, the
+// reasoning summary streams as thinking, and the next request carries the encrypted reasoning
+// back (the mock checks it as the API would).
+func TestResponses(t *testing.T) {
+	reset(t)
+	cfg, err := NewConfig(fmt.Sprintf(`{"provider": {"api_style": "openai-responses", "base_url": "%s/v1",
+		"model": "gpt-5", "api_key": "test-key", "reasoning": "medium"}, "retry": {"max_attempts": 1}}`, mockURL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cfg.Close()
+	rt, err := NewRuntime(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	store, err := NewNullStore(rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	session, err := store.Create()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer session.Close()
+	agent, err := NewAgent(cfg, session)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer agent.Close()
+	push(t, `{"builder": {"name": "responses_reasoning", "args": {"summary": "**Greeting**",
+		"encrypted_content": "gAAAAB-go", "text": "Hello over Responses."}}, "chunking": "every_byte"}`)
+	push(t, `{"builder": {"name": "responses_text", "args": {"text": "Again."}}}`)
+	for i, prompt := range []string{"Say hello", "Again"} {
+		run, err := agent.Run(context.Background(), prompt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, events := collect(t, run)
+		if err := run.Err(); err != nil {
+			t.Fatal(err)
+		}
+		// collect joins thinking and text deltas: the summary streams as thinking first.
+		if i == 0 && (text != "**Greeting**Hello over Responses." || events[1].Kind != ThinkingDelta) {
+			t.Errorf("text %q, kinds %v", text, kinds(events))
+		}
+	}
+	reqs := requests(t)
+	if len(reqs) != 2 || reqs[1].Path != "/v1/responses" {
+		t.Fatalf("requests %+v", reqs)
+	}
+	if err := contains(reqs[1].Body, `"type":"reasoning"`, `"encrypted_content":"gAAAAB-go"`, `"store":false`); err != nil {
+		t.Error(err)
 	}
 }

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use panto_core::{Agent, Conversation, Session};
+use panto_core::{Agent, ApiStyle, Conversation, Session};
 
 use crate::config::{Env, Selection, Settings};
 use crate::exit::Failure;
@@ -122,6 +122,10 @@ async fn build_agent(
             agent.add_system_message(prompt).await?;
         }
     } else {
+        notes.extend(unsendable_reasoning_note(
+            agent.conversation(),
+            agent.config().provider.api_style,
+        ));
         let current = agent.conversation().effective_system_blocks().join("\n\n");
         if current != prompt {
             agent.set_system_prompt(prompt).await?;
@@ -129,6 +133,19 @@ async fn build_agent(
         }
     }
     Ok(agent)
+}
+
+/// What a resumed session loses by going to another API style: the conversation carries over,
+/// but reasoning only the API that produced it can read is left out of every request.
+fn unsendable_reasoning_note(conversation: &Conversation, style: ApiStyle) -> Option<String> {
+    match conversation.reasoning_unsendable_in(style) {
+        0 => None,
+        n => Some(format!(
+            "{n} block{} of another API's encrypted reasoning {} not sent to {style}: the conversation carries over, the model's earlier reasoning does not",
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "is" } else { "are" },
+        )),
+    }
 }
 
 /// Opens the session of `launch` and builds its agent, with tools working in the current

@@ -25,6 +25,10 @@ pub enum ApiStyle {
     /// where `base_url` already ends in `/v1`).
     #[serde(rename = "openai-chat")]
     OpenAiChat,
+    /// The OpenAI Responses API (`POST {base_url}/responses`, where `base_url` already ends in
+    /// `/v1`), used statelessly: every request carries the whole history and `store: false`.
+    #[serde(rename = "openai-responses")]
+    OpenAiResponses,
 }
 
 impl ApiStyle {
@@ -33,6 +37,7 @@ impl ApiStyle {
         match self {
             ApiStyle::AnthropicMessages => "anthropic-messages",
             ApiStyle::OpenAiChat => "openai-chat",
+            ApiStyle::OpenAiResponses => "openai-responses",
         }
     }
 }

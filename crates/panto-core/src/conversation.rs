@@ -9,6 +9,8 @@ use std::borrow::Cow;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::config::ApiStyle;
+
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -73,6 +75,20 @@ pub enum ContentBlock {
         /// The opaque payload.
         data: String,
     },
+    /// A reasoning item of the OpenAI Responses API (`openai-responses`): the model's encrypted
+    /// reasoning, sent back unchanged on later requests to that API (which is stateless, so the
+    /// reasoning must travel with the history) and never shown. Its summary is also in the
+    /// [`ContentBlock::Thinking`] block before it, which is what a front end shows. Requests in
+    /// another API style leave it out.
+    Reasoning {
+        /// The item's id (`rs_…`).
+        id: String,
+        /// The summary parts, as the API returned them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        summary: Vec<String>,
+        /// The encrypted reasoning (`encrypted_content`).
+        encrypted_content: String,
+    },
     /// A tool call made by the model.
     ToolUse {
         /// Provider-assigned call id.
@@ -117,6 +133,21 @@ impl ContentBlock {
     /// A text block.
     pub fn text(text: impl Into<String>) -> Self {
         ContentBlock::Text { text: text.into() }
+    }
+
+    /// The API style whose opaque reasoning this block is, if it is some: signed or redacted
+    /// thinking is Anthropic's, a reasoning item the Responses API's. Only that style can take it
+    /// back; a request in another style leaves it out.
+    pub fn opaque_reasoning_style(&self) -> Option<ApiStyle> {
+        match self {
+            ContentBlock::Thinking {
+                signature: Some(signature),
+                ..
+            } if !signature.is_empty() => Some(ApiStyle::AnthropicMessages),
+            ContentBlock::RedactedThinking { .. } => Some(ApiStyle::AnthropicMessages),
+            ContentBlock::Reasoning { .. } => Some(ApiStyle::OpenAiResponses),
+            _ => None,
+        }
     }
 }
 
@@ -431,6 +462,17 @@ impl Conversation {
                 summary: summary.into(),
             }],
         ));
+    }
+
+    /// How many blocks of opaque reasoning ([`ContentBlock::opaque_reasoning_style`]) a request
+    /// in `style` leaves out: reasoning another API produced, which only that API can read. A
+    /// front end resuming a session under another style says so.
+    pub fn reasoning_unsendable_in(&self, style: ApiStyle) -> usize {
+        self.messages
+            .iter()
+            .flat_map(|m| &m.content)
+            .filter(|b| b.opaque_reasoning_style().is_some_and(|s| s != style))
+            .count()
     }
 
     /// The system prompt the provider sees: every system block replayed in order, where a

@@ -34,7 +34,7 @@ pub enum Error {
     },
     /// The provider sent an error in the middle of a stream (`event: error`, or a `data:`
     /// payload holding `{"error": …}`). Retryable when the type is `overloaded_error`,
-    /// `api_error` or a server error.
+    /// `api_error`, a server error or a rate limit (the Responses API's `rate_limit_exceeded`).
     #[error("provider stream error{}: {message}", error_type.as_deref().map(|t| format!(" ({t})")).unwrap_or_default())]
     StreamError {
         /// The provider's error type.
@@ -252,8 +252,15 @@ impl Error {
             Error::Http { status, .. } => matches!(status, 408 | 409 | 425 | 429 | 500..=599),
             Error::StreamError { error_type, .. } => matches!(
                 error_type.as_deref(),
-                Some("overloaded_error" | "api_error" | "internal_server_error" | "server_error" | "rate_limit_error")
-                    | None
+                Some(
+                    "overloaded_error"
+                        | "api_error"
+                        | "internal_server_error"
+                        | "server_error"
+                        | "rate_limit_error"
+                        | "rate_limit_exceeded"
+                        | "server_is_overloaded"
+                ) | None
             ),
             Error::Truncated { .. } | Error::IdleTimeout(_) | Error::Connect { .. } => true,
             _ => false,

@@ -156,7 +156,28 @@ const BUILTIN: &[(ApiStyle, &str, Pricing)] = &[
     (ApiStyle::OpenAiChat, "gpt-4o-mini", Pricing::new(0.15, 0.6, 0.075, 0.0)),
     (ApiStyle::OpenAiChat, "o3", Pricing::new(2.0, 8.0, 0.5, 0.0)),
     (ApiStyle::OpenAiChat, "o4-mini", Pricing::new(1.1, 4.4, 0.275, 0.0)),
+    // Served only through the Responses API (the OpenAI rows apply to both of its APIs).
+    (
+        ApiStyle::OpenAiChat,
+        "gpt-5-codex",
+        Pricing::new(1.25, 10.0, 0.125, 0.0),
+    ),
+    (ApiStyle::OpenAiChat, "gpt-5.1", Pricing::new(1.25, 10.0, 0.125, 0.0)),
+    (
+        ApiStyle::OpenAiChat,
+        "gpt-5.1-codex",
+        Pricing::new(1.25, 10.0, 0.125, 0.0),
+    ),
 ];
+
+/// The style whose rows in [`BUILTIN`] price `style`: OpenAI charges the same for a model
+/// whichever of its APIs serves it.
+fn priced_as(style: ApiStyle) -> ApiStyle {
+    match style {
+        ApiStyle::OpenAiResponses => ApiStyle::OpenAiChat,
+        other => other,
+    }
+}
 
 impl PricingRegistry {
     /// A registry holding only the built-in table.
@@ -176,7 +197,7 @@ impl PricingRegistry {
         }
         BUILTIN
             .iter()
-            .filter(|(style, prefix, _)| *style == wire.api_style && family_matches(&wire.model, prefix))
+            .filter(|(style, prefix, _)| *style == priced_as(wire.api_style) && family_matches(&wire.model, prefix))
             .max_by_key(|(_, prefix, _)| prefix.len())
             .map(|(_, _, p)| *p)
     }
@@ -258,6 +279,17 @@ mod tests {
             15.0
         );
         assert!(r.get(&wire(ApiStyle::OpenAiChat, "llama-3")).is_none());
+        // The Responses API prices OpenAI's models as Chat Completions does, and has its own.
+        assert_eq!(
+            r.get(&wire(ApiStyle::OpenAiResponses, "gpt-5-2025-08-07"))
+                .unwrap()
+                .input,
+            1.25
+        );
+        assert_eq!(
+            r.get(&wire(ApiStyle::OpenAiResponses, "gpt-5-codex")).unwrap().output,
+            10.0
+        );
         assert!(r.get(&wire(ApiStyle::OpenAiChat, "gpt-4oo")).is_none());
     }
 }

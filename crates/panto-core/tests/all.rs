@@ -1,5 +1,5 @@
 //! panto-core's integration tests: the agent end to end against the mock LLM server on 127.0.0.1,
-//! for both API styles.
+//! for every API style.
 
 mod support;
 
@@ -7,6 +7,7 @@ mod cache;
 mod compaction;
 mod http;
 mod persistence;
+mod responses;
 mod resume;
 mod retry;
 mod tools;

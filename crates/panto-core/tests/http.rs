@@ -26,6 +26,9 @@ fn config_at(style: ApiStyle, base_url: String) -> Config {
 fn base_url(style: ApiStyle, server: &MockServer) -> String {
     match style {
         ApiStyle::AnthropicMessages => server.anthropic_base_url(),
+        ApiStyle::OpenAiResponses => {
+            unreachable!("written for the styles of STYLES; tests/responses.rs covers the Responses API")
+        }
         ApiStyle::OpenAiChat => server.openai_base_url(),
     }
 }
@@ -184,6 +187,9 @@ async fn an_event_over_the_configured_limit_fails_without_retry() {
         let big = "x".repeat(8 * 1024);
         let body = match style {
             ApiStyle::AnthropicMessages => AnthropicScript::new().text_deltas([&big]).build(),
+            ApiStyle::OpenAiResponses => {
+                unreachable!("written for the styles of STYLES; tests/responses.rs covers the Responses API")
+            }
             ApiStyle::OpenAiChat => OpenAiScript::new().text_deltas([&big]).build(),
         };
         for _ in 0..3 {

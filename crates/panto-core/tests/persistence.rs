@@ -229,6 +229,9 @@ async fn resume_after_a_kill_mid_tool_closes_the_call_and_the_next_request_is_va
         // (Anthropic merges the closer and the prompt into one user turn).
         match style {
             ApiStyle::AnthropicMessages => assert_eq!(sent.len(), 3),
+            ApiStyle::OpenAiResponses => {
+                unreachable!("written for the styles of STYLES; tests/responses.rs covers the Responses API")
+            }
             ApiStyle::OpenAiChat => assert_eq!(sent.len(), 4),
         }
     }

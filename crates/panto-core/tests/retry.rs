@@ -27,6 +27,9 @@ async fn rate_limit_with_retry_after_then_success() {
             ApiStyle::AnthropicMessages => {
                 json!({"type":"error","error":{"type":"rate_limit_error","message":"Number of request tokens has exceeded your per-minute rate limit"}})
             }
+            ApiStyle::OpenAiResponses => {
+                unreachable!("written for the styles of STYLES; tests/responses.rs covers the Responses API")
+            }
             ApiStyle::OpenAiChat => {
                 json!({"error":{"message":"Rate limit reached for gpt-4o","type":"requests","code":"rate_limit_exceeded"}})
             }

@@ -9,7 +9,7 @@ use panto_core::{
     Agent, ApiStyle, Config, ContentDelta, Event, NullStore, ProviderConfig, Session, Tool, ToolCall, ToolCallResult,
     ToolDecl, ToolError, Usage,
 };
-use panto_testkit::script::{AnthropicScript, OpenAiScript};
+use panto_testkit::script::{AnthropicScript, OpenAiScript, ResponsesScript};
 use panto_testkit::{MockServer, RecordedRequest};
 use serde_json::{json, Value};
 
@@ -21,11 +21,12 @@ pub const STYLES: [ApiStyle; 2] = [ApiStyle::AnthropicMessages, ApiStyle::OpenAi
 pub fn config(style: ApiStyle, server: &MockServer) -> Config {
     let base = match style {
         ApiStyle::AnthropicMessages => server.anthropic_base_url(),
-        ApiStyle::OpenAiChat => server.openai_base_url(),
+        ApiStyle::OpenAiChat | ApiStyle::OpenAiResponses => server.openai_base_url(),
     };
     let model = match style {
         ApiStyle::AnthropicMessages => "claude-sonnet-4-5",
         ApiStyle::OpenAiChat => "gpt-4o",
+        ApiStyle::OpenAiResponses => "gpt-5",
     };
     let mut config = Config::new(ProviderConfig::new(style, base, KEY, model));
     config.retry.base_delay = Duration::from_millis(1);
@@ -62,6 +63,7 @@ pub fn text_with_usage(style: ApiStyle, text: &str, u: Usage) -> Vec<u8> {
     match style {
         ApiStyle::AnthropicMessages => AnthropicScript::new().usage(u).text(text).build(),
         ApiStyle::OpenAiChat => OpenAiScript::new().usage(u).text(text).build(),
+        ApiStyle::OpenAiResponses => ResponsesScript::new().usage(u).text(text).build(),
     }
 }
 
@@ -77,6 +79,13 @@ pub fn tool_calls(style: ApiStyle, calls: &[(&str, &str, &str)]) -> Vec<u8> {
         }
         ApiStyle::OpenAiChat => {
             let mut s = OpenAiScript::new().usage(usage(20, 9));
+            for (id, name, input) in calls {
+                s = s.tool_call(id, name, input);
+            }
+            s.build()
+        }
+        ApiStyle::OpenAiResponses => {
+            let mut s = ResponsesScript::new().usage(usage(20, 9));
             for (id, name, input) in calls {
                 s = s.tool_call(id, name, input);
             }
@@ -131,12 +140,16 @@ pub fn body(requests: &[RecordedRequest], n: usize) -> Value {
     r.json().unwrap()
 }
 
-/// The messages of a request, with OpenAI's leading system message removed.
+/// The messages of a request, with OpenAI's leading system message removed (the Responses
+/// API's input items).
 pub fn wire_messages(style: ApiStyle, body: &Value) -> Vec<Value> {
+    if style == ApiStyle::OpenAiResponses {
+        return body["input"].as_array().unwrap().clone();
+    }
     let messages = body["messages"].as_array().unwrap().clone();
     match style {
         ApiStyle::AnthropicMessages => messages,
-        ApiStyle::OpenAiChat => messages.into_iter().filter(|m| m["role"] != "system").collect(),
+        _ => messages.into_iter().filter(|m| m["role"] != "system").collect(),
     }
 }
 

@@ -30,6 +30,9 @@ fn sent_results(style: ApiStyle, body: &Value) -> Vec<(String, String, bool)> {
                 )
             })
             .collect(),
+        ApiStyle::OpenAiResponses => {
+            unreachable!("written for the styles of STYLES; tests/responses.rs covers the Responses API")
+        }
         ApiStyle::OpenAiChat => messages
             .iter()
             .filter(|m| m["role"] == "tool")

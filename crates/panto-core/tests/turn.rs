@@ -80,6 +80,9 @@ async fn requests_carry_what_each_api_requires() {
                 assert!(b["tools"][0]["input_schema"].is_object());
                 assert!(b["max_tokens"].as_u64().unwrap() > 0);
             }
+            ApiStyle::OpenAiResponses => {
+                unreachable!("written for the styles of STYLES; tests/responses.rs covers the Responses API")
+            }
             ApiStyle::OpenAiChat => {
                 assert_eq!(r.path, "/v1/chat/completions");
                 assert_eq!(r.header("authorization"), Some(format!("Bearer {KEY}").as_str()));

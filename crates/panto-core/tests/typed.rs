@@ -65,11 +65,17 @@ fn wire_schema(style: ApiStyle, body: &Value, name: &str) -> Value {
         .iter()
         .find(|t| match style {
             ApiStyle::AnthropicMessages => t["name"] == name,
+            ApiStyle::OpenAiResponses => {
+                unreachable!("written for the styles of STYLES; tests/responses.rs covers the Responses API")
+            }
             ApiStyle::OpenAiChat => t["function"]["name"] == name,
         })
         .unwrap_or_else(|| panic!("no tool {name} in {tools:?}"));
     match style {
         ApiStyle::AnthropicMessages => tool["input_schema"].clone(),
+        ApiStyle::OpenAiResponses => {
+            unreachable!("written for the styles of STYLES; tests/responses.rs covers the Responses API")
+        }
         ApiStyle::OpenAiChat => tool["function"]["parameters"].clone(),
     }
 }
@@ -87,6 +93,9 @@ fn results(style: ApiStyle, body: &Value) -> Vec<(String, bool)> {
                 (text, b["is_error"] == true)
             })
             .collect(),
+        ApiStyle::OpenAiResponses => {
+            unreachable!("written for the styles of STYLES; tests/responses.rs covers the Responses API")
+        }
         ApiStyle::OpenAiChat => messages
             .iter()
             .filter(|m| m["role"] == "tool")
@@ -224,6 +233,9 @@ async fn run_typed_forces_the_result_tool_and_returns_its_value() {
         let first = body(&server.requests(), 0);
         let expected_choice = match style {
             ApiStyle::AnthropicMessages => json!({"type": "any"}),
+            ApiStyle::OpenAiResponses => {
+                unreachable!("written for the styles of STYLES; tests/responses.rs covers the Responses API")
+            }
             ApiStyle::OpenAiChat => json!("required"),
         };
         assert_eq!(first["tool_choice"], expected_choice, "{style}");

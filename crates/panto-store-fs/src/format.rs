@@ -11,8 +11,11 @@ use chrono::{DateTime, Utc};
 use panto_core::{Error, Message, Result, SessionInfo, Usage, WireIdentity};
 use serde::{Deserialize, Serialize};
 
-/// The format version this crate writes and the only one it reads.
-pub(crate) const VERSION: u64 = 1;
+/// The format version this crate writes (2: reasoning blocks of the OpenAI Responses API,
+/// docs/session-format.md).
+pub(crate) const VERSION: u64 = 2;
+/// The oldest version it reads: every version from this one to [`VERSION`] loads.
+pub(crate) const OLDEST_READ: u64 = 1;
 
 /// The longest line, in bytes without its `\n`, that a session file may hold: the writer
 /// refuses to write a longer one, and readers refuse to read one (naming the file, the line and
@@ -218,11 +221,13 @@ pub(crate) fn parse_header(line: &[u8], location: &str) -> Result<HeaderIn> {
         }
     }
     match probe.version {
-        Some(serde_json::Value::Number(n)) if n.as_u64() == Some(VERSION) => {}
+        Some(serde_json::Value::Number(n)) if n.as_u64().is_some_and(|v| (OLDEST_READ..=VERSION).contains(&v)) => {}
         Some(other) => {
             return Err(corrupt(
                 location,
-                format!("unsupported session format version {other}; this panto reads version {VERSION}"),
+                format!(
+                    "unsupported session format version {other}; this panto reads versions {OLDEST_READ} to {VERSION}"
+                ),
             ))
         }
         None => return Err(corrupt(location, "the header has no `version` field")),
@@ -318,8 +323,8 @@ mod tests {
 
     #[test]
     fn header_version_is_checked_before_shape() {
-        let m = message_of(parse_header(br#"{"type":"session","version":2,"other":true}"#, "f:1").unwrap_err());
-        assert!(m.contains("version 2") && m.contains("reads version 1"), "{m}");
+        let m = message_of(parse_header(br#"{"type":"session","version":3,"other":true}"#, "f:1").unwrap_err());
+        assert!(m.contains("version 3") && m.contains("reads versions 1 to 2"), "{m}");
         let m = message_of(parse_header(br#"{"type":"message"}"#, "f:1").unwrap_err());
         assert!(m.contains("found type \"message\""), "{m}");
     }

@@ -202,11 +202,13 @@ fn parse_file(path: &Path, id: &str) -> Result<FsSession> {
             format!("line 1 is a {:?} line, not the session header", header.kind),
         ));
     }
-    if header.version != 1 {
+    // Version 2 added the Responses API's reasoning blocks, which a message column holds as it
+    // holds any other block.
+    if !(1..=2).contains(&header.version) {
         return Err(corrupt(
             1,
             format!(
-                "unsupported session format version {}; this panto reads version 1",
+                "unsupported session format version {}; this panto reads versions 1 to 2",
                 header.version
             ),
         ));

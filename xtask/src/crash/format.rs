@@ -116,8 +116,8 @@ fn check_header(obj: &Object, file_id: &str) -> Result<(), String> {
     if obj.get("type").and_then(Value::as_str) != Some("session") {
         return Err(at(format!("type must be \"session\", got {}", show(obj.get("type")))));
     }
-    if obj.get("version").and_then(Value::as_u64) != Some(1) {
-        return Err(at(format!("version must be 1, got {}", show(obj.get("version")))));
+    if obj.get("version").and_then(Value::as_u64) != Some(2) {
+        return Err(at(format!("version must be 2, got {}", show(obj.get("version")))));
     }
     if obj.get("id").and_then(Value::as_str) != Some(file_id) {
         return Err(at(format!(
@@ -364,7 +364,7 @@ mod tests {
 
     fn header() -> String {
         format!(
-            r#"{{"type":"session","version":1,"id":"{ID}","created":"2026-11-29T21:11:39.110488065Z","cwd":null,"metadata":null}}"#
+            r#"{{"type":"session","version":2,"id":"{ID}","created":"2026-11-29T21:11:39.110488065Z","cwd":null,"metadata":null}}"#
         )
     }
 

@@ -21,6 +21,8 @@ pub const OPENAI_API_ROOT: &str = "https://api.openai.com/v1";
 pub const DEFAULT_ANTHROPIC_MODEL: &str = "claude-sonnet-4-5";
 /// The model used with `OPENAI_API_KEY` and no configured alias.
 pub const DEFAULT_OPENAI_MODEL: &str = "gpt-4o";
+/// The model a provider with `api_style = "openai-responses"` uses when no alias names one.
+pub const DEFAULT_RESPONSES_MODEL: &str = "gpt-5";
 
 /// The built-in providers: name, style, key variable, base-URL variable, official root, default
 /// model. A `[providers.NAME]` table of the same name replaces one.
@@ -47,7 +49,7 @@ const BUILTIN_PROVIDERS: [(&str, ApiStyle, &str, &str, &str, &str); 2] = [
 pub fn official_root(style: ApiStyle) -> &'static str {
     match style {
         ApiStyle::AnthropicMessages => ANTHROPIC_API_ROOT,
-        ApiStyle::OpenAiChat => OPENAI_API_ROOT,
+        ApiStyle::OpenAiChat | ApiStyle::OpenAiResponses => OPENAI_API_ROOT,
     }
 }
 
@@ -56,6 +58,7 @@ pub fn default_model_for(style: ApiStyle) -> &'static str {
     match style {
         ApiStyle::AnthropicMessages => DEFAULT_ANTHROPIC_MODEL,
         ApiStyle::OpenAiChat => DEFAULT_OPENAI_MODEL,
+        ApiStyle::OpenAiResponses => DEFAULT_RESPONSES_MODEL,
     }
 }
 
@@ -64,6 +67,8 @@ pub fn default_context_window(style: ApiStyle) -> u64 {
     match style {
         ApiStyle::AnthropicMessages => 200_000,
         ApiStyle::OpenAiChat => 128_000,
+        // gpt-5's input limit (its 400,000-token window less the 128,000 it keeps for output).
+        ApiStyle::OpenAiResponses => 272_000,
     }
 }
 

@@ -100,6 +100,8 @@ fn markdown(info: &SessionInfo, conversation: &Conversation) -> String {
                     out.push('\n');
                 }
                 ContentBlock::RedactedThinking { .. } => out.push_str("> (redacted thinking)\n\n"),
+                // Encrypted, and its summary is the thinking block before it.
+                ContentBlock::Reasoning { .. } => {}
                 ContentBlock::ToolUse { name, input, .. } => {
                     out.push_str(&format!("**{name}**\n\n"));
                     let args = serde_json::to_string_pretty(input).unwrap_or_else(|_| input.to_string());

@@ -10,6 +10,7 @@ mod postgres;
 mod print_text;
 mod print_tools;
 mod repl;
+mod responses;
 mod resume;
 mod screen;
 mod sessions;

@@ -49,6 +49,9 @@ pub(crate) fn estimate_message_tokens(message: &Message) -> u64 {
             ContentBlock::Text { text } => text.len(),
             ContentBlock::Thinking { thinking, .. } => thinking.len(),
             ContentBlock::RedactedThinking { data } => data.len(),
+            // The encrypted reasoning is what the model reads back; its summary is in the
+            // thinking block before it.
+            ContentBlock::Reasoning { encrypted_content, .. } => encrypted_content.len(),
             ContentBlock::ToolUse { name, input, .. } => name.len() + input.to_string().len(),
             ContentBlock::ToolResult { content, .. } => content
                 .iter()
@@ -128,7 +131,12 @@ pub(crate) fn transcript(messages: &[Message]) -> String {
                 (_, ContentBlock::CompactionSummary { summary }) => format!("[earlier summary]\n{summary}"),
                 (Role::User, ContentBlock::Text { text }) => format!("[user]\n{text}"),
                 (_, ContentBlock::Text { text }) => format!("[assistant]\n{text}"),
-                (_, ContentBlock::Thinking { .. } | ContentBlock::RedactedThinking { .. }) => continue,
+                (
+                    _,
+                    ContentBlock::Thinking { .. }
+                    | ContentBlock::RedactedThinking { .. }
+                    | ContentBlock::Reasoning { .. },
+                ) => continue,
                 (_, ContentBlock::ToolUse { name, input, .. }) => format!(
                     "[assistant called tool {name}]\n{}",
                     truncated(&input.to_string(), TRANSCRIPT_TOOL_CHARS)

@@ -35,7 +35,7 @@ impl PartialMessage {
         }
     }
 
-    /// The blocks worth keeping: complete text, thinking and redacted thinking, and text still
+    /// The blocks worth keeping: complete text, thinking, redacted thinking and reasoning items, and text still
     /// streaming. Tool calls are dropped: they never ran, and a call without a result would make
     /// the conversation invalid.
     pub fn salvage(self) -> Vec<ContentBlock> {
@@ -45,7 +45,10 @@ impl PartialMessage {
             .filter(|(_, b)| {
                 matches!(
                     b,
-                    ContentBlock::Text { .. } | ContentBlock::Thinking { .. } | ContentBlock::RedactedThinking { .. }
+                    ContentBlock::Text { .. }
+                        | ContentBlock::Thinking { .. }
+                        | ContentBlock::RedactedThinking { .. }
+                        | ContentBlock::Reasoning { .. }
                 )
             })
             .collect();

@@ -14,7 +14,7 @@ use crate::conversation::{ContentBlock, StopReason, ToolResultContent, Usage};
 pub use json::{event_schema, EVENT_SCHEMA_VERSION};
 
 /// The kind of a content block as it starts streaming. In JSON: `text`, `thinking`,
-/// `redacted_thinking`, `tool_use` (the `type` of the finished [`ContentBlock`]).
+/// `redacted_thinking`, `reasoning`, `tool_use` (the `type` of the finished [`ContentBlock`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]
@@ -25,6 +25,9 @@ pub enum BlockKind {
     Thinking,
     /// Encrypted reasoning (arrives whole, no deltas).
     RedactedThinking,
+    /// An OpenAI Responses API reasoning item ([`ContentBlock::Reasoning`]): encrypted, arrives
+    /// whole, no deltas, not for display (its summary streams as a thinking block before it).
+    Reasoning,
     /// A tool call; its arguments stream as JSON fragments.
     ToolUse,
 }

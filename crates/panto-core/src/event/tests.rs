@@ -51,6 +51,26 @@ fn every_type() -> Vec<(Event, Value)> {
             json!({"type": "block_start", "index": 2, "kind": "redacted_thinking", "tool": null}),
         ),
         (
+            Event::BlockStart {
+                index: 1,
+                kind: BlockKind::Reasoning,
+                tool: None,
+            },
+            json!({"type": "block_start", "index": 1, "kind": "reasoning", "tool": null}),
+        ),
+        (
+            Event::BlockComplete {
+                index: 1,
+                block: ContentBlock::Reasoning {
+                    id: "rs_1".into(),
+                    summary: vec!["**Checking**".into()],
+                    encrypted_content: "gAAAAB".into(),
+                },
+            },
+            json!({"type": "block_complete", "index": 1, "block": {"type": "reasoning", "id": "rs_1",
+                   "summary": ["**Checking**"], "encrypted_content": "gAAAAB"}}),
+        ),
+        (
             Event::Delta {
                 index: 0,
                 delta: ContentDelta::Text("Hel".into()),

@@ -148,6 +148,8 @@ fn block(block: &ContentBlock) -> Option<Value> {
         ContentBlock::Image { media_type, data } => image(media_type, data),
         // System blocks travel in the request's `system` field.
         ContentBlock::System { .. } => return None,
+        // The Responses API's encrypted reasoning only that API can read.
+        ContentBlock::Reasoning { .. } => return None,
     })
 }
 

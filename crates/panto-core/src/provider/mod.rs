@@ -2,13 +2,14 @@
 //! event vocabulary.
 //!
 //! The layering follows codex-rs: `http` sends a request and classifies failures; `sse` splits
-//! bytes into events; `anthropic` and `openai` build request bodies and decode their own event
+//! bytes into events; `anthropic`, `openai` (Chat Completions) and `responses` build request bodies and decode their own event
 //! payloads into [`ProviderEvent`]s. The agent drives [`ProviderStream`] and never sees wire JSON.
 
 pub(crate) mod anthropic;
 pub(crate) mod cache;
 pub(crate) mod http;
 pub(crate) mod openai;
+pub(crate) mod responses;
 pub(crate) mod sse;
 pub(crate) mod validate;
 
@@ -127,6 +128,11 @@ pub(crate) fn build_request(req: &ProviderRequest<'_>) -> (String, Vec<(String, 
             openai::headers(req.config),
             openai::request_body(req),
         ),
+        ApiStyle::OpenAiResponses => (
+            responses::endpoint(&req.config.base_url),
+            responses::headers(req.config),
+            responses::request_body(req),
+        ),
     }
 }
 
@@ -137,6 +143,7 @@ pub(crate) fn new_decoder(style: ApiStyle, history: &[Message]) -> Box<dyn Decod
     match style {
         ApiStyle::AnthropicMessages => Box::new(anthropic::AnthropicDecoder::new(check)),
         ApiStyle::OpenAiChat => Box::new(openai::OpenAiDecoder::new(check)),
+        ApiStyle::OpenAiResponses => Box::new(responses::ResponsesDecoder::new(check)),
     }
 }
 

@@ -8,7 +8,7 @@ use panto_core::{
     Agent, ApiStyle, Config, ContentBlock, Event, ProviderConfig, Role, Session, SessionStore, StopReason, Tool,
     ToolCall, ToolCallResult, ToolDecl, ToolError,
 };
-use panto_testkit::script::{AnthropicScript, OpenAiScript};
+use panto_testkit::script::{AnthropicScript, OpenAiScript, ResponsesScript};
 use panto_testkit::store_contract::{append_one, user};
 use panto_testkit::{MockServer, Reply};
 use serde_json::json;
@@ -38,6 +38,7 @@ fn config(style: ApiStyle, server: &MockServer) -> Config {
     let (base, model) = match style {
         ApiStyle::AnthropicMessages => (server.anthropic_base_url(), "claude-sonnet-4-5"),
         ApiStyle::OpenAiChat => (server.openai_base_url(), "gpt-4o"),
+        ApiStyle::OpenAiResponses => (server.openai_base_url(), "gpt-5"),
     };
     let mut config = Config::new(ProviderConfig::new(style, base, KEY, model));
     config.retry.max_attempts = 1;
@@ -54,6 +55,11 @@ fn tool_call(style: ApiStyle) -> Vec<u8> {
             .text("Calling.")
             .tool_call("call_7", "hang", "{}")
             .build(),
+        ApiStyle::OpenAiResponses => ResponsesScript::new()
+            .reasoning(&["**Calling**"], "gAAAAB-hang")
+            .text("Calling.")
+            .tool_call("call_7", "hang", "{}")
+            .build(),
     }
 }
 
@@ -61,12 +67,17 @@ fn text(style: ApiStyle, t: &str) -> Vec<u8> {
     match style {
         ApiStyle::AnthropicMessages => AnthropicScript::new().text(t).build(),
         ApiStyle::OpenAiChat => OpenAiScript::new().text(t).build(),
+        ApiStyle::OpenAiResponses => ResponsesScript::new().text(t).build(),
     }
 }
 
 #[tokio::test]
 async fn a_turn_killed_mid_tool_resumes_with_a_valid_request() {
-    for style in [ApiStyle::AnthropicMessages, ApiStyle::OpenAiChat] {
+    for style in [
+        ApiStyle::AnthropicMessages,
+        ApiStyle::OpenAiChat,
+        ApiStyle::OpenAiResponses,
+    ] {
         let dir = tempfile::tempdir().unwrap();
         let server = MockServer::start().await;
         server.push(Reply::sse(tool_call(style)));

@@ -26,7 +26,7 @@ async fn header_and_entries_hold_the_documented_fields() {
     keys.sort_unstable();
     assert_eq!(keys, ["created", "cwd", "id", "metadata", "type", "version"]);
     assert_eq!(header["type"], "session");
-    assert_eq!(header["version"], 1);
+    assert_eq!(header["version"], 2);
     assert_eq!(header["id"], d.id());
     assert_eq!(
         header["metadata"], r#"{"ticket":"PAN-1"}"#,
@@ -88,7 +88,7 @@ async fn an_unknown_future_version_is_refused_by_name() {
         &path,
         format!(
             "{}\n{}\n",
-            json!({"type": "session", "version": 2, "id": id, "created": "2031-01-01T00:00:00Z", "layout": "v2"}),
+            json!({"type": "session", "version": 3, "id": id, "created": "2031-01-01T00:00:00Z", "layout": "v3"}),
             json!({"type": "message", "id": "00000001", "something": "new"})
         ),
     )
@@ -98,7 +98,7 @@ async fn an_unknown_future_version_is_refused_by_name() {
     let (location, message) = corrupt_parts(as_dyn(&store).load(&id).await);
     assert_eq!(location, format!("{}:1", path.display()));
     assert!(
-        message.contains("unsupported session format version 2") && message.contains("reads version 1"),
+        message.contains("unsupported session format version 3") && message.contains("reads versions 1 to 2"),
         "{message}"
     );
 
@@ -106,11 +106,11 @@ async fn an_unknown_future_version_is_refused_by_name() {
     assert!(good.is_empty());
     assert_eq!(problems.len(), 1);
     assert_eq!(problems[0].0, path);
-    assert!(problems[0].1.to_string().contains("version 2"));
+    assert!(problems[0].1.to_string().contains("version 3"));
 
     // Appending would mix versions in one file: refused, and the file is untouched.
     let appended = append_one(&*store, &id, &user("hi")).await;
-    assert!(matches!(&appended, Err(Error::CorruptSession { message, .. }) if message.contains("version 2")));
+    assert!(matches!(&appended, Err(Error::CorruptSession { message, .. }) if message.contains("version 3")));
     assert_eq!(std::fs::read(&path).unwrap(), before);
 }
 
@@ -164,4 +164,49 @@ async fn the_documented_example_file_reads_as_documented() {
     // And the store can go on writing it.
     append_one(&*store, &id, &user("one more")).await.unwrap();
     assert_eq!(check_valid(&session_file(&store, &id)).len(), 9);
+}
+
+#[tokio::test]
+async fn version_1_files_still_load_and_reasoning_items_round_trip_in_version_2() {
+    use panto_core::{ContentBlock, StopReason};
+    use panto_testkit::store_contract::{assistant, must_load};
+
+    let dir = tempfile::tempdir().unwrap();
+    let store = fast_store(dir.path());
+    let d = Driver::new(&as_dyn(&store), None);
+    let id = d.id();
+    // A Responses API reasoning item, which version 2 added: kept byte for byte, since the API
+    // needs it back unchanged.
+    let reasoning = ContentBlock::Reasoning {
+        id: "rs_68c1f0a4d1f4".into(),
+        summary: vec!["**Checking**".into(), "Then \"quoted\"\n".into()],
+        encrypted_content: "gAAAAABowQ3k+/=".into(),
+    };
+    let answer = assistant(vec![reasoning, ContentBlock::text("Done.")], StopReason::EndTurn);
+    {
+        let mut d = d;
+        d.append(vec![user("go"), answer.clone()]).await;
+    }
+    let loaded = must_load(&as_dyn(&store), &id, "version 2").await;
+    assert_eq!(loaded.messages[1].content, answer.content);
+    drop(store);
+
+    // The same session as a version 1 file (what panto wrote before the bump) loads the same,
+    // and takes appends.
+    let store = fast_store(dir.path());
+    let path = session_file(&store, &id);
+    drop(store);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let (header, rest) = text.split_once('\n').unwrap();
+    assert!(header.contains(r#""version":2"#), "{header}");
+    std::fs::write(
+        &path,
+        format!("{}\n{rest}", header.replace(r#""version":2"#, r#""version":1"#)),
+    )
+    .unwrap();
+    let store = fast_store(dir.path());
+    let loaded = must_load(&as_dyn(&store), &id, "version 1").await;
+    assert_eq!(loaded.messages[1].content, answer.content);
+    append_one(&*store, &id, &user("more")).await.unwrap();
+    assert_eq!(must_load(&as_dyn(&store), &id, "appended").await.messages.len(), 3);
 }

@@ -12,7 +12,7 @@ use panto_core::{
     Agent, ApiStyle, Config, Event, ProviderConfig, SessionStore, Tool, ToolCall, ToolCallResult, ToolDecl, ToolError,
     ToolResultContent,
 };
-use panto_testkit::script::{AnthropicScript, OpenAiScript};
+use panto_testkit::script::{AnthropicScript, OpenAiScript, ResponsesScript};
 use panto_testkit::{MockServer, Reply};
 use serde_json::json;
 
@@ -42,6 +42,7 @@ fn config(style: ApiStyle, server: &MockServer) -> Config {
     let (base, model) = match style {
         ApiStyle::AnthropicMessages => (server.anthropic_base_url(), "claude-sonnet-4-5"),
         ApiStyle::OpenAiChat => (server.openai_base_url(), "gpt-4o"),
+        ApiStyle::OpenAiResponses => (server.openai_base_url(), "gpt-5"),
     };
     let mut config = Config::new(ProviderConfig::new(style, base, "sk-test", model));
     config.retry.max_attempts = 1;
@@ -68,6 +69,12 @@ fn tool_calls(style: ApiStyle, calls: &[(&str, &str, &str)]) -> Vec<u8> {
                 s.tool_call(id, name, input)
             })
             .build(),
+        ApiStyle::OpenAiResponses => calls
+            .iter()
+            .fold(ResponsesScript::new().text("Calling."), |s, (id, name, input)| {
+                s.tool_call(id, name, input)
+            })
+            .build(),
     }
 }
 
@@ -75,6 +82,7 @@ fn text(style: ApiStyle, t: &str) -> Vec<u8> {
     match style {
         ApiStyle::AnthropicMessages => AnthropicScript::new().text(t).build(),
         ApiStyle::OpenAiChat => OpenAiScript::new().text(t).build(),
+        ApiStyle::OpenAiResponses => ResponsesScript::new().text(t).build(),
     }
 }
 
@@ -105,10 +113,14 @@ fn failed_calls(events: &[Event]) -> Vec<(String, String)> {
 
 #[tokio::test]
 async fn a_hostile_models_tool_calls_leave_a_session_that_loads_and_resumes() {
-    for style in [ApiStyle::AnthropicMessages, ApiStyle::OpenAiChat] {
+    for style in [
+        ApiStyle::AnthropicMessages,
+        ApiStyle::OpenAiChat,
+        ApiStyle::OpenAiResponses,
+    ] {
         let prefix = match style {
             ApiStyle::AnthropicMessages => "toolu_panto_",
-            ApiStyle::OpenAiChat => "call_panto_",
+            ApiStyle::OpenAiChat | ApiStyle::OpenAiResponses => "call_panto_",
         };
         let dir = tempfile::tempdir().unwrap();
         let server = MockServer::start().await;

@@ -1,6 +1,6 @@
 //! Scripted streams that look exactly like what the real APIs send.
 //!
-//! [`AnthropicScript`] and [`OpenAiScript`] build a response body event by event; the functions
+//! [`AnthropicScript`], [`OpenAiScript`] and [`ResponsesScript`] build a response body event by event; the functions
 //! here are shortcuts for the common shapes. All of them return the body bytes, ready for
 //! [`Reply::sse`](crate::Reply::sse). Text is cut into word-sized deltas (a word with its leading
 //! whitespace, at most 16 bytes, never inside a UTF-8 character) and JSON arguments into
@@ -12,10 +12,12 @@
 mod anthropic;
 mod named;
 mod openai;
+mod responses;
 
 pub use anthropic::AnthropicScript;
 pub use named::{build_named, BUILDERS};
 pub use openai::OpenAiScript;
+pub use responses::ResponsesScript;
 
 /// `(id, name, input JSON)` of one tool call.
 pub type ToolCallSpec<'a> = (&'a str, &'a str, &'a str);
@@ -88,6 +90,24 @@ pub fn openai_text_and_tool_calls(text: &str, calls: &[ToolCallSpec<'_>]) -> Vec
 /// An OpenAI-compatible stream with `reasoning_content` deltas, then content.
 pub fn openai_reasoning(reasoning: &str, text: &str) -> Vec<u8> {
     OpenAiScript::new().reasoning(reasoning).text(text).build()
+}
+
+/// A Responses API stream with one message item.
+pub fn responses_text(text: &str) -> Vec<u8> {
+    ResponsesScript::new().text(text).build()
+}
+
+/// A Responses API stream with one function call item per entry (`(call_id, name, arguments
+/// JSON)`), after a reasoning item when `reasoning` is `Some((summary, encrypted_content))`.
+pub fn responses_tool_calls(reasoning: Option<(&str, &str)>, calls: &[ToolCallSpec<'_>]) -> Vec<u8> {
+    let mut script = ResponsesScript::new();
+    if let Some((summary, encrypted)) = reasoning {
+        script = script.reasoning(&[summary], encrypted);
+    }
+    for (id, name, arguments) in calls {
+        script = script.tool_call(id, name, arguments);
+    }
+    script.build()
 }
 
 /// An OpenAI stream with exactly `n` content deltas (for benchmarks).

@@ -5,7 +5,7 @@ use panto_core::Usage;
 use crate::Error;
 use serde_json::{Map, Value};
 
-use super::{numbered_words, AnthropicScript, OpenAiScript};
+use super::{numbered_words, AnthropicScript, OpenAiScript, ResponsesScript};
 
 /// Every builder name [`build_named`] knows, with the arguments it takes. `usage` (optional
 /// everywhere but the `*_deltas` builders) is an object with panto's usage fields
@@ -22,6 +22,11 @@ use super::{numbered_words, AnthropicScript, OpenAiScript};
 /// - `openai_reasoning {reasoning, text, field?, usage?}`; `field` is the delta field
 ///   (`reasoning_content` or `reasoning`)
 /// - `openai_text_deltas {count}`
+/// - `responses_text {text, usage?}` (the OpenAI Responses API)
+/// - `responses_tool_calls {calls: [{id, name, arguments}], summary?, encrypted_content?, text?,
+///   usage?}`: a reasoning item first when `encrypted_content` is given (with `summary` as its
+///   one summary part), then text, then one function call per entry
+/// - `responses_reasoning {summary, encrypted_content, text, usage?}`
 pub const BUILDERS: &[&str] = &[
     "anthropic_text",
     "anthropic_tool_uses",
@@ -32,6 +37,9 @@ pub const BUILDERS: &[&str] = &[
     "openai_tool_calls",
     "openai_reasoning",
     "openai_text_deltas",
+    "responses_text",
+    "responses_tool_calls",
+    "responses_reasoning",
 ];
 
 /// Builds the stream of the builder `name` (one of [`BUILDERS`]) from its JSON arguments.
@@ -89,6 +97,27 @@ pub fn build_named(name: &str, args: &Value) -> Result<Vec<u8>, Error> {
             with_usage_o(s, a.usage()?).build()
         }
         "openai_text_deltas" => OpenAiScript::new().text_deltas(numbered_words(a.count()?)).build(),
+        "responses_text" => with_usage_r(ResponsesScript::new().text(a.str("text")?), a.usage()?).build(),
+        "responses_tool_calls" => {
+            let mut s = ResponsesScript::new();
+            let summary = a.opt_str("summary")?;
+            if let Some(encrypted) = a.opt_str("encrypted_content")? {
+                s = s.reasoning(&summary.into_iter().collect::<Vec<_>>(), encrypted);
+            }
+            if let Some(text) = a.opt_str("text")? {
+                s = s.text(text);
+            }
+            for (id, tool, arguments) in a.calls("arguments")? {
+                s = s.tool_call(&id, &tool, &arguments);
+            }
+            with_usage_r(s, a.usage()?).build()
+        }
+        "responses_reasoning" => {
+            let s = ResponsesScript::new()
+                .reasoning(&[a.str("summary")?], a.str("encrypted_content")?)
+                .text(a.str("text")?);
+            with_usage_r(s, a.usage()?).build()
+        }
         _ => {
             return Err(Error::Spec(format!(
                 "unknown builder {name:?}; known builders: {}",
@@ -108,6 +137,13 @@ fn with_usage_a(s: AnthropicScript, usage: Option<Usage>) -> AnthropicScript {
 }
 
 fn with_usage_o(s: OpenAiScript, usage: Option<Usage>) -> OpenAiScript {
+    match usage {
+        Some(u) => s.usage(u),
+        None => s,
+    }
+}
+
+fn with_usage_r(s: ResponsesScript, usage: Option<Usage>) -> ResponsesScript {
     match usage {
         Some(u) => s.usage(u),
         None => s,

@@ -7,6 +7,7 @@
 mod anthropic;
 mod cache_control;
 mod openai;
+mod responses;
 
 use serde_json::{json, Map, Value};
 
@@ -19,6 +20,8 @@ pub(crate) enum Api {
     Anthropic,
     /// `POST …/chat/completions`.
     OpenAi,
+    /// `POST …/responses`.
+    Responses,
 }
 
 impl Api {
@@ -28,6 +31,8 @@ impl Api {
             Some(Api::Anthropic)
         } else if path.ends_with("/chat/completions") {
             Some(Api::OpenAi)
+        } else if path.ends_with("/responses") {
+            Some(Api::Responses)
         } else {
             None
         }
@@ -70,7 +75,7 @@ pub(crate) fn validate(req: &Request) -> Result<(), Rejection> {
         return Err(Rejection {
             status: 404,
             message: format!(
-                "mock: no endpoint {} {}: expected POST /v1/messages (Anthropic) or POST …/chat/completions (OpenAI)",
+                "mock: no endpoint {} {}: expected POST /v1/messages (Anthropic), POST …/chat/completions (OpenAI) or POST …/responses (OpenAI Responses)",
                 req.method, req.target
             ),
             api: None,
@@ -86,6 +91,7 @@ pub(crate) fn validate(req: &Request) -> Result<(), Rejection> {
     let result = match api {
         Api::Anthropic => anthropic::validate(&req.headers, &req.body),
         Api::OpenAi => openai::validate(&req.headers, &req.body),
+        Api::Responses => responses::validate(&req.headers, &req.body),
     };
     result.map_err(|message| Rejection {
         status: 400,
@@ -189,5 +195,6 @@ mod tests {
         assert_eq!(Api::of_path("/v1/chat/completions"), Some(Api::OpenAi));
         assert_eq!(Api::of_path("/api/openai/v1/chat/completions"), Some(Api::OpenAi));
         assert_eq!(Api::of_path("/v1/messages/count_tokens"), None);
+        assert_eq!(Api::of_path("/v1/responses"), Some(Api::Responses));
     }
 }

@@ -12,6 +12,7 @@ use super::testing::{decode_chunks, fixture, sse_fixtures, Decoded};
 use super::SseParser;
 use crate::provider::anthropic::AnthropicDecoder;
 use crate::provider::openai::OpenAiDecoder;
+use crate::provider::responses::ResponsesDecoder;
 use crate::provider::Decoder;
 
 /// What a parse produced: the events, and the error that stopped it (as text).
@@ -167,6 +168,8 @@ proptest! {
         let decoder = || -> Box<dyn Decoder> {
             if path.starts_with("anthropic/") || path.contains("messages-") {
                 Box::new(AnthropicDecoder::default())
+            } else if path.starts_with("responses/") {
+                Box::new(ResponsesDecoder::default())
             } else {
                 Box::new(OpenAiDecoder::default())
             }

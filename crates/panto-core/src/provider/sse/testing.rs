@@ -181,6 +181,7 @@ pub(crate) fn assert_well_formed(name: &str, events: &[ProviderEvent]) {
                     (BlockKind::Thinking, ContentBlock::Thinking { thinking, .. }) => {
                         assert_eq!(acc, thinking, "{name}")
                     }
+                    (BlockKind::Reasoning, ContentBlock::Reasoning { .. }) => assert!(acc.is_empty(), "{name}"),
                     (BlockKind::RedactedThinking, ContentBlock::RedactedThinking { .. }) => {
                         assert!(acc.is_empty(), "{name}")
                     }
