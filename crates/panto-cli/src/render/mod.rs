@@ -4,13 +4,19 @@
 //! when stdout is not a terminal, it receives only content (the model's text), while everything
 //! decorative (tool lines, summaries, notes) goes to stderr.
 
+mod blocks;
+mod diff;
+mod highlight;
+mod markdown;
 mod spinner;
+mod table;
 mod turn;
+mod wrap;
 
 use std::io::{IsTerminal, Write};
 use std::sync::{Mutex, MutexGuard};
 
-pub use turn::TurnView;
+pub use turn::{AsksFirst, TurnView};
 
 use crate::config::Env;
 
@@ -34,10 +40,11 @@ pub struct Style {
 }
 
 impl Style {
-    /// Colour when the stream is a terminal and `NO_COLOR` is not set to a non-empty value.
+    /// Colour when the stream is a terminal, `NO_COLOR` is not set to a non-empty value and
+    /// `TERM` is not `dumb` (a terminal that understands no escape sequences).
     pub fn detect(is_tty: bool, env: &Env) -> Style {
         Style {
-            colour: is_tty && env.get("NO_COLOR").is_none(),
+            colour: is_tty && env.get("NO_COLOR").is_none() && env.get("TERM") != Some("dumb"),
             terminal: is_tty,
         }
     }
@@ -74,6 +81,11 @@ impl Style {
     /// Red (errors).
     pub fn red(self, text: &str) -> String {
         self.paint("31", text)
+    }
+
+    /// Green (added lines).
+    pub fn green(self, text: &str) -> String {
+        self.paint("32", text)
     }
 
     /// Yellow (questions, retries).
@@ -113,6 +125,9 @@ pub struct Screen {
     pub deco_on_stdout: bool,
     /// Whether the decoration stream is a terminal (so a spinner may be drawn).
     pub deco_is_tty: bool,
+    /// Whether the model's Markdown is rendered (styled and wrapped): stdout is a terminal that
+    /// takes colour. Otherwise the text is written as it came (neutralised on a terminal).
+    pub markdown: bool,
 }
 
 impl Screen {
@@ -126,7 +141,17 @@ impl Screen {
             deco: Style::detect(deco_is_tty, env),
             deco_on_stdout: out_tty,
             deco_is_tty,
+            markdown: Style::detect(out_tty, env).is_colour(),
         }
+    }
+
+    /// The width of the terminal stdout is, read now (so a resize counts from the next block
+    /// on); 80 when it cannot be read.
+    pub fn columns(&self) -> usize {
+        terminal_size::terminal_size_of(std::io::stdout())
+            .map(|(w, _)| usize::from(w.0))
+            .filter(|&w| w > 0)
+            .unwrap_or(80)
     }
 
     /// Writes `text` to the decoration stream, as is.

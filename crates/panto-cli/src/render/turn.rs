@@ -10,6 +10,7 @@
 
 use panto_core::{BlockKind, ContentDelta, Event, ToolResultContent};
 
+use super::markdown::MarkdownStream;
 use super::spinner::Spinner;
 use super::Screen;
 use crate::cost::thousands;
@@ -29,7 +30,6 @@ enum Open {
 }
 
 /// The renderer of one turn.
-#[derive(Debug)]
 pub struct TurnView {
     screen: Screen,
     spinner: Option<Spinner>,
@@ -40,9 +40,16 @@ pub struct TurnView {
     running_tools: usize,
     /// Neutralises the streamed text on a terminal stdout.
     text: Neutraliser,
+    /// Renders the (neutralised) text as Markdown, when the screen takes it.
+    markdown: Option<MarkdownStream>,
     /// Neutralises the streamed thinking on a terminal decoration stream.
     thinking: Neutraliser,
+    /// Whether a call of the named tool will be asked about (so the question shows it).
+    asks: Option<AsksFirst>,
 }
+
+/// Says whether a call of the named tool will be asked about before it runs.
+pub type AsksFirst = Box<dyn Fn(&str) -> bool + Send>;
 
 impl TurnView {
     /// A view drawing on `screen`.
@@ -54,8 +61,16 @@ impl TurnView {
             at_line_start: true,
             running_tools: 0,
             text: Neutraliser::default(),
+            markdown: screen.markdown.then(|| MarkdownStream::new(true)),
             thinking: Neutraliser::default(),
+            asks: None,
         }
+    }
+
+    /// Tells the view which tool calls will be asked about.
+    pub fn with_questions(mut self, asks: AsksFirst) -> Self {
+        self.asks = Some(asks);
+        self
     }
 
     /// Shows the waiting indicator (on a terminal only).
@@ -80,7 +95,14 @@ impl TurnView {
             Open::Thinking => self.thinking.finish(),
             Open::Nothing => String::new(),
         };
-        if !held.is_empty() {
+        if let (Open::Text, Some(md)) = (self.open, self.markdown.as_mut()) {
+            // The rest of the answer (its last line, a block waiting for its end) is drawn now;
+            // the rendered text always ends with a line end.
+            let mut rest = md.push(&held, self.screen.columns());
+            rest.push_str(&md.finish(self.screen.columns()));
+            self.screen.content(&rest);
+            self.at_line_start = true;
+        } else if !held.is_empty() {
             match self.open {
                 Open::Text => self.screen.content(&held),
                 _ => self.screen.deco_raw(&self.screen.deco.dim(&held)),
@@ -126,12 +148,19 @@ impl TurnView {
                         self.close_block();
                         self.open = Open::Text;
                     }
-                    if self.screen.out.is_terminal() {
+                    if let Some(md) = self.markdown.as_mut() {
+                        // Every byte of the model's text is neutralised before it is parsed,
+                        // so the renderer's own styling is the only escape on screen.
+                        let safe = self.text.push(text);
+                        self.screen.content(&md.push(&safe, self.screen.columns()));
+                        self.at_line_start = true;
+                    } else if self.screen.out.is_terminal() {
                         self.screen.content(&self.text.push(text));
+                        self.at_line_start = text.ends_with('\n');
                     } else {
                         self.screen.content(text);
+                        self.at_line_start = text.ends_with('\n');
                     }
-                    self.at_line_start = text.ends_with('\n');
                 }
                 ContentDelta::Thinking(text) if !text.is_empty() => {
                     if self.open != Open::Thinking {
@@ -153,13 +182,24 @@ impl TurnView {
                 self.close_block();
                 self.running_tools += 1;
                 let deco = self.screen.deco;
-                let args = compact(&input.to_string(), ARGS_PREVIEW_CHARS);
+                // A bash command about to be asked about is shown whole by the question: once.
+                let asked = name == "bash" && self.asks.as_ref().is_some_and(|asks| asks(name));
+                let args = if asked {
+                    String::new()
+                } else {
+                    compact(&input.to_string(), ARGS_PREVIEW_CHARS)
+                };
                 self.screen.note(&format!(
                     "{} {} {}",
                     deco.cyan("●"),
                     deco.bold(&deco.safe(name)),
                     deco.dim(&deco.safe(&args))
                 ));
+                if let Some(lines) = super::diff::preview(name, input, deco) {
+                    for line in lines {
+                        self.screen.note(&line);
+                    }
+                }
             }
             Event::ToolDispatchComplete {
                 name,
@@ -306,6 +346,15 @@ impl TurnView {
                 .deco
                 .yellow("⎋ cancelled — what streamed so far is kept in the session"),
         );
+    }
+}
+
+impl std::fmt::Debug for TurnView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TurnView")
+            .field("open", &self.open)
+            .field("running_tools", &self.running_tools)
+            .finish_non_exhaustive()
     }
 }
 

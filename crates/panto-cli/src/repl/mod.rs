@@ -317,9 +317,17 @@ impl Repl<'_> {
             images: images.into_iter().map(|a| a.bytes).collect(),
         };
         let wire = self.selection.wire();
-        let outcome = self
-            .rt
-            .block_on(turn::run(&mut self.agent, message, self.screen, &self.pricing, &wire));
+        let gate = self.gate.clone();
+        let asks: crate::render::AsksFirst =
+            Box::new(move |name| ToolName::parse(name).is_ok_and(|tool| gate.asks(tool)));
+        let outcome = self.rt.block_on(turn::run(
+            &mut self.agent,
+            message,
+            self.screen,
+            &self.pricing,
+            &wire,
+            asks,
+        ));
         self.totals.add(&outcome);
     }
 

@@ -4,7 +4,7 @@
 use panto_core::{Agent, Error, Event, PricingRegistry, Usage, UserMessage, WireIdentity};
 
 use crate::cost::{cost, summary_line};
-use crate::render::{Screen, TurnView};
+use crate::render::{AsksFirst, Screen, TurnView};
 
 /// What a turn cost.
 #[derive(Debug, Clone, Copy, Default)]
@@ -22,8 +22,9 @@ pub async fn run(
     screen: Screen,
     pricing: &PricingRegistry,
     wire: &WireIdentity,
+    asks: AsksFirst,
 ) -> TurnOutcome {
-    let mut view = TurnView::new(screen);
+    let mut view = TurnView::new(screen).with_questions(asks);
     view.waiting("waiting for the model…");
     let mut stream = agent.run(message);
     // The terminal is in cooked mode while a turn runs, so Ctrl-C arrives as SIGINT. Cancelling

@@ -5,6 +5,7 @@ mod config_errors;
 mod escapes;
 mod formats;
 mod images;
+mod markdown;
 mod postgres;
 mod print_text;
 mod print_tools;
