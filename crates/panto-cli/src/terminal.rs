@@ -139,6 +139,10 @@ impl Asker for TerminalAsker {
         // lets it reach the screen before the question about it.
         std::thread::sleep(RENDER_GRACE);
         let _console = crate::render::console();
+        // The footer (spinner, typed-ahead keys) is off the screen and the terminal takes lines
+        // again until the answer is read.
+        let _held = crate::render::footer::hold();
+        let _paused = crate::repl::keys::pause();
         let mut prompt = self.draw(question);
         loop {
             let _ = std::io::stdout().flush();

@@ -21,7 +21,20 @@ const LARGEST_FILE_DIFFED: u64 = 512 * 1024;
 pub fn preview(tool: &str, input: &serde_json::Value, style: Style) -> Option<Vec<String>> {
     let text = |key: &str| input.get(key).and_then(serde_json::Value::as_str);
     match tool {
-        "edit" => Some(diff_lines(text("old_string")?, text("new_string")?, style)),
+        "edit" => {
+            let (old, new) = (text("old_string")?, text("new_string")?);
+            let all = input.get("replace_all").and_then(serde_json::Value::as_bool) == Some(true);
+            // Against the file, so hunks carry its line numbers; the strings alone when the
+            // file cannot be read or does not hold them (the tool will say so).
+            let lines = match existing(text("path")?).filter(|f| !old.is_empty() && f.contains(old)) {
+                Some(file) => {
+                    let changed = if all { file.replace(old, new) } else { file.replacen(old, new, 1) };
+                    diff_lines(&file, &changed, style)
+                }
+                None => diff_lines(old, new, style),
+            };
+            Some(lines)
+        }
         "write" => {
             let content = text("content")?;
             let lines = match existing(text("path")?) {
@@ -119,6 +132,18 @@ mod tests {
     fn an_edit_is_a_unified_diff() {
         let lines = diff_lines("a\nb\nc\n", "a\nB\nc\n", plain());
         assert_eq!(lines, ["    @@ -1,3 +1,3 @@", "     a", "    -b", "    +B", "     c"]);
+    }
+
+    #[test]
+    fn an_edit_is_diffed_against_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f.txt");
+        let body: String = (1..=20).map(|i| format!("line {i}\n")).collect();
+        std::fs::write(&path, body).unwrap();
+        let input = serde_json::json!({"path": path, "old_string": "line 12\n", "new_string": "twelve\n"});
+        let lines = preview("edit", &input, plain()).unwrap();
+        assert_eq!(lines[0], "    @@ -9,7 +9,7 @@");
+        assert!(lines.contains(&"    -line 12".to_owned()) && lines.contains(&"    +twelve".to_owned()));
     }
 
     #[test]

@@ -1,11 +1,11 @@
 //! Markdown rendered while it streams.
 //!
-//! Text arrives in arbitrary pieces; it is cut into lines, and each complete line is sorted into
-//! the block it belongs to. A block is drawn ([`super::blocks`]) as soon as the line that ends it
-//! arrives: a heading at once, a paragraph or list item at the next line (models write a
-//! paragraph as one line), a table when a line is not a table row any more. Fenced code needs no
-//! look-ahead: each line is highlighted and drawn as it arrives. Nothing waits for the whole
-//! answer; what is left is drawn by [`MarkdownStream::finish`].
+//! Text arrives in arbitrary pieces; it is cut into lines, and each complete line is drawn
+//! ([`super::blocks`]) as soon as it arrives: a heading, a paragraph line, a list item, a quote
+//! line, a line of fenced code (highlighted). Only a table waits, for its last row, since its
+//! columns are as wide as their widest cell (and a paragraph line holding a `|`, for the next
+//! line, which says whether it was a table's header). Nothing waits for the whole answer; the
+//! unfinished last line is drawn by [`MarkdownStream::finish`].
 //!
 //! The width is given with every piece, so a resized terminal is used from the next block on.
 
@@ -17,10 +17,27 @@ use super::wrap::{paint, Line, Span};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Paragraph,
+    /// A heading or a thematic break: never continued.
+    Heading,
     /// A list item indented by this many spaces (nested under the item above).
     Item(usize),
+    /// A line continuing a list item, its text this many spaces in.
+    ItemText(usize),
     Quote,
     Table,
+}
+
+impl Kind {
+    /// Whether a block of this kind, drawn right after one of kind `last`, continues it (no
+    /// blank line between). `blank` says whether a blank source line came between them.
+    fn continues(self, last: Kind, blank: bool) -> bool {
+        match (last, self) {
+            (Kind::Item(_) | Kind::ItemText(_), Kind::Item(_)) => true,
+            (Kind::Item(_) | Kind::ItemText(_), Kind::ItemText(_)) => !blank,
+            (Kind::Paragraph, Kind::Paragraph) | (Kind::Quote, Kind::Quote) => !blank,
+            _ => false,
+        }
+    }
 }
 
 /// An open code fence.
@@ -44,6 +61,10 @@ pub struct MarkdownStream {
     drawn: bool,
     /// The kind of the last block drawn (list items follow each other without a blank line).
     last: Option<Kind>,
+    /// Whether a blank line came since the last block was drawn.
+    blank: bool,
+    /// The width of the last list item's marker (`- ` 2, `10. ` 4).
+    item_marker: usize,
 }
 
 /// Deeper indentation of a list item is drawn as this much.
@@ -62,6 +83,8 @@ impl MarkdownStream {
             fence: None,
             drawn: false,
             last: None,
+            blank: false,
+            item_marker: 0,
         }
     }
 
@@ -98,14 +121,18 @@ impl MarkdownStream {
         }
     }
 
-    /// Starts a block of `kind` on screen: a blank line first unless it continues a list.
+    /// Starts a block of `kind` on screen: a blank line first unless it continues the last one.
     fn separate(&mut self, kind: Option<Kind>, out: &mut String) {
-        let list = matches!((self.last, kind), (Some(Kind::Item(_)), Some(Kind::Item(_))));
-        if self.drawn && !list {
+        let continues = match (self.last, kind) {
+            (Some(last), Some(kind)) => kind.continues(last, self.blank),
+            _ => false,
+        };
+        if self.drawn && !continues {
             out.push('\n');
         }
         self.drawn = true;
         self.last = kind;
+        self.blank = false;
     }
 
     /// Draws the gathered block.
@@ -115,7 +142,7 @@ impl MarkdownStream {
         };
         let source = lines.join("\n");
         let indent = match kind {
-            Kind::Item(spaces) => " ".repeat(spaces),
+            Kind::Item(spaces) | Kind::ItemText(spaces) => " ".repeat(spaces),
             _ => String::new(),
         };
         let drawn = blocks::render(&source, columns.saturating_sub(indent.len()));
@@ -161,12 +188,13 @@ impl MarkdownStream {
         let indent = line.len() - trimmed.len();
         if trimmed.is_empty() {
             self.flush(columns, out);
+            self.blank = true;
             return;
         }
         let current = self.block.as_ref().map(|(k, _)| *k);
         if is_heading(trimmed) || is_rule(trimmed) {
             self.flush(columns, out);
-            self.block = Some((Kind::Paragraph, vec![trimmed.to_owned()]));
+            self.block = Some((Kind::Heading, vec![trimmed.to_owned()]));
             self.flush(columns, out);
             return;
         }
@@ -187,30 +215,32 @@ impl MarkdownStream {
                 }
             }
         }
-        if is_item(trimmed) {
-            self.flush(columns, out);
-            self.block = Some((Kind::Item(indent.min(MAX_ITEM_INDENT)), vec![trimmed.to_owned()]));
+        // Everything else is drawn as soon as its line is complete: an item, a quote line, a
+        // paragraph line (joined to the block above it on screen as in the source).
+        self.flush(columns, out);
+        let kind = if is_item(trimmed) {
+            Kind::Item(indent.min(MAX_ITEM_INDENT))
+        } else if trimmed.starts_with('>') {
+            Kind::Quote
+        } else if let (Some(Kind::Item(at) | Kind::ItemText(at)), false) = (self.last, self.blank) {
+            // A line continuing a list item: under the item's text.
+            let marker = match self.last {
+                Some(Kind::Item(_)) => self.item_marker,
+                _ => 0,
+            };
+            Kind::ItemText((at + marker).min(MAX_ITEM_INDENT))
+        } else if trimmed.contains('|') && current.is_none() {
+            // Perhaps the header of a table without outer pipes: the next line tells.
+            self.gather(Kind::Paragraph, trimmed);
             return;
+        } else {
+            Kind::Paragraph
+        };
+        if let Kind::Item(_) = kind {
+            self.item_marker = marker_width(trimmed);
         }
-        if trimmed.starts_with('>') {
-            if current != Some(Kind::Quote) {
-                self.flush(columns, out);
-            }
-            self.gather(Kind::Quote, trimmed);
-            return;
-        }
-        match current {
-            // A continuation line of a paragraph, item or quote (lazy continuation).
-            Some(Kind::Paragraph | Kind::Item(_) | Kind::Quote) => {
-                if let Some((_, lines)) = self.block.as_mut() {
-                    lines.push(trimmed.to_owned());
-                }
-            }
-            _ => {
-                self.flush(columns, out);
-                self.gather(Kind::Paragraph, trimmed);
-            }
-        }
+        self.block = Some((kind, vec![trimmed.to_owned()]));
+        self.flush(columns, out);
     }
 
     fn gather(&mut self, kind: Kind, line: &str) {
@@ -251,6 +281,11 @@ fn is_rule(trimmed: &str) -> bool {
         && ['-', '*', '_']
             .iter()
             .any(|m| compact.chars().all(|c| c == *m))
+}
+
+/// The width of a list item's marker with its space.
+fn marker_width(trimmed: &str) -> usize {
+    trimmed.find(' ').map_or(trimmed.len(), |i| i + 1)
 }
 
 fn is_item(trimmed: &str) -> bool {
@@ -310,7 +345,10 @@ mod tests {
         assert_eq!(md.push("a\n", 40), "▎ ls -la\n");
         assert_eq!(md.push("```\n# Title\n", 40), "\nTitle\n");
         assert_eq!(md.push("para", 40), "");
-        assert_eq!(md.finish(40), "\npara\n");
+        assert_eq!(md.push("graph\nnext ", 40), "\nparagraph\n");
+        assert_eq!(md.push("line\n- item\n", 40), "next line\n\n• item\n");
+        assert_eq!(md.push("  more\n\nafter\n", 40), "  more\n\nafter\n");
+        assert_eq!(md.finish(40), "");
     }
 
     #[test]

@@ -6,12 +6,13 @@
 
 mod blocks;
 mod diff;
+pub mod footer;
 mod highlight;
 mod markdown;
 mod spinner;
 mod table;
 mod turn;
-mod wrap;
+pub mod wrap;
 
 use std::io::{IsTerminal, Write};
 use std::sync::{Mutex, MutexGuard};
@@ -148,19 +149,14 @@ impl Screen {
     /// The width of the terminal stdout is, read now (so a resize counts from the next block
     /// on); 80 when it cannot be read.
     pub fn columns(&self) -> usize {
-        terminal_size::terminal_size_of(std::io::stdout())
-            .map(|(w, _)| usize::from(w.0))
-            .filter(|&w| w > 0)
-            .unwrap_or(80)
+        columns()
     }
 
     /// Writes `text` to the decoration stream, as is.
     pub fn deco_raw(&self, text: &str) {
         let _console = console();
         if self.deco_on_stdout {
-            let mut out = std::io::stdout().lock();
-            let _ = out.write_all(text.as_bytes());
-            let _ = out.flush();
+            footer::write_around(&mut std::io::stdout().lock(), text);
         } else {
             let mut err = std::io::stderr().lock();
             let _ = err.write_all(text.as_bytes());
@@ -176,10 +172,16 @@ impl Screen {
     /// Writes content to stdout.
     pub fn content(&self, text: &str) {
         let _console = console();
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(text.as_bytes());
-        let _ = out.flush();
+        footer::write_around(&mut std::io::stdout().lock(), text);
     }
+}
+
+/// The width of the terminal stdout is, read now; 80 when it cannot be read.
+fn columns() -> usize {
+    terminal_size::terminal_size_of(std::io::stdout())
+        .map(|(w, _)| usize::from(w.0))
+        .filter(|&w| w > 0)
+        .unwrap_or(80)
 }
 
 #[cfg(test)]

@@ -8,6 +8,8 @@
 //! and output, a provider's retry reason): on a terminal it is neutralised before it is drawn
 //! ([`crate::safe`]), on a pipe it is written as it came.
 
+use std::time::Instant;
+
 use panto_core::{BlockKind, ContentDelta, Event, ToolResultContent};
 
 use super::markdown::MarkdownStream;
@@ -36,8 +38,8 @@ pub struct TurnView {
     open: Open,
     /// Whether the last character written to the open stream was a line end.
     at_line_start: bool,
-    /// Tool calls dispatched and not yet complete.
-    running_tools: usize,
+    /// Tool calls dispatched and not yet complete: their id, name and start.
+    running_tools: Vec<(String, String, Instant)>,
     /// Neutralises the streamed text on a terminal stdout.
     text: Neutraliser,
     /// Renders the (neutralised) text as Markdown, when the screen takes it.
@@ -46,6 +48,8 @@ pub struct TurnView {
     thinking: Neutraliser,
     /// Whether a call of the named tool will be asked about (so the question shows it).
     asks: Option<AsksFirst>,
+    /// Attempts in all a failing request gets, for the retry line.
+    max_attempts: Option<u32>,
 }
 
 /// Says whether a call of the named tool will be asked about before it runs.
@@ -59,12 +63,19 @@ impl TurnView {
             spinner: None,
             open: Open::Nothing,
             at_line_start: true,
-            running_tools: 0,
+            running_tools: Vec::new(),
             text: Neutraliser::default(),
             markdown: screen.markdown.then(|| MarkdownStream::new(true)),
             thinking: Neutraliser::default(),
             asks: None,
+            max_attempts: None,
         }
+    }
+
+    /// Tells the view how many attempts a request gets in all (`↻ retry 2/5`).
+    pub fn with_max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = Some(attempts);
+        self
     }
 
     /// Tells the view which tool calls will be asked about.
@@ -73,11 +84,31 @@ impl TurnView {
         self
     }
 
-    /// Shows the waiting indicator (on a terminal only).
+    /// Shows the spinner (on a terminal only), counting from now.
     pub fn waiting(&mut self, label: &str) {
+        self.waiting_since(label, Instant::now());
+    }
+
+    fn waiting_since(&mut self, label: &str, since: Instant) {
         self.stop_spinner();
-        if self.screen.deco_is_tty {
-            self.spinner = Some(Spinner::start(self.screen, label));
+        if self.screen.deco_is_tty && self.screen.deco_on_stdout {
+            self.spinner = Some(Spinner::start(label, since));
+        }
+    }
+
+    /// The spinner while tools run: the tool's name, or how many run, since the first started.
+    fn tools_spinner(&mut self) {
+        let deco = self.screen.deco;
+        match self.running_tools.as_slice() {
+            [] => self.waiting("waiting for the model…"),
+            [(_, name, since)] => {
+                let label = format!("running {}…", deco.safe(name));
+                self.waiting_since(&label, *since);
+            }
+            [(_, _, since), ..] => {
+                let label = format!("running {} tools…", self.running_tools.len());
+                self.waiting_since(&label, *since);
+            }
         }
     }
 
@@ -130,11 +161,7 @@ impl TurnView {
                 BlockKind::Thinking => {
                     self.close_block();
                     self.open = Open::Thinking;
-                    if !self.screen.deco.is_colour() {
-                        // Without dimming, a label is what tells thinking from the answer.
-                        self.screen.deco_raw("[thinking] ");
-                        self.at_line_start = false;
-                    }
+                    self.thinking_label();
                 }
                 BlockKind::RedactedThinking => {
                     self.close_block();
@@ -166,6 +193,7 @@ impl TurnView {
                     if self.open != Open::Thinking {
                         self.close_block();
                         self.open = Open::Thinking;
+                        self.thinking_label();
                     }
                     let shown = if self.screen.deco.is_terminal() {
                         self.thinking.push(text)
@@ -178,16 +206,16 @@ impl TurnView {
                 _ => {}
             },
             Event::BlockComplete { .. } | Event::MessageComplete { .. } => self.close_block(),
-            Event::ToolDispatchStart { name, input, .. } => {
+            Event::ToolDispatchStart { id, name, input } => {
                 self.close_block();
-                self.running_tools += 1;
+                self.running_tools.push((id.clone(), name.clone(), Instant::now()));
                 let deco = self.screen.deco;
                 // A bash command about to be asked about is shown whole by the question: once.
                 let asked = name == "bash" && self.asks.as_ref().is_some_and(|asks| asks(name));
                 let args = if asked {
                     String::new()
                 } else {
-                    compact(&input.to_string(), ARGS_PREVIEW_CHARS)
+                    call_summary(name, input)
                 };
                 self.screen.note(&format!(
                     "{} {} {}",
@@ -200,25 +228,25 @@ impl TurnView {
                         self.screen.note(&line);
                     }
                 }
+                self.tools_spinner();
             }
             Event::ToolDispatchComplete {
+                id,
                 name,
                 content,
                 is_error,
-                ..
             } => {
-                self.running_tools = self.running_tools.saturating_sub(1);
+                self.running_tools.retain(|(running, _, _)| running != id);
                 self.tool_result(name, content, *is_error);
-                if self.running_tools == 0 {
-                    self.waiting("waiting for the model…");
-                }
+                self.tools_spinner();
             }
             Event::ProviderRetry(info) => {
                 self.close_block();
+                let of = self.max_attempts.map(|m| format!("/{m}")).unwrap_or_default();
                 let mut line = format!(
-                    "↻ retrying in {:.1}s (attempt {}): {}",
-                    info.delay.as_secs_f64(),
+                    "↻ retry {}{of} in {:.1} s: {}",
                     info.attempt,
+                    info.delay.as_secs_f64(),
                     self.screen.deco.safe(&info.reason)
                 );
                 if info.discard_partial {
@@ -250,6 +278,13 @@ impl TurnView {
             Event::TurnComplete { .. } => self.close_block(),
             _ => {}
         }
+    }
+
+    /// A dim `thinking` label on its own line, so thinking is never taken for the answer.
+    fn thinking_label(&mut self) {
+        let deco = self.screen.deco;
+        self.screen.deco_raw(&format!("{}\n", deco.dim(&deco.bold("✻ thinking"))));
+        self.at_line_start = true;
     }
 
     fn tool_result(&mut self, name: &str, content: &[ToolResultContent], is_error: bool) {
@@ -362,6 +397,18 @@ impl Drop for TurnView {
     fn drop(&mut self) {
         self.stop_spinner();
     }
+}
+
+/// What a tool line says about a call: the path of a file tool (the diff below shows the
+/// rest), a bash command, or the arguments as JSON; on one line, cut.
+fn call_summary(name: &str, input: &serde_json::Value) -> String {
+    let field = |key: &str| input.get(key).and_then(serde_json::Value::as_str);
+    let summary = match (name, field("path"), field("command")) {
+        ("read" | "write" | "edit", Some(path), _) => path.to_owned(),
+        ("bash", _, Some(command)) => format!("$ {command}"),
+        _ => input.to_string(),
+    };
+    compact(&summary, ARGS_PREVIEW_CHARS)
 }
 
 /// `text` on one line, cut to `max` characters with an ellipsis.

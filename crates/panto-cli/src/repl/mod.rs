@@ -6,6 +6,7 @@
 
 mod commands;
 mod helper;
+pub mod keys;
 mod turn;
 
 use std::io::IsTerminal;
@@ -90,6 +91,10 @@ struct Repl<'r> {
     home: Option<PathBuf>,
     /// Images attached with `/image`, sent with the next prompt.
     pending_images: Vec<Attachment>,
+    /// Prompts typed ahead during a turn, sent next, oldest first.
+    queued: std::collections::VecDeque<String>,
+    /// The unfinished line typed ahead, put into the next prompt's editor.
+    typed: String,
 }
 
 /// Runs the REPL until `/quit` or end of input.
@@ -152,7 +157,10 @@ pub fn run(rt: &tokio::runtime::Runtime, launch: Launch, approval: Approval) -> 
         recent_ids: recent,
         home: launch.env.home(),
         pending_images: Vec::new(),
+        queued: std::collections::VecDeque::new(),
+        typed: String::new(),
     };
+    crate::render::footer::enable(screen.deco_on_stdout, screen.deco.is_colour());
     notes_before.extend(ready.notes);
     repl.banner(ready.resumed, &notes_before);
 
@@ -167,7 +175,17 @@ pub fn run(rt: &tokio::runtime::Runtime, launch: Launch, approval: Approval) -> 
         // No prompt on a piped stdout: it is not content.
         let prompt = if out_tty { "> " } else { "" };
         let styled = repl.screen.out.bold(prompt);
-        match editor.readline(&(prompt, styled.as_str())) {
+        // A prompt typed ahead during the last turn goes next, shown as if typed now.
+        if let Some(queued) = repl.queued.pop_front() {
+            repl.screen.note(&format!("{styled}{}", repl.screen.deco.safe(&queued)));
+            let _ = editor.add_history_entry(queued.as_str());
+            if repl.input(queued) == Flow::Quit {
+                break;
+            }
+            continue;
+        }
+        let typed = std::mem::take(&mut repl.typed);
+        match editor.readline_with_initial(&(prompt, styled.as_str()), (&typed, "")) {
             Ok(line) => {
                 let input = join_continuations(&line);
                 if input.trim().is_empty() {
@@ -177,15 +195,8 @@ pub fn run(rt: &tokio::runtime::Runtime, launch: Launch, approval: Approval) -> 
                 if let Some(path) = &history {
                     save_history(&mut editor, path, &repl.screen);
                 }
-                let trimmed = input.trim_start();
-                if let Some(literal) = trimmed.strip_prefix("//") {
-                    repl.turn(format!("/{literal}"));
-                } else if trimmed.starts_with('/') {
-                    if repl.command(trimmed) == Flow::Quit {
-                        break;
-                    }
-                } else {
-                    repl.turn(input);
+                if repl.input(input) == Flow::Quit {
+                    break;
                 }
             }
             Err(ReadlineError::Interrupted) => {
@@ -294,6 +305,19 @@ impl Repl<'_> {
         self.dim("/help for commands · Ctrl-C cancels a turn · Ctrl-D exits");
     }
 
+    /// One line of input: a command, or a prompt.
+    fn input(&mut self, input: String) -> Flow {
+        let trimmed = input.trim_start();
+        if let Some(literal) = trimmed.strip_prefix("//") {
+            self.turn(format!("/{literal}"));
+        } else if trimmed.starts_with('/') {
+            return self.command(&trimmed.to_owned());
+        } else {
+            self.turn(input);
+        }
+        Flow::Continue
+    }
+
     fn turn(&mut self, text: String) {
         // Images attached with /image, then image files dropped onto the terminal (their paths
         // typed into the prompt). A dropped path that is not a readable image is said and left
@@ -329,6 +353,11 @@ impl Repl<'_> {
             asks,
         ));
         self.totals.add(&outcome);
+        self.queued.extend(outcome.typed.lines);
+        // What was left unfinished waits through the queued prompts' turns.
+        if !outcome.typed.partial.is_empty() {
+            self.typed = outcome.typed.partial;
+        }
     }
 
     /// `/image FILE...`: attaches images to the next prompt; without a file, lists them.
@@ -589,11 +618,13 @@ mod tests {
         t.add(&turn::TurnOutcome {
             usage: Usage::default(),
             cost: Some(5),
+            ..Default::default()
         });
         assert_eq!(t.cost, Some(5));
         t.add(&turn::TurnOutcome {
             usage: Usage::default(),
             cost: None,
+            ..Default::default()
         });
         assert_eq!(t.cost, None);
         assert_eq!(t.turns, 2);

@@ -3,16 +3,19 @@
 
 use panto_core::{Agent, Error, Event, PricingRegistry, Usage, UserMessage, WireIdentity};
 
+use super::keys::{TurnKeys, TypeAhead};
 use crate::cost::{cost, summary_line};
 use crate::render::{AsksFirst, Screen, TurnView};
 
-/// What a turn cost.
-#[derive(Debug, Clone, Copy, Default)]
+/// What a turn cost, and what was typed while it ran.
+#[derive(Debug, Clone, Default)]
 pub struct TurnOutcome {
     /// Tokens over every request of the turn.
     pub usage: Usage,
     /// Its cost, when pricing is known.
     pub cost: Option<u64>,
+    /// Keys typed ahead during the turn.
+    pub typed: TypeAhead,
 }
 
 /// Runs one turn with `text`. Errors are shown, not returned: the REPL goes on either way.
@@ -24,12 +27,18 @@ pub async fn run(
     wire: &WireIdentity,
     asks: AsksFirst,
 ) -> TurnOutcome {
-    let mut view = TurnView::new(screen).with_questions(asks);
+    let mut view = TurnView::new(screen)
+        .with_questions(asks)
+        .with_max_attempts(agent.config().retry.max_attempts);
     view.waiting("waiting for the model…");
     let mut stream = agent.run(message);
     // The terminal is in cooked mode while a turn runs, so Ctrl-C arrives as SIGINT. Cancelling
     // through the token lets the agent salvage and persist what already streamed.
     let watcher = crate::interrupt::cancel_on_interrupt(stream.cancel_token());
+    // Keys typed during the turn are queued, never echoed into the answer; Esc cancels.
+    let keys = (screen.deco_on_stdout && crate::terminal::stdin_is_tty())
+        .then(|| TurnKeys::start(stream.cancel_token(), screen.deco))
+        .flatten();
     let mut ended = false;
     loop {
         match stream.next().await {
@@ -51,11 +60,13 @@ pub async fn run(
         }
     }
     watcher.abort();
+    let typed = keys.map(TurnKeys::finish).unwrap_or_default();
     let usage = stream.usage();
     drop(stream);
     let outcome = TurnOutcome {
         usage,
         cost: cost(pricing, wire, &usage),
+        typed,
     };
     if ended || usage != Usage::default() {
         view.finish(&summary_line(&outcome.usage, outcome.cost));

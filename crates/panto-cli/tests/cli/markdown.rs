@@ -157,6 +157,7 @@ async fn plain_text_without_colour_and_in_print_mode() {
             t.wait_for("new session");
             t.send_line("go");
             let shown = t.wait_for("keys.");
+            t.wait_for_prompt();
             t.send("\x04");
             t.wait_exit();
             shown

@@ -16,3 +16,4 @@ mod sessions;
 mod store_dir;
 mod support;
 mod tools_hardening;
+mod turn_screen;

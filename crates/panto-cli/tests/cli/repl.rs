@@ -226,7 +226,7 @@ async fn piped_repl_keeps_stdout_for_content_and_never_takes_approvals_from_the_
         out.stderr
     );
     assert!(
-        out.stderr.contains("bash {\"command\":\"echo piped > p.txt\"}"),
+        out.stderr.contains("bash $ echo piped > p.txt"),
         "{}",
         out.stderr
     );
