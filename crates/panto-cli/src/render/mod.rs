@@ -10,6 +10,7 @@ pub mod footer;
 mod highlight;
 mod markdown;
 mod spinner;
+mod status;
 mod table;
 mod turn;
 pub mod wrap;
@@ -17,6 +18,7 @@ pub mod wrap;
 use std::io::{IsTerminal, Write};
 use std::sync::{Mutex, MutexGuard};
 
+pub use status::TurnStatus;
 pub use turn::{AsksFirst, TurnView};
 
 use crate::config::Env;

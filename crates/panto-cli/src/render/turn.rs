@@ -356,11 +356,10 @@ impl TurnView {
         }
     }
 
-    /// Ends the turn with `summary` (the token and cost line).
-    pub fn finish(&mut self, summary: &str) {
+    /// Ends the turn: the spinner gone, the last block drawn.
+    pub fn finish(&mut self) {
         self.stop_spinner();
         self.close_block();
-        self.screen.note(&self.screen.deco.dim(summary));
     }
 
     /// Ends the turn with an error.

@@ -97,8 +97,13 @@ struct Repl<'r> {
     typed: String,
 }
 
-/// Runs the REPL until `/quit` or end of input.
-pub fn run(rt: &tokio::runtime::Runtime, launch: Launch, approval: Approval) -> Result<ExitCode, Failure> {
+/// Runs the REPL until `/quit` or end of input; `first` is sent as the first message.
+pub fn run(
+    rt: &tokio::runtime::Runtime,
+    launch: Launch,
+    approval: Approval,
+    first: Option<String>,
+) -> Result<ExitCode, Failure> {
     let screen = Screen::detect(&launch.env);
     // Answers are typed at a terminal. Piped input is prompts, not answers: a line meant as the
     // next prompt must never approve a command, so without a terminal every question is a "no"
@@ -157,7 +162,7 @@ pub fn run(rt: &tokio::runtime::Runtime, launch: Launch, approval: Approval) -> 
         recent_ids: recent,
         home: launch.env.home(),
         pending_images: Vec::new(),
-        queued: std::collections::VecDeque::new(),
+        queued: first.filter(|p| !p.trim().is_empty()).into_iter().collect(),
         typed: String::new(),
     };
     crate::render::footer::enable(screen.deco_on_stdout, screen.deco.is_colour());
@@ -206,6 +211,7 @@ pub fn run(rt: &tokio::runtime::Runtime, launch: Launch, approval: Approval) -> 
             Err(e) => return Err(Failure::runtime(format!("cannot read input: {e}"))),
         }
     }
+    repl.resume_hint();
     Ok(ExitCode::SUCCESS)
 }
 
@@ -353,10 +359,54 @@ impl Repl<'_> {
             asks,
         ));
         self.totals.add(&outcome);
+        if outcome.reached_model {
+            self.status(&outcome);
+        }
         self.queued.extend(outcome.typed.lines);
         // What was left unfinished waits through the queued prompts' turns.
         if !outcome.typed.partial.is_empty() {
             self.typed = outcome.typed.partial;
+        }
+    }
+
+    /// On the way out: how to come back to this session (`panto -r ID`), with the shortest id
+    /// prefix (8 characters at least) that no other stored session shares.
+    fn resume_hint(&self) {
+        if !self.saving || self.agent.conversation().messages.is_empty() {
+            return;
+        }
+        let id = self.agent.session_id().to_owned();
+        let others = self.rt.block_on(self.store.store.list()).unwrap_or_default();
+        let len = others
+            .iter()
+            .filter(|info| info.id != id)
+            .map(|info| info.id.chars().zip(id.chars()).take_while(|(a, b)| a == b).count() + 1)
+            .fold(8, usize::max)
+            .min(id.chars().count());
+        let short: String = id.chars().take(len).collect();
+        self.dim(&format!("resume this session with: panto -r {short}"));
+    }
+
+    /// The status line after a turn, then a blank line and a rule.
+    fn status(&self, outcome: &turn::TurnOutcome) {
+        let context_used = self
+            .agent
+            .conversation()
+            .last_usage()
+            .map(|(_, u)| u.total_input_tokens() + u.output_tokens);
+        let status = crate::render::TurnStatus {
+            model: self.selection.wire().model.clone(),
+            usage: outcome.usage,
+            turn_cost: outcome.cost,
+            session_cost: self.totals.cost,
+            context_used,
+            window: self.agent.config().compaction.context_window,
+            elapsed: outcome.elapsed,
+        };
+        if self.screen.deco_is_tty {
+            self.screen.deco_raw(&status.render(self.screen.deco, self.screen.columns()));
+        } else {
+            self.screen.note(&status.line());
         }
     }
 

@@ -4,7 +4,7 @@
 use panto_core::{Agent, Error, Event, PricingRegistry, Usage, UserMessage, WireIdentity};
 
 use super::keys::{TurnKeys, TypeAhead};
-use crate::cost::{cost, summary_line};
+use crate::cost::cost;
 use crate::render::{AsksFirst, Screen, TurnView};
 
 /// What a turn cost, and what was typed while it ran.
@@ -16,6 +16,10 @@ pub struct TurnOutcome {
     pub cost: Option<u64>,
     /// Keys typed ahead during the turn.
     pub typed: TypeAhead,
+    /// Whether the turn got far enough for a status line (it ended, or used tokens).
+    pub reached_model: bool,
+    /// How long it took.
+    pub elapsed: std::time::Duration,
 }
 
 /// Runs one turn with `text`. Errors are shown, not returned: the REPL goes on either way.
@@ -27,6 +31,7 @@ pub async fn run(
     wire: &WireIdentity,
     asks: AsksFirst,
 ) -> TurnOutcome {
+    let started = std::time::Instant::now();
     let mut view = TurnView::new(screen)
         .with_questions(asks)
         .with_max_attempts(agent.config().retry.max_attempts);
@@ -63,13 +68,12 @@ pub async fn run(
     let typed = keys.map(TurnKeys::finish).unwrap_or_default();
     let usage = stream.usage();
     drop(stream);
-    let outcome = TurnOutcome {
+    view.finish();
+    TurnOutcome {
         usage,
         cost: cost(pricing, wire, &usage),
         typed,
-    };
-    if ended || usage != Usage::default() {
-        view.finish(&summary_line(&outcome.usage, outcome.cost));
+        reached_model: ended || usage != Usage::default(),
+        elapsed: started.elapsed(),
     }
-    outcome
 }

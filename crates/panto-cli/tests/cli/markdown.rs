@@ -45,6 +45,7 @@ fn answer_rows(shown: &str, prompt: &str) -> String {
     let after = &shown[start..];
     // The status line is the first with a ` · ` separator (the answer has none).
     let rows: Vec<&str> = after.lines().take_while(|l| !l.contains(" · ")).collect();
+    assert!(rows.len() < after.lines().count(), "no status line after the answer:\n{after}");
     rows.join("\n").trim_end().to_owned()
 }
 

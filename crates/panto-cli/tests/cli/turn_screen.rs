@@ -37,6 +37,12 @@ fn screen_from(screen: &str, from: &str) -> String {
                 digits.clear();
             }
             masked.push_str(&digits);
+            // The status line's last part is the turn's duration.
+            if let Some((rest, last)) = masked.rsplit_once(" · ") {
+                if last.ends_with(" s") {
+                    masked = format!("{rest} · N s");
+                }
+            }
             masked.trim_end().to_owned()
         })
         .collect();
@@ -215,4 +221,36 @@ async fn esc_discards_typed_keys_then_cancels_the_turn() {
     // The partial answer is kept, and the discarded keys were never sent.
     let second = all_text(&body(&server.requests()[1])["messages"]);
     assert!(second.contains("STREAMED-PART") && !second.contains("not this"), "{second}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_prompt_on_the_command_line_is_the_first_message() {
+    let server = MockServer::start().await;
+    server.push(Reply::sse(script::anthropic_text("Answer one.")));
+    server.push(Reply::sse(script::anthropic_text("Answer two.")));
+    let mut home = Home::new();
+    home.anthropic(&server);
+    let home = blocking(move || {
+        for (args, prompt, answer) in [
+            (&["explain this repo"][..], "explain this repo", "Answer one."),
+            // After `--`, a subcommand's name is a prompt.
+            (&["--", "sessions"][..], "sessions", "Answer two."),
+        ] {
+            let mut t = Terminal::start(&home, args);
+            let shown = t.wait_for(answer);
+            assert!(shown.contains(&format!("> {prompt}\n")), "{shown}");
+            t.wait_for_prompt();
+            t.send_line("/quit");
+            assert_eq!(t.wait_exit().code, Some(0));
+        }
+        home
+    })
+    .await;
+    let prompts: Vec<String> = server.requests().iter().map(|r| all_text(&body(r)["messages"])).collect();
+    assert_eq!(prompts.len(), 2);
+    assert!(prompts[0].starts_with("explain this repo\n") && prompts[1].starts_with("sessions\n"), "{prompts:?}");
+    // Without `--`, `sessions` is the subcommand.
+    let out = home.run(&["sessions"], None).await;
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(server.requests().len(), 2);
 }
