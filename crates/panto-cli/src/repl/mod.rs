@@ -5,6 +5,7 @@
 //! in cooked mode (so Ctrl-C is SIGINT and cancels the turn).
 
 mod commands;
+mod context;
 mod helper;
 pub mod keys;
 mod turn;
@@ -95,6 +96,10 @@ struct Repl<'r> {
     queued: std::collections::VecDeque<String>,
     /// The unfinished line typed ahead, put into the next prompt's editor.
     typed: String,
+    /// The directory `@path` and `!command` work in.
+    cwd: PathBuf,
+    /// Output of `!` commands, offered to the model with the next prompt.
+    shell_context: Vec<String>,
 }
 
 /// Runs the REPL until `/quit` or end of input; `first` is sent as the first message.
@@ -133,7 +138,8 @@ pub fn run(
     // ignored, inside one the turn's own listener cancels the turn.
     rt.block_on(async { crate::interrupt::ignore_interrupts() });
     let store = rt.block_on(launch.store.open_for_writing())?;
-    let ctx = setup::tool_context(&launch.settings, setup::working_dir()?, gate.clone());
+    let cwd = setup::working_dir()?;
+    let ctx = setup::tool_context(&launch.settings, cwd.clone(), gate.clone());
     let model = setup::ModelChoice::Choose(launch.model.as_deref());
     let ready = rt.block_on(setup::open(
         &launch.settings,
@@ -164,6 +170,8 @@ pub fn run(
         pending_images: Vec::new(),
         queued: first.filter(|p| !p.trim().is_empty()).into_iter().collect(),
         typed: String::new(),
+        cwd,
+        shell_context: Vec::new(),
     };
     crate::render::footer::enable(screen.deco_on_stdout, screen.deco.is_colour());
     notes_before.extend(ready.notes);
@@ -314,7 +322,9 @@ impl Repl<'_> {
     /// One line of input: a command, or a prompt.
     fn input(&mut self, input: String) -> Flow {
         let trimmed = input.trim_start();
-        if let Some(literal) = trimmed.strip_prefix("//") {
+        if let Some(command) = trimmed.strip_prefix('!') {
+            self.shell(command.trim());
+        } else if let Some(literal) = trimmed.strip_prefix("//") {
             self.turn(format!("/{literal}"));
         } else if trimmed.starts_with('/') {
             return self.command(&trimmed.to_owned());
@@ -324,7 +334,36 @@ impl Repl<'_> {
         Flow::Continue
     }
 
+    /// `!command`: runs it, shows its output, and keeps it for the next prompt.
+    fn shell(&mut self, command: &str) {
+        if command.is_empty() {
+            self.error("! needs a command: !git status");
+            return;
+        }
+        let (output, status) = context::shell(command, &self.cwd);
+        let deco = self.screen.deco;
+        for line in output.lines() {
+            self.screen.note(&format!("  {}", deco.safe(line)));
+        }
+        self.dim(&format!("({status}; the output goes to the model with your next prompt)"));
+        self.shell_context.push(context::shell_context(command, &output, &status));
+    }
+
     fn turn(&mut self, text: String) {
+        // `!` output first, then the prompt, then the files it mentions with `@`.
+        let mut files = Vec::new();
+        for (path, content) in context::mentions(&text, &self.cwd) {
+            match content {
+                Ok(content) => {
+                    self.dim(&format!("with @{path} ({} bytes)", thousands(content.len() as u64)));
+                    files.push((path, content));
+                }
+                Err(why) => self.error(&why),
+            }
+        }
+        let mut full = std::mem::take(&mut self.shell_context);
+        full.push(context::with_files(&text, &files));
+        let text = full.join("\n\n");
         // Images attached with /image, then image files dropped onto the terminal (their paths
         // typed into the prompt). A dropped path that is not a readable image is said and left
         // in the text.
@@ -469,11 +508,12 @@ impl Repl<'_> {
                     Command::Image => self.image(&args),
                     Command::Sessions => self.sessions(),
                     Command::Resume => {
-                        if args.is_empty() {
-                            self.error("/resume needs a session id or prefix (see /sessions)");
+                        let choice = if args.is_empty() {
+                            SessionChoice::Pick
                         } else {
-                            self.switch(SessionChoice::Resume(args), None);
-                        }
+                            SessionChoice::Resume(args)
+                        };
+                        self.switch(choice, None);
                     }
                     Command::New => {
                         let keep = self.selection.clone();

@@ -254,3 +254,33 @@ async fn a_prompt_on_the_command_line_is_the_first_message() {
     assert_eq!(out.code, Some(0), "{out:?}");
     assert_eq!(server.requests().len(), 2);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bang_runs_a_command_and_at_attaches_a_file_for_the_next_prompt() {
+    let server = MockServer::start().await;
+    server.push(Reply::sse(script::anthropic_text("Both seen.")));
+    let mut home = Home::new();
+    home.anthropic(&server);
+    std::fs::write(home.work().join("notes.md"), "NOTE-CONTENT\n").unwrap();
+    let (shown, _home) = blocking(move || {
+        let mut t = Terminal::start(&home, &[]);
+        t.wait_for_prompt();
+        t.send_line("!echo SHELL-OUTPUT; exit 4");
+        t.wait_for("exit code 4");
+        t.wait_for_prompt();
+        t.send_line("what do @notes.md and the output say?");
+        let shown = t.wait_for("Both seen.");
+        t.wait_for_prompt();
+        t.send_line("/quit");
+        t.wait_exit();
+        (shown, home)
+    })
+    .await;
+    assert!(shown.contains("  SHELL-OUTPUT\n") && shown.contains("with @notes.md (13 bytes)"), "{shown}");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1, "the ! command itself sends nothing");
+    let sent = all_text(&body(&requests[0])["messages"]);
+    assert!(sent.contains("I ran `echo SHELL-OUTPUT; exit 4` in the terminal (exit code 4)"), "{sent}");
+    assert!(sent.contains("SHELL-OUTPUT\n</output>"), "{sent}");
+    assert!(sent.contains("<file path=\"notes.md\">\nNOTE-CONTENT\n</file>"), "{sent}");
+}
