@@ -198,11 +198,10 @@ pub enum Error {
         /// How many messages the store holds for it.
         message_count: usize,
     },
-    /// Compaction was asked for, but no message is older than
-    /// [`CompactionConfig::keep_recent_tokens`](crate::CompactionConfig::keep_recent_tokens), so
-    /// there is nothing to summarise. Returned by [`Agent::compact`](crate::Agent::compact). Not
-    /// retryable.
-    #[error("nothing to compact: the conversation has no messages older than the recent ones kept verbatim")]
+    /// Compaction was asked for, but no message is older than the newest exchange (the last
+    /// prompt and what followed it), so there is nothing to summarise. Returned by
+    /// [`Agent::compact`](crate::Agent::compact). Not retryable.
+    #[error("nothing to compact: the conversation has no messages older than its newest exchange")]
     NothingToCompact,
     /// The model answered the compaction request without any text. Returned by
     /// [`Agent::compact`](crate::Agent::compact) and by [`Stream::next`](crate::Stream::next)

@@ -150,7 +150,9 @@ impl Settings {
         } else {
             self.providers
                 .iter()
-                .find(|p| p.api_style == wire.api_style && strip_userinfo(&p.base_url) == strip_userinfo(&wire.base_url))
+                .find(|p| {
+                    p.api_style == wire.api_style && strip_userinfo(&p.base_url) == strip_userinfo(&wire.base_url)
+                })
                 .map(|p| (Self::wire_selection(p, &wire.model, wire.reasoning), None))
         };
         match found {
@@ -313,7 +315,10 @@ mod tests {
         let (sel, note) = s.session_selection(&info);
         assert!(sel.is_none());
         let note = note.unwrap();
-        assert!(note.contains("ANTHROPIC_API_KEY") && note.contains("using the default model"), "{note}");
+        assert!(
+            note.contains("ANTHROPIC_API_KEY") && note.contains("using the default model"),
+            "{note}"
+        );
     }
 
     #[test]

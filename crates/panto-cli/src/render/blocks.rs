@@ -176,7 +176,8 @@ impl Renderer {
             Tag::Paragraph => self.flush(),
             Tag::Heading { level, .. } => {
                 self.flush();
-                self.styles.push(if level == HeadingLevel::H1 { HEADING_1 } else { HEADING });
+                self.styles
+                    .push(if level == HeadingLevel::H1 { HEADING_1 } else { HEADING });
             }
             Tag::BlockQuote(_) => {
                 self.flush();
@@ -385,7 +386,10 @@ mod tests {
 
     #[test]
     fn links_show_their_address() {
-        assert_eq!(shown("[docs](https://example.test/d)", 80), ["docs (https://example.test/d)"]);
+        assert_eq!(
+            shown("[docs](https://example.test/d)", 80),
+            ["docs (https://example.test/d)"]
+        );
         assert_eq!(shown("<https://example.test>", 80), ["https://example.test"]);
     }
 

@@ -28,7 +28,11 @@ pub fn preview(tool: &str, input: &serde_json::Value, style: Style) -> Option<Ve
             // file cannot be read or does not hold them (the tool will say so).
             let lines = match existing(text("path")?).filter(|f| !old.is_empty() && f.contains(old)) {
                 Some(file) => {
-                    let changed = if all { file.replace(old, new) } else { file.replacen(old, new, 1) };
+                    let changed = if all {
+                        file.replace(old, new)
+                    } else {
+                        file.replacen(old, new, 1)
+                    };
                     diff_lines(&file, &changed, style)
                 }
                 None => diff_lines(old, new, style),
@@ -77,7 +81,11 @@ fn added_lines(content: &str, style: Style) -> Vec<String> {
         .enumerate()
         .map(|(i, line)| {
             let shown = style.safe(line);
-            format!("{} {}", style.dim(&format!("{:>4}", i + 1)), style.green(&format!("+{shown}")))
+            format!(
+                "{} {}",
+                style.dim(&format!("{:>4}", i + 1)),
+                style.green(&format!("+{shown}"))
+            )
         })
         .collect();
     fold(lines, style)

@@ -95,6 +95,9 @@ mod tests {
         assert_eq!(line_text(&line), "fn main() { let x = \"hi\"; }");
         assert!(line.len() > 3, "several colours: {line:?}");
         let mut unknown = CodeHighlighter::new("no-such-language");
-        assert_eq!(unknown.line("a\tb"), vec![super::super::wrap::Span::styled("a    b", PLAIN_CODE)]);
+        assert_eq!(
+            unknown.line("a\tb"),
+            vec![super::super::wrap::Span::styled("a    b", PLAIN_CODE)]
+        );
     }
 }

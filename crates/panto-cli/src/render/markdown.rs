@@ -174,7 +174,11 @@ impl MarkdownStream {
         if let Some((marker, len, info)) = opens_fence(line) {
             self.flush(columns, out);
             self.separate(None, out);
-            let label = if info.is_empty() { "code" } else { info.split_whitespace().next().unwrap_or("code") };
+            let label = if info.is_empty() {
+                "code"
+            } else {
+                info.split_whitespace().next().unwrap_or("code")
+            };
             let label = format!("{}{}", " ".repeat(CODE_GUTTER.chars().count()), label);
             self.write(vec![vec![Span::styled(label, LABEL)]], out);
             self.fence = Some(Fence {
@@ -277,10 +281,7 @@ fn is_heading(trimmed: &str) -> bool {
 
 fn is_rule(trimmed: &str) -> bool {
     let compact: String = trimmed.chars().filter(|c| *c != ' ').collect();
-    compact.len() >= 3
-        && ['-', '*', '_']
-            .iter()
-            .any(|m| compact.chars().all(|c| c == *m))
+    compact.len() >= 3 && ['-', '*', '_'].iter().any(|m| compact.chars().all(|c| c == *m))
 }
 
 /// The width of a list item's marker with its space.
@@ -301,9 +302,7 @@ fn is_item(trimmed: &str) -> bool {
 
 /// `---|:---:` and the like: the second line of a table.
 fn is_delimiter_row(trimmed: &str) -> bool {
-    trimmed.contains('|')
-        && trimmed.contains('-')
-        && trimmed.chars().all(|c| matches!(c, '|' | '-' | ':' | ' '))
+    trimmed.contains('|') && trimmed.contains('-') && trimmed.chars().all(|c| matches!(c, '|' | '-' | ':' | ' '))
 }
 
 #[cfg(test)]

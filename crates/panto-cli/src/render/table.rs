@@ -78,7 +78,11 @@ pub fn render(table: &Table, columns: usize) -> Vec<Line> {
                 let mut cell = row.get(i).cloned().unwrap_or_default();
                 if header {
                     for span in &mut cell {
-                        span.sgr = if span.sgr.is_empty() { "1".into() } else { format!("{};1", span.sgr) };
+                        span.sgr = if span.sgr.is_empty() {
+                            "1".into()
+                        } else {
+                            format!("{};1", span.sgr)
+                        };
                     }
                 }
                 wrap(&cell, w)

@@ -283,7 +283,8 @@ impl TurnView {
     /// A dim `thinking` label on its own line, so thinking is never taken for the answer.
     fn thinking_label(&mut self) {
         let deco = self.screen.deco;
-        self.screen.deco_raw(&format!("{}\n", deco.dim(&deco.bold("✻ thinking"))));
+        self.screen
+            .deco_raw(&format!("{}\n", deco.dim(&deco.bold("✻ thinking"))));
         self.at_line_start = true;
     }
 

@@ -83,11 +83,13 @@ fn pieces(spans: &[Span]) -> Vec<Piece<'_>> {
             let mut rest = segment;
             while !rest.is_empty() {
                 let space = rest.starts_with(' ');
-                let end = rest
-                    .find(|c: char| (c == ' ') != space)
-                    .unwrap_or(rest.len());
+                let end = rest.find(|c: char| (c == ' ') != space).unwrap_or(rest.len());
                 let (run, tail) = rest.split_at(end);
-                out.push(if space { Piece::Space(run, sgr) } else { Piece::Word(run, sgr) });
+                out.push(if space {
+                    Piece::Space(run, sgr)
+                } else {
+                    Piece::Word(run, sgr)
+                });
                 rest = tail;
             }
         }
@@ -207,7 +209,11 @@ mod tests {
 
     #[test]
     fn styles_survive_wrapping_and_join() {
-        let spans = [Span::plain("say "), Span::styled("very bold", "1"), Span::plain(" words")];
+        let spans = [
+            Span::plain("say "),
+            Span::styled("very bold", "1"),
+            Span::plain(" words"),
+        ];
         let lines = wrap(&spans, 9);
         assert_eq!(texts(&lines), ["say very", "bold", "words"]);
         assert_eq!(lines[1], vec![Span::styled("bold", "1")]);
@@ -229,6 +235,9 @@ mod tests {
 
     #[test]
     fn long_words_are_cut_at_the_line() {
-        assert_eq!(texts(&wrap(&[Span::plain("abcdefgh ij")], 3)), ["abc", "def", "gh", "ij"]);
+        assert_eq!(
+            texts(&wrap(&[Span::plain("abcdefgh ij")], 3)),
+            ["abc", "def", "gh", "ij"]
+        );
     }
 }

@@ -40,7 +40,9 @@ pub fn mentions(text: &str, cwd: &Path) -> Vec<(String, Result<String, String>)>
         } else {
             std::fs::read(&full)
                 .map_err(|e| format!("cannot read @{path}: {e}"))
-                .and_then(|bytes| String::from_utf8(bytes).map_err(|_| format!("@{path} is not UTF-8 text; not attached")))
+                .and_then(|bytes| {
+                    String::from_utf8(bytes).map_err(|_| format!("@{path} is not UTF-8 text; not attached"))
+                })
         };
         out.push((path.to_owned(), content));
     }

@@ -120,7 +120,8 @@ fn keyboard() -> MutexGuard<'static, Keyboard> {
 /// The turn's settings from `cooked`: no line editing, no echo; signals stay (Ctrl-C).
 fn turn_settings(cooked: &Termios) -> Termios {
     let mut t = cooked.clone();
-    t.local_flags.remove(LocalFlags::ICANON | LocalFlags::ECHO | LocalFlags::ECHONL);
+    t.local_flags
+        .remove(LocalFlags::ICANON | LocalFlags::ECHO | LocalFlags::ECHONL);
     t.control_chars[SpecialCharacterIndices::VMIN as usize] = 1;
     t.control_chars[SpecialCharacterIndices::VTIME as usize] = 0;
     t
@@ -326,7 +327,13 @@ mod tests {
         assert_eq!(q.lines, ["first"]);
         assert_eq!(q.partial, "second");
         q.keys("\u{15}\r\r");
-        assert_eq!(q, TypeAhead { lines: vec!["first".into()], partial: String::new() });
+        assert_eq!(
+            q,
+            TypeAhead {
+                lines: vec!["first".into()],
+                partial: String::new()
+            }
+        );
         q.keys("\u{7f}");
         assert_eq!(q.partial, "first");
     }

@@ -313,7 +313,17 @@ impl Repl<'_> {
         if resumed {
             for (role, text) in recap(self.agent.conversation()) {
                 let who = if role == Role::User { "you" } else { "panto" };
-                self.dim(&format!("  {who}: {}", crate::sessions::one_line(&text, 300)));
+                if role == Role::Assistant && self.screen.markdown {
+                    // The last answer as it was shown when it streamed: rendered.
+                    self.dim(&format!("  {who}:"));
+                    let mut md = crate::render::MarkdownStream::new(true);
+                    let columns = self.screen.columns();
+                    let mut shown = md.push(&crate::safe::neutralise(&text), columns);
+                    shown.push_str(&md.finish(columns));
+                    self.screen.content(&shown);
+                } else {
+                    self.dim(&format!("  {who}: {}", crate::sessions::one_line(&text, 300)));
+                }
             }
         }
         self.dim("/help for commands · Ctrl-C cancels a turn · Ctrl-D exits");
@@ -345,8 +355,11 @@ impl Repl<'_> {
         for line in output.lines() {
             self.screen.note(&format!("  {}", deco.safe(line)));
         }
-        self.dim(&format!("({status}; the output goes to the model with your next prompt)"));
-        self.shell_context.push(context::shell_context(command, &output, &status));
+        self.dim(&format!(
+            "({status}; the output goes to the model with your next prompt)"
+        ));
+        self.shell_context
+            .push(context::shell_context(command, &output, &status));
     }
 
     fn turn(&mut self, text: String) {
@@ -443,7 +456,8 @@ impl Repl<'_> {
             elapsed: outcome.elapsed,
         };
         if self.screen.deco_is_tty {
-            self.screen.deco_raw(&status.render(self.screen.deco, self.screen.columns()));
+            self.screen
+                .deco_raw(&status.render(self.screen.deco, self.screen.columns()));
         } else {
             self.screen.note(&status.line());
         }

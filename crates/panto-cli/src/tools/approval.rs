@@ -251,7 +251,10 @@ mod tests {
             .check(ToolName::Bash, "rm -rf target", &CancellationToken::new())
             .await
             .unwrap_err();
-        assert_eq!(e, "the bash call did not run: the user declined it and said: run the tests first");
+        assert_eq!(
+            e,
+            "the bash call did not run: the user declined it and said: run the tests first"
+        );
     }
 
     #[test]
@@ -265,7 +268,10 @@ mod tests {
             parse_answer("n: use the test profile"),
             Some(Answer::NoBecause("use the test profile".into()))
         );
-        assert_eq!(parse_answer("No, not that file"), Some(Answer::NoBecause("not that file".into())));
+        assert_eq!(
+            parse_answer("No, not that file"),
+            Some(Answer::NoBecause("not that file".into()))
+        );
         // A word that merely starts with n is not an answer.
         assert_eq!(parse_answer("nope"), None);
     }

@@ -45,7 +45,10 @@ fn answer_rows(shown: &str, prompt: &str) -> String {
     let after = &shown[start..];
     // The status line is the first with a ` · ` separator (the answer has none).
     let rows: Vec<&str> = after.lines().take_while(|l| !l.contains(" · ")).collect();
-    assert!(rows.len() < after.lines().count(), "no status line after the answer:\n{after}");
+    assert!(
+        rows.len() < after.lines().count(),
+        "no status line after the answer:\n{after}"
+    );
     rows.join("\n").trim_end().to_owned()
 }
 
@@ -53,9 +56,7 @@ fn answer_rows(shown: &str, prompt: &str) -> String {
 async fn rendered_at(cols: u16) -> String {
     let server = MockServer::start().await;
     server.push(Reply::sse(
-        AnthropicScript::new()
-            .text_deltas(script::text_deltas(ANSWER))
-            .build(),
+        AnthropicScript::new().text_deltas(script::text_deltas(ANSWER)).build(),
     ));
     let mut home = Home::new();
     home.anthropic(&server);
@@ -88,8 +89,20 @@ fn assert_rendered(rows: &str, cols: usize) {
     }
     // Every word of the answer's prose is on screen whole: none was split across rows.
     let words: Vec<&str> = rows.split_whitespace().collect();
-    for word in ["loader", "environment", "configured", "explicitly", "providers", "result"] {
-        assert!(words.iter().any(|w| w.trim_matches(|c: char| !c.is_alphanumeric()) == word), "{word:?} was split:\n{rows}");
+    for word in [
+        "loader",
+        "environment",
+        "configured",
+        "explicitly",
+        "providers",
+        "result",
+    ] {
+        assert!(
+            words
+                .iter()
+                .any(|w| w.trim_matches(|c: char| !c.is_alphanumeric()) == word),
+            "{word:?} was split:\n{rows}"
+        );
     }
 }
 
@@ -111,9 +124,7 @@ async fn a_markdown_answer_renders_at_60_columns() {
 async fn markdown_is_drawn_while_it_streams() {
     let server = MockServer::start().await;
     // The stream stalls inside the code block: what came before is on screen already.
-    let stream = AnthropicScript::new()
-        .text_deltas(script::text_deltas(ANSWER))
-        .build();
+    let stream = AnthropicScript::new().text_deltas(script::text_deltas(ANSWER)).build();
     let text = String::from_utf8(stream.clone()).unwrap();
     let at = text.find("parse(").unwrap();
     let cut = at + text[at..].find("\n\n").unwrap() + 2;
@@ -164,6 +175,9 @@ async fn plain_text_without_colour_and_in_print_mode() {
             shown
         })
         .await;
-        assert!(shown.contains("# Reading a config file") && shown.contains("|------|:-----:|"), "{name}: {shown}");
+        assert!(
+            shown.contains("# Reading a config file") && shown.contains("|------|:-----:|"),
+            "{name}: {shown}"
+        );
     }
 }

@@ -225,11 +225,7 @@ async fn piped_repl_keeps_stdout_for_content_and_never_takes_approvals_from_the_
         "the refusal is announced: {}",
         out.stderr
     );
-    assert!(
-        out.stderr.contains("bash $ echo piped > p.txt"),
-        "{}",
-        out.stderr
-    );
+    assert!(out.stderr.contains("bash $ echo piped > p.txt"), "{}", out.stderr);
     assert!(
         !out.stderr.contains("allow bash"),
         "no question is asked: {}",

@@ -115,7 +115,7 @@ async fn changed_system_prompt_is_replaced_on_resume() {
 #[tokio::test(flavor = "multi_thread")]
 async fn quitting_says_how_to_resume_with_a_short_unique_id() {
     let server = MockServer::start().await;
-    server.push(Reply::sse(script::anthropic_text("First.")));
+    server.push(Reply::sse(script::anthropic_text("The **first** answer.")));
     server.push(Reply::sse(script::anthropic_text("Back.")));
     let mut home = Home::new();
     home.anthropic(&server);
@@ -123,7 +123,7 @@ async fn quitting_says_how_to_resume_with_a_short_unique_id() {
         let mut t = super::screen::Terminal::start(&home, &[]);
         t.wait_for_prompt();
         t.send_line("hello");
-        t.wait_for("First.");
+        t.wait_for("first answer.");
         t.wait_for_prompt();
         t.send_line("/quit");
         let exited = t.wait_exit();
@@ -136,8 +136,22 @@ async fn quitting_says_how_to_resume_with_a_short_unique_id() {
         .find_map(|l| l.strip_prefix("resume this session with: panto -r "))
         .unwrap_or_else(|| panic!("no resume hint:\n{shown}"));
     assert!(hint.len() >= 8, "{hint}");
+    // Resumed in the REPL, the last answer is shown rendered, as it was when it streamed.
+    let hint_owned = hint.to_owned();
+    let (recap, home) = super::support::blocking(move || {
+        let mut t = super::screen::Terminal::start(&home, &["-r", &hint_owned]);
+        t.wait_for_prompt();
+        let shown = t.wait_for("resumed session");
+        t.send_line("/quit");
+        t.wait_exit();
+        (shown, home)
+    })
+    .await;
+    assert!(recap.contains("The first answer.") && !recap.contains("**"), "{recap}");
     // The id it names resumes the session.
-    let out = home.run(&["-r", hint, "-p", "again", "--output-format", "json"], None).await;
+    let out = home
+        .run(&["-r", hint, "-p", "again", "--output-format", "json"], None)
+        .await;
     let result: serde_json::Value = serde_json::from_str(out.ok().trim()).unwrap();
     assert!(result["session_id"].as_str().unwrap().starts_with(hint), "{result}");
 }

@@ -23,7 +23,11 @@ fn screen_from(screen: &str, from: &str) -> String {
             let mut masked = String::new();
             let mut digits = String::new();
             for c in row.chars() {
-                let c = if ('\u{2800}'..='\u{28ff}').contains(&c) { '⠿' } else { c };
+                let c = if ('\u{2800}'..='\u{28ff}').contains(&c) {
+                    '⠿'
+                } else {
+                    c
+                };
                 if c.is_ascii_digit() {
                     digits.push(c);
                     continue;
@@ -97,7 +101,10 @@ async fn an_edit_approval_shows_its_diff_at_100_columns() {
     let (screen, result) = edit_approval_at(100).await;
     assert!(screen.contains("-    let greeting = \"hello\";"), "{screen}");
     assert!(screen.contains("+    let greeting = \"hello, world\";"), "{screen}");
-    assert!(result.contains("the user declined it and said: keep the greeting short"), "{result}");
+    assert!(
+        result.contains("the user declined it and said: keep the greeting short"),
+        "{result}"
+    );
     insta::assert_snapshot!("edit_approval_100_columns", screen);
 }
 
@@ -116,7 +123,11 @@ fn waiting_command() -> String {
 
 async fn typed_ahead_at(cols: u16) -> (String, String, Vec<String>) {
     let server = MockServer::start().await;
-    server.push(Reply::sse(script::anthropic_tool_uses(&[("toolu_01", "bash", &waiting_command())])));
+    server.push(Reply::sse(script::anthropic_tool_uses(&[(
+        "toolu_01",
+        "bash",
+        &waiting_command(),
+    )])));
     server.push(Reply::sse(script::anthropic_text("The first answer.")));
     server.push(Reply::sse(script::anthropic_text("The queued answer.")));
     let mut home = Home::new();
@@ -146,7 +157,11 @@ async fn typed_ahead_at(cols: u16) -> (String, String, Vec<String>) {
         .iter()
         .map(|r| all_text(&body(r)["messages"]))
         .collect();
-    (screen_from(&spinner, "> run the slow thing"), screen_from(&after, "> run the slow thing"), prompts)
+    (
+        screen_from(&spinner, "> run the slow thing"),
+        screen_from(&after, "> run the slow thing"),
+        prompts,
+    )
 }
 
 fn assert_typed_ahead(after: &str, prompts: &[String]) {
@@ -157,7 +172,10 @@ fn assert_typed_ahead(after: &str, prompts: &[String]) {
     assert!(after.contains("> what next?\nThe queued answer."), "{after}");
     assert!(after.ends_with("> half typ"), "{after}");
     assert_eq!(prompts.len(), 3, "{prompts:?}");
-    assert!(prompts[2].contains("what next?") && !prompts[1].contains("what next?"), "{prompts:?}");
+    assert!(
+        prompts[2].contains("what next?") && !prompts[1].contains("what next?"),
+        "{prompts:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -220,7 +238,10 @@ async fn esc_discards_typed_keys_then_cancels_the_turn() {
     insta::assert_snapshot!("esc_cancels", cancelled);
     // The partial answer is kept, and the discarded keys were never sent.
     let second = all_text(&body(&server.requests()[1])["messages"]);
-    assert!(second.contains("STREAMED-PART") && !second.contains("not this"), "{second}");
+    assert!(
+        second.contains("STREAMED-PART") && !second.contains("not this"),
+        "{second}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -246,9 +267,16 @@ async fn a_prompt_on_the_command_line_is_the_first_message() {
         home
     })
     .await;
-    let prompts: Vec<String> = server.requests().iter().map(|r| all_text(&body(r)["messages"])).collect();
+    let prompts: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| all_text(&body(r)["messages"]))
+        .collect();
     assert_eq!(prompts.len(), 2);
-    assert!(prompts[0].starts_with("explain this repo\n") && prompts[1].starts_with("sessions\n"), "{prompts:?}");
+    assert!(
+        prompts[0].starts_with("explain this repo\n") && prompts[1].starts_with("sessions\n"),
+        "{prompts:?}"
+    );
     // Without `--`, `sessions` is the subcommand.
     let out = home.run(&["sessions"], None).await;
     assert_eq!(out.code, Some(0), "{out:?}");
@@ -276,11 +304,20 @@ async fn bang_runs_a_command_and_at_attaches_a_file_for_the_next_prompt() {
         (shown, home)
     })
     .await;
-    assert!(shown.contains("  SHELL-OUTPUT\n") && shown.contains("with @notes.md (13 bytes)"), "{shown}");
+    assert!(
+        shown.contains("  SHELL-OUTPUT\n") && shown.contains("with @notes.md (13 bytes)"),
+        "{shown}"
+    );
     let requests = server.requests();
     assert_eq!(requests.len(), 1, "the ! command itself sends nothing");
     let sent = all_text(&body(&requests[0])["messages"]);
-    assert!(sent.contains("I ran `echo SHELL-OUTPUT; exit 4` in the terminal (exit code 4)"), "{sent}");
+    assert!(
+        sent.contains("I ran `echo SHELL-OUTPUT; exit 4` in the terminal (exit code 4)"),
+        "{sent}"
+    );
     assert!(sent.contains("SHELL-OUTPUT\n</output>"), "{sent}");
-    assert!(sent.contains("<file path=\"notes.md\">\nNOTE-CONTENT\n</file>"), "{sent}");
+    assert!(
+        sent.contains("<file path=\"notes.md\">\nNOTE-CONTENT\n</file>"),
+        "{sent}"
+    );
 }
