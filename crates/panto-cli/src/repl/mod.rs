@@ -337,7 +337,7 @@ impl Repl<'_> {
         } else if let Some(literal) = trimmed.strip_prefix("//") {
             self.turn(format!("/{literal}"));
         } else if trimmed.starts_with('/') {
-            return self.command(&trimmed.to_owned());
+            return self.command(trimmed);
         } else {
             self.turn(input);
         }
