@@ -41,9 +41,16 @@ fn screen_from(screen: &str, from: &str) -> String {
                 digits.clear();
             }
             masked.push_str(&digits);
-            // The status line's last part is the turn's duration.
-            if let Some((rest, last)) = masked.rsplit_once(" · ") {
-                if last.ends_with(" s") {
+            // The status line's last part is the turn's duration (alone on a row when the line
+            // was wrapped between its parts).
+            let is_duration = |part: &str| {
+                part.strip_suffix(" s")
+                    .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit() || c == '.'))
+            };
+            if is_duration(&masked) {
+                masked = "N s".to_owned();
+            } else if let Some((rest, last)) = masked.rsplit_once(" · ") {
+                if is_duration(last) {
                     masked = format!("{rest} · N s");
                 }
             }
@@ -194,8 +201,8 @@ async fn a_tool_spinner_and_type_ahead_at_60_columns() {
     insta::assert_snapshot!("type_ahead_60_columns", after);
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn esc_discards_typed_keys_then_cancels_the_turn() {
+/// Esc on a `cols`-wide terminal: the first discards the typed keys, the second cancels.
+async fn esc_at(cols: u16) -> String {
     let server = MockServer::start().await;
     // A line that is complete (so it is drawn), then the stall.
     let stream = AnthropicScript::new()
@@ -209,7 +216,7 @@ async fn esc_discards_typed_keys_then_cancels_the_turn() {
     let mut home = Home::new();
     home.anthropic(&server);
     let screens = blocking(move || {
-        let mut t = Terminal::start_sized(&home, &[], 30, 100);
+        let mut t = Terminal::start_sized(&home, &[], 30, cols);
         t.wait_for_prompt();
         t.send_line("tell me");
         t.wait_for("STREAMED-PART");
@@ -235,13 +242,23 @@ async fn esc_discards_typed_keys_then_cancels_the_turn() {
     assert!(!screens.0.contains("cancelled"), "{}", screens.0);
     let cancelled = screen_from(&screens.1, "> tell me");
     assert!(!cancelled.contains("not this"), "{cancelled}");
-    insta::assert_snapshot!("esc_cancels", cancelled);
     // The partial answer is kept, and the discarded keys were never sent.
     let second = all_text(&body(&server.requests()[1])["messages"]);
     assert!(
         second.contains("STREAMED-PART") && !second.contains("not this"),
         "{second}"
     );
+    cancelled
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn esc_discards_typed_keys_then_cancels_the_turn_at_100_columns() {
+    insta::assert_snapshot!("esc_cancels_100_columns", esc_at(100).await);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn esc_discards_typed_keys_then_cancels_the_turn_at_60_columns() {
+    insta::assert_snapshot!("esc_cancels_60_columns", esc_at(60).await);
 }
 
 #[tokio::test(flavor = "multi_thread")]
