@@ -112,6 +112,11 @@ pub struct Cli {
     #[arg(long, conflicts_with_all = ["continue_last", "resume"])]
     no_session: bool,
 
+    /// Start the REPL with PROMPT as its first message. A prompt that is exactly a subcommand's
+    /// name runs the subcommand; `panto -- sessions` sends it as a prompt.
+    #[arg(value_name = "PROMPT", conflicts_with = "print")]
+    prompt: Option<String>,
+
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -255,7 +260,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 }
                 None => {
                     let approval = cli.approve.or(launch.settings.tools.approval).unwrap_or(Approval::Ask);
-                    repl::run(&runtime, launch, approval)
+                    repl::run(&runtime, launch, approval, cli.prompt)
                 }
             }
         }

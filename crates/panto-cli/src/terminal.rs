@@ -120,7 +120,14 @@ impl TerminalAsker {
             multi_line = true;
         }
         out.push_str(if multi_line { "\n" } else { " " });
-        out.push_str(&style.dim("[y]es / [n]o / [a]lways:"));
+        let tool = question
+            .strip_prefix("allow ")
+            .and_then(|q| q.split(':').next())
+            .filter(|t| t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or("this tool");
+        out.push_str(&style.dim(&format!(
+            "[y]es / [n]o / [a]lways for {tool} / [f]eedback (no, and say why):"
+        )));
         out.push(' ');
         out
     }
@@ -132,6 +139,10 @@ impl Asker for TerminalAsker {
         // lets it reach the screen before the question about it.
         std::thread::sleep(RENDER_GRACE);
         let _console = crate::render::console();
+        // The footer (spinner, typed-ahead keys) is off the screen and the terminal takes lines
+        // again until the answer is read.
+        let _held = crate::render::footer::hold();
+        let _paused = crate::repl::keys::pause();
         let mut prompt = self.draw(question);
         loop {
             let _ = std::io::stdout().flush();
@@ -139,10 +150,23 @@ impl Asker for TerminalAsker {
             let _ = write!(err, "{prompt}");
             let _ = err.flush();
             let line = read_line(Some(cancel))?;
-            if let Some(answer) = approval_answer(&line) {
-                return Some(answer);
+            match approval_answer(&line) {
+                Some(Answer::Feedback) => {
+                    let mut err = std::io::stderr();
+                    let _ = write!(err, "{} ", self.style.dim("what should the model do instead?"));
+                    let _ = err.flush();
+                    let why = read_line(Some(cancel))?;
+                    let why = why.trim();
+                    return Some(if why.is_empty() {
+                        Answer::No
+                    } else {
+                        Answer::NoBecause(why.to_owned())
+                    });
+                }
+                Some(answer) => return Some(answer),
+                None => {}
             }
-            prompt = format!("{} ", self.style.dim("please answer y, n or a:"));
+            prompt = format!("{} ", self.style.dim("please answer y, n, a or f:"));
         }
     }
 }

@@ -198,11 +198,10 @@ pub enum Error {
         /// How many messages the store holds for it.
         message_count: usize,
     },
-    /// Compaction was asked for, but no message is older than
-    /// [`CompactionConfig::keep_recent_tokens`](crate::CompactionConfig::keep_recent_tokens), so
-    /// there is nothing to summarise. Returned by [`Agent::compact`](crate::Agent::compact). Not
-    /// retryable.
-    #[error("nothing to compact: the conversation has no messages older than the recent ones kept verbatim")]
+    /// Compaction was asked for, but no message is older than the newest exchange (the last
+    /// prompt and what followed it), so there is nothing to summarise. Returned by
+    /// [`Agent::compact`](crate::Agent::compact). Not retryable.
+    #[error("nothing to compact: the conversation has no messages older than its newest exchange")]
     NothingToCompact,
     /// A retry was asked for, but the conversation does not end with a message waiting for the
     /// model's answer (a user prompt or tool results): the last turn ended with the model's

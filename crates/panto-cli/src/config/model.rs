@@ -137,7 +137,7 @@ impl Settings {
             .filter_map(|a| self.alias_selection(a))
             .filter(|s| &s.wire() == wire)
             .collect();
-        if let Some(first) = matched.first() {
+        let found = if let Some(first) = matched.first() {
             let note = (matched.len() > 1).then(|| {
                 let names: Vec<&str> = matched.iter().map(|s| s.label()).collect();
                 format!(
@@ -146,23 +146,41 @@ impl Settings {
                     first.label()
                 )
             });
-            return (Some(first.clone()), note);
+            Some((first.clone(), note))
+        } else {
+            self.providers
+                .iter()
+                .find(|p| {
+                    p.api_style == wire.api_style && strip_userinfo(&p.base_url) == strip_userinfo(&wire.base_url)
+                })
+                .map(|p| (Self::wire_selection(p, &wire.model, wire.reasoning), None))
+        };
+        match found {
+            // A provider without its key cannot resume the session: the default model does, and
+            // the note says why (rather than refusing to open the session at all).
+            Some((selection, _)) if matches!(selection.provider.key, Key::Missing(_)) => {
+                let var = match &selection.provider.key {
+                    Key::Missing(var) => super::shown_var(var).into_owned(),
+                    _ => String::new(),
+                };
+                (
+                    None,
+                    Some(format!(
+                        "this session used {} via {}, whose key variable {var} is not set; using the default model",
+                        wire.model, selection.provider.name
+                    )),
+                )
+            }
+            Some((selection, note)) => (Some(selection), note),
+            None => (
+                None,
+                Some(format!(
+                    "this session used {} at {}, which no configured provider serves; using the default model",
+                    wire.model,
+                    strip_userinfo(&wire.base_url)
+                )),
+            ),
         }
-        if let Some(p) = self
-            .providers
-            .iter()
-            .find(|p| p.api_style == wire.api_style && strip_userinfo(&p.base_url) == strip_userinfo(&wire.base_url))
-        {
-            return (Some(Self::wire_selection(p, &wire.model, wire.reasoning)), None);
-        }
-        (
-            None,
-            Some(format!(
-                "this session used {} at {}, which no configured provider serves; using the default model",
-                wire.model,
-                strip_userinfo(&wire.base_url)
-            )),
-        )
     }
 
     /// The agent configuration for `selection`. Fails when its provider's key variable is unset.
@@ -285,6 +303,26 @@ mod tests {
         assert_eq!(note, None);
         // The first alias is the default, so the match is what changes the model.
         assert_eq!(s.default_selection().unwrap().alias.as_deref(), Some("fast"));
+    }
+
+    #[test]
+    fn resume_with_a_provider_lacking_its_key_falls_back_to_the_default_with_a_note() {
+        // Recorded against Anthropic; only the OpenAI key is set now.
+        let s = settings("", &[("OPENAI_API_KEY", "o")]);
+        let mut info = SessionInfo::new("0190", Utc::now());
+        info.wire = Some(WireIdentity {
+            api_style: ApiStyle::AnthropicMessages,
+            base_url: super::super::providers::ANTHROPIC_API_ROOT.into(),
+            model: "claude-sonnet-4-5".into(),
+            reasoning: ReasoningEffort::Off,
+        });
+        let (sel, note) = s.session_selection(&info);
+        assert!(sel.is_none());
+        let note = note.unwrap();
+        assert!(
+            note.contains("ANTHROPIC_API_KEY") && note.contains("using the default model"),
+            "{note}"
+        );
     }
 
     #[test]

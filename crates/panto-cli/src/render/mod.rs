@@ -4,13 +4,23 @@
 //! when stdout is not a terminal, it receives only content (the model's text), while everything
 //! decorative (tool lines, summaries, notes) goes to stderr.
 
+mod blocks;
+mod diff;
+pub mod footer;
+mod highlight;
+mod markdown;
 mod spinner;
+mod status;
+mod table;
 mod turn;
+pub mod wrap;
 
 use std::io::{IsTerminal, Write};
 use std::sync::{Mutex, MutexGuard};
 
-pub use turn::TurnView;
+pub use markdown::MarkdownStream;
+pub use status::TurnStatus;
+pub use turn::{AsksFirst, TurnView};
 
 use crate::config::Env;
 
@@ -34,10 +44,11 @@ pub struct Style {
 }
 
 impl Style {
-    /// Colour when the stream is a terminal and `NO_COLOR` is not set to a non-empty value.
+    /// Colour when the stream is a terminal, `NO_COLOR` is not set to a non-empty value and
+    /// `TERM` is not `dumb` (a terminal that understands no escape sequences).
     pub fn detect(is_tty: bool, env: &Env) -> Style {
         Style {
-            colour: is_tty && env.get("NO_COLOR").is_none(),
+            colour: is_tty && env.get("NO_COLOR").is_none() && env.get("TERM") != Some("dumb"),
             terminal: is_tty,
         }
     }
@@ -74,6 +85,11 @@ impl Style {
     /// Red (errors).
     pub fn red(self, text: &str) -> String {
         self.paint("31", text)
+    }
+
+    /// Green (added lines).
+    pub fn green(self, text: &str) -> String {
+        self.paint("32", text)
     }
 
     /// Yellow (questions, retries).
@@ -113,6 +129,9 @@ pub struct Screen {
     pub deco_on_stdout: bool,
     /// Whether the decoration stream is a terminal (so a spinner may be drawn).
     pub deco_is_tty: bool,
+    /// Whether the model's Markdown is rendered (styled and wrapped): stdout is a terminal that
+    /// takes colour. Otherwise the text is written as it came (neutralised on a terminal).
+    pub markdown: bool,
 }
 
 impl Screen {
@@ -126,16 +145,21 @@ impl Screen {
             deco: Style::detect(deco_is_tty, env),
             deco_on_stdout: out_tty,
             deco_is_tty,
+            markdown: Style::detect(out_tty, env).is_colour(),
         }
+    }
+
+    /// The width of the terminal stdout is, read now (so a resize counts from the next block
+    /// on); 80 when it cannot be read.
+    pub fn columns(&self) -> usize {
+        columns()
     }
 
     /// Writes `text` to the decoration stream, as is.
     pub fn deco_raw(&self, text: &str) {
         let _console = console();
         if self.deco_on_stdout {
-            let mut out = std::io::stdout().lock();
-            let _ = out.write_all(text.as_bytes());
-            let _ = out.flush();
+            footer::write_around(&mut std::io::stdout().lock(), text);
         } else {
             let mut err = std::io::stderr().lock();
             let _ = err.write_all(text.as_bytes());
@@ -151,10 +175,16 @@ impl Screen {
     /// Writes content to stdout.
     pub fn content(&self, text: &str) {
         let _console = console();
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(text.as_bytes());
-        let _ = out.flush();
+        footer::write_around(&mut std::io::stdout().lock(), text);
     }
+}
+
+/// The width of the terminal stdout is, read now; 80 when it cannot be read.
+fn columns() -> usize {
+    terminal_size::terminal_size_of(std::io::stdout())
+        .map(|(w, _)| usize::from(w.0))
+        .filter(|&w| w > 0)
+        .unwrap_or(80)
 }
 
 #[cfg(test)]

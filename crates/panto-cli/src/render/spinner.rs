@@ -1,34 +1,43 @@
-//! The waiting indicator shown until the model's first token.
+//! The spinner in the footer: what panto waits for (the model, a tool by name) and for how long.
 //!
 //! It draws from its own thread, so it animates while the turn's future waits on the network. A
-//! mutex around "is it showing" makes stopping exact: once [`Spinner::stop`] returns, the line is
-//! cleared and the thread will not draw again, so the text that follows lands on a clean line.
+//! mutex around "is it showing" makes stopping exact: once [`Spinner::stop`] returns, the spinner
+//! is off the footer and the thread will not draw again.
 
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::Screen;
+use super::footer;
+use super::wrap::Span;
 
 const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 const TICK: Duration = Duration::from_millis(80);
 
-/// A running waiting indicator.
+/// A running spinner.
 #[derive(Debug)]
 pub struct Spinner {
     active: Arc<Mutex<bool>>,
-    screen: Screen,
     thread: Option<JoinHandle<()>>,
 }
 
+/// Elapsed time as shown: `4s`, `1m 05s`.
+pub fn elapsed(d: Duration) -> String {
+    let secs = d.as_secs();
+    if secs < 60 {
+        format!("{secs}s")
+    } else {
+        format!("{}m {:02}s", secs / 60, secs % 60)
+    }
+}
+
 impl Spinner {
-    /// Starts drawing `label` with an elapsed-seconds counter.
-    pub fn start(screen: Screen, label: &str) -> Spinner {
+    /// Starts drawing `label` (already neutralised) with the time since `since`.
+    pub fn start(label: &str, since: Instant) -> Spinner {
         let active = Arc::new(Mutex::new(true));
         let flag = active.clone();
         let label = label.to_owned();
         let thread = std::thread::spawn(move || {
-            let started = Instant::now();
             let mut frame = 0usize;
             loop {
                 {
@@ -37,12 +46,12 @@ impl Spinner {
                         return;
                     }
                     let text = format!(
-                        "\r{} {} {}",
+                        "{} {} {}",
                         FRAMES[frame % FRAMES.len()],
                         label,
-                        screen.deco.dim(&format!("{}s", started.elapsed().as_secs()))
+                        elapsed(since.elapsed())
                     );
-                    screen.deco_raw(&screen.deco.dim(&text));
+                    footer::set_spinner(Some(vec![Span::styled(text, "2")]));
                 }
                 frame += 1;
                 std::thread::sleep(TICK);
@@ -50,17 +59,16 @@ impl Spinner {
         });
         Spinner {
             active,
-            screen,
             thread: Some(thread),
         }
     }
 
-    /// Clears the indicator; nothing is drawn after this returns.
+    /// Takes the spinner off the footer; nothing is drawn after this returns.
     pub fn stop(&mut self) {
         let mut showing = self.active.lock().unwrap_or_else(|e| e.into_inner());
         if *showing {
             *showing = false;
-            self.screen.deco_raw("\r\x1b[K");
+            footer::set_spinner(None);
         }
         drop(showing);
         // The thread exits at its next tick; it holds nothing that needs waiting for.
@@ -71,5 +79,16 @@ impl Spinner {
 impl Drop for Spinner {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn elapsed_reads_naturally() {
+        assert_eq!(elapsed(Duration::from_millis(4_900)), "4s");
+        assert_eq!(elapsed(Duration::from_secs(65)), "1m 05s");
     }
 }

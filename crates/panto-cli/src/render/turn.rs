@@ -8,8 +8,11 @@
 //! and output, a provider's retry reason): on a terminal it is neutralised before it is drawn
 //! ([`crate::safe`]), on a pipe it is written as it came.
 
+use std::time::Instant;
+
 use panto_core::{BlockKind, ContentDelta, Event, ToolResultContent};
 
+use super::markdown::MarkdownStream;
 use super::spinner::Spinner;
 use super::Screen;
 use crate::cost::thousands;
@@ -29,20 +32,28 @@ enum Open {
 }
 
 /// The renderer of one turn.
-#[derive(Debug)]
 pub struct TurnView {
     screen: Screen,
     spinner: Option<Spinner>,
     open: Open,
     /// Whether the last character written to the open stream was a line end.
     at_line_start: bool,
-    /// Tool calls dispatched and not yet complete.
-    running_tools: usize,
+    /// Tool calls dispatched and not yet complete: their id, name and start.
+    running_tools: Vec<(String, String, Instant)>,
     /// Neutralises the streamed text on a terminal stdout.
     text: Neutraliser,
+    /// Renders the (neutralised) text as Markdown, when the screen takes it.
+    markdown: Option<MarkdownStream>,
     /// Neutralises the streamed thinking on a terminal decoration stream.
     thinking: Neutraliser,
+    /// Whether a call of the named tool will be asked about (so the question shows it).
+    asks: Option<AsksFirst>,
+    /// Attempts in all a failing request gets, for the retry line.
+    max_attempts: Option<u32>,
 }
+
+/// Says whether a call of the named tool will be asked about before it runs.
+pub type AsksFirst = Box<dyn Fn(&str) -> bool + Send>;
 
 impl TurnView {
     /// A view drawing on `screen`.
@@ -52,17 +63,52 @@ impl TurnView {
             spinner: None,
             open: Open::Nothing,
             at_line_start: true,
-            running_tools: 0,
+            running_tools: Vec::new(),
             text: Neutraliser::default(),
+            markdown: screen.markdown.then(|| MarkdownStream::new(true)),
             thinking: Neutraliser::default(),
+            asks: None,
+            max_attempts: None,
         }
     }
 
-    /// Shows the waiting indicator (on a terminal only).
+    /// Tells the view how many attempts a request gets in all (`↻ retry 2/5`).
+    pub fn with_max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = Some(attempts);
+        self
+    }
+
+    /// Tells the view which tool calls will be asked about.
+    pub fn with_questions(mut self, asks: AsksFirst) -> Self {
+        self.asks = Some(asks);
+        self
+    }
+
+    /// Shows the spinner (on a terminal only), counting from now.
     pub fn waiting(&mut self, label: &str) {
+        self.waiting_since(label, Instant::now());
+    }
+
+    fn waiting_since(&mut self, label: &str, since: Instant) {
         self.stop_spinner();
-        if self.screen.deco_is_tty {
-            self.spinner = Some(Spinner::start(self.screen, label));
+        if self.screen.deco_is_tty && self.screen.deco_on_stdout {
+            self.spinner = Some(Spinner::start(label, since));
+        }
+    }
+
+    /// The spinner while tools run: the tool's name, or how many run, since the first started.
+    fn tools_spinner(&mut self) {
+        let deco = self.screen.deco;
+        match self.running_tools.as_slice() {
+            [] => self.waiting("waiting for the model…"),
+            [(_, name, since)] => {
+                let label = format!("running {}…", deco.safe(name));
+                self.waiting_since(&label, *since);
+            }
+            [(_, _, since), ..] => {
+                let label = format!("running {} tools…", self.running_tools.len());
+                self.waiting_since(&label, *since);
+            }
         }
     }
 
@@ -80,7 +126,14 @@ impl TurnView {
             Open::Thinking => self.thinking.finish(),
             Open::Nothing => String::new(),
         };
-        if !held.is_empty() {
+        if let (Open::Text, Some(md)) = (self.open, self.markdown.as_mut()) {
+            // The rest of the answer (its last line, a block waiting for its end) is drawn now;
+            // the rendered text always ends with a line end.
+            let mut rest = md.push(&held, self.screen.columns());
+            rest.push_str(&md.finish(self.screen.columns()));
+            self.screen.content(&rest);
+            self.at_line_start = true;
+        } else if !held.is_empty() {
             match self.open {
                 Open::Text => self.screen.content(&held),
                 _ => self.screen.deco_raw(&self.screen.deco.dim(&held)),
@@ -108,11 +161,7 @@ impl TurnView {
                 BlockKind::Thinking => {
                     self.close_block();
                     self.open = Open::Thinking;
-                    if !self.screen.deco.is_colour() {
-                        // Without dimming, a label is what tells thinking from the answer.
-                        self.screen.deco_raw("[thinking] ");
-                        self.at_line_start = false;
-                    }
+                    self.thinking_label();
                 }
                 BlockKind::RedactedThinking => {
                     self.close_block();
@@ -126,17 +175,25 @@ impl TurnView {
                         self.close_block();
                         self.open = Open::Text;
                     }
-                    if self.screen.out.is_terminal() {
+                    if let Some(md) = self.markdown.as_mut() {
+                        // Every byte of the model's text is neutralised before it is parsed,
+                        // so the renderer's own styling is the only escape on screen.
+                        let safe = self.text.push(text);
+                        self.screen.content(&md.push(&safe, self.screen.columns()));
+                        self.at_line_start = true;
+                    } else if self.screen.out.is_terminal() {
                         self.screen.content(&self.text.push(text));
+                        self.at_line_start = text.ends_with('\n');
                     } else {
                         self.screen.content(text);
+                        self.at_line_start = text.ends_with('\n');
                     }
-                    self.at_line_start = text.ends_with('\n');
                 }
                 ContentDelta::Thinking(text) if !text.is_empty() => {
                     if self.open != Open::Thinking {
                         self.close_block();
                         self.open = Open::Thinking;
+                        self.thinking_label();
                     }
                     let shown = if self.screen.deco.is_terminal() {
                         self.thinking.push(text)
@@ -149,36 +206,47 @@ impl TurnView {
                 _ => {}
             },
             Event::BlockComplete { .. } | Event::MessageComplete { .. } => self.close_block(),
-            Event::ToolDispatchStart { name, input, .. } => {
+            Event::ToolDispatchStart { id, name, input } => {
                 self.close_block();
-                self.running_tools += 1;
+                self.running_tools.push((id.clone(), name.clone(), Instant::now()));
                 let deco = self.screen.deco;
-                let args = compact(&input.to_string(), ARGS_PREVIEW_CHARS);
+                // A bash command about to be asked about is shown whole by the question: once.
+                let asked = name == "bash" && self.asks.as_ref().is_some_and(|asks| asks(name));
+                let args = if asked {
+                    String::new()
+                } else {
+                    call_summary(name, input)
+                };
                 self.screen.note(&format!(
                     "{} {} {}",
                     deco.cyan("●"),
                     deco.bold(&deco.safe(name)),
                     deco.dim(&deco.safe(&args))
                 ));
+                if let Some(lines) = super::diff::preview(name, input, deco) {
+                    for line in lines {
+                        self.screen.note(&line);
+                    }
+                }
+                self.tools_spinner();
             }
             Event::ToolDispatchComplete {
+                id,
                 name,
                 content,
                 is_error,
-                ..
             } => {
-                self.running_tools = self.running_tools.saturating_sub(1);
+                self.running_tools.retain(|(running, _, _)| running != id);
                 self.tool_result(name, content, *is_error);
-                if self.running_tools == 0 {
-                    self.waiting("waiting for the model…");
-                }
+                self.tools_spinner();
             }
             Event::ProviderRetry(info) => {
                 self.close_block();
+                let of = self.max_attempts.map(|m| format!("/{m}")).unwrap_or_default();
                 let mut line = format!(
-                    "↻ retrying in {:.1}s (attempt {}): {}",
-                    info.delay.as_secs_f64(),
+                    "↻ retry {}{of} in {:.1} s: {}",
                     info.attempt,
+                    info.delay.as_secs_f64(),
                     self.screen.deco.safe(&info.reason)
                 );
                 if info.discard_partial {
@@ -210,6 +278,14 @@ impl TurnView {
             Event::TurnComplete { .. } => self.close_block(),
             _ => {}
         }
+    }
+
+    /// A dim `thinking` label on its own line, so thinking is never taken for the answer.
+    fn thinking_label(&mut self) {
+        let deco = self.screen.deco;
+        self.screen
+            .deco_raw(&format!("{}\n", deco.dim(&deco.bold("✻ thinking"))));
+        self.at_line_start = true;
     }
 
     fn tool_result(&mut self, name: &str, content: &[ToolResultContent], is_error: bool) {
@@ -281,11 +357,10 @@ impl TurnView {
         }
     }
 
-    /// Ends the turn with `summary` (the token and cost line).
-    pub fn finish(&mut self, summary: &str) {
+    /// Ends the turn: the spinner gone, the last block drawn.
+    pub fn finish(&mut self) {
         self.stop_spinner();
         self.close_block();
-        self.screen.note(&self.screen.deco.dim(summary));
     }
 
     /// Ends the turn with an error.
@@ -309,10 +384,31 @@ impl TurnView {
     }
 }
 
+impl std::fmt::Debug for TurnView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TurnView")
+            .field("open", &self.open)
+            .field("running_tools", &self.running_tools)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Drop for TurnView {
     fn drop(&mut self) {
         self.stop_spinner();
     }
+}
+
+/// What a tool line says about a call: the path of a file tool (the diff below shows the
+/// rest), a bash command, or the arguments as JSON; on one line, cut.
+fn call_summary(name: &str, input: &serde_json::Value) -> String {
+    let field = |key: &str| input.get(key).and_then(serde_json::Value::as_str);
+    let summary = match (name, field("path"), field("command")) {
+        ("read" | "write" | "edit", Some(path), _) => path.to_owned(),
+        ("bash", _, Some(command)) => format!("$ {command}"),
+        _ => input.to_string(),
+    };
+    compact(&summary, ARGS_PREVIEW_CHARS)
 }
 
 /// `text` on one line, cut to `max` characters with an ellipsis.

@@ -68,7 +68,7 @@ slash_commands! {
     Image = "/image", "[FILE...]", Files,
         "attach images to your next prompt (dropping an image file onto the terminal does too)";
     Sessions = "/sessions", "", Nothing, "list recent sessions";
-    Resume = "/resume", "ID", Session, "switch to another session (id or unique prefix)";
+    Resume = "/resume", "[ID]", Session, "switch to another session (id or unique prefix; without one, pick from a list)";
     New = "/new", "", Nothing, "start a new session with the current model";
     System = "/system", "[TEXT]", Nothing, "show the system prompt, or replace it";
     Tools = "/tools", "", Nothing, "list the tools and their approval";
@@ -177,7 +177,7 @@ mod tests {
         let help = help();
         assert!(help
             .iter()
-            .any(|l| l.contains("/resume ID") && l.contains("switch to another session")));
+            .any(|l| l.contains("/resume [ID]") && l.contains("switch to another session")));
     }
 
     #[test]

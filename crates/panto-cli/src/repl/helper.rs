@@ -80,6 +80,12 @@ impl Completer for PantoHelper {
     fn complete(&self, line: &str, pos: usize, _ctx: &Context<'_>) -> rustyline::Result<(usize, Vec<Pair>)> {
         let before = &line[..pos];
         if !before.starts_with('/') {
+            // `@path`: the word under the cursor completes as a file name.
+            let word_start = before.rfind(char::is_whitespace).map_or(0, |i| i + 1);
+            if let Some(path) = before[word_start..].strip_prefix('@') {
+                let (start, pairs) = FilenameCompleter::new().complete_path(path, path.len())?;
+                return Ok((word_start + 1 + start, pairs));
+            }
             return Ok((0, Vec::new()));
         }
         let Some((name, arg)) = before.split_once(' ') else {
@@ -221,6 +227,20 @@ mod tests {
         let (start, found) = complete(&PantoHelper::default(), &typed);
         assert_eq!(start, "/image ".len());
         assert_eq!(found, [format!("{}/screen\\ shot.png", dir.path().display())]);
+    }
+
+    #[test]
+    fn completes_file_names_after_an_at() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("notes.md"), "").unwrap();
+        let typed = format!("look at @{}/no", dir.path().display());
+        let helper = PantoHelper {
+            aliases: Vec::new(),
+            sessions: RecentIds::listed_by(|| None),
+        };
+        let (start, found) = complete(&helper, &typed);
+        assert_eq!(found, [format!("{}/notes.md", dir.path().display())]);
+        assert_eq!(start, "look at @".len());
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! in cooked mode (so Ctrl-C is SIGINT and cancels the turn).
 
 mod commands;
+mod context;
 mod helper;
+pub mod keys;
 mod turn;
 
 use std::io::IsTerminal;
@@ -95,10 +97,23 @@ struct Repl<'r> {
     home: Option<PathBuf>,
     /// Images attached with `/image`, sent with the next prompt.
     pending_images: Vec<Attachment>,
+    /// Prompts typed ahead during a turn, sent next, oldest first.
+    queued: std::collections::VecDeque<String>,
+    /// The unfinished line typed ahead, put into the next prompt's editor.
+    typed: String,
+    /// The directory `@path` and `!command` work in.
+    cwd: PathBuf,
+    /// Output of `!` commands, offered to the model with the next prompt.
+    shell_context: Vec<String>,
 }
 
-/// Runs the REPL until `/quit` or end of input.
-pub fn run(rt: &tokio::runtime::Runtime, launch: Launch, approval: Approval) -> Result<ExitCode, Failure> {
+/// Runs the REPL until `/quit` or end of input; `first` is sent as the first message.
+pub fn run(
+    rt: &tokio::runtime::Runtime,
+    launch: Launch,
+    approval: Approval,
+    first: Option<String>,
+) -> Result<ExitCode, Failure> {
     let screen = Screen::detect(&launch.env);
     // Answers are typed at a terminal. Piped input is prompts, not answers: a line meant as the
     // next prompt must never approve a command, so without a terminal every question is a "no"
@@ -128,7 +143,8 @@ pub fn run(rt: &tokio::runtime::Runtime, launch: Launch, approval: Approval) -> 
     // ignored, inside one the turn's own listener cancels the turn.
     rt.block_on(async { crate::interrupt::ignore_interrupts() });
     let store = rt.block_on(launch.store.open_for_writing())?;
-    let ctx = setup::tool_context(&launch.settings, setup::working_dir()?, gate.clone());
+    let cwd = setup::working_dir()?;
+    let ctx = setup::tool_context(&launch.settings, cwd.clone(), gate.clone());
     let model = setup::ModelChoice::Choose(launch.model.as_deref());
     let ready = rt.block_on(setup::open(
         &launch.settings,
@@ -157,7 +173,12 @@ pub fn run(rt: &tokio::runtime::Runtime, launch: Launch, approval: Approval) -> 
         recent_ids: recent,
         home: launch.env.home(),
         pending_images: Vec::new(),
+        queued: first.filter(|p| !p.trim().is_empty()).into_iter().collect(),
+        typed: String::new(),
+        cwd,
+        shell_context: Vec::new(),
     };
+    crate::render::footer::enable(screen.deco_on_stdout, screen.deco.is_colour());
     notes_before.extend(ready.notes);
     repl.banner(ready.resumed, &notes_before);
 
@@ -172,7 +193,17 @@ pub fn run(rt: &tokio::runtime::Runtime, launch: Launch, approval: Approval) -> 
         // No prompt on a piped stdout: it is not content.
         let prompt = if out_tty { "> " } else { "" };
         let styled = repl.screen.out.bold(prompt);
-        match editor.readline(&(prompt, styled.as_str())) {
+        // A prompt typed ahead during the last turn goes next, shown as if typed now.
+        if let Some(queued) = repl.queued.pop_front() {
+            repl.screen.note(&format!("{styled}{}", repl.screen.deco.safe(&queued)));
+            let _ = editor.add_history_entry(queued.as_str());
+            if repl.input(queued) == Flow::Quit {
+                break;
+            }
+            continue;
+        }
+        let typed = std::mem::take(&mut repl.typed);
+        match editor.readline_with_initial(&(prompt, styled.as_str()), (&typed, "")) {
             Ok(line) => {
                 let input = join_continuations(&line);
                 if input.trim().is_empty() {
@@ -182,15 +213,8 @@ pub fn run(rt: &tokio::runtime::Runtime, launch: Launch, approval: Approval) -> 
                 if let Some(path) = &history {
                     save_history(&mut editor, path, &repl.screen);
                 }
-                let trimmed = input.trim_start();
-                if let Some(literal) = trimmed.strip_prefix("//") {
-                    repl.turn(format!("/{literal}"));
-                } else if trimmed.starts_with('/') {
-                    if repl.command(trimmed) == Flow::Quit {
-                        break;
-                    }
-                } else {
-                    repl.turn(input);
+                if repl.input(input) == Flow::Quit {
+                    break;
                 }
             }
             Err(ReadlineError::Interrupted) => {
@@ -200,6 +224,7 @@ pub fn run(rt: &tokio::runtime::Runtime, launch: Launch, approval: Approval) -> 
             Err(e) => return Err(Failure::runtime(format!("cannot read input: {e}"))),
         }
     }
+    repl.resume_hint();
     Ok(ExitCode::SUCCESS)
 }
 
@@ -293,13 +318,70 @@ impl Repl<'_> {
         if resumed {
             for (role, text) in recap(self.agent.conversation()) {
                 let who = if role == Role::User { "you" } else { "panto" };
-                self.dim(&format!("  {who}: {}", crate::sessions::one_line(&text, 300)));
+                if role == Role::Assistant && self.screen.markdown {
+                    // The last answer as it was shown when it streamed: rendered.
+                    self.dim(&format!("  {who}:"));
+                    let mut md = crate::render::MarkdownStream::new(true);
+                    let columns = self.screen.columns();
+                    let mut shown = md.push(&crate::safe::neutralise(&text), columns);
+                    shown.push_str(&md.finish(columns));
+                    self.screen.content(&shown);
+                } else {
+                    self.dim(&format!("  {who}: {}", crate::sessions::one_line(&text, 300)));
+                }
             }
         }
         self.dim("/help for commands · Ctrl-C cancels a turn · Ctrl-D exits");
     }
 
+    /// One line of input: a command, or a prompt.
+    fn input(&mut self, input: String) -> Flow {
+        let trimmed = input.trim_start();
+        if let Some(command) = trimmed.strip_prefix('!') {
+            self.shell(command.trim());
+        } else if let Some(literal) = trimmed.strip_prefix("//") {
+            self.turn(format!("/{literal}"));
+        } else if trimmed.starts_with('/') {
+            return self.command(trimmed);
+        } else {
+            self.turn(input);
+        }
+        Flow::Continue
+    }
+
+    /// `!command`: runs it, shows its output, and keeps it for the next prompt.
+    fn shell(&mut self, command: &str) {
+        if command.is_empty() {
+            self.error("! needs a command: !git status");
+            return;
+        }
+        let (output, status) = context::shell(command, &self.cwd);
+        let deco = self.screen.deco;
+        for line in output.lines() {
+            self.screen.note(&format!("  {}", deco.safe(line)));
+        }
+        self.dim(&format!(
+            "({status}; the output goes to the model with your next prompt)"
+        ));
+        self.shell_context
+            .push(context::shell_context(command, &output, &status));
+    }
+
     fn turn(&mut self, text: String) {
+        // `!` output first, then the prompt, then the files it mentions with `@`.
+        let mut files = Vec::new();
+        for (path, content) in context::mentions(&text, &self.cwd) {
+            match content {
+                Ok(content) => {
+                    self.dim(&format!("with @{path} ({} bytes)", thousands(content.len() as u64)));
+                    files.push((path, content));
+                }
+                Err(why) => self.error(&why),
+            }
+        }
+        let mut full = std::mem::take(&mut self.shell_context);
+        full.push(context::with_files(&text, &files));
+        let text = full.join("\n\n");
         // Images attached with /image, then image files dropped onto the terminal (their paths
         // typed into the prompt). A dropped path that is not a readable image is said and left
         // in the text.
@@ -322,10 +404,68 @@ impl Repl<'_> {
             images: images.into_iter().map(|a| a.bytes).collect(),
         };
         let wire = self.selection.wire();
-        let outcome = self
-            .rt
-            .block_on(turn::run(&mut self.agent, message, self.screen, &self.pricing, &wire));
+        let gate = self.gate.clone();
+        let asks: crate::render::AsksFirst =
+            Box::new(move |name| ToolName::parse(name).is_ok_and(|tool| gate.asks(tool)));
+        let outcome = self.rt.block_on(turn::run(
+            &mut self.agent,
+            message,
+            self.screen,
+            &self.pricing,
+            &wire,
+            asks,
+        ));
         self.totals.add(&outcome);
+        if outcome.reached_model {
+            self.status(&outcome);
+        }
+        self.queued.extend(outcome.typed.lines);
+        // What was left unfinished waits through the queued prompts' turns.
+        if !outcome.typed.partial.is_empty() {
+            self.typed = outcome.typed.partial;
+        }
+    }
+
+    /// On the way out: how to come back to this session (`panto -r ID`), with the shortest id
+    /// prefix (8 characters at least) that no other stored session shares.
+    fn resume_hint(&self) {
+        if !self.saving || self.agent.conversation().messages.is_empty() {
+            return;
+        }
+        let id = self.agent.session_id().to_owned();
+        let others = self.rt.block_on(self.store.store.list()).unwrap_or_default();
+        let len = others
+            .iter()
+            .filter(|info| info.id != id)
+            .map(|info| info.id.chars().zip(id.chars()).take_while(|(a, b)| a == b).count() + 1)
+            .fold(8, usize::max)
+            .min(id.chars().count());
+        let short: String = id.chars().take(len).collect();
+        self.dim(&format!("resume this session with: panto -r {short}"));
+    }
+
+    /// The status line after a turn, then a blank line and a rule.
+    fn status(&self, outcome: &turn::TurnOutcome) {
+        let context_used = self
+            .agent
+            .conversation()
+            .last_usage()
+            .map(|(_, u)| u.total_input_tokens() + u.output_tokens);
+        let status = crate::render::TurnStatus {
+            model: self.selection.wire().model.clone(),
+            usage: outcome.usage,
+            turn_cost: outcome.cost,
+            session_cost: self.totals.cost,
+            context_used,
+            window: self.agent.config().compaction.context_window,
+            elapsed: outcome.elapsed,
+        };
+        if self.screen.deco_is_tty {
+            self.screen
+                .deco_raw(&status.render(self.screen.deco, self.screen.columns()));
+        } else {
+            self.screen.note(&status.line());
+        }
     }
 
     /// `/image FILE...`: attaches images to the next prompt; without a file, lists them.
@@ -387,11 +527,12 @@ impl Repl<'_> {
                     Command::Image => self.image(&args),
                     Command::Sessions => self.sessions(),
                     Command::Resume => {
-                        if args.is_empty() {
-                            self.error("/resume needs a session id or prefix (see /sessions)");
+                        let choice = if args.is_empty() {
+                            SessionChoice::Pick
                         } else {
-                            self.switch(SessionChoice::Resume(args), None);
-                        }
+                            SessionChoice::Resume(args)
+                        };
+                        self.switch(choice, None);
                     }
                     Command::New => {
                         let keep = self.selection.clone();
@@ -591,12 +732,14 @@ mod tests {
             usage: Usage::default(),
             cost: Some(5),
             uncached_cost: Some(5),
+            ..Default::default()
         });
         assert_eq!(t.cost, Some(5));
         t.add(&turn::TurnOutcome {
             usage: Usage::default(),
             cost: None,
             uncached_cost: None,
+            ..Default::default()
         });
         assert_eq!(t.cost, None);
         assert_eq!(t.turns, 2);

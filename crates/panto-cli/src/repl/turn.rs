@@ -3,11 +3,12 @@
 
 use panto_core::{Agent, Error, Event, PricingRegistry, Usage, UserMessage, WireIdentity};
 
-use crate::cost::{cost, summary_line, uncached_cost};
-use crate::render::{Screen, TurnView};
+use super::keys::{TurnKeys, TypeAhead};
+use crate::cost::{cost, uncached_cost};
+use crate::render::{AsksFirst, Screen, TurnView};
 
-/// What a turn cost.
-#[derive(Debug, Clone, Copy, Default)]
+/// What a turn cost, and what was typed while it ran.
+#[derive(Debug, Clone, Default)]
 pub struct TurnOutcome {
     /// Tokens over every request of the turn.
     pub usage: Usage,
@@ -15,6 +16,12 @@ pub struct TurnOutcome {
     pub cost: Option<u64>,
     /// What it would have cost with no prompt cache, when pricing is known.
     pub uncached_cost: Option<u64>,
+    /// Keys typed ahead during the turn.
+    pub typed: TypeAhead,
+    /// Whether the turn got far enough for a status line (it ended, or used tokens).
+    pub reached_model: bool,
+    /// How long it took.
+    pub elapsed: std::time::Duration,
 }
 
 /// Runs one turn with `text`. Errors are shown, not returned: the REPL goes on either way.
@@ -24,13 +31,21 @@ pub async fn run(
     screen: Screen,
     pricing: &PricingRegistry,
     wire: &WireIdentity,
+    asks: AsksFirst,
 ) -> TurnOutcome {
-    let mut view = TurnView::new(screen);
+    let started = std::time::Instant::now();
+    let mut view = TurnView::new(screen)
+        .with_questions(asks)
+        .with_max_attempts(agent.config().retry.max_attempts);
     view.waiting("waiting for the model…");
     let mut stream = agent.run(message);
     // The terminal is in cooked mode while a turn runs, so Ctrl-C arrives as SIGINT. Cancelling
     // through the token lets the agent salvage and persist what already streamed.
     let watcher = crate::interrupt::cancel_on_interrupt(stream.cancel_token());
+    // Keys typed during the turn are queued, never echoed into the answer; Esc cancels.
+    let keys = (screen.deco_on_stdout && crate::terminal::stdin_is_tty())
+        .then(|| TurnKeys::start(stream.cancel_token(), screen.deco))
+        .flatten();
     let mut ended = false;
     loop {
         match stream.next().await {
@@ -52,15 +67,16 @@ pub async fn run(
         }
     }
     watcher.abort();
+    let typed = keys.map(TurnKeys::finish).unwrap_or_default();
     let usage = stream.usage();
     drop(stream);
-    let outcome = TurnOutcome {
+    view.finish();
+    TurnOutcome {
         usage,
         cost: cost(pricing, wire, &usage),
         uncached_cost: uncached_cost(pricing, wire, &usage),
-    };
-    if ended || usage != Usage::default() {
-        view.finish(&summary_line(&outcome.usage, outcome.cost));
+        typed,
+        reached_model: ended || usage != Usage::default(),
+        elapsed: started.elapsed(),
     }
-    outcome
 }

@@ -43,14 +43,20 @@ impl fmt::Display for Approval {
 }
 
 /// A user's answer to an approval question.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
     /// Run this call.
     Yes,
     /// Do not run it.
     No,
+    /// Do not run it, and tell the model this (what to do instead): the text is the call's
+    /// result.
+    NoBecause(String),
     /// Run it and every later call of this tool.
     Always,
+    /// The user wants to say why not: the asker asks for the text, then answers
+    /// [`Answer::NoBecause`]. Never returned by an [`Asker`].
+    Feedback,
 }
 
 /// Asks the user a question. Blocking: the gate calls it on a blocking thread. Returns `None` when
@@ -94,6 +100,12 @@ impl Gate {
         self.always.lock().unwrap_or_else(|e| e.into_inner()).contains(&tool)
     }
 
+    /// Whether a call of `tool` will be asked about before it runs (so the question, not the
+    /// tool line, is where the call is shown in full).
+    pub fn asks(&self, tool: ToolName) -> bool {
+        tool.needs_approval() && self.mode == Approval::Ask && self.asker.is_some() && !self.always_allowed(tool)
+    }
+
     /// Whether `tool` may run this call. `what` describes the call for the question (the command,
     /// the path). `Err` holds the text of the error result the model gets.
     pub async fn check(&self, tool: ToolName, what: &str, cancel: &CancellationToken) -> Result<(), String> {
@@ -133,7 +145,10 @@ impl Gate {
                         self.always.lock().unwrap_or_else(|e| e.into_inner()).insert(tool);
                         Ok(())
                     }
-                    Some(Answer::No) => Err(declined(tool, "the user declined this call")),
+                    Some(Answer::No | Answer::Feedback) => Err(declined(tool, "the user declined this call")),
+                    Some(Answer::NoBecause(why)) => Err(format!(
+                        "the {tool} call did not run: the user declined it and said: {why}"
+                    )),
                     None if cancel.is_cancelled() => Err(declined(tool, "the turn was cancelled")),
                     None => Err(declined(tool, "no answer (input ended)")),
                 }
@@ -146,14 +161,30 @@ fn declined(tool: ToolName, why: &str) -> String {
     format!("the {tool} call did not run: {why}")
 }
 
-/// Parses an answer: `y`/`yes`, `n`/`no`, `a`/`always` (any case).
+/// Parses an answer: `y`/`yes`, `n`/`no`, `a`/`always`, `f`/`feedback` (any case), or a "no"
+/// followed by what to tell the model (`n: use the test profile`, `no, not that file`).
 pub fn parse_answer(line: &str) -> Option<Answer> {
-    match line.trim().to_ascii_lowercase().as_str() {
-        "y" | "yes" => Some(Answer::Yes),
-        "n" | "no" => Some(Answer::No),
-        "a" | "always" => Some(Answer::Always),
-        _ => None,
+    let trimmed = line.trim();
+    match trimmed.to_ascii_lowercase().as_str() {
+        "y" | "yes" => return Some(Answer::Yes),
+        "n" | "no" => return Some(Answer::No),
+        "a" | "always" => return Some(Answer::Always),
+        "f" | "feedback" => return Some(Answer::Feedback),
+        _ => {}
     }
+    for word in ["no", "n"] {
+        let Some(rest) = trimmed.get(..word.len()).filter(|w| w.eq_ignore_ascii_case(word)) else {
+            continue;
+        };
+        let rest = &trimmed[rest.len()..];
+        if let Some(why) = rest.strip_prefix([':', ',', ' ']) {
+            let why = why.trim_start_matches([':', ',', ' ']).trim();
+            if !why.is_empty() {
+                return Some(Answer::NoBecause(why.to_owned()));
+            }
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -171,7 +202,7 @@ mod tests {
     impl Asker for Scripted {
         fn ask(&self, _question: &str, _cancel: &CancellationToken) -> Option<Answer> {
             self.asked.fetch_add(1, Ordering::SeqCst);
-            self.answer
+            self.answer.clone()
         }
     }
 
@@ -213,11 +244,35 @@ mod tests {
         assert!(e.contains("declined"), "{e}");
     }
 
+    #[tokio::test]
+    async fn feedback_is_the_result_the_model_gets() {
+        let (g, _) = gate(Some(Answer::NoBecause("run the tests first".into())));
+        let e = g
+            .check(ToolName::Bash, "rm -rf target", &CancellationToken::new())
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e,
+            "the bash call did not run: the user declined it and said: run the tests first"
+        );
+    }
+
     #[test]
     fn answers_parse() {
         assert_eq!(parse_answer(" Y\n"), Some(Answer::Yes));
         assert_eq!(parse_answer("always"), Some(Answer::Always));
         assert_eq!(parse_answer("no"), Some(Answer::No));
         assert_eq!(parse_answer("maybe"), None);
+        assert_eq!(parse_answer("f"), Some(Answer::Feedback));
+        assert_eq!(
+            parse_answer("n: use the test profile"),
+            Some(Answer::NoBecause("use the test profile".into()))
+        );
+        assert_eq!(
+            parse_answer("No, not that file"),
+            Some(Answer::NoBecause("not that file".into()))
+        );
+        // A word that merely starts with n is not an answer.
+        assert_eq!(parse_answer("nope"), None);
     }
 }

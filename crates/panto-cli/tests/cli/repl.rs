@@ -87,7 +87,7 @@ async fn approval_question_runs_the_tool_on_yes() {
     home.in_repl(&[], |p| {
         p.type_line("write ok.txt");
         p.expect("allow bash: echo approved > ok.txt");
-        p.expect("[y]es / [n]o / [a]lways:");
+        p.expect("[a]lways for bash / [f]eedback (no, and say why):");
         p.send_line("y").unwrap();
         p.expect("bash (1 line, 13 bytes)");
         p.expect("[exit code 0]");
@@ -225,11 +225,7 @@ async fn piped_repl_keeps_stdout_for_content_and_never_takes_approvals_from_the_
         "the refusal is announced: {}",
         out.stderr
     );
-    assert!(
-        out.stderr.contains("bash {\"command\":\"echo piped > p.txt\"}"),
-        "{}",
-        out.stderr
-    );
+    assert!(out.stderr.contains("bash $ echo piped > p.txt"), "{}", out.stderr);
     assert!(
         !out.stderr.contains("allow bash"),
         "no question is asked: {}",

@@ -111,3 +111,47 @@ async fn changed_system_prompt_is_replaced_on_resume() {
     let log = std::fs::read_to_string(&home.session_files()[0]).unwrap();
     assert!(log.contains("\"replace\""), "{log}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn quitting_says_how_to_resume_with_a_short_unique_id() {
+    let server = MockServer::start().await;
+    server.push(Reply::sse(script::anthropic_text("The **first** answer.")));
+    server.push(Reply::sse(script::anthropic_text("Back.")));
+    let mut home = Home::new();
+    home.anthropic(&server);
+    let (shown, home) = super::support::blocking(move || {
+        let mut t = super::screen::Terminal::start(&home, &[]);
+        t.wait_for_prompt();
+        t.send_line("hello");
+        t.wait_for("first answer.");
+        t.wait_for_prompt();
+        t.send_line("/quit");
+        let exited = t.wait_exit();
+        assert_eq!(exited.code, Some(0));
+        (exited.shown, home)
+    })
+    .await;
+    let hint = shown
+        .lines()
+        .find_map(|l| l.strip_prefix("resume this session with: panto -r "))
+        .unwrap_or_else(|| panic!("no resume hint:\n{shown}"));
+    assert!(hint.len() >= 8, "{hint}");
+    // Resumed in the REPL, the last answer is shown rendered, as it was when it streamed.
+    let hint_owned = hint.to_owned();
+    let (recap, home) = super::support::blocking(move || {
+        let mut t = super::screen::Terminal::start(&home, &["-r", &hint_owned]);
+        t.wait_for_prompt();
+        let shown = t.wait_for("resumed session");
+        t.send_line("/quit");
+        t.wait_exit();
+        (shown, home)
+    })
+    .await;
+    assert!(recap.contains("The first answer.") && !recap.contains("**"), "{recap}");
+    // The id it names resumes the session.
+    let out = home
+        .run(&["-r", hint, "-p", "again", "--output-format", "json"], None)
+        .await;
+    let result: serde_json::Value = serde_json::from_str(out.ok().trim()).unwrap();
+    assert!(result["session_id"].as_str().unwrap().starts_with(hint), "{result}");
+}

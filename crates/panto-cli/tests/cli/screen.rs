@@ -100,6 +100,12 @@ impl Terminal {
 
     /// Starts `panto args` on a terminal of `rows` × `cols`.
     pub fn start_sized(home: &Home, args: &[&str], rows: u16, cols: u16) -> Terminal {
+        Terminal::start_with_env(home, args, rows, cols, &[])
+    }
+
+    /// Starts `panto args` on a terminal of `rows` × `cols`, with `env` set last (so it may
+    /// override `TERM`).
+    pub fn start_with_env(home: &Home, args: &[&str], rows: u16, cols: u16, env: &[(&str, &str)]) -> Terminal {
         // The size is set on the terminal itself, so what panto reads back is what the emulator
         // renders (rexpect's terminal starts at 0×0). `stty` runs on the same terminal first.
         let mut cmd = home.command_of("sh");
@@ -111,6 +117,9 @@ impl Terminal {
             .arg(panto_bin())
             .args(args)
             .env("TERM", "xterm-256color");
+        for (name, value) in env {
+            cmd.env(name, value);
+        }
         let mut process = PtyProcess::new(cmd).expect("panto starts on a pty");
         process.set_kill_timeout(Some(2_000));
         let mut output = process.get_file_handle().expect("the pty");

@@ -106,6 +106,20 @@ pub(crate) fn split_point(messages: &[Message], keep_recent_tokens: u64) -> Opti
     summarizable.then_some(cut)
 }
 
+/// Where a compaction asked for by the user cuts: as [`split_point`], or, when the whole
+/// conversation is smaller than `keep_recent_tokens`, before the newest exchange (the last
+/// prompt the user typed and what followed it), so asking to compact a short conversation
+/// compacts all but that exchange instead of refusing. `None` when nothing is older.
+pub(crate) fn manual_split_point(messages: &[Message], keep_recent_tokens: u64) -> Option<usize> {
+    split_point(messages, keep_recent_tokens).or_else(|| {
+        let newest = messages.iter().rposition(Message::is_human_prompt)?;
+        messages[..newest]
+            .iter()
+            .any(|m| m.role != Role::System)
+            .then_some(newest)
+    })
+}
+
 fn starts_with_tool_results(message: &Message) -> bool {
     message
         .content
@@ -175,7 +189,8 @@ impl Agent {
         extra_instructions: Option<&str>,
     ) -> Result<CompactionResult> {
         let messages = &self.conversation.messages;
-        let cut = split_point(messages, self.config.compaction.keep_recent_tokens).ok_or(Error::NothingToCompact)?;
+        let cut =
+            manual_split_point(messages, self.config.compaction.keep_recent_tokens).ok_or(Error::NothingToCompact)?;
         let tokens_before = estimate_context_tokens(&self.conversation);
         let (summary, usage) = self.request_summary(cut, override_prompt, extra_instructions).await?;
 
@@ -335,6 +350,21 @@ mod tests {
         let cut = split_point(&messages, 105).unwrap();
         assert_eq!(cut, 4, "{:?}", messages[cut].role);
         assert_eq!(messages[cut].role, Role::Assistant);
+    }
+
+    #[test]
+    fn a_short_conversation_compacts_all_but_its_newest_exchange() {
+        let messages = vec![
+            text(Role::System, "sys"),
+            text(Role::User, "first"),
+            text(Role::Assistant, "one"),
+            text(Role::User, "second"),
+            text(Role::Assistant, "two"),
+        ];
+        assert_eq!(split_point(&messages, 1_000_000), None);
+        assert_eq!(manual_split_point(&messages, 1_000_000), Some(3));
+        // One exchange only: nothing older to summarise.
+        assert_eq!(manual_split_point(&messages[..3], 1_000_000), None);
     }
 
     #[test]

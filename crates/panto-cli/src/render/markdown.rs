@@ -1,0 +1,357 @@
+//! Markdown rendered while it streams.
+//!
+//! Text arrives in arbitrary pieces; it is cut into lines, and each complete line is drawn
+//! ([`super::blocks`]) as soon as it arrives: a heading, a paragraph line, a list item, a quote
+//! line, a line of fenced code (highlighted). Only a table waits, for its last row, since its
+//! columns are as wide as their widest cell (and a paragraph line holding a `|`, for the next
+//! line, which says whether it was a table's header). Nothing waits for the whole answer; the
+//! unfinished last line is drawn by [`MarkdownStream::finish`].
+//!
+//! The width is given with every piece, so a resized terminal is used from the next block on.
+
+use super::blocks::{self, code_line, CODE_GUTTER};
+use super::highlight::CodeHighlighter;
+use super::wrap::{paint, Line, Span};
+
+/// What kind of block is being gathered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Paragraph,
+    /// A heading or a thematic break: never continued.
+    Heading,
+    /// A list item indented by this many spaces (nested under the item above).
+    Item(usize),
+    /// A line continuing a list item, its text this many spaces in.
+    ItemText(usize),
+    Quote,
+    Table,
+}
+
+impl Kind {
+    /// Whether a block of this kind, drawn right after one of kind `last`, continues it (no
+    /// blank line between). `blank` says whether a blank source line came between them.
+    fn continues(self, last: Kind, blank: bool) -> bool {
+        match (last, self) {
+            (Kind::Item(_) | Kind::ItemText(_), Kind::Item(_)) => true,
+            (Kind::Item(_) | Kind::ItemText(_), Kind::ItemText(_)) => !blank,
+            (Kind::Paragraph, Kind::Paragraph) | (Kind::Quote, Kind::Quote) => !blank,
+            _ => false,
+        }
+    }
+}
+
+/// An open code fence.
+#[derive(Debug)]
+struct Fence {
+    marker: char,
+    len: usize,
+    highlighter: CodeHighlighter,
+}
+
+/// The streaming Markdown renderer of one answer.
+#[derive(Debug)]
+pub struct MarkdownStream {
+    colour: bool,
+    /// The line being received.
+    partial: String,
+    /// The block being gathered: its kind and source lines.
+    block: Option<(Kind, Vec<String>)>,
+    fence: Option<Fence>,
+    /// Whether anything was drawn yet (blocks after the first are separated by a blank line).
+    drawn: bool,
+    /// The kind of the last block drawn (list items follow each other without a blank line).
+    last: Option<Kind>,
+    /// Whether a blank line came since the last block was drawn.
+    blank: bool,
+    /// The width of the last list item's marker (`- ` 2, `10. ` 4).
+    item_marker: usize,
+}
+
+/// Deeper indentation of a list item is drawn as this much.
+const MAX_ITEM_INDENT: usize = 16;
+
+/// The style of a code block's label.
+const LABEL: &str = "2";
+
+impl MarkdownStream {
+    /// A renderer; `colour` says whether styles are emitted.
+    pub fn new(colour: bool) -> MarkdownStream {
+        MarkdownStream {
+            colour,
+            partial: String::new(),
+            block: None,
+            fence: None,
+            drawn: false,
+            last: None,
+            blank: false,
+            item_marker: 0,
+        }
+    }
+
+    /// Takes the next piece of (neutralised) text; returns what can be drawn now, at `columns`.
+    pub fn push(&mut self, piece: &str, columns: usize) -> String {
+        self.partial.push_str(piece);
+        let mut out = String::new();
+        while let Some(end) = self.partial.find('\n') {
+            let line: String = self.partial.drain(..=end).collect();
+            self.line(line.trim_end_matches('\n'), columns, &mut out);
+        }
+        out
+    }
+
+    /// Draws everything still held: the unfinished last line and block.
+    pub fn finish(&mut self, columns: usize) -> String {
+        let mut out = String::new();
+        if !self.partial.is_empty() {
+            let line = std::mem::take(&mut self.partial);
+            self.line(&line, columns, &mut out);
+        }
+        self.flush(columns, &mut out);
+        // The next text block starts afresh (after a tool call, say).
+        self.fence = None;
+        self.drawn = false;
+        self.last = None;
+        out
+    }
+
+    fn write(&mut self, lines: Vec<Line>, out: &mut String) {
+        for line in lines {
+            out.push_str(&paint(&line, self.colour));
+            out.push('\n');
+        }
+    }
+
+    /// Starts a block of `kind` on screen: a blank line first unless it continues the last one.
+    fn separate(&mut self, kind: Option<Kind>, out: &mut String) {
+        let continues = match (self.last, kind) {
+            (Some(last), Some(kind)) => kind.continues(last, self.blank),
+            _ => false,
+        };
+        if self.drawn && !continues {
+            out.push('\n');
+        }
+        self.drawn = true;
+        self.last = kind;
+        self.blank = false;
+    }
+
+    /// Draws the gathered block.
+    fn flush(&mut self, columns: usize, out: &mut String) {
+        let Some((kind, lines)) = self.block.take() else {
+            return;
+        };
+        let source = lines.join("\n");
+        let indent = match kind {
+            Kind::Item(spaces) | Kind::ItemText(spaces) => " ".repeat(spaces),
+            _ => String::new(),
+        };
+        let drawn = blocks::render(&source, columns.saturating_sub(indent.len()));
+        if drawn.is_empty() {
+            return;
+        }
+        self.separate(Some(kind), out);
+        let drawn = drawn
+            .into_iter()
+            .map(|line| {
+                let mut full = vec![Span::plain(indent.clone())];
+                full.extend(line);
+                full
+            })
+            .collect();
+        self.write(drawn, out);
+    }
+
+    fn line(&mut self, line: &str, columns: usize, out: &mut String) {
+        if let Some(fence) = self.fence.as_mut() {
+            if closes(line, fence.marker, fence.len) {
+                self.fence = None;
+                return;
+            }
+            let lines = code_line(&mut fence.highlighter, line, columns);
+            self.write(lines, out);
+            return;
+        }
+        if let Some((marker, len, info)) = opens_fence(line) {
+            self.flush(columns, out);
+            self.separate(None, out);
+            let label = if info.is_empty() {
+                "code"
+            } else {
+                info.split_whitespace().next().unwrap_or("code")
+            };
+            let label = format!("{}{}", " ".repeat(CODE_GUTTER.chars().count()), label);
+            self.write(vec![vec![Span::styled(label, LABEL)]], out);
+            self.fence = Some(Fence {
+                marker,
+                len,
+                highlighter: CodeHighlighter::new(info),
+            });
+            return;
+        }
+        let trimmed = line.trim_start();
+        let indent = line.len() - trimmed.len();
+        if trimmed.is_empty() {
+            self.flush(columns, out);
+            self.blank = true;
+            return;
+        }
+        let current = self.block.as_ref().map(|(k, _)| *k);
+        if is_heading(trimmed) || is_rule(trimmed) {
+            self.flush(columns, out);
+            self.block = Some((Kind::Heading, vec![trimmed.to_owned()]));
+            self.flush(columns, out);
+            return;
+        }
+        if trimmed.starts_with('|') || (current == Some(Kind::Table) && trimmed.contains('|')) {
+            if current != Some(Kind::Table) {
+                self.flush(columns, out);
+            }
+            self.gather(Kind::Table, trimmed);
+            return;
+        }
+        if is_delimiter_row(trimmed) {
+            // A table without outer pipes: its header was taken for a paragraph line.
+            if let Some((kind @ Kind::Paragraph, lines)) = self.block.as_mut() {
+                if lines.len() == 1 {
+                    *kind = Kind::Table;
+                    lines.push(trimmed.to_owned());
+                    return;
+                }
+            }
+        }
+        // Everything else is drawn as soon as its line is complete: an item, a quote line, a
+        // paragraph line (joined to the block above it on screen as in the source).
+        self.flush(columns, out);
+        let kind = if is_item(trimmed) {
+            Kind::Item(indent.min(MAX_ITEM_INDENT))
+        } else if trimmed.starts_with('>') {
+            Kind::Quote
+        } else if let (Some(Kind::Item(at) | Kind::ItemText(at)), false) = (self.last, self.blank) {
+            // A line continuing a list item: under the item's text.
+            let marker = match self.last {
+                Some(Kind::Item(_)) => self.item_marker,
+                _ => 0,
+            };
+            Kind::ItemText((at + marker).min(MAX_ITEM_INDENT))
+        } else if trimmed.contains('|') && current.is_none() {
+            // Perhaps the header of a table without outer pipes: the next line tells.
+            self.gather(Kind::Paragraph, trimmed);
+            return;
+        } else {
+            Kind::Paragraph
+        };
+        if let Kind::Item(_) = kind {
+            self.item_marker = marker_width(trimmed);
+        }
+        self.block = Some((kind, vec![trimmed.to_owned()]));
+        self.flush(columns, out);
+    }
+
+    fn gather(&mut self, kind: Kind, line: &str) {
+        match self.block.as_mut() {
+            Some((k, lines)) if *k == kind => lines.push(line.to_owned()),
+            _ => self.block = Some((kind, vec![line.to_owned()])),
+        }
+    }
+}
+
+/// A fence opening: its character, length and info string.
+fn opens_fence(line: &str) -> Option<(char, usize, &str)> {
+    let trimmed = line.trim_start();
+    if line.len() - trimmed.len() > 3 {
+        return None;
+    }
+    let marker = trimmed.chars().next().filter(|c| *c == '`' || *c == '~')?;
+    let len = trimmed.chars().take_while(|c| *c == marker).count();
+    let info = trimmed[len..].trim();
+    (len >= 3 && !(marker == '`' && info.contains('`'))).then_some((marker, len, info))
+}
+
+/// Whether `line` closes a fence of `marker` × `len`.
+fn closes(line: &str, marker: char, len: usize) -> bool {
+    let trimmed = line.trim();
+    let run = trimmed.chars().take_while(|c| *c == marker).count();
+    run >= len && run == trimmed.chars().count()
+}
+
+fn is_heading(trimmed: &str) -> bool {
+    let hashes = trimmed.chars().take_while(|c| *c == '#').count();
+    (1..=6).contains(&hashes) && trimmed[hashes..].chars().next().is_none_or(|c| c == ' ')
+}
+
+fn is_rule(trimmed: &str) -> bool {
+    let compact: String = trimmed.chars().filter(|c| *c != ' ').collect();
+    compact.len() >= 3 && ['-', '*', '_'].iter().any(|m| compact.chars().all(|c| c == *m))
+}
+
+/// The width of a list item's marker with its space.
+fn marker_width(trimmed: &str) -> usize {
+    trimmed.find(' ').map_or(trimmed.len(), |i| i + 1)
+}
+
+fn is_item(trimmed: &str) -> bool {
+    if let Some(rest) = trimmed.strip_prefix(['-', '*', '+']) {
+        return rest.is_empty() || rest.starts_with(' ');
+    }
+    let digits = trimmed.chars().take_while(char::is_ascii_digit).count();
+    (1..=9).contains(&digits)
+        && trimmed[digits..]
+            .strip_prefix(['.', ')'])
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(' '))
+}
+
+/// `---|:---:` and the like: the second line of a table.
+fn is_delimiter_row(trimmed: &str) -> bool {
+    trimmed.contains('|') && trimmed.contains('-') && trimmed.chars().all(|c| matches!(c, '|' | '-' | ':' | ' '))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn plain(pieces: &[&str], columns: usize) -> String {
+        let mut md = MarkdownStream::new(false);
+        let mut out = String::new();
+        for p in pieces {
+            out.push_str(&md.push(p, columns));
+        }
+        out.push_str(&md.finish(columns));
+        out
+    }
+
+    const ANSWER: &str = "# Plan\n\nThe **three** steps:\n\n1. read\n2. change\n\n| step | tool |\n|------|------|\n| one | `read` |\n\n```rust\nfn main() {}\n```\nDone.";
+
+    #[test]
+    fn an_answer_renders_without_markup() {
+        let out = plain(&[ANSWER], 60);
+        assert_eq!(
+            out,
+            "Plan\n\nThe three steps:\n\n1. read\n2. change\n\nstep │ tool\n─────┼─────\none  │ read\n\n  rust\n▎ fn main() {}\n\nDone.\n"
+        );
+    }
+
+    #[test]
+    fn pieces_give_the_same_screen_as_the_whole() {
+        let pieces: Vec<String> = ANSWER.chars().map(String::from).collect();
+        let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
+        assert_eq!(plain(&pieces, 60), plain(&[ANSWER], 60));
+    }
+
+    #[test]
+    fn a_line_is_drawn_when_it_is_complete() {
+        let mut md = MarkdownStream::new(false);
+        assert_eq!(md.push("```sh\nls -l", 40), "  sh\n");
+        assert_eq!(md.push("a\n", 40), "▎ ls -la\n");
+        assert_eq!(md.push("```\n# Title\n", 40), "\nTitle\n");
+        assert_eq!(md.push("para", 40), "");
+        assert_eq!(md.push("graph\nnext ", 40), "\nparagraph\n");
+        assert_eq!(md.push("line\n- item\n", 40), "next line\n\n• item\n");
+        assert_eq!(md.push("  more\n\nafter\n", 40), "  more\n\nafter\n");
+        assert_eq!(md.finish(40), "");
+    }
+
+    #[test]
+    fn tables_without_outer_pipes_are_tables() {
+        assert_eq!(plain(&["a | b\n--|--\n1 | 2\n"], 40), "a │ b\n──┼──\n1 │ 2\n");
+    }
+}

@@ -1,0 +1,243 @@
+//! Styled text and word wrap by display columns.
+//!
+//! A line on screen is a list of [`Span`]s (text and its SGR style). [`wrap`] breaks spans into
+//! lines no wider than a given number of columns, at spaces, measuring each character by its
+//! display width (a CJK character takes two columns, a combining mark none), so no word is split
+//! across lines unless it is wider than a whole line by itself.
+
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+
+/// A run of text in one style.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Span {
+    /// The text (never holding control characters other than `\n`: it was neutralised or is
+    /// panto's own).
+    pub text: String,
+    /// SGR parameters (`1` bold, `3;36` italic cyan); empty for plain text.
+    pub sgr: String,
+}
+
+impl Span {
+    /// Plain text.
+    pub fn plain(text: impl Into<String>) -> Span {
+        Span {
+            text: text.into(),
+            sgr: String::new(),
+        }
+    }
+
+    /// Text in the style `sgr`.
+    pub fn styled(text: impl Into<String>, sgr: impl Into<String>) -> Span {
+        Span {
+            text: text.into(),
+            sgr: sgr.into(),
+        }
+    }
+}
+
+/// One line of spans.
+pub type Line = Vec<Span>;
+
+/// The display width of `text` in terminal columns.
+pub fn width(text: &str) -> usize {
+    UnicodeWidthStr::width(text)
+}
+
+/// The display width of a line.
+pub fn line_width(line: &[Span]) -> usize {
+    line.iter().map(|s| width(&s.text)).sum()
+}
+
+/// The text of a line without styles.
+pub fn line_text(line: &[Span]) -> String {
+    line.iter().map(|s| s.text.as_str()).collect()
+}
+
+/// Appends `text` in style `sgr` to `line`, joining it to the last span when the style is the same.
+pub fn push(line: &mut Line, text: &str, sgr: &str) {
+    if text.is_empty() {
+        return;
+    }
+    match line.last_mut() {
+        Some(last) if last.sgr == sgr => last.text.push_str(text),
+        _ => line.push(Span::styled(text, sgr)),
+    }
+}
+
+/// What a piece of the input is.
+enum Piece<'a> {
+    Word(&'a str, &'a str),
+    Space(&'a str, &'a str),
+    Break,
+}
+
+/// Splits spans into words, runs of spaces and line breaks.
+fn pieces(spans: &[Span]) -> Vec<Piece<'_>> {
+    let mut out = Vec::new();
+    for span in spans {
+        let sgr = span.sgr.as_str();
+        for (i, segment) in span.text.split('\n').enumerate() {
+            if i > 0 {
+                out.push(Piece::Break);
+            }
+            let mut rest = segment;
+            while !rest.is_empty() {
+                let space = rest.starts_with(' ');
+                let end = rest.find(|c: char| (c == ' ') != space).unwrap_or(rest.len());
+                let (run, tail) = rest.split_at(end);
+                out.push(if space {
+                    Piece::Space(run, sgr)
+                } else {
+                    Piece::Word(run, sgr)
+                });
+                rest = tail;
+            }
+        }
+    }
+    out
+}
+
+/// Breaks `spans` into lines of at most `columns` columns at spaces. Spaces at the start of the
+/// text and after a hard line break are kept (indentation); spaces where a line was wrapped are
+/// dropped, as are spaces at the end of a line. A word wider than a line is cut.
+pub fn wrap(spans: &[Span], columns: usize) -> Vec<Line> {
+    let columns = columns.max(1);
+    let mut lines: Vec<Line> = Vec::new();
+    let mut line: Line = Vec::new();
+    let mut used = 0;
+    // Spaces seen since the last word, written only if another word follows on this line.
+    let mut spaces: Option<(&str, &str)> = None;
+    let mut wrapped = false;
+    for piece in pieces(spans) {
+        match piece {
+            Piece::Break => {
+                lines.push(std::mem::take(&mut line));
+                used = 0;
+                spaces = None;
+                wrapped = false;
+            }
+            Piece::Space(run, sgr) => {
+                if !(wrapped && used == 0) {
+                    spaces = Some((run, sgr));
+                }
+            }
+            Piece::Word(word, sgr) => {
+                let gap = spaces.map_or(0, |(s, _)| width(s));
+                let needed = width(word);
+                if used > 0 && used + gap + needed > columns {
+                    lines.push(std::mem::take(&mut line));
+                    used = 0;
+                    wrapped = true;
+                } else if let Some((s, style)) = spaces {
+                    // Leading indentation may itself be too wide: cut it to the line.
+                    let s = if gap > columns { &s[..columns] } else { s };
+                    push(&mut line, s, style);
+                    used += width(s);
+                }
+                spaces = None;
+                // A word wider than the room left on an empty line is cut where the line ends.
+                let mut word = word;
+                while used + width(word) > columns {
+                    let room = columns - used;
+                    let mut cut = 0;
+                    let mut taken = 0;
+                    for (i, c) in word.char_indices() {
+                        let w = c.width().unwrap_or(0);
+                        if taken + w > room {
+                            break;
+                        }
+                        taken += w;
+                        cut = i + c.len_utf8();
+                    }
+                    if cut == 0 && used == 0 {
+                        // A character wider than the whole line: it goes on a line of its own.
+                        cut = word.chars().next().map_or(word.len(), char::len_utf8);
+                    }
+                    push(&mut line, &word[..cut], sgr);
+                    lines.push(std::mem::take(&mut line));
+                    used = 0;
+                    wrapped = true;
+                    word = &word[cut..];
+                }
+                push(&mut line, word, sgr);
+                used += width(word);
+            }
+        }
+    }
+    lines.push(line);
+    lines
+}
+
+/// A line as written to the terminal: each span in its style when `colour`, else its text alone.
+pub fn paint(line: &[Span], colour: bool) -> String {
+    let mut out = String::new();
+    for span in line {
+        if colour && !span.sgr.is_empty() {
+            out.push_str(&format!("\x1b[{}m{}\x1b[0m", span.sgr, span.text));
+        } else {
+            out.push_str(&span.text);
+        }
+    }
+    out
+}
+
+/// `line` padded with spaces to `columns` columns.
+pub fn pad(mut line: Line, columns: usize) -> Line {
+    let w = line_width(&line);
+    if w < columns {
+        line.push(Span::plain(" ".repeat(columns - w)));
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(lines: &[Line]) -> Vec<String> {
+        lines.iter().map(|l| line_text(l)).collect()
+    }
+
+    #[test]
+    fn words_are_never_split_when_they_fit() {
+        let spans = [Span::plain("the quick brown fox jumps over the lazy dog")];
+        assert_eq!(
+            texts(&wrap(&spans, 10)),
+            ["the quick", "brown fox", "jumps over", "the lazy", "dog"]
+        );
+    }
+
+    #[test]
+    fn styles_survive_wrapping_and_join() {
+        let spans = [
+            Span::plain("say "),
+            Span::styled("very bold", "1"),
+            Span::plain(" words"),
+        ];
+        let lines = wrap(&spans, 9);
+        assert_eq!(texts(&lines), ["say very", "bold", "words"]);
+        assert_eq!(lines[1], vec![Span::styled("bold", "1")]);
+    }
+
+    #[test]
+    fn wide_characters_count_two_columns() {
+        let spans = [Span::plain("日本語 日本語")];
+        assert_eq!(texts(&wrap(&spans, 7)), ["日本語", "日本語"]);
+        // Too wide for a line: cut between characters, never inside one.
+        assert_eq!(texts(&wrap(&[Span::plain("日本語")], 4)), ["日本", "語"]);
+    }
+
+    #[test]
+    fn indentation_and_breaks_are_kept() {
+        let spans = [Span::plain("    let x = 1;\n  y")];
+        assert_eq!(texts(&wrap(&spans, 40)), ["    let x = 1;", "  y"]);
+    }
+
+    #[test]
+    fn long_words_are_cut_at_the_line() {
+        assert_eq!(
+            texts(&wrap(&[Span::plain("abcdefgh ij")], 3)),
+            ["abc", "def", "gh", "ij"]
+        );
+    }
+}

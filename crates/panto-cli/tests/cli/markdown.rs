@@ -1,0 +1,183 @@
+//! The model's Markdown as a user sees it in the REPL: rendered on a terminal (no `**`, no
+//! backtick fences, no `|---|`), wrapped at the terminal's width without splitting words, drawn
+//! while it streams; left as it came in print mode, on a pipe, with `NO_COLOR` and `TERM=dumb`.
+//! Screens are snapshots (`snapshots/`), at 100 and 60 columns.
+
+use panto_testkit::script::{self, AnthropicScript};
+use panto_testkit::{MockServer, Reply};
+
+use super::screen::Terminal;
+use super::support::{blocking, Home};
+
+/// An answer with a heading, emphasis, a list, a table, a Rust code block and a link.
+pub const ANSWER: &str = r#"# Reading a config file
+
+The loader does **three** things, in this *order*, and the `Settings` type holds the result of all of them once they are done:
+
+1. reads the file named by `--config` or `PANTO_CONFIG`
+2. merges the environment over it
+   - keys from the environment win
+3. checks every model alias against the providers that are configured
+
+| step | where | fails with |
+|------|:-----:|-----------:|
+| read | `config/file.rs` | a line and column |
+| merge | `config/mod.rs` | never |
+| check | `config/model.rs` | the alias that is unknown to every provider |
+
+```rust
+fn load(path: &Path) -> Result<Settings, ConfigError> {
+    let text = std::fs::read_to_string(path)?; // the whole file
+    parse(&text)
+}
+```
+
+> Note: a missing file is not an error unless it was named explicitly.
+
+See [the config docs](https://example.test/config) for the keys."#;
+
+/// The rows of the transcript from the prompt line `> {prompt}` up to (not including) the
+/// status line that ends the turn, trailing blank rows dropped.
+fn answer_rows(shown: &str, prompt: &str) -> String {
+    let start = shown
+        .find(&format!("> {prompt}\n"))
+        .unwrap_or_else(|| panic!("the prompt is not on screen:\n{shown}"));
+    let after = &shown[start..];
+    // The status line is the first with a ` · ` separator (the answer has none).
+    let rows: Vec<&str> = after.lines().take_while(|l| !l.contains(" · ")).collect();
+    assert!(
+        rows.len() < after.lines().count(),
+        "no status line after the answer:\n{after}"
+    );
+    rows.join("\n").trim_end().to_owned()
+}
+
+/// Runs one turn answering `ANSWER` on a `cols`-wide terminal; returns the transcript.
+async fn rendered_at(cols: u16) -> String {
+    let server = MockServer::start().await;
+    server.push(Reply::sse(
+        AnthropicScript::new().text_deltas(script::text_deltas(ANSWER)).build(),
+    ));
+    let mut home = Home::new();
+    home.anthropic(&server);
+    blocking(move || {
+        let mut t = Terminal::start_sized(&home, &[], 60, cols);
+        t.wait_for_prompt();
+        t.send_line("how is the config read?");
+        t.wait_for("keys.");
+        t.wait_for_prompt();
+        let shown = t.wait_for("keys.");
+        t.requests().assert_none();
+        t.send_line("/quit");
+        assert_eq!(t.wait_exit().code, Some(0));
+        shown
+    })
+    .await
+}
+
+/// The checks "Done means" names, on the rows of a rendered answer `cols` wide.
+fn assert_rendered(rows: &str, cols: usize) {
+    for markup in ["**", "```", "|---", "|-", "# Reading", "](http"] {
+        assert!(!rows.contains(markup), "{markup:?} is on screen:\n{rows}");
+    }
+    for row in rows.lines() {
+        assert!(
+            // The answer is ASCII and box-drawing characters: one column each.
+            row.chars().count() <= cols,
+            "a row wider than {cols} columns (the terminal wrapped it):\n{row}\n{rows}"
+        );
+    }
+    // Every word of the answer's prose is on screen whole: none was split across rows.
+    let words: Vec<&str> = rows.split_whitespace().collect();
+    for word in [
+        "loader",
+        "environment",
+        "configured",
+        "explicitly",
+        "providers",
+        "result",
+    ] {
+        assert!(
+            words
+                .iter()
+                .any(|w| w.trim_matches(|c: char| !c.is_alphanumeric()) == word),
+            "{word:?} was split:\n{rows}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_markdown_answer_renders_at_100_columns() {
+    let rows = answer_rows(&rendered_at(100).await, "how is the config read?");
+    assert_rendered(&rows, 100);
+    insta::assert_snapshot!("markdown_answer_100_columns", rows);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_markdown_answer_renders_at_60_columns() {
+    let rows = answer_rows(&rendered_at(60).await, "how is the config read?");
+    assert_rendered(&rows, 60);
+    insta::assert_snapshot!("markdown_answer_60_columns", rows);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn markdown_is_drawn_while_it_streams() {
+    let server = MockServer::start().await;
+    // The stream stalls inside the code block: what came before is on screen already.
+    let stream = AnthropicScript::new().text_deltas(script::text_deltas(ANSWER)).build();
+    let text = String::from_utf8(stream.clone()).unwrap();
+    let at = text.find("parse(").unwrap();
+    let cut = at + text[at..].find("\n\n").unwrap() + 2;
+    server.push(Reply::sse(stream).stall_after(cut));
+    let mut home = Home::new();
+    home.anthropic(&server);
+    let shown = blocking(move || {
+        let mut t = Terminal::start_sized(&home, &[], 60, 80);
+        t.wait_for_prompt();
+        t.send_line("go");
+        // The code line before the stall, highlighted: the table above it is drawn too.
+        let shown = t.wait_for("the whole file");
+        t.send("\x03");
+        t.wait_for("cancelled");
+        t.wait_for_prompt();
+        t.send_line("/quit");
+        t.wait_exit();
+        shown
+    })
+    .await;
+    assert!(shown.contains("merge │  config/mod.rs  │"), "{shown}");
+    assert!(!shown.contains("|---"), "{shown}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn plain_text_without_colour_and_in_print_mode() {
+    let server = MockServer::start().await;
+    for _ in 0..3 {
+        server.push(Reply::sse(script::anthropic_text(ANSWER)));
+    }
+    let mut home = Home::new();
+    home.anthropic(&server);
+    // Print mode on a pipe: the model's Markdown, byte for byte.
+    let run = home.run(&["-p", "go"], None).await;
+    assert_eq!(run.stdout, format!("{ANSWER}\n"));
+    // The REPL with NO_COLOR, then with TERM=dumb: the Markdown as it came, unwrapped.
+    for (name, value) in [("NO_COLOR", "1"), ("TERM", "dumb")] {
+        let mut home = Home::new();
+        home.anthropic(&server);
+        let shown = blocking(move || {
+            let mut t = Terminal::start_with_env(&home, &[], 60, 60, &[(name, value)]);
+            t.wait_for("new session");
+            t.send_line("go");
+            let shown = t.wait_for("keys.");
+            t.wait_for_prompt();
+            t.send("\x04");
+            t.wait_exit();
+            shown
+        })
+        .await;
+        assert!(
+            shown.contains("# Reading a config file") && shown.contains("|------|:-----:|"),
+            "{name}: {shown}"
+        );
+    }
+}
