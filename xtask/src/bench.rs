@@ -32,6 +32,7 @@ const BENCHES: &[(&str, &[&str])] = &[
     ("panto-core", &["sse", "turn"]),
     ("panto-store-fs", &["append", "list", "load"]),
     ("panto-cli", &["process"]),
+    ("panto-tools", &["grep"]),
 ];
 
 const BENCH_USAGE: &str = "usage: cargo xtask bench [--cold] [--only <bench>...]
@@ -39,7 +40,7 @@ const BENCH_USAGE: &str = "usage: cargo xtask bench [--cold] [--only <bench>...]
 
 bench:       build the default data sets if needed, run every bench, print the targets table
   --cold     list and resolve with the page cache dropped before each iteration (root only)
-  --only B   run only bench B (sse, turn, append, list, load, process); repeatable; the table still
+  --only B   run only bench B (sse, turn, append, list, load, process, grep); repeatable; the table still
              shows every target, from the latest results on disk
 bench-data:  build the data sets under target/bench-data (about 1.3 GB)
   --large    also the 10,000 × 1 MB set (about 11 GB; checks free space first)
@@ -339,6 +340,25 @@ pub(crate) fn library_rows(r: &Results) -> Vec<Row> {
         Bound::AtMost,
         1.5,
         "ratio of medians; 1 is linear",
+    ));
+
+    // The grep tool against ripgrep, the same search of the same 100 MB tree.
+    let (panto, rg) = (r.median_ns("grep-100mb/panto"), r.median_ns("grep-100mb/rg"));
+    rows.push(row(
+        "grep tool over 100 MB: time",
+        panto.map(|ns| ns / NS_PER_MS),
+        "ms",
+        Bound::Info,
+        0.0,
+        "median time of one search",
+    ));
+    rows.push(row(
+        "grep tool over 100 MB: / ripgrep",
+        panto.zip(rg).map(|(p, g)| p / g),
+        "×",
+        Bound::AtMost,
+        2.0,
+        "ratio of medians, rg run as a process on the same tree",
     ));
 
     let agent = r.median_ns("turn/agent-100k-deltas");

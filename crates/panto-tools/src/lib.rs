@@ -38,6 +38,9 @@ mod child;
 mod edit;
 mod error;
 mod files;
+mod find;
+mod grep;
+mod ls;
 mod options;
 mod policy;
 mod processes;
@@ -45,6 +48,7 @@ mod read;
 mod roots;
 mod running;
 mod sandbox;
+mod search;
 mod write;
 
 use std::fmt;
@@ -77,11 +81,25 @@ pub enum ToolName {
     Edit,
     /// Run a shell command.
     Bash,
+    /// Search file contents with a regular expression.
+    Grep,
+    /// Find files by glob.
+    Find,
+    /// List a directory.
+    Ls,
 }
 
 impl ToolName {
     /// Every built-in tool, in the order they are offered.
-    pub const ALL: [ToolName; 4] = [ToolName::Read, ToolName::Write, ToolName::Edit, ToolName::Bash];
+    pub const ALL: [ToolName; 7] = [
+        ToolName::Read,
+        ToolName::Write,
+        ToolName::Edit,
+        ToolName::Bash,
+        ToolName::Grep,
+        ToolName::Find,
+        ToolName::Ls,
+    ];
 
     /// The name the model sees.
     pub fn as_str(self) -> &'static str {
@@ -90,12 +108,15 @@ impl ToolName {
             ToolName::Write => "write",
             ToolName::Edit => "edit",
             ToolName::Bash => "bash",
+            ToolName::Grep => "grep",
+            ToolName::Find => "find",
+            ToolName::Ls => "ls",
         }
     }
 
     /// Whether the tool changes files or runs programs, and so needs approval.
     pub fn needs_approval(self) -> bool {
-        !matches!(self, ToolName::Read)
+        matches!(self, ToolName::Write | ToolName::Edit | ToolName::Bash)
     }
 
     /// Whether the tool's main argument (what `TOOL(GLOB)` rules match) is a path; else it is a
@@ -218,6 +239,9 @@ impl Toolbox {
                     ToolName::Write => Arc::new(write::WriteTool::new(ctx)),
                     ToolName::Edit => Arc::new(edit::EditTool::new(ctx)),
                     ToolName::Bash => Arc::new(bash::BashTool::new(ctx)),
+                    ToolName::Grep => Arc::new(grep::GrepTool::new(ctx)),
+                    ToolName::Find => Arc::new(find::FindTool::new(ctx)),
+                    ToolName::Ls => Arc::new(ls::LsTool::new(ctx)),
                 }
             })
             .collect()
@@ -320,6 +344,6 @@ mod tests {
         assert_eq!(list, [ToolName::Read, ToolName::Bash]);
         assert_eq!(parse_list(&["none".into()]).unwrap(), []);
         let e = parse_list(&["rm".into()]).unwrap_err();
-        assert!(e.contains("rm") && e.contains("read, write, edit, bash"), "{e}");
+        assert!(e.contains("rm") && e.contains("read, write, edit, bash, grep, find, ls"), "{e}");
     }
 }

@@ -11,6 +11,7 @@ mod print_tools;
 mod repl;
 mod resume;
 mod screen;
+mod sandbox;
 mod sessions;
 mod store_dir;
 mod support;
