@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use panto_core::{CancellationToken, ResultPart, Tool, ToolCall};
+use panto_core::{CancellationToken, ResultPart, ToolCall};
 use panto_testkit::bench::{target_dir, Facts};
 use panto_tools::{Options, ToolName};
 
@@ -31,7 +31,9 @@ fn tree() -> (PathBuf, u64) {
             seed ^= seed << 17;
             seed
         };
-        let words = ["let", "value", "match", "self", "config", "return", "Some", "None", "iter", "map"];
+        let words = [
+            "let", "value", "match", "self", "config", "return", "Some", "None", "iter", "map",
+        ];
         for i in 0..FILES {
             let dir = root.join(format!("mod{:02}", i % 40));
             std::fs::create_dir_all(&dir).unwrap();
@@ -102,7 +104,11 @@ fn bench(c: &mut Criterion) {
         out.stdout.len()
     };
     let rg_matches = {
-        let out = Command::new("rg").args(["-c", "--no-filename", PATTERN]).current_dir(&root).output().unwrap();
+        let out = Command::new("rg")
+            .args(["-c", "--no-filename", PATTERN])
+            .current_dir(&root)
+            .output()
+            .unwrap();
         String::from_utf8_lossy(&out.stdout)
             .lines()
             .filter_map(|l| l.trim().parse::<u64>().ok())

@@ -229,7 +229,7 @@ impl Tool for BashTool {
             .stderr(Stdio::piped());
         let setup = ChildSetup::new(self.ctx.sandbox.as_ref().clone());
         let mut group = child::spawn(command, &setup)
-            .map_err(|e| format!("cannot start bash: {}", child::explain(&e)))?;
+            .map_err(|e| format!("cannot start bash: {}", child::explain_spawn_error(&e)))?;
         // bash leads its own group, so the group id is its pid.
         let mut leftovers = Leftovers(group.group().map(|pid| processes::Call::new(pid, marker)));
         let child = group.child();
@@ -288,9 +288,9 @@ mod tests {
 
     use panto_core::CancellationToken;
 
+    use super::*;
     use crate::testing::{call, call_with, context, text};
     use crate::Approval;
-    use super::*;
 
     fn tool(dir: &std::path::Path) -> BashTool {
         BashTool::new(context(dir, Approval::Auto))

@@ -10,7 +10,7 @@
 //! the seccomp filter compiled before the fork, and the child only hands them to the kernel.
 //!
 //! A failure in the child is reported by `spawn`'s error, whose OS error code says which step
-//! failed (see [`explain`]): nothing ever runs with a sandbox that was asked for and not applied.
+//! failed (see [`explain_spawn_error`]): nothing ever runs with a sandbox that was asked for and not applied.
 
 #![allow(unsafe_code)]
 
@@ -80,7 +80,7 @@ impl Drop for GroupChild {
 }
 
 /// Spawns `command` (on the tokio runtime) as set up by `setup`. The error says which step of the
-/// setup failed ([`explain`]).
+/// setup failed ([`explain_spawn_error`]).
 pub fn spawn(command: std::process::Command, setup: &ChildSetup) -> io::Result<GroupChild> {
     let mut command = command;
     configure(&mut command, setup)?;
@@ -105,8 +105,9 @@ pub(crate) fn run_to_end(mut command: std::process::Command, sandbox: &SandboxCo
     command.status()
 }
 
-/// What a spawn error means, for a message.
-pub(crate) fn explain(error: &io::Error) -> String {
+/// What an error of [`spawn`] means, for a message: which setup step failed in the child (no
+/// Landlock, no seccomp, no parent-death signal), or the system error itself.
+pub fn explain_spawn_error(error: &io::Error) -> String {
     match error.raw_os_error() {
         Some(LANDLOCK_FAILED) => "the kernel does not enforce Landlock (Linux 5.13 or later with Landlock enabled \
                                   is needed to confine the filesystem)"

@@ -127,7 +127,9 @@ impl Tool for EditTool {
             first.count,
             if first.count == 1 { "" } else { "s" }
         );
-        self.ctx.allowed(ToolName::Edit, &input.path, &what, &call.cancel).await?;
+        self.ctx
+            .allowed(ToolName::Edit, &input.path, &what, &call.cancel)
+            .await?;
         self.ctx.sandbox.check_write(&path)?;
         // The file may have changed while the question was open: plan again on what is there now.
         let done = plan(&read().await?, &input)?;
@@ -148,9 +150,9 @@ impl Tool for EditTool {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
     use crate::testing::{call, context, text};
     use crate::Approval;
-    use super::*;
 
     async fn edit(dir: &std::path::Path, input: serde_json::Value) -> (bool, String) {
         let tool = EditTool::new(context(dir, Approval::Auto));

@@ -60,11 +60,11 @@ use panto_core::{Tool, ToolError};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-pub use child::{spawn, ChildSetup, GroupChild};
+pub use child::{explain_spawn_error, spawn, ChildSetup, GroupChild};
 pub use error::Error;
 pub use files::{image_format, kind as file_kind, open_regular, read_bounded, OpenRefusal};
 pub use options::{Options, DEFAULT_BASH_TIMEOUT, DEFAULT_MAX_OUTPUT_BYTES};
-pub use policy::{Approval, Policy, Prompt, Rule};
+pub use policy::{rule_subjects, Approval, Policy, Prompt, Rule};
 pub use roots::Roots;
 pub use running::{global as running, Running};
 pub use sandbox::{Sandbox, SandboxConfig};
@@ -202,7 +202,7 @@ impl ToolContext {
         what: &str,
         cancel: &panto_core::CancellationToken,
     ) -> Result<(), String> {
-        let subjects = policy::subjects(tool, argument, &self.cwd);
+        let subjects = policy::rule_subjects(tool, argument, &self.cwd);
         self.policy.check(tool, &subjects, what, cancel).await
     }
 }
@@ -344,6 +344,9 @@ mod tests {
         assert_eq!(list, [ToolName::Read, ToolName::Bash]);
         assert_eq!(parse_list(&["none".into()]).unwrap(), []);
         let e = parse_list(&["rm".into()]).unwrap_err();
-        assert!(e.contains("rm") && e.contains("read, write, edit, bash, grep, find, ls"), "{e}");
+        assert!(
+            e.contains("rm") && e.contains("read, write, edit, bash, grep, find, ls"),
+            "{e}"
+        );
     }
 }

@@ -93,7 +93,11 @@ impl Options {
         let de = &mut serde_json::Deserializer::from_str(json);
         serde_path_to_error::deserialize(de).map_err(|e| {
             let path = e.path().to_string();
-            let at = if path == "." { String::new() } else { format!("{path}: ") };
+            let at = if path == "." {
+                String::new()
+            } else {
+                format!("{path}: ")
+            };
             Error::BadOptions(format!("{at}{}", e.inner()))
         })
     }

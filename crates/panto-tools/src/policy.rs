@@ -94,7 +94,9 @@ impl Rule {
                     .strip_suffix(')')
                     .ok_or_else(|| bad("a rule with a glob ends with `)`: TOOL(GLOB)".into()))?;
                 if inner.is_empty() {
-                    return Err(bad("the glob in parentheses is empty; write TOOL alone to match every call".into()));
+                    return Err(bad(
+                        "the glob in parentheses is empty; write TOOL alone to match every call".into(),
+                    ));
                 }
                 (&trimmed[..open], Some(inner))
             }
@@ -137,7 +139,7 @@ impl fmt::Display for Rule {
 /// written. A path is normalised first (made absolute against `cwd`, symbolic links and `..`
 /// resolved as the kernel will), then offered both absolute and, when inside `cwd`, relative to
 /// it: `src/../../etc/passwd` is matched as `/etc/passwd`, never as something under `src/`.
-pub fn subjects(tool: ToolName, argument: &str, cwd: &Path) -> Vec<String> {
+pub fn rule_subjects(tool: ToolName, argument: &str, cwd: &Path) -> Vec<String> {
     if !tool.takes_path() {
         return vec![argument.to_owned()];
     }
@@ -205,7 +207,7 @@ impl Policy {
     }
 
     /// Whether `tool` may run this call. `subjects` are the forms of its main argument (from
-    /// [`subjects`]); `what` describes the call for a question. In order: the first deny rule
+    /// [`rule_subjects`]); `what` describes the call for a question. In order: the first deny rule
     /// that matches refuses; an allow rule that matches runs it without asking (in every approval
     /// mode, read-only included: an allow rule is the user's explicit word); a tool that changes
     /// nothing runs; else the approval mode decides. `Err` is the text of the error result.
@@ -273,12 +275,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let cwd = dir.path().canonicalize().unwrap();
         std::fs::create_dir(cwd.join("src")).unwrap();
-        let s = subjects(ToolName::Write, "src/../../escape.txt", &cwd);
+        let s = rule_subjects(ToolName::Write, "src/../../escape.txt", &cwd);
         let allow = Rule::parse("write(src/*)").unwrap();
         assert!(!allow.matches(ToolName::Write, &s), "{s:?}");
-        let s = subjects(ToolName::Write, "./src/a.rs", &cwd);
+        let s = rule_subjects(ToolName::Write, "./src/a.rs", &cwd);
         assert!(allow.matches(ToolName::Write, &s), "{s:?}");
-        let s = subjects(ToolName::Read, "/etc/passwd", &cwd);
+        let s = rule_subjects(ToolName::Read, "/etc/passwd", &cwd);
         assert!(Rule::parse("read(/etc/*)").unwrap().matches(ToolName::Read, &s));
     }
 

@@ -104,7 +104,9 @@ impl Tool for ReadTool {
         let input: Input = parse_input(ToolName::Read, &call.input)?;
         let path = self.ctx.file_path(&input.path)?;
         let what = format!("read {}", input.path);
-        self.ctx.allowed(ToolName::Read, &input.path, &what, &call.cancel).await?;
+        self.ctx
+            .allowed(ToolName::Read, &input.path, &what, &call.cancel)
+            .await?;
         let offset = input.offset.unwrap_or(1);
         if offset == 0 {
             return Err("offset is 1-based: the first line is 1".into());
@@ -140,9 +142,9 @@ impl Tool for ReadTool {
 mod tests {
     use panto_core::ResultPart;
 
+    use super::*;
     use crate::testing::{call, context, text};
     use crate::Approval;
-    use super::*;
 
     #[tokio::test]
     async fn numbers_lines_and_honours_offset_and_limit() {

@@ -98,7 +98,12 @@ impl SandboxConfig {
         let mut writable = Vec::new();
         if mode == Sandbox::WorkspaceWrite {
             writable.push(cwd.to_path_buf());
-            let mut temps = vec![std::env::temp_dir(), "/tmp".into(), "/var/tmp".into(), "/dev/shm".into()];
+            let mut temps = vec![
+                std::env::temp_dir(),
+                "/tmp".into(),
+                "/var/tmp".into(),
+                "/dev/shm".into(),
+            ];
             temps.dedup();
             // A temp directory that does not exist here is simply not granted.
             writable.extend(temps.iter().filter_map(|t| t.canonicalize().ok()));
@@ -149,8 +154,8 @@ impl SandboxConfig {
                 path.display()
             )),
             Sandbox::WorkspaceWrite => {
-                let real = crate::roots::real_path(path)
-                    .map_err(|e| format!("cannot resolve {}: {e}", path.display()))?;
+                let real =
+                    crate::roots::real_path(path).map_err(|e| format!("cannot resolve {}: {e}", path.display()))?;
                 if self.writable.iter().any(|dir| real.starts_with(dir)) {
                     return Ok(());
                 }
@@ -183,7 +188,7 @@ impl SandboxConfig {
             Err(e) => Err(Error::SandboxUnavailable(format!(
                 "the sandbox (--sandbox {}) is not available here: {}; {TURN_OFF}",
                 self.mode,
-                crate::child::explain(&e)
+                crate::child::explain_spawn_error(&e)
             ))),
         }
     }
@@ -214,9 +219,7 @@ mod linux {
     use std::collections::BTreeMap;
     use std::io;
 
-    use landlock::{
-        path_beneath_rules, Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, ABI,
-    };
+    use landlock::{path_beneath_rules, Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, ABI};
     use seccompiler::{
         BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
     };

@@ -61,7 +61,9 @@ impl Tool for WriteTool {
             input.path,
             input.content.len()
         );
-        self.ctx.allowed(ToolName::Write, &input.path, &what, &call.cancel).await?;
+        self.ctx
+            .allowed(ToolName::Write, &input.path, &what, &call.cancel)
+            .await?;
         self.ctx.sandbox.check_write(&path)?;
         let roots = self.ctx.roots.clone();
         let content = input.content.clone();
@@ -85,9 +87,9 @@ impl Tool for WriteTool {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
     use crate::testing::{call, context, text};
     use crate::Approval;
-    use super::*;
 
     #[tokio::test]
     async fn creates_parents_and_reports_what_it_did() {

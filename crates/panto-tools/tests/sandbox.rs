@@ -80,7 +80,10 @@ async fn write_and_edit_refuse_paths_outside_the_writable_set() {
     let write = tool(&o, ToolName::Write);
     let target = outside.path().join("x.txt");
     let (is_error, text) = call(write.as_ref(), json!({"path": target, "content": "x"})).await;
-    assert!(is_error && text.contains("outside the directories the sandbox lets tools write"), "{text}");
+    assert!(
+        is_error && text.contains("outside the directories the sandbox lets tools write"),
+        "{text}"
+    );
     assert!(!target.exists());
     std::fs::write(&target, "old").unwrap();
     let edit = tool(&o, ToolName::Edit);
@@ -96,7 +99,11 @@ async fn write_and_edit_refuse_paths_outside_the_writable_set() {
     // writable_roots opens a directory up.
     let mut o = o.clone();
     o.writable_roots = vec![outside.path().to_path_buf()];
-    let (is_error, text) = call(tool(&o, ToolName::Write).as_ref(), json!({"path": target, "content": "y"})).await;
+    let (is_error, text) = call(
+        tool(&o, ToolName::Write).as_ref(),
+        json!({"path": target, "content": "y"}),
+    )
+    .await;
     assert!(!is_error, "{text}");
 }
 
@@ -113,7 +120,11 @@ async fn read_only_stops_every_write() {
     assert!(is_error, "{text}");
     assert!(text.starts_with("read-ok\n"), "{text}");
     assert!(!work.path().join("made").exists());
-    let (is_error, text) = call(tool(&o, ToolName::Write).as_ref(), json!({"path": "w.txt", "content": "x"})).await;
+    let (is_error, text) = call(
+        tool(&o, ToolName::Write).as_ref(),
+        json!({"path": "w.txt", "content": "x"}),
+    )
+    .await;
     assert!(is_error && text.contains("sandbox is read-only"), "{text}");
     assert!(!work.path().join("w.txt").exists());
 }

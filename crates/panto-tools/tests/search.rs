@@ -96,9 +96,18 @@ async fn grep_agrees_with_ripgrep() {
     let grep = tool(root, ToolName::Grep, 100_000);
     for (input, rg_args) in [
         (json!({"pattern": "needle"}), vec!["--no-heading", "-n", "needle"]),
-        (json!({"pattern": "needle", "ignore_case": true}), vec!["--no-heading", "-n", "-i", "needle"]),
-        (json!({"pattern": "needle \\d+", "glob": "*.txt"}), vec!["--no-heading", "-n", "-g", "*.txt", "needle \\d+"]),
-        (json!({"pattern": "needle", "path": "docs"}), vec!["--no-heading", "-n", "--with-filename", "needle", "docs"]),
+        (
+            json!({"pattern": "needle", "ignore_case": true}),
+            vec!["--no-heading", "-n", "-i", "needle"],
+        ),
+        (
+            json!({"pattern": "needle \\d+", "glob": "*.txt"}),
+            vec!["--no-heading", "-n", "-g", "*.txt", "needle \\d+"],
+        ),
+        (
+            json!({"pattern": "needle", "path": "docs"}),
+            vec!["--no-heading", "-n", "--with-filename", "needle", "docs"],
+        ),
     ] {
         let (is_error, text) = call(grep.as_ref(), input.clone()).await;
         assert!(!is_error, "{input}: {text}");
@@ -107,7 +116,14 @@ async fn grep_agrees_with_ripgrep() {
         assert!(!ours.is_empty());
     }
     let (_, text) = call(grep.as_ref(), json!({"pattern": "needle"})).await;
-    for skipped in ["generated.rs", "target/", "build.log", ".hidden", "blob.bin", "local.md"] {
+    for skipped in [
+        "generated.rs",
+        "target/",
+        "build.log",
+        ".hidden",
+        "blob.bin",
+        "local.md",
+    ] {
         assert!(!text.contains(skipped), "{skipped} was searched: {text}");
     }
     assert!(text.contains("src/main.rs:2:    // needle one\n"), "{text}");
@@ -121,9 +137,17 @@ async fn find_agrees_with_ripgrep_and_find() {
     let (is_error, text) = call(find.as_ref(), json!({"pattern": "*.rs"})).await;
     assert!(!is_error, "{text}");
     // `rg -g` would bring back files the ignore rules exclude; `find`'s glob only narrows.
-    let rs_files: BTreeSet<String> = rg(root, &["--files"]).into_iter().filter(|f| f.ends_with(".rs")).collect();
+    let rs_files: BTreeSet<String> = rg(root, &["--files"])
+        .into_iter()
+        .filter(|f| f.ends_with(".rs"))
+        .collect();
     assert_eq!(lines(&text), rs_files);
-    assert_eq!(lines(&text), ["src/deep/a/b/mod.rs", "src/lib.rs", "src/main.rs"].map(String::from).into());
+    assert_eq!(
+        lines(&text),
+        ["src/deep/a/b/mod.rs", "src/lib.rs", "src/main.rs"]
+            .map(String::from)
+            .into()
+    );
     let (_, text) = call(find.as_ref(), json!({"pattern": "src/*/a/**/*.rs"})).await;
     assert_eq!(lines(&text), ["src/deep/a/b/mod.rs".to_owned()].into());
     // Where no ignore file applies, find(1) is the reference.
@@ -149,7 +173,10 @@ async fn output_caps_are_stated() {
     assert!(!is_error, "{text}");
     let total = rg(root, &["--no-heading", "-n", "needle"]).len();
     assert!(text.len() < 1024 + 200, "{}", text.len());
-    assert!(text.contains(&format!(" of {total} matches; output is capped at 1024 bytes")), "{text}");
+    assert!(
+        text.contains(&format!(" of {total} matches; output is capped at 1024 bytes")),
+        "{text}"
+    );
     let (_, text) = call(tool(root, ToolName::Find, 1024).as_ref(), json!({"pattern": "*.txt"})).await;
     assert!(text.contains(" of 100 files; output is capped at 1024 bytes"), "{text}");
     let (_, text) = call(tool(root, ToolName::Ls, 1024).as_ref(), json!({"path": "src"})).await;
@@ -168,7 +195,10 @@ async fn ls_lists_everything_and_bad_input_says_why() {
         ".git/\n.gitignore (14 bytes)\n.hidden/\nbuild.log (16 bytes)\ndocs/\nsrc/\ntarget/\n"
     );
     let (is_error, text) = call(ls.as_ref(), json!({"path": "missing"})).await;
-    assert!(is_error && text.contains("cannot list") && text.contains("missing"), "{text}");
+    assert!(
+        is_error && text.contains("cannot list") && text.contains("missing"),
+        "{text}"
+    );
     let grep = tool(root, ToolName::Grep, 100_000);
     let (is_error, text) = call(grep.as_ref(), json!({"pattern": "("})).await;
     assert!(is_error && text.contains("bad pattern"), "{text}");

@@ -122,13 +122,7 @@ pub fn run(rt: &tokio::runtime::Runtime, launch: Launch, approval: Approval) -> 
     let sandbox = setup::sandbox_for(&launch, false, approval);
     let toolbox = setup::toolbox(&launch, approval, sandbox, gate.clone(), read_only_hint)?;
     let model = setup::ModelChoice::Choose(launch.model.as_deref());
-    let ready = rt.block_on(setup::open(
-        &launch.settings,
-        &store,
-        &launch.choice,
-        model,
-        &toolbox,
-    ))?;
+    let ready = rt.block_on(setup::open(&launch.settings, &store, &launch.choice, model, &toolbox))?;
     let history = launch.env.history_path();
     let aliases = launch.settings.models.iter().map(|m| m.name.clone()).collect();
     let recent = recent_ids(rt, &store);
@@ -476,13 +470,9 @@ impl Repl<'_> {
             Some(selection) => setup::ModelChoice::Keep(Box::new(selection)),
             None => setup::ModelChoice::Choose(None),
         };
-        let opened = self.rt.block_on(setup::open(
-            &self.settings,
-            &self.store,
-            &choice,
-            model,
-            &self.toolbox,
-        ));
+        let opened = self
+            .rt
+            .block_on(setup::open(&self.settings, &self.store, &choice, model, &self.toolbox));
         match opened {
             Ok(ready) => {
                 self.agent = ready.agent;

@@ -37,7 +37,10 @@ async fn print_mode_with_approve_auto_cannot_write_outside_or_reach_the_network(
     assert_eq!(std::fs::read_to_string(home.work().join("inside.txt")).unwrap(), "in\n");
     assert!(!escaped.exists(), "bash wrote outside the workspace");
     let text = last_result(&server, 1);
-    assert!(text.contains("Permission denied") && !text.contains("connected"), "{text}");
+    assert!(
+        text.contains("Permission denied") && !text.contains("connected"),
+        "{text}"
+    );
 
     let out = home
         .run(&["-p", "try", "--approve", "auto", "--sandbox", "off"], None)
@@ -58,9 +61,7 @@ async fn allow_and_deny_rules_decide_before_the_approval_mode() {
     server.push(Reply::sse(script::anthropic_text("Done.")));
     let mut home = Home::new();
     home.anthropic(&server);
-    home.write_config(
-        "[tools]\nallow = [\"bash(echo *)\"]\ndeny = [\"bash(*b.txt)\"]\n",
-    );
+    home.write_config("[tools]\nallow = [\"bash(echo *)\"]\ndeny = [\"bash(*b.txt)\"]\n");
     // Print mode is read-only without --approve auto: only the allow rule lets bash run.
     let out = home.run(&["-p", "go"], None).await;
     assert_eq!(out.ok(), "Done.\n");
@@ -68,8 +69,14 @@ async fn allow_and_deny_rules_decide_before_the_approval_mode() {
     assert!(!home.work().join("b.txt").exists());
     assert!(!home.work().join("c.txt").exists());
     let text = last_result(&server, 1);
-    assert!(text.contains("denied by the rule `bash(*b.txt)` ([tools] deny)"), "{text}");
-    assert!(text.contains("the write tool is not allowed: tool approval is read-only"), "{text}");
+    assert!(
+        text.contains("denied by the rule `bash(*b.txt)` ([tools] deny)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the write tool is not allowed: tool approval is read-only"),
+        "{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -80,5 +87,9 @@ async fn a_bad_rule_is_an_error_at_its_line() {
     let out = home.run(&["-p", "x"], None).await;
     assert_eq!(out.code, Some(2), "{}", out.stderr);
     assert!(out.stderr.contains(":3:"), "{}", out.stderr);
-    assert!(out.stderr.contains("tools.deny: bad tool rule `bash(rm`"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("tools.deny: bad tool rule `bash(rm`"),
+        "{}",
+        out.stderr
+    );
 }
