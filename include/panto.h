@@ -468,6 +468,31 @@ int32_t panto_agent_usage_json(const struct panto_agent *agent,
                                struct panto_error **err);
 
 /**
+ * Adds panto's built-in coding tools to the agent, configured by `options_json` (NULL or `{}`
+ * for the defaults: every tool, working in the process's working directory, approval `auto`, no
+ * sandbox). The fields, all optional: `cwd`, `tools` (e.g. `["read", "grep"]`), `approval`
+ * (`"auto"` or `"read-only"`; `"ask"` refuses every call, as there is nobody to ask), `allow` and
+ * `deny` (`TOOL` / `TOOL(GLOB)` rules), `bash_timeout_secs`, `max_output_bytes`, `read_roots`,
+ * `sandbox` (`"off"`, `"read-only"`, `"workspace-write"`), `sandbox_network`, `writable_roots`.
+ * docs/tools.md says what each does.
+ *
+ * Errors: `PANTO_ERR_NULL` (`agent`), `PANTO_ERR_UTF8`, `PANTO_ERR_CONFIG` (the options do not
+ * parse, naming the field; a rule does not parse; a path does not exist; the sandbox was asked
+ * for and this system cannot apply it, naming `"sandbox": "off"`), `PANTO_ERR_TOOL` (a tool of
+ * that name is already registered), `PANTO_ERR_BUSY`. On error no tool was added.
+ *
+ * Ownership: `options_json` is borrowed for the call only. Thread safety: callable from any
+ * thread.
+ *
+ * # Safety
+ * `agent` must be NULL or a live agent; `options_json` NULL or a NUL-terminated string; `err`
+ * NULL or writable.
+ */
+int32_t panto_agent_add_builtin_tools(const struct panto_agent *agent,
+                                      const char *options_json,
+                                      struct panto_error **err);
+
+/**
  * Builds a config from a JSON document (the shape is in docs/ffi.md), for example
  * `{"provider": {"api_style": "anthropic-messages", "base_url": "https://api.anthropic.com",
  * "model": "claude-sonnet-4-5", "api_key_env": "ANTHROPIC_API_KEY"}}`.

@@ -27,16 +27,17 @@ struct Rule {
 
 const RULES: &[Rule] = &[
     Rule {
-        invariant: "only panto-ffi has unsafe code",
+        invariant: "only panto-ffi and the child-process module of panto-tools have unsafe code",
         dirs: &[
             "crates/panto-core/src",
             "crates/panto-store-fs/src",
             "crates/panto-store-postgres/src",
             "crates/panto-cli/src",
             "crates/panto-testkit/src",
+            "crates/panto-tools/src",
         ],
-        forbidden: &["unsafe "],
-        allowed: &[],
+        forbidden: &["unsafe ", "unsafe{", "allow(unsafe_code)"],
+        allowed: &[CHILD_MODULE],
         bins: false,
     },
     Rule {
@@ -105,6 +106,14 @@ const RULES: &[Rule] = &[
     },
 ];
 
+/// The one file outside panto-ffi that may hold `unsafe` (the `pre_exec` setup of child
+/// processes), each block under a `// SAFETY:` comment.
+const CHILD_MODULE: &str = "crates/panto-tools/src/child.rs";
+
+/// The crate holding [`CHILD_MODULE`]: it cannot inherit the workspace lints (`forbid` cannot be
+/// relaxed for one module), so its own must deny `unsafe_code`.
+const CHILD_CRATE: &str = "crates/panto-tools";
+
 /// Crates that must inherit the workspace lints (which forbid `unsafe`).
 const LINTED_CRATES: &[&str] = &[
     "crates/panto-core",
@@ -139,6 +148,7 @@ pub fn check(root: &Path) -> Result<()> {
             }
         }
     }
+    check_child_module(root, &mut violations)?;
     includes::check(root, &mut violations)?;
     store_api::check(root, &mut violations)?;
     for krate in LINTED_CRATES {
@@ -278,6 +288,72 @@ fn contains_token(code: &str, token: &str) -> bool {
         .any(|(at, _)| !starts_with_name || !code[..at].ends_with(is_name))
 }
 
+/// The sanctioned `unsafe` of panto-tools: every `unsafe` in [`CHILD_MODULE`] sits under a
+/// `// SAFETY:` comment, and its crate denies `unsafe_code` (so any other file fails to build).
+fn check_child_module(root: &Path, violations: &mut Vec<String>) -> Result<()> {
+    let file = root.join(CHILD_MODULE);
+    if file.exists() {
+        let text = std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+        for line in unsafe_without_safety_comment(&text) {
+            violations.push(format!(
+                "{CHILD_MODULE}:{line}: `unsafe` without a `// SAFETY:` comment right above it"
+            ));
+        }
+    }
+    let manifest = root.join(CHILD_CRATE).join("Cargo.toml");
+    if manifest.exists() {
+        let text = std::fs::read_to_string(&manifest).with_context(|| format!("reading {}", manifest.display()))?;
+        if !denies_unsafe_code(&text) {
+            violations.push(format!(
+                "{CHILD_CRATE}/Cargo.toml: [lints.rust] must set unsafe_code = \"deny\" (only {CHILD_MODULE} may allow it)"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Lines (1-based) of code holding `unsafe` whose comment block right above has no `// SAFETY:`.
+fn unsafe_without_safety_comment(text: &str) -> Vec<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("#[cfg(test)]") {
+            break;
+        }
+        let code = trimmed.find("//").map_or(trimmed, |at| &trimmed[..at]);
+        if !(contains_token(code, "unsafe ") || contains_token(code, "unsafe{")) {
+            continue;
+        }
+        let justified = lines[..i]
+            .iter()
+            .rev()
+            .map(|l| l.trim_start())
+            .take_while(|l| l.starts_with("//"))
+            .any(|l| l.starts_with("// SAFETY:"));
+        if !justified {
+            out.push(i + 1);
+        }
+    }
+    out
+}
+
+/// Whether a manifest's `[lints.rust]` sets `unsafe_code = "deny"` (or `"forbid"`).
+fn denies_unsafe_code(manifest: &str) -> bool {
+    let mut in_rust_lints = false;
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_rust_lints = line == "[lints.rust]";
+        } else if in_rust_lints {
+            let compact = line.replace(' ', "");
+            if compact == "unsafe_code=\"deny\"" || compact == "unsafe_code=\"forbid\"" {
+                return true;
+            }
+        }
+    }
+    false
+}
+
 fn inherits_workspace_lints(manifest: &str) -> bool {
     let mut in_lints = false;
     for line in manifest.lines().map(str::trim) {
@@ -333,6 +409,14 @@ mod tests {
     fn test_only_module_declarations() {
         let src = "mod a;\n#[cfg(test)]\nmod testing;\n#[cfg(test)]\n// why\npub(crate) mod helpers;\nmod b;\n";
         assert_eq!(test_only_modules(src), vec!["testing".to_owned(), "helpers".to_owned()]);
+    }
+
+    #[test]
+    fn unsafe_needs_a_safety_comment_right_above() {
+        let src = "// SAFETY: the fd is ours.\nunsafe { a() };\nlet x = 1;\n// why\nunsafe { b() };\n// SAFETY: old\n\nunsafe fn c() {}\n// \"unsafe \" in a comment\n";
+        assert_eq!(unsafe_without_safety_comment(src), vec![5, 8]);
+        assert!(denies_unsafe_code("[lints.rust]\nunsafe_code = \"deny\"\n"));
+        assert!(!denies_unsafe_code("[lints.rust]\nunsafe_code = \"allow\"\n"));
     }
 
     #[test]

@@ -33,6 +33,7 @@ const BENCHES: &[(&str, &[&str])] = &[
     ("panto-store-fs", &["append", "list", "load"]),
     ("panto-cli", &["process"]),
     ("panto-service-example", &["fleet"]),
+    ("panto-tools", &["grep"]),
 ];
 
 const BENCH_USAGE: &str = "usage: cargo xtask bench [--cold] [--only <bench>...]
@@ -40,7 +41,7 @@ const BENCH_USAGE: &str = "usage: cargo xtask bench [--cold] [--only <bench>...]
 
 bench:       build the default data sets if needed, run every bench, print the targets table
   --cold     list and resolve with the page cache dropped before each iteration (root only)
-  --only B   run only bench B (sse, turn, cache, append, list, load, process, fleet); repeatable; the
+  --only B   run only bench B (sse, turn, cache, append, list, load, process, grep, fleet); repeatable; the
              table still shows every target, from the latest results on disk
              (fleet: PANTO_FLEET_SIZES=100,1000 and PANTO_FLEET_STORES=jsonl|postgres narrow it)
 bench-data:  build the data sets under target/bench-data (about 1.3 GB)
@@ -342,6 +343,25 @@ pub(crate) fn library_rows(r: &Results) -> Vec<Row> {
         Bound::AtMost,
         1.5,
         "ratio of medians; 1 is linear",
+    ));
+
+    // The grep tool against ripgrep, the same search of the same 100 MB tree.
+    let (panto, rg) = (r.median_ns("grep-100mb/panto"), r.median_ns("grep-100mb/rg"));
+    rows.push(row(
+        "grep tool over 100 MB: time",
+        panto.map(|ns| ns / NS_PER_MS),
+        "ms",
+        Bound::Info,
+        0.0,
+        "median time of one search",
+    ));
+    rows.push(row(
+        "grep tool over 100 MB: / ripgrep",
+        panto.zip(rg).map(|(p, g)| p / g),
+        "×",
+        Bound::AtMost,
+        2.0,
+        "ratio of medians, rg run as a process on the same tree",
     ));
 
     let agent = r.median_ns("turn/agent-100k-deltas");

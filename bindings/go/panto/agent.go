@@ -38,6 +38,34 @@ func (a *Agent) AddTool(t *Tool) error {
 	return check(C.panto_agent_add_tool(a.p, t.p, &cerr), cerr)
 }
 
+// BuiltinToolOptions configures panto's built-in coding tools (read, write, edit, bash, grep,
+// find, ls); every field is optional (docs/tools.md).
+type BuiltinToolOptions struct {
+	Cwd             string   `json:"cwd,omitempty"`
+	Tools           []string `json:"tools,omitempty"`
+	Approval        string   `json:"approval,omitempty"` // "auto" (default) or "read-only"
+	Allow           []string `json:"allow,omitempty"`    // TOOL or TOOL(GLOB) rules run without approval
+	Deny            []string `json:"deny,omitempty"`     // TOOL or TOOL(GLOB) rules always refused
+	BashTimeoutSecs uint64   `json:"bash_timeout_secs,omitempty"`
+	MaxOutputBytes  int      `json:"max_output_bytes,omitempty"`
+	ReadRoots       []string `json:"read_roots,omitempty"`
+	Sandbox         string   `json:"sandbox,omitempty"` // "off" (default), "read-only", "workspace-write"
+	SandboxNetwork  bool     `json:"sandbox_network,omitempty"`
+	WritableRoots   []string `json:"writable_roots,omitempty"`
+}
+
+// AddBuiltinTools offers panto's built-in coding tools to the model, configured by opts.
+func (a *Agent) AddBuiltinTools(opts BuiltinToolOptions) error {
+	body, err := json.Marshal(opts)
+	if err != nil {
+		return err
+	}
+	copts := cstring(string(body))
+	defer free(copts)
+	var cerr *C.panto_error
+	return check(C.panto_agent_add_builtin_tools(a.p, copts, &cerr), cerr)
+}
+
 // AddSystemMessage appends to the system prompt, and persists the change.
 func (a *Agent) AddSystemMessage(text string) error {
 	ctext := cstring(text)

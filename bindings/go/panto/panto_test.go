@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -217,6 +218,49 @@ func TestTools(t *testing.T) {
 	}
 	if err := contains(reqs[1].Body, `"tool_use_id":"toolu_g1"`, `sunny in Paris`, `the sensor is offline`,
 		`"is_error":true`); err != nil {
+		t.Error(err)
+	}
+}
+
+// TestBuiltinTools adds panto's coding tools in one call: the model writes a file and greps for
+// it, and a deny rule stops bash.
+func TestBuiltinTools(t *testing.T) {
+	agent := fixture(t)
+	dir := t.TempDir()
+	push(t, `[{"builder": {"name": "anthropic_tool_uses", "args": {"calls": [
+			{"id": "toolu_b1", "name": "write", "input": {"path": "notes.txt", "content": "the needle is here\n"}}]}}},
+		{"builder": {"name": "anthropic_tool_uses", "args": {"calls": [
+			{"id": "toolu_b2", "name": "grep", "input": {"pattern": "needle"}},
+			{"id": "toolu_b3", "name": "bash", "input": {"command": "rm notes.txt"}}]}}},
+		{"builder": {"name": "anthropic_text", "args": {"text": "Noted."}}}]`)
+	if err := agent.AddBuiltinTools(BuiltinToolOptions{Tools: []string{"rm"}}); !HasCode(err, CodeConfig) ||
+		!strings.Contains(err.Error(), "tools[0]") {
+		t.Errorf("an unknown tool gave %v", err)
+	}
+	opts := BuiltinToolOptions{Cwd: dir, Tools: []string{"write", "grep", "bash"}, Deny: []string{"bash(rm *)"}}
+	if err := agent.AddBuiltinTools(opts); err != nil {
+		t.Fatal(err)
+	}
+	run, err := agent.Run(context.Background(), "Take a note and find it.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := collect(t, run)
+	if err := run.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if text != "Noted." {
+		t.Errorf("text %q", text)
+	}
+	body, err := os.ReadFile(filepath.Join(dir, "notes.txt"))
+	if err != nil || string(body) != "the needle is here\n" {
+		t.Errorf("notes.txt: %q (%v)", body, err)
+	}
+	reqs := requests(t)
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	if err := contains(reqs[2].Body, `notes.txt:1:the needle is here`, "denied by the rule `bash(rm *)`"); err != nil {
 		t.Error(err)
 	}
 }

@@ -39,21 +39,8 @@ impl Attachment {
     }
 }
 
-/// The image format of `bytes`, by its signature: one the providers take, or `None`. The `read`
-/// tool uses it too.
-pub fn image_format(bytes: &[u8]) -> Option<&'static str> {
-    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
-        Some("PNG")
-    } else if bytes.starts_with(&[0xff, 0xd8, 0xff]) {
-        Some("JPEG")
-    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
-        Some("GIF")
-    } else if bytes.len() >= 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
-        Some("WebP")
-    } else {
-        None
-    }
-}
+/// The image format of `bytes`, by its signature (one definition, shared with the `read` tool).
+pub use panto_tools::image_format;
 
 /// Reads the image at `path`. The error names the file and says what is wrong with it. Only a
 /// regular file is read, and never more than [`MAX_IMAGE_BYTES`] of it: a FIFO would block the

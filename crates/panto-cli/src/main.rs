@@ -49,7 +49,7 @@ use std::process::ExitCode;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::exit::{usage, Failure};
-use crate::tools::Approval;
+use crate::tools::{Approval, Sandbox};
 
 /// The command line.
 #[derive(Debug, Parser)]
@@ -88,8 +88,15 @@ pub struct Cli {
 
     /// Tool approval: ask before write/edit/bash (REPL default), run everything, or refuse them
     /// (print-mode default).
-    #[arg(long, value_enum, value_name = "MODE")]
+    #[arg(long, value_name = "MODE", value_parser = modes::<Approval>(Approval::ALL.map(Approval::as_str)))]
     approve: Option<Approval>,
+
+    /// The sandbox of bash, write and edit (Linux): none, no writes at all, or writes only in the
+    /// working directory, the temp directories and `[tools] writable_roots`; no internet sockets
+    /// unless `[tools] sandbox_network = true`. Default: `[tools] sandbox`, else
+    /// workspace-write in print mode with `--approve auto`, else off.
+    #[arg(long, value_name = "MODE", value_parser = modes::<Sandbox>(Sandbox::ALL.map(Sandbox::as_str)))]
+    sandbox: Option<Sandbox>,
 
     /// The built-in tools offered to the model, comma separated (`none` for no tools).
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
@@ -186,6 +193,16 @@ fn main() -> ExitCode {
     }
 }
 
+/// A parser of one of `names` into `T` (the mode enums of panto-tools, which know nothing of
+/// clap): completions and `--help` list the names.
+fn modes<T>(names: [&'static str; 3]) -> impl clap::builder::TypedValueParser<Value = T>
+where
+    T: std::str::FromStr<Err = String> + Clone + Send + Sync + 'static,
+{
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(names).try_map(|s| s.parse::<T>())
+}
+
 /// Dispatches the parsed command line.
 fn run(cli: Cli) -> Result<ExitCode, Failure> {
     if let Some(Command::Completions { shell }) = &cli.command {
@@ -252,6 +269,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 choice,
                 model: cli.model,
                 tools: tool_names,
+                sandbox: cli.sandbox,
             };
             match cli.print {
                 Some(prompt) => {

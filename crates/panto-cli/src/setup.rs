@@ -9,7 +9,7 @@ use panto_core::{Agent, ApiStyle, Conversation, Session};
 use crate::config::{Env, Selection, Settings};
 use crate::exit::Failure;
 use crate::store::{OpenStore, StoreLocation};
-use crate::tools::{self, Gate, ToolContext, ToolName};
+use crate::tools::{Approval, Gate, Sandbox, ToolName, Toolbox};
 
 /// Which session a run works in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +39,8 @@ pub struct Launch {
     pub model: Option<String>,
     /// The built-in tools to offer.
     pub tools: Vec<ToolName>,
+    /// `--sandbox`, when given.
+    pub sandbox: Option<Sandbox>,
 }
 
 /// An agent ready for turns, and how it came to be.
@@ -106,17 +108,16 @@ async fn build_agent(
     session: Session,
     conversation: Option<Conversation>,
     selection: &Selection,
-    tool_names: &[ToolName],
-    ctx: &ToolContext,
+    toolbox: &Toolbox,
     notes: &mut Vec<String>,
 ) -> Result<Agent, Failure> {
     let config = settings.agent_config(selection)?;
     let resumed = conversation.is_some();
     let mut agent = Agent::new(config, session, conversation)?;
-    for tool in tools::builtin(tool_names, ctx) {
+    for tool in toolbox.tools() {
         agent.register_tool(tool)?;
     }
-    let prompt = crate::prompt::compose(settings, &ctx.cwd)?;
+    let prompt = crate::prompt::compose(settings, toolbox.cwd())?;
     if !resumed {
         if !prompt.is_empty() {
             agent.add_system_message(prompt).await?;
@@ -150,10 +151,9 @@ fn unsendable_reasoning_note(conversation: &Conversation, style: ApiStyle) -> Op
 
 /// Opens the session of `launch` and builds its agent, with tools working in the current
 /// directory: what print mode runs.
-pub async fn start(launch: &Launch, store: &OpenStore, gate: Arc<Gate>) -> Result<Ready, Failure> {
-    let ctx = tool_context(&launch.settings, working_dir()?, gate);
+pub async fn start(launch: &Launch, store: &OpenStore, toolbox: &Toolbox) -> Result<Ready, Failure> {
     let model = ModelChoice::Choose(launch.model.as_deref());
-    open(&launch.settings, store, &launch.choice, model, &launch.tools, &ctx).await
+    open(&launch.settings, store, &launch.choice, model, toolbox).await
 }
 
 /// How `open` picks the model.
@@ -171,8 +171,7 @@ pub async fn open(
     store: &OpenStore,
     choice: &SessionChoice,
     model: ModelChoice<'_>,
-    tools: &[ToolName],
-    ctx: &ToolContext,
+    toolbox: &Toolbox,
 ) -> Result<Ready, Failure> {
     let (session, conversation) = open_session(store, choice).await?;
     let resumed = conversation.is_some();
@@ -181,7 +180,7 @@ pub async fn open(
         ModelChoice::Keep(selection) => *selection,
         ModelChoice::Choose(flag) => choose_model(settings, &session, resumed, flag, &mut notes)?,
     };
-    let agent = build_agent(settings, session, conversation, &selection, tools, ctx, &mut notes).await?;
+    let agent = build_agent(settings, session, conversation, &selection, toolbox, &mut notes).await?;
     Ok(Ready {
         agent,
         selection,
@@ -195,13 +194,45 @@ pub fn working_dir() -> Result<PathBuf, Failure> {
     std::env::current_dir().map_err(|e| Failure::runtime(format!("cannot read the working directory: {e}")))
 }
 
-/// The tool context for `cwd`.
-pub fn tool_context(settings: &Settings, cwd: PathBuf, gate: Arc<Gate>) -> ToolContext {
-    ToolContext {
-        cwd,
-        gate,
-        bash_timeout: settings.tools.bash_timeout,
-        max_output_bytes: settings.tools.max_output_bytes,
-        roots: settings.tools.read_roots.clone(),
-    }
+/// The sandbox of a run: `--sandbox` if given, else `[tools] sandbox`, else `workspace-write`
+/// in print mode with `--approve auto` (nobody watches what runs) and off otherwise.
+pub fn sandbox_for(launch: &Launch, print_mode: bool, approval: Approval) -> Sandbox {
+    launch
+        .sandbox
+        .or(launch.settings.tools.sandbox)
+        .unwrap_or(if print_mode && approval == Approval::Auto {
+            Sandbox::WorkspaceWrite
+        } else {
+            Sandbox::Off
+        })
+}
+
+/// The built-in tools of a run, working in the current directory: `[tools]` with the approval
+/// mode, the gate that asks in `ask` mode, and the sandbox. A sandbox this system cannot apply
+/// is an error naming the flag that turns it off.
+pub fn toolbox(
+    launch: &Launch,
+    approval: Approval,
+    sandbox: Sandbox,
+    gate: Arc<Gate>,
+    read_only_hint: &str,
+) -> Result<Toolbox, Failure> {
+    let t = &launch.settings.tools;
+    let mut options = panto_tools::Options::new(working_dir()?);
+    options.tools = Some(launch.tools.clone());
+    options.approval = approval;
+    options.allow = t.allow.clone();
+    options.deny = t.deny.clone();
+    options.bash_timeout_secs = t.bash_timeout.as_secs();
+    options.max_output_bytes = t.max_output_bytes;
+    options.read_roots = t.read_roots.dirs().map(<[_]>::to_vec);
+    options.sandbox = sandbox;
+    options.sandbox_network = t.sandbox_network;
+    options.writable_roots = t.writable_roots.clone();
+    options.prompt = Some(gate);
+    options.read_only_hint = read_only_hint.to_owned();
+    Toolbox::new(&options).map_err(|e| match e {
+        panto_tools::Error::SandboxUnavailable(_) => Failure::runtime(e.to_string()),
+        _ => Failure::usage(e.to_string()),
+    })
 }

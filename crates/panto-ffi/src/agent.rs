@@ -114,7 +114,7 @@ impl AgentShared {
     }
 
     /// Runs `f` on the idle agent, holding the slot: `PANTO_ERR_BUSY` during a run.
-    fn with_idle<R>(&self, f: impl FnOnce(&mut Agent) -> Result<R, Failure>) -> Result<R, Failure> {
+    pub(crate) fn with_idle<R>(&self, f: impl FnOnce(&mut Agent) -> Result<R, Failure>) -> Result<R, Failure> {
         let mut slot = lock(&self.slot);
         f(slot.idle()?)
     }

@@ -25,6 +25,7 @@
 use std::ffi::c_char;
 
 mod agent;
+mod builtin;
 mod config;
 mod cstr;
 mod error;
@@ -38,6 +39,7 @@ mod store;
 mod tool;
 
 pub use agent::*;
+pub use builtin::panto_agent_add_builtin_tools;
 pub use config::{panto_config, panto_config_free, panto_config_new_json};
 pub use cstr::panto_string_free;
 pub use error::{panto_error, panto_error_code, panto_error_free, panto_error_message};

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::exit::Failure;
-use crate::tools::Approval;
+use crate::tools::{Approval, Sandbox};
 
 /// The whole file.
 #[derive(Debug, Default, Deserialize)]
@@ -179,6 +179,16 @@ pub struct ToolsEntry {
     pub max_output_bytes: Option<Spanned<usize>>,
     /// The directories the file tools are confined to.
     pub read_roots: Option<Spanned<Vec<Spanned<String>>>>,
+    /// `TOOL` / `TOOL(GLOB)` rules whose calls run without approval.
+    pub allow: Option<Vec<Spanned<String>>>,
+    /// `TOOL` / `TOOL(GLOB)` rules whose calls are refused.
+    pub deny: Option<Vec<Spanned<String>>>,
+    /// The sandbox of bash and the write tools.
+    pub sandbox: Option<Sandbox>,
+    /// Whether sandboxed commands may use the network.
+    pub sandbox_network: Option<bool>,
+    /// More directories the `workspace-write` sandbox lets tools write.
+    pub writable_roots: Option<Vec<Spanned<String>>>,
 }
 
 /// The 1-based line and column of byte `offset` in `source`.

@@ -1,12 +1,14 @@
 //! `[tools]`: which built-in tools are offered, how they are approved, and their limits.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use toml::Spanned;
 
 use super::file::{Source, ToolsEntry};
 use super::{roots, Env};
 use crate::exit::Failure;
-use crate::tools::{Approval, Roots, ToolName};
+use crate::tools::{Approval, Roots, Sandbox, ToolName};
 
 /// Built-in tool settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,12 +23,19 @@ pub struct ToolSettings {
     pub max_output_bytes: usize,
     /// The directories the file tools may use (`read_roots`); unrestricted by default.
     pub read_roots: Roots,
+    /// `allow` rules, each checked to parse.
+    pub allow: Vec<String>,
+    /// `deny` rules, each checked to parse.
+    pub deny: Vec<String>,
+    /// The configured sandbox; `None` leaves it to the front end's default.
+    pub sandbox: Option<Sandbox>,
+    /// Whether sandboxed commands may use the network.
+    pub sandbox_network: bool,
+    /// More directories the `workspace-write` sandbox lets tools write, resolved.
+    pub writable_roots: Vec<PathBuf>,
 }
 
-/// Default timeout of one bash command.
-pub const DEFAULT_BASH_TIMEOUT: Duration = Duration::from_secs(120);
-/// Default cap on a tool's text output, in bytes.
-pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 30_000;
+pub use panto_tools::{DEFAULT_BASH_TIMEOUT, DEFAULT_MAX_OUTPUT_BYTES};
 
 /// `[tools]` over the defaults: every tool, no approval mode (the front end's default), the
 /// default limits, file tools unrestricted.
@@ -57,5 +66,41 @@ pub fn resolve(section: &ToolsEntry, env: &Env, base_dir: &Path, source: &Source
         read_roots: roots::resolve(section.read_roots.as_ref(), env, base_dir, |span, message| {
             source.error(span, message)
         })?,
+        allow: rules(section.allow.as_deref(), "tools.allow", source)?,
+        deny: rules(section.deny.as_deref(), "tools.deny", source)?,
+        sandbox: section.sandbox,
+        sandbox_network: section.sandbox_network.unwrap_or(false),
+        writable_roots: writable_roots(section.writable_roots.as_deref(), env, base_dir, source)?,
     })
+}
+
+/// The rules of `allow` or `deny`, each parsed now so a bad one is an error at its line.
+fn rules(list: Option<&[Spanned<String>]>, key: &str, source: &Source<'_>) -> Result<Vec<String>, Failure> {
+    let mut out = Vec::new();
+    for rule in list.unwrap_or_default() {
+        panto_tools::Rule::parse(rule.get_ref()).map_err(|e| source.error(rule.span(), format!("{key}: {e}")))?;
+        out.push(rule.get_ref().clone());
+    }
+    Ok(out)
+}
+
+/// `writable_roots`: each expanded (`~/`, relative to the config file's directory) and resolved;
+/// a missing directory is an error at its line.
+fn writable_roots(
+    list: Option<&[Spanned<String>]>,
+    env: &Env,
+    base_dir: &Path,
+    source: &Source<'_>,
+) -> Result<Vec<PathBuf>, Failure> {
+    let mut out = Vec::new();
+    for raw in list.unwrap_or_default() {
+        let path = env
+            .expand(raw.get_ref(), base_dir)
+            .map_err(|e| source.error(raw.span(), format!("tools.writable_roots {e}")))?;
+        let real = path
+            .canonicalize()
+            .map_err(|e| source.error(raw.span(), format!("tools.writable_roots: {}: {e}", path.display())))?;
+        out.push(real);
+    }
+    Ok(out)
 }

@@ -89,12 +89,11 @@ pub async fn run(
         .map(|path| attach::read(path).map(|a| a.bytes).map_err(Failure::usage))
         .collect::<Result<Vec<_>, _>>()?;
     let store = launch.store.open_for_writing().await?;
-    let gate = Arc::new(Gate::new(
-        approval,
-        None,
-        " (print mode is read-only unless --approve auto is given)",
-    ));
-    let ready = setup::start(&launch, &store, gate).await?;
+    let read_only_hint = " (print mode is read-only unless --approve auto is given)";
+    let gate = Arc::new(Gate::new(approval, None, read_only_hint));
+    let sandbox = setup::sandbox_for(&launch, true, approval);
+    let toolbox = setup::toolbox(&launch, approval, sandbox, gate, read_only_hint)?;
+    let ready = setup::start(&launch, &store, &toolbox).await?;
     for note in &ready.notes {
         crate::safe::eprint_line(note);
     }

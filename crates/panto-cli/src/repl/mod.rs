@@ -27,7 +27,7 @@ use crate::sessions::{short_ids, table, RECENT};
 use crate::setup::{self, Launch, SessionChoice};
 use crate::store::OpenStore;
 use crate::terminal::TerminalAsker;
-use crate::tools::{Approval, Gate, ToolContext, ToolName};
+use crate::tools::{Approval, Gate, ToolName, Toolbox};
 use commands::{Command, Parsed};
 use helper::{join_continuations, PantoHelper, RecentIds};
 
@@ -84,8 +84,7 @@ struct Repl<'r> {
     saving: bool,
     store: OpenStore,
     gate: Arc<Gate>,
-    tools: Vec<ToolName>,
-    ctx: ToolContext,
+    toolbox: Toolbox,
     agent: Agent,
     selection: Selection,
     pricing: PricingRegistry,
@@ -126,11 +125,8 @@ pub fn run(
             &launch.env,
         ))) as Arc<dyn crate::tools::Asker>
     });
-    let gate = Arc::new(Gate::new(
-        approval,
-        asker,
-        " (start panto with --approve ask or --approve auto to allow it)",
-    ));
+    let read_only_hint = " (start panto with --approve ask or --approve auto to allow it)";
+    let gate = Arc::new(Gate::new(approval, asker, read_only_hint));
     let mut notes_before = Vec::new();
     if approval == Approval::Ask && !stdin_tty {
         notes_before.push(
@@ -144,28 +140,21 @@ pub fn run(
     rt.block_on(async { crate::interrupt::ignore_interrupts() });
     let store = rt.block_on(launch.store.open_for_writing())?;
     let cwd = setup::working_dir()?;
-    let ctx = setup::tool_context(&launch.settings, cwd.clone(), gate.clone());
+    let sandbox = setup::sandbox_for(&launch, false, approval);
+    let toolbox = setup::toolbox(&launch, approval, sandbox, gate.clone(), read_only_hint)?;
     let model = setup::ModelChoice::Choose(launch.model.as_deref());
-    let ready = rt.block_on(setup::open(
-        &launch.settings,
-        &store,
-        &launch.choice,
-        model,
-        &launch.tools,
-        &ctx,
-    ))?;
+    let ready = rt.block_on(setup::open(&launch.settings, &store, &launch.choice, model, &toolbox))?;
     let history = launch.env.history_path();
     let aliases = launch.settings.models.iter().map(|m| m.name.clone()).collect();
     let recent = recent_ids(rt, &store);
     let mut repl = Repl {
         rt,
-        ctx,
+        toolbox,
         pricing: launch.settings.pricing(),
         settings: launch.settings,
         saving: launch.store.persists(),
         store,
         gate,
-        tools: launch.tools,
         agent: ready.agent,
         selection: ready.selection,
         screen,
@@ -628,14 +617,9 @@ impl Repl<'_> {
             Some(selection) => setup::ModelChoice::Keep(Box::new(selection)),
             None => setup::ModelChoice::Choose(None),
         };
-        let opened = self.rt.block_on(setup::open(
-            &self.settings,
-            &self.store,
-            &choice,
-            model,
-            &self.tools,
-            &self.ctx,
-        ));
+        let opened = self
+            .rt
+            .block_on(setup::open(&self.settings, &self.store, &choice, model, &self.toolbox));
         match opened {
             Ok(ready) => {
                 self.agent = ready.agent;

@@ -9,38 +9,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use panto_core::CancellationToken;
-use serde::Deserialize;
-
-use super::ToolName;
-
-/// How tool calls that change things are approved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum Approval {
-    /// Ask before each call: yes, no, or always for this tool.
-    Ask,
-    /// Run every call.
-    Auto,
-    /// Refuse write, edit and bash: they return an error result to the model.
-    ReadOnly,
-}
-
-impl Approval {
-    /// The name used on the command line and in the config.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Approval::Ask => "ask",
-            Approval::Auto => "auto",
-            Approval::ReadOnly => "read-only",
-        }
-    }
-}
-
-impl fmt::Display for Approval {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+use panto_tools::{Approval, ToolName};
 
 /// A user's answer to an approval question.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,6 +123,14 @@ impl Gate {
                 }
             }
         }
+    }
+}
+
+/// In `ask` mode the tools' policy asks the gate about calls no rule decided.
+#[async_trait::async_trait]
+impl panto_tools::Prompt for Gate {
+    async fn approve(&self, tool: ToolName, what: &str, cancel: &CancellationToken) -> Result<(), String> {
+        self.check(tool, what, cancel).await
     }
 }
 

@@ -13,6 +13,7 @@ mod print_tools;
 mod repl;
 mod responses;
 mod resume;
+mod sandbox;
 mod screen;
 mod sessions;
 mod store_dir;

@@ -40,7 +40,7 @@ async fn anthropic_zero_config_prints_the_answer() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(tools, ["read", "write", "edit", "bash"]);
+    assert_eq!(tools, ["read", "write", "edit", "bash", "grep", "find", "ls"]);
 }
 
 #[tokio::test(flavor = "multi_thread")]

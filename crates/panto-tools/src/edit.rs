@@ -9,7 +9,7 @@ use panto_core::{Tool, ToolCall, ToolCallResult, ToolDecl, ToolError};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{files, parse_input, running, ToolContext, ToolName};
+use crate::{files, parse_input, running, ToolContext, ToolName};
 
 /// The `edit` tool.
 #[derive(Debug)]
@@ -108,7 +108,7 @@ impl Tool for EditTool {
         let read = || {
             let (path, roots) = (path.clone(), self.ctx.roots.clone());
             running::blocking(format!("edit {}", input.path), move || {
-                let bytes = files::read_capped(&path, &roots, super::read::MAX_FILE_BYTES)?;
+                let bytes = files::read_capped(&path, &roots, crate::read::MAX_FILE_BYTES)?;
                 String::from_utf8(bytes).map_err(|e| {
                     format!(
                         "{} is not UTF-8 text (invalid byte at offset {}); edit changes text files only",
@@ -127,7 +127,10 @@ impl Tool for EditTool {
             first.count,
             if first.count == 1 { "" } else { "s" }
         );
-        self.ctx.gate.check(ToolName::Edit, &what, &call.cancel).await?;
+        self.ctx
+            .allowed(ToolName::Edit, &input.path, &what, &call.cancel)
+            .await?;
+        self.ctx.sandbox.check_write(&path)?;
         // The file may have changed while the question was open: plan again on what is there now.
         let done = plan(&read().await?, &input)?;
         let (target, roots, content) = (path.clone(), self.ctx.roots.clone(), done.content);
@@ -147,9 +150,9 @@ impl Tool for EditTool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{call, context, text};
-    use super::super::Approval;
     use super::*;
+    use crate::testing::{call, context, text};
+    use crate::Approval;
 
     async fn edit(dir: &std::path::Path, input: serde_json::Value) -> (bool, String) {
         let tool = EditTool::new(context(dir, Approval::Auto));

@@ -5,7 +5,7 @@ use panto_core::{Tool, ToolCall, ToolCallResult, ToolDecl, ToolError};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{files, parse_input, running, ToolContext, ToolName};
+use crate::{files, parse_input, running, ToolContext, ToolName};
 
 /// The `write` tool.
 #[derive(Debug)]
@@ -61,7 +61,10 @@ impl Tool for WriteTool {
             input.path,
             input.content.len()
         );
-        self.ctx.gate.check(ToolName::Write, &what, &call.cancel).await?;
+        self.ctx
+            .allowed(ToolName::Write, &input.path, &what, &call.cancel)
+            .await?;
+        self.ctx.sandbox.check_write(&path)?;
         let roots = self.ctx.roots.clone();
         let content = input.content.clone();
         running::blocking(format!("write {}", input.path), move || {
@@ -84,9 +87,9 @@ impl Tool for WriteTool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{call, context, text};
-    use super::super::Approval;
     use super::*;
+    use crate::testing::{call, context, text};
+    use crate::Approval;
 
     #[tokio::test]
     async fn creates_parents_and_reports_what_it_did() {

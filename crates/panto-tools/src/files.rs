@@ -1,19 +1,19 @@
-//! Opening, reading and writing the files the file tools work on, and the images attached to a
-//! prompt ([`crate::attach`]): regular files only, and never more bytes than asked for.
+//! Opening, reading and writing the files the file tools work on, and the images the CLI attaches
+//! to a prompt: regular files only, and never more bytes than asked for.
 //!
 //! A path from the model may name a FIFO (opening it blocks until a writer comes, forever), a
 //! device (`/dev/zero` never ends, whatever its size says), a socket or a directory. Files are
 //! therefore opened with `O_NONBLOCK` (so opening a FIFO returns at once), checked with `fstat` on
 //! the descriptor actually opened (so nothing swapped in after a check gets through), and read
 //! through a limit (so a size that lies, as in `/proc`, cannot grow memory). Blocking calls: run
-//! them through [`super::running::blocking`].
+//! them through [`crate::running::blocking`].
 
 use std::fs::{File, FileType, Metadata, OpenOptions};
 use std::io::{Read, Write};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
-use super::roots::Roots;
+use crate::roots::Roots;
 
 /// Flags for every open: a FIFO or device must not block the open, and a terminal must not become
 /// panto's controlling terminal.
@@ -48,6 +48,22 @@ fn not_regular(path: &Path, file_type: FileType, tool: &str) -> String {
         path.display(),
         kind(file_type)
     )
+}
+
+/// The image format of `bytes`, by its signature: one the providers take, or `None`. `read`
+/// returns such a file as an image; the CLI's attachments use it too.
+pub fn image_format(bytes: &[u8]) -> Option<&'static str> {
+    if bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some("PNG")
+    } else if bytes.starts_with(&[0xff, 0xd8, 0xff]) {
+        Some("JPEG")
+    } else if bytes.starts_with(b"GIF87a") || bytes.starts_with(b"GIF89a") {
+        Some("GIF")
+    } else if bytes.len() >= 12 && &bytes[..4] == b"RIFF" && &bytes[8..12] == b"WEBP" {
+        Some("WebP")
+    } else {
+        None
+    }
 }
 
 /// Why [`open_regular`] refused a path.

@@ -1,7 +1,7 @@
 //! `bash`: run a command with `bash -c` in the working directory.
 //!
 //! The command runs in its own process group, marked so its descendants can be found (see
-//! [`super::processes`]). When bash ends, or times out, or the turn is cancelled, everything it
+//! [`crate::processes`]). When bash ends, or times out, or the turn is cancelled, everything it
 //! started and left running is killed, background jobs and `setsid` escapes included, and the
 //! result says what was killed and what could not be. Output is capped; the result states the cap
 //! when it cut something, so the model knows it saw only part.
@@ -16,7 +16,8 @@ use serde::Deserialize;
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use super::{one_line, parse_input, processes, running, ToolContext, ToolName};
+use crate::child::{self, ChildSetup};
+use crate::{one_line, parse_input, processes, running, ToolContext, ToolName};
 
 /// The longest timeout the model may ask for.
 const MAX_TIMEOUT_SECS: u64 = 600;
@@ -212,31 +213,26 @@ impl Tool for BashTool {
         // The whole command: the question must show every character that will run (the asker
         // makes them all visible).
         self.ctx
-            .gate
-            .check(ToolName::Bash, &input.command, &call.cancel)
+            .allowed(ToolName::Bash, &input.command, &input.command, &call.cancel)
             .await?;
 
         let _running = running::global().start(format!("bash {}", one_line(&input.command, 80)));
         let marker = processes::new_marker();
-        let mut child = tokio::process::Command::new("bash")
+        let mut command = std::process::Command::new("bash");
+        command
             .arg("-c")
             .arg(&input.command)
             .current_dir(&self.ctx.cwd)
             .env(processes::MARKER_VAR, &marker)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|e| format!("cannot start bash: {e}"))?;
+            .stderr(Stdio::piped());
+        let setup = ChildSetup::new(self.ctx.sandbox.as_ref().clone());
+        let mut group = child::spawn(command, &setup)
+            .map_err(|e| format!("cannot start bash: {}", child::explain_spawn_error(&e)))?;
         // bash leads its own group, so the group id is its pid.
-        let mut leftovers = Leftovers(
-            child
-                .id()
-                .and_then(|p| i32::try_from(p).ok())
-                .map(|pid| processes::Call::new(pid, marker)),
-        );
+        let mut leftovers = Leftovers(group.group().map(|pid| processes::Call::new(pid, marker)));
+        let child = group.child();
         let cap = self.ctx.max_output_bytes;
         let stdout = Capture::start(child.stdout.take(), cap);
         let stderr = Capture::start(child.stderr.take(), cap);
@@ -292,9 +288,9 @@ mod tests {
 
     use panto_core::CancellationToken;
 
-    use super::super::testing::{call, call_with, context, text};
-    use super::super::Approval;
     use super::*;
+    use crate::testing::{call, call_with, context, text};
+    use crate::Approval;
 
     fn tool(dir: &std::path::Path) -> BashTool {
         BashTool::new(context(dir, Approval::Auto))

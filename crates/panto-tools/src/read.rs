@@ -5,7 +5,7 @@ use panto_core::{Tool, ToolCall, ToolCallResult, ToolDecl, ToolError};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{files, parse_input, running, ToolContext, ToolName};
+use crate::{files, parse_input, running, ToolContext, ToolName};
 
 /// Lines returned when the model gives no `limit`.
 const DEFAULT_LIMIT: usize = 2_000;
@@ -103,6 +103,10 @@ impl Tool for ReadTool {
     async fn call(&self, call: ToolCall) -> Result<ToolCallResult, ToolError> {
         let input: Input = parse_input(ToolName::Read, &call.input)?;
         let path = self.ctx.file_path(&input.path)?;
+        let what = format!("read {}", input.path);
+        self.ctx
+            .allowed(ToolName::Read, &input.path, &what, &call.cancel)
+            .await?;
         let offset = input.offset.unwrap_or(1);
         if offset == 0 {
             return Err("offset is 1-based: the first line is 1".into());
@@ -113,10 +117,9 @@ impl Tool for ReadTool {
         }
         let roots = self.ctx.roots.clone();
         let max_bytes = self.ctx.max_output_bytes;
-        let what = format!("read {}", input.path);
         let result = running::blocking(what, move || {
             let bytes = files::read_capped(&path, &roots, MAX_FILE_BYTES)?;
-            if crate::attach::image_format(&bytes).is_some() {
+            if crate::files::image_format(&bytes).is_some() {
                 return Ok(ToolCallResult::image(bytes));
             }
             if bytes.iter().take(8_192).any(|&b| b == 0) {
@@ -139,9 +142,9 @@ impl Tool for ReadTool {
 mod tests {
     use panto_core::ResultPart;
 
-    use super::super::testing::{call, context, text};
-    use super::super::Approval;
     use super::*;
+    use crate::testing::{call, context, text};
+    use crate::Approval;
 
     #[tokio::test]
     async fn numbers_lines_and_honours_offset_and_limit() {

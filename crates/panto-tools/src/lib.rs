@@ -1,0 +1,352 @@
+//! panto's coding tools, for every embedder: `read`, `write`, `edit`, `bash`, `grep`, `find` and
+//! `ls`, the policy in front of them (`[tools] allow`/`deny` rules and the approval mode), and the
+//! Linux sandbox `bash` runs in.
+//!
+//! Each tool is a plain [`panto_core::Tool`] under its own name (not a `ToolSource`, whose tools
+//! get a prefix), so a model sees the same tools in the `panto` program, in a Rust program and
+//! through the C ABI. Paths are relative to the working directory of the [`Options`]; bad
+//! arguments from the model become error results that say what was wrong, never panics.
+//!
+//! # Example
+//!
+//! ```
+//! use panto_core::{Agent, ApiStyle, Config, MemoryStore, ProviderConfig, Session};
+//! use panto_tools::{Approval, Options, Sandbox};
+//!
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let provider = ProviderConfig::new(ApiStyle::AnthropicMessages, "http://127.0.0.1:9", "key", "model");
+//! let mut agent = Agent::new(Config::new(provider), Session::create(MemoryStore::new()), None)?;
+//!
+//! let mut options = Options::new(std::env::temp_dir());
+//! options.approval = Approval::ReadOnly; // write, edit and bash are refused...
+//! options.allow = vec!["bash(git status*)".into()]; // ...except `git status`
+//! options.deny = vec!["read(*.env)".into()];
+//! options.sandbox = Sandbox::Off; // Sandbox::WorkspaceWrite confines bash on Linux
+//! for tool in panto_tools::builtin(&options)? {
+//!     agent.register_tool(tool)?;
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! `builtin` fails when a rule does not parse or the sandbox was asked for on a system that
+//! cannot provide it (see [`Sandbox`]): it fails closed, never runs unconfined.
+
+#![deny(missing_docs)]
+
+mod bash;
+mod child;
+mod edit;
+mod error;
+mod files;
+mod find;
+mod grep;
+mod ls;
+mod options;
+mod policy;
+mod processes;
+mod read;
+mod roots;
+mod running;
+mod sandbox;
+mod search;
+mod write;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use panto_core::{Tool, ToolError};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+pub use child::{explain_spawn_error, spawn, ChildSetup, GroupChild};
+pub use error::Error;
+pub use files::{image_format, kind as file_kind, open_regular, read_bounded, OpenRefusal};
+pub use options::{Options, DEFAULT_BASH_TIMEOUT, DEFAULT_MAX_OUTPUT_BYTES};
+pub use policy::{rule_subjects, Approval, Policy, Prompt, Rule};
+pub use roots::Roots;
+pub use running::{global as running, Running};
+pub use sandbox::{Sandbox, SandboxConfig};
+
+/// A built-in tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolName {
+    /// Read a file or an image.
+    Read,
+    /// Write a whole file.
+    Write,
+    /// Replace an exact string in a file.
+    Edit,
+    /// Run a shell command.
+    Bash,
+    /// Search file contents with a regular expression.
+    Grep,
+    /// Find files by glob.
+    Find,
+    /// List a directory.
+    Ls,
+}
+
+impl ToolName {
+    /// Every built-in tool, in the order they are offered.
+    pub const ALL: [ToolName; 7] = [
+        ToolName::Read,
+        ToolName::Write,
+        ToolName::Edit,
+        ToolName::Bash,
+        ToolName::Grep,
+        ToolName::Find,
+        ToolName::Ls,
+    ];
+
+    /// The name the model sees.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolName::Read => "read",
+            ToolName::Write => "write",
+            ToolName::Edit => "edit",
+            ToolName::Bash => "bash",
+            ToolName::Grep => "grep",
+            ToolName::Find => "find",
+            ToolName::Ls => "ls",
+        }
+    }
+
+    /// Whether the tool changes files or runs programs, and so needs approval.
+    pub fn needs_approval(self) -> bool {
+        matches!(self, ToolName::Write | ToolName::Edit | ToolName::Bash)
+    }
+
+    /// Whether the tool's main argument (what `TOOL(GLOB)` rules match) is a path; else it is a
+    /// command (`bash`).
+    pub fn takes_path(self) -> bool {
+        !matches!(self, ToolName::Bash)
+    }
+
+    /// Parses a tool name.
+    pub fn parse(name: &str) -> Result<ToolName, String> {
+        ToolName::ALL
+            .into_iter()
+            .find(|t| t.as_str() == name.trim())
+            .ok_or_else(|| format!("unknown tool {name:?}; the built-in tools are {}", names_list()))
+    }
+}
+
+impl fmt::Display for ToolName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+fn names_list() -> String {
+    ToolName::ALL.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", ")
+}
+
+/// Parses `--tools a,b`; `none` alone selects no tool.
+pub fn parse_list(items: &[String]) -> Result<Vec<ToolName>, String> {
+    if items.len() == 1 && items[0].trim() == "none" {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for item in items {
+        let tool = ToolName::parse(item).map_err(|e| format!("--tools: {e} (or `none`)"))?;
+        if !out.contains(&tool) {
+            out.push(tool);
+        }
+    }
+    Ok(out)
+}
+
+/// What every built-in tool needs.
+#[derive(Debug, Clone)]
+pub(crate) struct ToolContext {
+    /// The working directory relative paths and commands use.
+    pub cwd: PathBuf,
+    /// Rules and approval.
+    pub policy: Arc<Policy>,
+    /// Default bash timeout.
+    pub bash_timeout: Duration,
+    /// Cap on a tool's text output.
+    pub max_output_bytes: usize,
+    /// The directories file tools may touch (`[tools] read_roots`).
+    pub roots: Roots,
+    /// The sandbox: what bash runs in, and where write and edit may write.
+    pub sandbox: Arc<SandboxConfig>,
+}
+
+impl ToolContext {
+    /// The path a file tool works on for the model's `raw` path: resolved against the working
+    /// directory and checked against the read roots (see [`Roots::check`]). Every tool that takes
+    /// a path calls this; none opens a model's path any other way.
+    pub fn file_path(&self, raw: &str) -> Result<PathBuf, String> {
+        if raw.trim().is_empty() {
+            return Err("the path is empty".into());
+        }
+        let path = Path::new(raw);
+        let absolute = if path.is_absolute() {
+            path.to_path_buf()
+        } else {
+            self.cwd.join(path)
+        };
+        self.roots.check(&absolute)
+    }
+
+    /// The policy's verdict on a call of `tool` whose main argument is `argument`; `what`
+    /// describes it for an approval question.
+    pub async fn allowed(
+        &self,
+        tool: ToolName,
+        argument: &str,
+        what: &str,
+        cancel: &panto_core::CancellationToken,
+    ) -> Result<(), String> {
+        let subjects = policy::rule_subjects(tool, argument, &self.cwd);
+        self.policy.check(tool, &subjects, what, cancel).await
+    }
+}
+
+/// The built-in tools an [`Options`] selects, configured and ready to register: panto's coding
+/// tools in one call. See the crate example.
+pub fn builtin(options: &Options) -> Result<Vec<Arc<dyn Tool>>, Error> {
+    Ok(Toolbox::new(options)?.tools())
+}
+
+/// The built-in tools of one configuration, kept to make them again for every agent (a front
+/// end that starts new sessions), and the facts a front end shows about them.
+#[derive(Debug, Clone)]
+pub struct Toolbox {
+    ctx: ToolContext,
+    names: Vec<ToolName>,
+}
+
+impl Toolbox {
+    /// Checks `options` (rules parse, the sandbox is available) and prepares the tools.
+    pub fn new(options: &Options) -> Result<Toolbox, Error> {
+        let (ctx, names) = options.prepare()?;
+        Ok(Toolbox { ctx, names })
+    }
+
+    /// A fresh set of the selected tools.
+    pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.names
+            .iter()
+            .map(|name| -> Arc<dyn Tool> {
+                let ctx = self.ctx.clone();
+                match name {
+                    ToolName::Read => Arc::new(read::ReadTool::new(ctx)),
+                    ToolName::Write => Arc::new(write::WriteTool::new(ctx)),
+                    ToolName::Edit => Arc::new(edit::EditTool::new(ctx)),
+                    ToolName::Bash => Arc::new(bash::BashTool::new(ctx)),
+                    ToolName::Grep => Arc::new(grep::GrepTool::new(ctx)),
+                    ToolName::Find => Arc::new(find::FindTool::new(ctx)),
+                    ToolName::Ls => Arc::new(ls::LsTool::new(ctx)),
+                }
+            })
+            .collect()
+    }
+
+    /// The selected tools, in the order they are offered.
+    pub fn names(&self) -> &[ToolName] {
+        &self.names
+    }
+
+    /// The working directory the tools use.
+    pub fn cwd(&self) -> &Path {
+        &self.ctx.cwd
+    }
+
+    /// The policy in front of the tools.
+    pub fn policy(&self) -> &Policy {
+        &self.ctx.policy
+    }
+
+    /// The sandbox bash runs in.
+    pub fn sandbox(&self) -> &SandboxConfig {
+        &self.ctx.sandbox
+    }
+}
+
+/// Decodes a tool's arguments, with an error that names the tool and the problem.
+fn parse_input<T: DeserializeOwned>(tool: ToolName, input: &serde_json::Value) -> Result<T, ToolError> {
+    serde_json::from_value(input.clone()).map_err(|e| format!("invalid arguments for {tool}: {e}").into())
+}
+
+/// A short one-line rendering of `text` for approval prompts and summaries.
+pub fn one_line(text: &str, max_chars: usize) -> String {
+    let first = text.lines().next().unwrap_or("");
+    let mut out: String = first.chars().take(max_chars).collect();
+    if first.chars().count() > max_chars || text.lines().nth(1).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! Helpers for the tools' unit tests.
+
+    use super::*;
+    use panto_core::{CancellationToken, ResultPart, ToolCall, ToolCallResult};
+
+    /// A context over `dir` with approval `mode`, no sandbox and no terminal.
+    pub fn context(dir: &Path, mode: Approval) -> ToolContext {
+        ToolContext {
+            cwd: dir.to_path_buf(),
+            policy: Arc::new(Policy::new(mode)),
+            bash_timeout: Duration::from_secs(10),
+            max_output_bytes: 4_096,
+            roots: Roots::unrestricted(),
+            sandbox: Arc::new(SandboxConfig::off()),
+        }
+    }
+
+    /// Calls `tool` with `input`, turning an `Err` into an error result as the agent does.
+    pub async fn call(tool: &dyn Tool, input: serde_json::Value) -> ToolCallResult {
+        call_with(tool, input, CancellationToken::new()).await
+    }
+
+    /// Calls `tool` with `input` and a cancel token.
+    pub async fn call_with(tool: &dyn Tool, input: serde_json::Value, cancel: CancellationToken) -> ToolCallResult {
+        let call = ToolCall {
+            id: "t1".into(),
+            name: tool.declaration().name,
+            input,
+            cancel,
+        };
+        tool.call(call)
+            .await
+            .unwrap_or_else(|e| ToolCallResult::error(e.to_string()))
+    }
+
+    /// The text parts of a result, joined.
+    pub fn text(result: &ToolCallResult) -> String {
+        result
+            .parts
+            .iter()
+            .filter_map(|p| match p {
+                ResultPart::Text(t) => Some(t.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_lists_parse_and_reject_unknown_names() {
+        let list = parse_list(&["read".into(), "bash".into(), "read".into()]).unwrap();
+        assert_eq!(list, [ToolName::Read, ToolName::Bash]);
+        assert_eq!(parse_list(&["none".into()]).unwrap(), []);
+        let e = parse_list(&["rm".into()]).unwrap_err();
+        assert!(
+            e.contains("rm") && e.contains("read, write, edit, bash, grep, find, ls"),
+            "{e}"
+        );
+    }
+}

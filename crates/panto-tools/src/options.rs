@@ -1,0 +1,184 @@
+//! [`Options`]: how an embedder (or the CLI's `[tools]` section) configures the built-in tools.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::error::Error;
+use crate::policy::{Approval, Policy, Prompt, Rule};
+use crate::roots::Roots;
+use crate::sandbox::{Sandbox, SandboxConfig};
+use crate::{ToolContext, ToolName};
+
+/// Default timeout of one bash command.
+pub const DEFAULT_BASH_TIMEOUT: Duration = Duration::from_secs(120);
+/// Default cap on a tool's text output, in bytes.
+pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 30_000;
+
+/// The configuration of the built-in tools. Built with [`Options::new`] and changed field by
+/// field, or parsed from JSON with [`Options::from_json`] (the C ABI's form: the field names
+/// below, every one optional, e.g. `{"cwd": "/w", "sandbox": "workspace-write", "allow":
+/// ["bash(git status*)"]}`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+#[non_exhaustive]
+pub struct Options {
+    /// The working directory: relative paths and commands start here, and in the
+    /// `workspace-write` sandbox it is what may be written. Default: the process's.
+    pub cwd: Option<PathBuf>,
+    /// The tools offered, in this order. Default: every built-in tool.
+    pub tools: Option<Vec<ToolName>>,
+    /// How calls no rule decided are approved. Default: `auto` (an embedder has nobody to ask
+    /// unless it sets a [`Prompt`]).
+    pub approval: Approval,
+    /// `TOOL` / `TOOL(GLOB)` rules whose calls run without approval.
+    pub allow: Vec<String>,
+    /// `TOOL` / `TOOL(GLOB)` rules whose calls are refused, whatever else says.
+    pub deny: Vec<String>,
+    /// The bash timeout when the model gives none, in seconds. Default 120.
+    pub bash_timeout_secs: u64,
+    /// The cap on a tool's text output, in bytes. Default 30000.
+    pub max_output_bytes: usize,
+    /// The directories the file tools may use; `None` (the default) leaves them unrestricted.
+    /// Must exist.
+    pub read_roots: Option<Vec<PathBuf>>,
+    /// The sandbox of `bash` and of where `write`/`edit` may write. Default: off.
+    pub sandbox: Sandbox,
+    /// Whether sandboxed commands may open internet (`AF_INET`/`AF_INET6`) sockets. Default false.
+    pub sandbox_network: bool,
+    /// More directories the `workspace-write` sandbox lets tools write.
+    pub writable_roots: Vec<PathBuf>,
+    /// The question asked in `ask` mode (the CLI's terminal prompt).
+    #[serde(skip)]
+    pub prompt: Option<Arc<dyn Prompt>>,
+    /// Appended to the read-only refusal: how to get a tool allowed in this front end.
+    #[serde(skip)]
+    pub read_only_hint: String,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            cwd: None,
+            tools: None,
+            approval: Approval::Auto,
+            allow: Vec::new(),
+            deny: Vec::new(),
+            bash_timeout_secs: DEFAULT_BASH_TIMEOUT.as_secs(),
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            read_roots: None,
+            sandbox: Sandbox::Off,
+            sandbox_network: false,
+            writable_roots: Vec::new(),
+            prompt: None,
+            read_only_hint: String::new(),
+        }
+    }
+}
+
+impl Options {
+    /// The defaults, working in `cwd`.
+    pub fn new(cwd: impl Into<PathBuf>) -> Options {
+        Options {
+            cwd: Some(cwd.into()),
+            ..Options::default()
+        }
+    }
+
+    /// Options from JSON (an object with the fields of [`Options`]); the error names the field
+    /// and what was wrong.
+    pub fn from_json(json: &str) -> Result<Options, Error> {
+        let de = &mut serde_json::Deserializer::from_str(json);
+        serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let at = if path == "." {
+                String::new()
+            } else {
+                format!("{path}: ")
+            };
+            Error::BadOptions(format!("{at}{}", e.inner()))
+        })
+    }
+
+    /// Parses the rules, resolves the paths and probes the sandbox.
+    pub(crate) fn prepare(&self) -> Result<(ToolContext, Vec<ToolName>), Error> {
+        let parse = |list: &[String]| list.iter().map(|r| Rule::parse(r)).collect::<Result<Vec<_>, _>>();
+        let cwd = match &self.cwd {
+            Some(cwd) => cwd.clone(),
+            None => std::env::current_dir().map_err(|source| Error::Path {
+                what: "the working directory",
+                path: ".".into(),
+                source,
+            })?,
+        };
+        let cwd = cwd.canonicalize().map_err(|source| Error::Path {
+            what: "the working directory",
+            path: cwd.display().to_string(),
+            source,
+        })?;
+        let mut policy = Policy::new(self.approval)
+            .with_rules(parse(&self.deny)?, parse(&self.allow)?)
+            .with_read_only_hint(&self.read_only_hint);
+        if let Some(prompt) = &self.prompt {
+            policy = policy.with_prompt(prompt.clone());
+        }
+        let roots = match &self.read_roots {
+            None => Roots::unrestricted(),
+            Some(list) => Roots::new(
+                list.iter()
+                    .map(|p| {
+                        p.canonicalize().map_err(|source| Error::Path {
+                            what: "read_roots:",
+                            path: p.display().to_string(),
+                            source,
+                        })
+                    })
+                    .collect::<Result<_, _>>()?,
+            ),
+        };
+        let sandbox = SandboxConfig::new(self.sandbox, self.sandbox_network, &cwd, &self.writable_roots)?;
+        sandbox.probe()?;
+        let ctx = ToolContext {
+            cwd,
+            policy: Arc::new(policy),
+            bash_timeout: Duration::from_secs(self.bash_timeout_secs.max(1)),
+            max_output_bytes: self.max_output_bytes.max(1024),
+            roots,
+            sandbox: Arc::new(sandbox),
+        };
+        let mut names = Vec::new();
+        for name in self.tools.clone().unwrap_or_else(|| ToolName::ALL.to_vec()) {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        Ok((ctx, names))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_options_parse_and_errors_name_the_field() {
+        let o = Options::from_json(r#"{"cwd": "/w", "tools": ["read", "bash"], "approval": "read-only", "sandbox": "workspace-write", "allow": ["bash(ls*)"]}"#).unwrap();
+        assert_eq!(o.tools, Some(vec![ToolName::Read, ToolName::Bash]));
+        assert_eq!(o.approval, Approval::ReadOnly);
+        assert_eq!(o.sandbox, Sandbox::WorkspaceWrite);
+        let e = Options::from_json(r#"{"tools": ["rm"]}"#).unwrap_err().to_string();
+        assert!(e.contains("tools[0]") && e.contains("rm"), "{e}");
+        let e = Options::from_json(r#"{"sandbx": "off"}"#).unwrap_err().to_string();
+        assert!(e.contains("sandbx"), "{e}");
+    }
+
+    #[test]
+    fn a_bad_rule_fails_the_whole_set() {
+        let mut o = Options::new(std::env::temp_dir());
+        o.deny = vec!["bash(rm".into()];
+        let e = o.prepare().unwrap_err().to_string();
+        assert!(e.contains("bad tool rule `bash(rm`"), "{e}");
+    }
+}
