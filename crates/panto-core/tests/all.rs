@@ -3,6 +3,7 @@
 
 mod support;
 
+mod branches;
 mod compaction;
 mod http;
 mod persistence;

@@ -11,8 +11,13 @@ use chrono::{DateTime, Utc};
 use panto_core::{Error, Message, Result, SessionInfo, Usage, WireIdentity};
 use serde::{Deserialize, Serialize};
 
-/// The format version this crate writes and the only one it reads.
-pub(crate) const VERSION: u64 = 1;
+/// The format version this crate writes.
+pub(crate) const VERSION: u64 = 2;
+
+// Issue 19 (session tree): version 2 adds the `branch` entry and the header's `forked_from`.
+// Version 1 files hold neither and still load; VERSIONS_READ is every version this crate reads.
+/// Every format version this crate reads.
+pub(crate) const VERSIONS_READ: [u64; 2] = [1, 2];
 
 /// The longest line, in bytes without its `\n`, that a session file may hold: the writer
 /// refuses to write a longer one, and readers refuse to read one (naming the file, the line and
@@ -23,6 +28,9 @@ pub const MAX_LINE: usize = 64 * 1024 * 1024;
 
 /// The `type` of the header line.
 pub(crate) const HEADER_TYPE: &str = "session";
+
+/// The `type` of a branch switch entry (version 2).
+pub(crate) const BRANCH_TYPE: &str = "branch";
 
 /// The `type` of a message entry.
 pub(crate) const MESSAGE_TYPE: &str = "message";
@@ -37,6 +45,27 @@ pub(crate) struct HeaderOut<'a> {
     pub created: DateTime<Utc>,
     pub cwd: Option<&'a str>,
     pub metadata: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<&'a ForkOnDisk>,
+}
+
+/// Where a forked session came from, as its header records it (version 2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct ForkOnDisk {
+    pub session: String,
+    pub entry: String,
+}
+
+/// A branch switch entry, as written (version 2): `tip` becomes the active branch's tip.
+#[derive(Debug, Serialize)]
+pub(crate) struct BranchOut<'a> {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub id: &'a str,
+    pub parent_id: Option<&'a str>,
+    pub tip: Option<&'a str>,
+    pub timestamp: DateTime<Utc>,
+    pub activity: &'a Activity,
 }
 
 /// Line 1 of a session file, as read.
@@ -48,6 +77,8 @@ pub(crate) struct HeaderIn {
     // back; serde skips it, but it stays documented in docs/session-format.md.
     #[serde(default)]
     pub metadata: Option<String>,
+    #[serde(default)]
+    pub forked_from: Option<ForkOnDisk>,
 }
 
 /// Just enough of line 1 to check that it is a header of a version we read, before the rest of
@@ -218,11 +249,11 @@ pub(crate) fn parse_header(line: &[u8], location: &str) -> Result<HeaderIn> {
         }
     }
     match probe.version {
-        Some(serde_json::Value::Number(n)) if n.as_u64() == Some(VERSION) => {}
+        Some(serde_json::Value::Number(n)) if n.as_u64().is_some_and(|v| VERSIONS_READ.contains(&v)) => {}
         Some(other) => {
             return Err(corrupt(
                 location,
-                format!("unsupported session format version {other}; this panto reads version {VERSION}"),
+                format!("unsupported session format version {other}; this panto reads versions 1 and 2"),
             ))
         }
         None => return Err(corrupt(location, "the header has no `version` field")),
@@ -260,14 +291,16 @@ pub(crate) fn parse_tail(line: &[u8], location: &str) -> Result<TailEntry> {
 
 fn check_entry_type(kind: &str, location: &str) -> Result<()> {
     match kind {
-        MESSAGE_TYPE => Ok(()),
+        MESSAGE_TYPE | BRANCH_TYPE => Ok(()),
         HEADER_TYPE => Err(corrupt(
             location,
             "a second session header: type \"session\" is only valid on line 1",
         )),
         other => Err(corrupt(
             location,
-            format!("unknown entry type \"{other}\" (this panto reads \"{MESSAGE_TYPE}\" entries)"),
+            format!(
+                "unknown entry type \"{other}\" (this panto reads \"{MESSAGE_TYPE}\" and \"{BRANCH_TYPE}\" entries)"
+            ),
         )),
     }
 }
@@ -318,8 +351,8 @@ mod tests {
 
     #[test]
     fn header_version_is_checked_before_shape() {
-        let m = message_of(parse_header(br#"{"type":"session","version":2,"other":true}"#, "f:1").unwrap_err());
-        assert!(m.contains("version 2") && m.contains("reads version 1"), "{m}");
+        let m = message_of(parse_header(br#"{"type":"session","version":3,"other":true}"#, "f:1").unwrap_err());
+        assert!(m.contains("version 3") && m.contains("reads versions 1 and 2"), "{m}");
         let m = message_of(parse_header(br#"{"type":"message"}"#, "f:1").unwrap_err());
         assert!(m.contains("found type \"message\""), "{m}");
     }

@@ -68,7 +68,7 @@ pub fn sort_by_recency(infos: &mut [SessionInfo]) {
     infos.sort_by(|a, b| b.recency().cmp(&a.recency()).then_with(|| b.id.cmp(&a.id)));
 }
 
-fn truncate_chars(s: &str, max: usize) -> String {
+pub(crate) fn truncate_chars(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         Some((i, _)) => s[..i].to_owned(),
         None => s.to_owned(),

@@ -26,7 +26,7 @@ async fn header_and_entries_hold_the_documented_fields() {
     keys.sort_unstable();
     assert_eq!(keys, ["created", "cwd", "id", "metadata", "type", "version"]);
     assert_eq!(header["type"], "session");
-    assert_eq!(header["version"], 1);
+    assert_eq!(header["version"], 2);
     assert_eq!(header["id"], d.id());
     assert_eq!(
         header["metadata"], r#"{"ticket":"PAN-1"}"#,
@@ -88,7 +88,7 @@ async fn an_unknown_future_version_is_refused_by_name() {
         &path,
         format!(
             "{}\n{}\n",
-            json!({"type": "session", "version": 2, "id": id, "created": "2031-01-01T00:00:00Z", "layout": "v2"}),
+            json!({"type": "session", "version": 3, "id": id, "created": "2031-01-01T00:00:00Z", "layout": "v3"}),
             json!({"type": "message", "id": "00000001", "something": "new"})
         ),
     )
@@ -98,7 +98,7 @@ async fn an_unknown_future_version_is_refused_by_name() {
     let (location, message) = corrupt_parts(as_dyn(&store).load(&id).await);
     assert_eq!(location, format!("{}:1", path.display()));
     assert!(
-        message.contains("unsupported session format version 2") && message.contains("reads version 1"),
+        message.contains("unsupported session format version 3") && message.contains("reads versions 1 and 2"),
         "{message}"
     );
 
@@ -106,11 +106,11 @@ async fn an_unknown_future_version_is_refused_by_name() {
     assert!(good.is_empty());
     assert_eq!(problems.len(), 1);
     assert_eq!(problems[0].0, path);
-    assert!(problems[0].1.to_string().contains("version 2"));
+    assert!(problems[0].1.to_string().contains("version 3"));
 
     // Appending would mix versions in one file: refused, and the file is untouched.
     let appended = append_one(&*store, &id, &user("hi")).await;
-    assert!(matches!(&appended, Err(Error::CorruptSession { message, .. }) if message.contains("version 2")));
+    assert!(matches!(&appended, Err(Error::CorruptSession { message, .. }) if message.contains("version 3")));
     assert_eq!(std::fs::read(&path).unwrap(), before);
 }
 
