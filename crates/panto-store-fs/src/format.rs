@@ -56,6 +56,16 @@ pub(crate) struct ForkOnDisk {
     pub entry: String,
 }
 
+impl ForkOnDisk {
+    /// The origin as panto-core names it.
+    pub fn into_origin(self) -> panto_core::ForkOrigin {
+        panto_core::ForkOrigin {
+            session: self.session,
+            entry: self.entry,
+        }
+    }
+}
+
 /// A branch switch entry, as written (version 2): `tip` becomes the active branch's tip.
 #[derive(Debug, Serialize)]
 pub(crate) struct BranchOut<'a> {
@@ -132,6 +142,7 @@ impl Activity {
             message_count: self.message_count,
             last_user_message: self.last_user_message,
             wire: self.wire,
+            forked_from: None,
         }
     }
 }

@@ -23,11 +23,12 @@ use std::path::Path;
 
 use chrono::{DateTime, Utc};
 use panto_core::store::compact_view;
-use panto_core::{EntryRef, ForkOrigin, LoadedBranch, Message, Result, Role, SessionTree, TreeEntry};
+use panto_core::{EntryRef, LoadedBranch, Message, Result, Role, SessionTree, TreeEntry};
 use serde::Deserialize;
 
 use crate::format::{
-    corrupt, line_location, parse_entry, parse_header, too_long, Activity, CompactionOnDisk, HeaderIn, MAX_LINE,
+    corrupt, line_location, parse_entry, parse_header, too_long, Activity, CompactionOnDisk, ForkOnDisk, HeaderIn,
+    MAX_LINE,
 };
 use crate::open::open_for_reading;
 use crate::scan::{check_header_id, io_error};
@@ -402,10 +403,7 @@ pub(crate) fn load_branch(path: &Path, id: &str) -> Result<Option<LoadedBranch>>
             metadata: log.header.metadata,
         },
         entries,
-        forked_from: log.header.forked_from.map(|f| ForkOrigin {
-            session: f.session,
-            entry: f.entry,
-        }),
+        forked_from: log.header.forked_from.map(ForkOnDisk::into_origin),
     }))
 }
 

@@ -195,6 +195,7 @@ impl Writer {
             }
             None => SessionInfo::new(self.id.clone(), log.header.created),
         };
+        self.info.forked_from = log.header.forked_from.clone().map(ForkOnDisk::into_origin);
         self.view = log
             .view
             .iter()

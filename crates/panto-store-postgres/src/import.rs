@@ -202,11 +202,13 @@ fn parse_file(path: &Path, id: &str) -> Result<FsSession> {
             format!("line 1 is a {:?} line, not the session header", header.kind),
         ));
     }
-    if header.version != 1 {
+    // Version 2 (issue 19) adds branch entries and forks, which this store does not keep yet: a
+    // version 2 file without them is a version 1 file in all but the number.
+    if header.version != 1 && header.version != 2 {
         return Err(corrupt(
             1,
             format!(
-                "unsupported session format version {}; this panto reads version 1",
+                "unsupported session format version {}; this panto reads versions 1 and 2",
                 header.version
             ),
         ));
@@ -229,6 +231,12 @@ fn parse_file(path: &Path, id: &str) -> Result<FsSession> {
     let mut view: Vec<ViewEntry> = Vec::new();
     for (i, line) in lines.enumerate() {
         let number = i + 2;
+        if line.starts_with(br#"{"type":"branch""#) {
+            return Err(corrupt(
+                number,
+                "a branch entry (a rewind): sessions with branches cannot be imported".to_owned(),
+            ));
+        }
         let entry: Entry = parse_line(line, &at(number))?;
         if entry.kind != "message" {
             return Err(corrupt(

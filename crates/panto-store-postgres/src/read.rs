@@ -70,7 +70,9 @@ pub(crate) fn info_from_row(row: &Row) -> Result<SessionInfo> {
     let location = || format!("panto.sessions row {id}");
     let count = unsigned(&location, "message_count", row.get(4))?;
     let wire = wire_from_columns(&location, row.get(6), row.get(7), row.get(8), row.get(9))?;
+    // Forks are not kept by this store yet.
     Ok(SessionInfo {
+        forked_from: None,
         created: row.get(1),
         modified: row.get(2),
         last_prompt_at: row.get(3),

@@ -15,3 +15,4 @@ mod sessions;
 mod store_dir;
 mod support;
 mod tools_hardening;
+mod tree;

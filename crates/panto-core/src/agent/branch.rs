@@ -6,6 +6,19 @@ use crate::error::{Error, Result};
 use crate::store::seam::LoadedBranch;
 
 impl Agent {
+    /// An agent for `session` adopting its loaded active `branch` (what [`Session::load_branch`]
+    /// returned), with the messages' entry ids: what [`Agent::resume`] does after loading. See
+    /// [`Agent::new`] for the repair of an interrupted turn.
+    ///
+    /// Errors: [`Error::HttpClient`].
+    ///
+    /// [`Session::load_branch`]: crate::Session::load_branch
+    pub fn with_branch(config: crate::Config, session: crate::Session, branch: LoadedBranch) -> Result<Self> {
+        let mut agent = Agent::new(config, session, Some(branch.conversation.clone()))?;
+        agent.adopt_ids(&branch);
+        Ok(agent)
+    }
+
     /// The entry id of message `index` of [`Agent::conversation`]: the id the store gave it when
     /// it was appended (or loaded), stable for the session's life and kept by a fork. `None` for
     /// a message not stored yet (call [`Agent::flush`] first) or out of range.

@@ -136,9 +136,7 @@ impl Agent {
     /// errors ([`Error::CorruptSession`], [`Error::Store`]), [`Error::HttpClient`].
     pub async fn resume(config: Config, session: Session) -> Result<Self> {
         let branch = session.load_branch().await?;
-        let mut agent = Agent::new(config, session, Some(branch.conversation.clone()))?;
-        agent.adopt_ids(&branch);
-        Ok(agent)
+        Agent::with_branch(config, session, branch)
     }
 
     /// Registers a tool. Its declared name must be 1 to 64 characters of `[A-Za-z0-9_-]` and not

@@ -94,6 +94,7 @@ impl MemorySession {
             info.record(&node.record.message, node.record.wire.as_ref(), node.at);
         }
         info.modified = self.modified.unwrap_or(info.created);
+        info.forked_from = self.forked_from.clone();
         Some(info)
     }
 

@@ -168,6 +168,10 @@ pub async fn a_fork_copies_the_path_and_records_its_origin(store: Arc<dyn Sessio
     );
     assert_eq!(fork.info.message_count, 5, "{CASE}: the fork's listing");
     assert_eq!(
+        fork.info.forked_from, loaded.forked_from,
+        "{CASE}: the listing names the origin"
+    );
+    assert_eq!(
         fork.info.last_user_message.as_deref(),
         Some("two"),
         "{CASE}: the fork's listing"
