@@ -68,6 +68,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod checkpoint;
 mod dir;
 mod format;
 mod json;
@@ -436,6 +437,20 @@ impl SessionStore for JsonlStore {
         let inner = self.inner.clone();
         let (from, at, new_id) = (from.to_owned(), at.to_owned(), new_id.to_owned());
         blocking(move || inner.fork(&from, &at, &new_id)).await
+    }
+
+    async fn put_checkpoint(&self, id: &str, content: &[u8]) -> Result<String> {
+        validate_session_id(id)?;
+        let inner = self.inner.clone();
+        let (id, content) = (id.to_owned(), content.to_vec());
+        blocking(move || checkpoint::put(&inner.dir, &id, &content)).await
+    }
+
+    async fn get_checkpoint(&self, id: &str, address: &str) -> Result<Option<Vec<u8>>> {
+        validate_session_id(id)?;
+        let inner = self.inner.clone();
+        let (id, address) = (id.to_owned(), address.to_owned());
+        blocking(move || checkpoint::get(&inner.dir, &id, &address)).await
     }
 
     async fn tree(&self, id: &str) -> Result<Option<SessionTree>> {

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
+use super::checkpoint::{checkpoint_address, validate_checkpoint_address};
 use super::id::validate_session_id;
 use super::info::{sort_by_recency, SessionInfo};
 use super::seam::{
@@ -132,6 +133,8 @@ fn unknown_entry(session: &str, entry: &str) -> Error {
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     sessions: Mutex<HashMap<String, MemorySession>>,
+    /// File checkpoints by session id and address.
+    checkpoints: Mutex<HashMap<String, HashMap<String, Vec<u8>>>>,
     /// Every append batch, in order, for tests to inspect.
     appends: Mutex<Vec<(String, Vec<StoredRecord>)>>,
 }
@@ -297,6 +300,23 @@ impl SessionStore for MemoryStore {
         }
         sessions.insert(new_id.to_owned(), fork);
         Ok(())
+    }
+
+    async fn put_checkpoint(&self, id: &str, content: &[u8]) -> Result<String> {
+        validate_session_id(id)?;
+        let address = checkpoint_address(content);
+        lock(&self.checkpoints)
+            .entry(id.to_owned())
+            .or_default()
+            .entry(address.clone())
+            .or_insert_with(|| content.to_vec());
+        Ok(address)
+    }
+
+    async fn get_checkpoint(&self, id: &str, address: &str) -> Result<Option<Vec<u8>>> {
+        validate_session_id(id)?;
+        validate_checkpoint_address(address)?;
+        Ok(lock(&self.checkpoints).get(id).and_then(|c| c.get(address)).cloned())
     }
 
     async fn tree(&self, id: &str) -> Result<Option<SessionTree>> {

@@ -147,6 +147,25 @@ pub trait SessionStore: Send + Sync + fmt::Debug {
         Err(Error::Unsupported("forks".to_owned()))
     }
 
+    /// Keeps `content` (the previous content of a file a tool changes) beside session `id`,
+    /// content-addressed, and returns its address ([`checkpoint_address`](crate::store::checkpoint_address)):
+    /// storing the same bytes twice keeps one copy. Durable when it returns. A checkpoint may be
+    /// kept before the session's first append. [`Error::Unsupported`] from a store that keeps
+    /// nothing (the default; `NullStore`).
+    async fn put_checkpoint(&self, id: &str, content: &[u8]) -> Result<String> {
+        let _ = (id, content);
+        Err(Error::Unsupported("file checkpoints".to_owned()))
+    }
+
+    /// The content kept under `address` for session `id`, `Ok(None)` if there is none. A store
+    /// checks the bytes against the address before handing them out (a damaged blob is
+    /// [`Error::CorruptSession`], never restored). [`Error::Unsupported`] as for
+    /// [`SessionStore::put_checkpoint`].
+    async fn get_checkpoint(&self, id: &str, address: &str) -> Result<Option<Vec<u8>>> {
+        let _ = (id, address);
+        Err(Error::Unsupported("file checkpoints".to_owned()))
+    }
+
     /// Every entry of session `id` (all branches), in the order they were appended, for drawing
     /// the session's tree. `Ok(None)` if there is no such session; [`Error::Unsupported`] from a
     /// store without branches (the default).

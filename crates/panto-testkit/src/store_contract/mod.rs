@@ -60,7 +60,8 @@ pub use messages::{
 };
 pub use tree::{
     a_branch_switch_rewinds_and_keeps_the_log, a_fork_copies_the_path_and_records_its_origin,
-    branch_errors_name_the_entry, branches_are_reported_unsupported, compaction_on_one_branch_leaves_the_other,
+    branch_errors_name_the_entry, branches_are_reported_unsupported, checkpoints_are_reported_unsupported,
+    checkpoints_round_trip_byte_for_byte, compaction_on_one_branch_leaves_the_other,
 };
 
 /// What the store maker of [`store_contract_tests!`](crate::store_contract_tests) may return: a
@@ -107,12 +108,17 @@ macro_rules! store_contract_tests {
             a_fork_copies_the_path_and_records_its_origin
             compaction_on_one_branch_leaves_the_other
             branch_errors_name_the_entry
+            checkpoints_round_trip_byte_for_byte
         );
     };
-    // A store that keeps one chain per session: every case but the branch ones, and a case
-    // holding it to saying so (`Error::Unsupported`) while still giving entry ids.
+    // A store that keeps one chain per session and no file checkpoints: every case but the
+    // branch and checkpoint ones, and cases holding it to saying so (`Error::Unsupported`) while
+    // still giving entry ids.
     ($make:expr, without_branches) => {
-        $crate::store_contract_tests!(@base ($make) branches_are_reported_unsupported);
+        $crate::store_contract_tests!(@base ($make)
+            branches_are_reported_unsupported
+            checkpoints_are_reported_unsupported
+        );
     };
     (@base ($make:expr) $($extra:ident)*) => {
         $crate::store_contract_tests!(@cases ($make)

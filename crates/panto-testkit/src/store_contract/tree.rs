@@ -314,3 +314,56 @@ pub async fn branches_are_reported_unsupported(store: Arc<dyn SessionStore>) {
         "{CASE}: nothing changed"
     );
 }
+
+/// File checkpoints: content-addressed, byte for byte (any bytes, not only UTF-8), the same bytes
+/// stored once, an unknown address found as none and a malformed one refused.
+pub async fn checkpoints_round_trip_byte_for_byte(store: Arc<dyn SessionStore>) {
+    const CASE: &str = "checkpoints_round_trip_byte_for_byte";
+    let id = panto_core::store::new_session_id();
+    let content: Vec<u8> = (0..=255u8).chain(*b"fn main() {}\n").collect();
+    let address = match store.put_checkpoint(&id, &content).await {
+        Ok(a) => a,
+        Err(e) => panic!("{CASE}: put_checkpoint failed: {e}"),
+    };
+    assert_eq!(
+        address,
+        panto_core::store::checkpoint_address(&content),
+        "{CASE}: the address"
+    );
+    let again = store.put_checkpoint(&id, &content).await.ok();
+    assert_eq!(
+        again.as_deref(),
+        Some(address.as_str()),
+        "{CASE}: the same bytes, the same address"
+    );
+    let empty = store.put_checkpoint(&id, b"").await.ok();
+    assert_eq!(
+        store.get_checkpoint(&id, empty.as_deref().unwrap_or("")).await.ok(),
+        Some(Some(Vec::new()))
+    );
+    match store.get_checkpoint(&id, &address).await {
+        Ok(Some(back)) => assert_eq!(back, content, "{CASE}: byte for byte"),
+        other => panic!("{CASE}: get_checkpoint gave {other:?}"),
+    }
+    let unknown = panto_core::store::checkpoint_address(b"never stored");
+    assert_eq!(
+        store.get_checkpoint(&id, &unknown).await.ok(),
+        Some(None),
+        "{CASE}: unknown address"
+    );
+    assert!(
+        store.get_checkpoint(&id, "../../etc/passwd").await.is_err(),
+        "{CASE}: a path is no address"
+    );
+}
+
+/// For a store that keeps no checkpoints: both methods say so.
+pub async fn checkpoints_are_reported_unsupported(store: Arc<dyn SessionStore>) {
+    const CASE: &str = "checkpoints_are_reported_unsupported";
+    let id = panto_core::store::new_session_id();
+    let put = store.put_checkpoint(&id, b"x").await;
+    assert!(matches!(put, Err(Error::Unsupported(_))), "{CASE}: put gave {put:?}");
+    let address = panto_core::store::checkpoint_address(b"x");
+    let got = store.get_checkpoint(&id, &address).await;
+    assert!(matches!(got, Err(Error::Unsupported(_))), "{CASE}: get gave {got:?}");
+}
