@@ -391,6 +391,39 @@ int32_t panto_agent_conversation_json(const struct panto_agent *agent,
                                       struct panto_error **err);
 
 /**
+ * The entry id of each message of the conversation, index for index, as a JSON array of strings
+ * (`null` for a message not stored yet): the ids `panto_agent_rewind` and `panto_session_fork`
+ * take. Ids are the store's, stable for the session's life and kept by a fork.
+ *
+ * Errors: `PANTO_ERR_NULL`, `PANTO_ERR_BUSY`. Ownership: `*json_out` receives an owned string
+ * (NULL on failure), freed with `panto_string_free`. Thread safety: callable from any thread.
+ *
+ * # Safety
+ * `agent` must be NULL or a live agent; `json_out` and `err` NULL or writable.
+ */
+int32_t panto_agent_message_ids_json(const struct panto_agent *agent,
+                                     char **json_out,
+                                     struct panto_error **err);
+
+/**
+ * Goes back to before the prompt stored as entry `entry_id`: the conversation becomes what it
+ * was when that prompt was sent and the next run starts a new branch there; the abandoned
+ * branch stays in the session's log.
+ *
+ * Errors: `PANTO_ERR_NULL`, `PANTO_ERR_UTF8`, `PANTO_ERR_BUSY`, `PANTO_ERR_STATE` (`entry_id` is
+ * not a prompt on the active branch, or the store keeps no branches), store errors. Ownership:
+ * `entry_id` is copied. Thread safety: callable from any thread; blocks while the session is
+ * written. Not callable from inside a tool callback.
+ *
+ * # Safety
+ * `agent` must be NULL or a live agent; `entry_id` NULL or NUL-terminated; `err` NULL or
+ * writable.
+ */
+int32_t panto_agent_rewind(const struct panto_agent *agent,
+                           const char *entry_id,
+                           struct panto_error **err);
+
+/**
  * Appends `text` to the system prompt, and persists the change.
  *
  * Errors: `PANTO_ERR_NULL`, `PANTO_ERR_UTF8`, `PANTO_ERR_BUSY`, store errors. Ownership: `text`
@@ -847,6 +880,26 @@ const char *panto_session_id(const struct panto_session *session);
 int32_t panto_session_info_json(const struct panto_session *session,
                                 char **json_out,
                                 struct panto_error **err);
+
+/**
+ * Starts a new session in the same store whose history is this session's path up to and
+ * including entry `entry_id` (an id from `panto_agent_message_ids_json`; the messages keep their
+ * ids, and the new session records where it came from: `forked_from` in its info JSON). The
+ * original is left as it is. Make an agent on `*out` with `panto_agent_new` to continue there.
+ *
+ * Errors: `PANTO_ERR_NULL`, `PANTO_ERR_UTF8`, `PANTO_ERR_STATE` (no such entry, or the store
+ * keeps no forks), `PANTO_ERR_SESSION_NOT_FOUND`, store errors. Ownership: `entry_id` is copied;
+ * `*out` receives an owned session (NULL on failure), freed with `panto_session_free`. Thread
+ * safety: callable from any thread; blocks while the new session is written.
+ *
+ * # Safety
+ * `session` must be NULL or a live session; `entry_id` NULL or NUL-terminated; `out` and `err`
+ * NULL or writable.
+ */
+int32_t panto_session_fork(const struct panto_session *session,
+                           const char *entry_id,
+                           struct panto_session **out,
+                           struct panto_error **err);
 
 /**
  * Frees a session handle. `panto_session_free(NULL)` does nothing.

@@ -134,6 +134,36 @@ func (a *Agent) ConversationJSON() (string, error) {
 	return takeString(out), nil
 }
 
+// MessageIDs are the entry ids of the conversation's messages, index for index ("" for a message
+// not stored yet): the ids Rewind and Session.Fork take.
+func (a *Agent) MessageIDs() ([]string, error) {
+	var out *C.char
+	var cerr *C.panto_error
+	if err := check(C.panto_agent_message_ids_json(a.p, &out, &cerr), cerr); err != nil {
+		return nil, err
+	}
+	var ids []*string
+	if err := json.Unmarshal([]byte(takeString(out)), &ids); err != nil {
+		return nil, fmt.Errorf("panto: message ids: %w", err)
+	}
+	result := make([]string, len(ids))
+	for i, id := range ids {
+		if id != nil {
+			result[i] = *id
+		}
+	}
+	return result, nil
+}
+
+// Rewind goes back to before the prompt stored as entryID: the next run starts a new branch
+// there, and the abandoned branch stays in the session's log.
+func (a *Agent) Rewind(entryID string) error {
+	cid := cstring(entryID)
+	defer free(cid)
+	var cerr *C.panto_error
+	return check(C.panto_agent_rewind(a.p, cid, &cerr), cerr)
+}
+
 // Usage is the token usage and cost so far.
 func (a *Agent) Usage() (Usage, error) {
 	var out *C.char

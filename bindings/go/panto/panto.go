@@ -202,6 +202,13 @@ type SessionInfo struct {
 	MessageCount    int             `json:"message_count"`
 	LastUserMessage *string         `json:"last_user_message"`
 	Wire            json.RawMessage `json:"wire"`
+	ForkedFrom      *ForkOrigin     `json:"forked_from"`
+}
+
+// ForkOrigin is where a forked session came from.
+type ForkOrigin struct {
+	Session string `json:"session"`
+	Entry   string `json:"entry"`
 }
 
 // List returns the store's sessions, newest first.
@@ -255,6 +262,19 @@ func (s *Store) Latest() (*Session, error) {
 
 // ID is the session id.
 func (s *Session) ID() string { return C.GoString(C.panto_session_id(s.p)) }
+
+// Fork starts a new session whose history is this one's path up to and including entryID (an
+// id from Agent.MessageIDs); its info records where it came from. Make an agent on it to go on.
+func (s *Session) Fork(entryID string) (*Session, error) {
+	cid := cstring(entryID)
+	defer free(cid)
+	var out Session
+	var cerr *C.panto_error
+	if err := check(C.panto_session_fork(s.p, cid, &out.p, &cerr), cerr); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
 
 // Info is what a listing shows of the session, as of when the handle was made.
 func (s *Session) Info() (SessionInfo, error) {

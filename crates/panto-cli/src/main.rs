@@ -115,6 +115,11 @@ pub struct Cli {
     #[arg(long, value_name = "postgres://…", global = true)]
     store: Option<String>,
 
+    /// With `-r ID`: continue in a new session forked from that session's active branch (the
+    /// original stays as it is).
+    #[arg(long, requires = "resume")]
+    fork: bool,
+
     /// Persist nothing: the conversation lives only as long as the process.
     #[arg(long, conflicts_with_all = ["continue_last", "resume"])]
     no_session: bool,
@@ -253,6 +258,10 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                 setup::SessionChoice::Continue
             } else {
                 match cli.resume {
+                    Some(Some(id)) if cli.fork => setup::SessionChoice::Fork(id),
+                    Some(None) if cli.fork => {
+                        return Err(Failure::usage("--fork needs the session to fork: -r ID --fork"));
+                    }
                     Some(Some(id)) => setup::SessionChoice::Resume(id),
                     Some(None) => setup::SessionChoice::Pick,
                     None => setup::SessionChoice::New,

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use panto_core::{Agent, ApiStyle, Conversation, Session};
+use panto_core::{Agent, ApiStyle, Conversation, LoadedBranch, Session};
 
 use crate::config::{Env, Selection, Settings};
 use crate::exit::Failure;
@@ -22,6 +22,9 @@ pub enum SessionChoice {
     Resume(String),
     /// A session picked from a numbered list (`-r`).
     Pick,
+    /// A new session forked from the end of the active branch of a session by id or unique
+    /// prefix (`-r ID --fork`).
+    Fork(String),
 }
 
 /// Everything the command line decided about a REPL or print-mode run.
@@ -57,7 +60,7 @@ pub struct Ready {
 }
 
 /// Finds the session `choice` names and loads its conversation (`None` for a new session).
-async fn open_session(opened: &OpenStore, choice: &SessionChoice) -> Result<(Session, Option<Conversation>), Failure> {
+async fn open_session(opened: &OpenStore, choice: &SessionChoice) -> Result<(Session, Option<LoadedBranch>), Failure> {
     let (store, place) = (&opened.store, &opened.place);
     let session = match choice {
         SessionChoice::New => return Ok((Session::create(store.clone()), None)),
@@ -70,9 +73,20 @@ async fn open_session(opened: &OpenStore, choice: &SessionChoice) -> Result<(Ses
             let id = crate::picker::pick(&infos)?;
             opened.resolve(&id).await?
         }
+        SessionChoice::Fork(id) => {
+            let source = opened.resolve(id).await?;
+            let branch = source.load_branch().await?;
+            let Some(at) = branch.entries.last() else {
+                return Err(Failure::usage(format!(
+                    "session {} holds no messages on its active branch: nothing to fork",
+                    source.id()
+                )));
+            };
+            source.fork(&at.id).await?
+        }
     };
-    let conversation = session.load().await?;
-    Ok((session, Some(conversation)))
+    let branch = session.load_branch().await?;
+    Ok((session, Some(branch)))
 }
 
 /// The model for a session: `-m NAME` if given (resolved against the provider the session or the
@@ -106,14 +120,17 @@ fn choose_model(
 async fn build_agent(
     settings: &Settings,
     session: Session,
-    conversation: Option<Conversation>,
+    branch: Option<LoadedBranch>,
     selection: &Selection,
     toolbox: &Toolbox,
     notes: &mut Vec<String>,
 ) -> Result<Agent, Failure> {
     let config = settings.agent_config(selection)?;
-    let resumed = conversation.is_some();
-    let mut agent = Agent::new(config, session, conversation)?;
+    let resumed = branch.is_some();
+    let mut agent = match branch {
+        Some(branch) => Agent::with_branch(config, session, branch)?,
+        None => Agent::new(config, session, None)?,
+    };
     for tool in toolbox.tools() {
         agent.register_tool(tool)?;
     }
@@ -173,14 +190,14 @@ pub async fn open(
     model: ModelChoice<'_>,
     toolbox: &Toolbox,
 ) -> Result<Ready, Failure> {
-    let (session, conversation) = open_session(store, choice).await?;
-    let resumed = conversation.is_some();
+    let (session, branch) = open_session(store, choice).await?;
+    let resumed = branch.is_some();
     let mut notes = Vec::new();
     let selection = match model {
         ModelChoice::Keep(selection) => *selection,
         ModelChoice::Choose(flag) => choose_model(settings, &session, resumed, flag, &mut notes)?,
     };
-    let agent = build_agent(settings, session, conversation, &selection, toolbox, &mut notes).await?;
+    let agent = build_agent(settings, session, branch, &selection, toolbox, &mut notes).await?;
     Ok(Ready {
         agent,
         selection,

@@ -124,6 +124,22 @@ pub enum Error {
     /// session vanished. Not retryable.
     #[error("no session {0}")]
     SessionNotFound(String),
+    /// A session holds no entry with this id, or the entry cannot be used as asked (a rewind
+    /// names a message that is not a human prompt on the active branch). Returned by
+    /// `Agent::rewind`, `Agent::fork`, `Session::fork` and the stores' `switch_branch` and `fork`.
+    /// Not retryable.
+    #[error("session {session}: {message}")]
+    UnknownEntry {
+        /// The session id.
+        session: String,
+        /// What was asked and why it cannot be done, naming the entry id.
+        message: String,
+    },
+    /// The store does not keep what was asked of it (branches, forks or file checkpoints; for
+    /// example `NullStore`, which keeps nothing). Returned by `SessionStore` methods whose
+    /// default implementation is "unsupported". Not retryable.
+    #[error("the session store does not support {0}")]
+    Unsupported(String),
     /// An id prefix matches more than one session. Returned by `Session::resolve`.
     #[error("session prefix {prefix:?} is ambiguous: {}", candidates.join(", "))]
     AmbiguousSession {

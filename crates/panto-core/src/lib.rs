@@ -234,7 +234,9 @@ pub use registry::{is_wire_name, MAX_WIRE_NAME};
 pub use store::info::SessionInfo;
 pub use store::memory::MemoryStore;
 pub use store::null::NullStore;
-pub use store::seam::{CompactionRecord, PersistentMessage, SessionStore};
+pub use store::seam::{
+    CompactionRecord, EntryRef, ForkOrigin, LoadedBranch, PersistentMessage, SessionStore, SessionTree, TreeEntry,
+};
 pub use store::session::Session;
 pub use tool::{tool_fn, ResultPart, Tool, ToolCall, ToolCallResult, ToolDecl, ToolError, ToolSource};
 

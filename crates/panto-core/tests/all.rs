@@ -3,6 +3,7 @@
 
 mod support;
 
+mod branches;
 mod cache;
 mod compaction;
 mod http;

@@ -181,21 +181,24 @@ pub unsafe extern "C" fn panto_agent_new(
         let config = config.config.clone();
         let rt = session.rt.clone();
         let stored = session.session.clone();
-        let conversation = rt.block_on("panto_agent_new", stored.store.load(stored.id()))??;
+        let branch = rt.block_on("panto_agent_new", stored.store.load_branch(stored.id()))??;
         let mut ledger = Ledger {
             usage: Usage::default(),
             cost: Some(0),
             wire: config.provider.wire_identity(),
             pricing: PricingRegistry::new(),
         };
-        if let Some(c) = &conversation {
-            resumed_usage(c, &mut ledger);
+        if let Some(b) = &branch {
+            resumed_usage(&b.conversation, &mut ledger);
         }
         let session_id = crate::cstr::to_cstring(stored.id());
         let agent = {
             // The HTTP client is built inside the runtime, where its resolver expects to live.
             let _entered = rt.handle()?.enter();
-            Agent::new(config, stored, conversation)?
+            match branch {
+                Some(branch) => Agent::with_branch(config, stored, branch)?,
+                None => Agent::new(config, stored, None)?,
+            }
         };
         let (inflight, _) = tokio::sync::watch::channel(0usize);
         Ok(panto_agent {
@@ -338,6 +341,62 @@ pub unsafe extern "C" fn panto_agent_conversation_json(
         agent.shared.with_idle(|a| {
             serde_json::to_string(a.conversation())
                 .map_err(|e| Failure::state(format!("the conversation cannot be written as JSON: {e}")))
+        })
+    })
+}
+
+/// The entry id of each message of the conversation, index for index, as a JSON array of strings
+/// (`null` for a message not stored yet): the ids `panto_agent_rewind` and `panto_session_fork`
+/// take. Ids are the store's, stable for the session's life and kept by a fork.
+///
+/// Errors: `PANTO_ERR_NULL`, `PANTO_ERR_BUSY`. Ownership: `*json_out` receives an owned string
+/// (NULL on failure), freed with `panto_string_free`. Thread safety: callable from any thread.
+///
+/// # Safety
+/// `agent` must be NULL or a live agent; `json_out` and `err` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn panto_agent_message_ids_json(
+    agent: *const panto_agent,
+    json_out: *mut *mut c_char,
+    err: *mut *mut panto_error,
+) -> i32 {
+    // SAFETY: the contract makes `json_out` and `err` NULL or writable.
+    unsafe { HandOut::required(json_out, "json_out", err) }.guard(|| {
+        // SAFETY: the contract makes `agent` NULL or live.
+        let agent = unsafe { handle(agent, "agent") }?;
+        agent.shared.with_idle(|a| {
+            let count = a.conversation().messages.len();
+            let ids: Vec<Option<&str>> = (0..count).map(|i| a.message_id(i)).collect();
+            Ok(json!(ids).to_string())
+        })
+    })
+}
+
+/// Goes back to before the prompt stored as entry `entry_id`: the conversation becomes what it
+/// was when that prompt was sent and the next run starts a new branch there; the abandoned
+/// branch stays in the session's log.
+///
+/// Errors: `PANTO_ERR_NULL`, `PANTO_ERR_UTF8`, `PANTO_ERR_BUSY`, `PANTO_ERR_STATE` (`entry_id` is
+/// not a prompt on the active branch, or the store keeps no branches), store errors. Ownership:
+/// `entry_id` is copied. Thread safety: callable from any thread; blocks while the session is
+/// written. Not callable from inside a tool callback.
+///
+/// # Safety
+/// `agent` must be NULL or a live agent; `entry_id` NULL or NUL-terminated; `err` NULL or
+/// writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn panto_agent_rewind(
+    agent: *const panto_agent,
+    entry_id: *const c_char,
+    err: *mut *mut panto_error,
+) -> i32 {
+    // SAFETY: the contract makes `err` NULL or writable.
+    unsafe { ErrOut::new(err) }.guard(|| {
+        // SAFETY: the contract makes `agent` NULL or live and `entry_id` NULL or NUL-terminated.
+        let (agent, entry) = unsafe { (handle(agent, "agent")?, crate::cstr::arg(entry_id, "entry_id")?) };
+        agent.shared.with_idle(|a| {
+            agent.rt.block_on("panto_agent_rewind", a.rewind(&entry))??;
+            Ok(PANTO_OK)
         })
     })
 }

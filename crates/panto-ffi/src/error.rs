@@ -78,9 +78,12 @@ impl From<Error> for Failure {
             Error::InvalidHeader { .. } => PANTO_ERR_CONFIG,
             Error::InvalidImage { .. } => PANTO_ERR_INVALID_ARGUMENT,
             Error::InvalidTool { .. } => PANTO_ERR_TOOL,
-            Error::StepLimit(_) | Error::NothingToCompact | Error::NothingToRetry | Error::SessionNotLoaded { .. } => {
-                PANTO_ERR_STATE
-            }
+            Error::StepLimit(_)
+            | Error::NothingToCompact
+            | Error::NothingToRetry
+            | Error::SessionNotLoaded { .. }
+            | Error::UnknownEntry { .. }
+            | Error::Unsupported(_) => PANTO_ERR_STATE,
             Error::SessionInUse { .. } => PANTO_ERR_SESSION_IN_USE,
             Error::SessionNotFound(_) => PANTO_ERR_SESSION_NOT_FOUND,
             Error::AmbiguousSession { .. } => PANTO_ERR_SESSION_AMBIGUOUS,

@@ -162,6 +162,37 @@ pub unsafe extern "C" fn panto_session_info_json(
     })
 }
 
+/// Starts a new session in the same store whose history is this session's path up to and
+/// including entry `entry_id` (an id from `panto_agent_message_ids_json`; the messages keep their
+/// ids, and the new session records where it came from: `forked_from` in its info JSON). The
+/// original is left as it is. Make an agent on `*out` with `panto_agent_new` to continue there.
+///
+/// Errors: `PANTO_ERR_NULL`, `PANTO_ERR_UTF8`, `PANTO_ERR_STATE` (no such entry, or the store
+/// keeps no forks), `PANTO_ERR_SESSION_NOT_FOUND`, store errors. Ownership: `entry_id` is copied;
+/// `*out` receives an owned session (NULL on failure), freed with `panto_session_free`. Thread
+/// safety: callable from any thread; blocks while the new session is written.
+///
+/// # Safety
+/// `session` must be NULL or a live session; `entry_id` NULL or NUL-terminated; `out` and `err`
+/// NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn panto_session_fork(
+    session: *const panto_session,
+    entry_id: *const c_char,
+    out: *mut *mut panto_session,
+    err: *mut *mut panto_error,
+) -> i32 {
+    // SAFETY: the contract makes `out` and `err` NULL or writable.
+    unsafe { HandOut::required(out, "out", err) }.guard(|| {
+        // SAFETY: the contract makes `session` NULL or live and `entry_id` NULL or NUL-terminated.
+        let (session, entry) = unsafe { (handle(session, "session")?, crate::cstr::arg(entry_id, "entry_id")?) };
+        let fork = session
+            .rt
+            .block_on("panto_session_fork", session.session.fork(&entry))??;
+        Ok(panto_session::new(session.rt.clone(), fork))
+    })
+}
+
 /// Frees a session handle. `panto_session_free(NULL)` does nothing.
 ///
 /// Thread safety: callable from any thread, once per session.

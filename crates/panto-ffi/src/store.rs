@@ -47,6 +47,7 @@ pub(crate) fn info_json(info: &SessionInfo) -> Value {
         "message_count": info.message_count,
         "last_user_message": info.last_user_message,
         "wire": info.wire,
+        "forked_from": info.forked_from.as_ref().map(|f| json!({"session": f.session, "entry": f.entry})),
     })
 }
 

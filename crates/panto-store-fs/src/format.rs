@@ -11,10 +11,11 @@ use chrono::{DateTime, Utc};
 use panto_core::{Error, Message, Result, SessionInfo, Usage, WireIdentity};
 use serde::{Deserialize, Serialize};
 
-/// The format version this crate writes (2: reasoning blocks of the OpenAI Responses API,
-/// docs/session-format.md).
+/// The format version this crate writes (2: reasoning blocks of the OpenAI Responses API, the
+/// `branch` entry and the header's `forked_from` of the session tree; docs/session-format.md).
 pub(crate) const VERSION: u64 = 2;
-/// The oldest version it reads: every version from this one to [`VERSION`] loads.
+/// The oldest version it reads: every version from this one to [`VERSION`] loads (version 1
+/// files hold none of version 2's additions).
 pub(crate) const OLDEST_READ: u64 = 1;
 
 /// The longest line, in bytes without its `\n`, that a session file may hold: the writer
@@ -26,6 +27,9 @@ pub const MAX_LINE: usize = 64 * 1024 * 1024;
 
 /// The `type` of the header line.
 pub(crate) const HEADER_TYPE: &str = "session";
+
+/// The `type` of a branch switch entry (version 2).
+pub(crate) const BRANCH_TYPE: &str = "branch";
 
 /// The `type` of a message entry.
 pub(crate) const MESSAGE_TYPE: &str = "message";
@@ -40,6 +44,37 @@ pub(crate) struct HeaderOut<'a> {
     pub created: DateTime<Utc>,
     pub cwd: Option<&'a str>,
     pub metadata: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<&'a ForkOnDisk>,
+}
+
+/// Where a forked session came from, as its header records it (version 2).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct ForkOnDisk {
+    pub session: String,
+    pub entry: String,
+}
+
+impl ForkOnDisk {
+    /// The origin as panto-core names it.
+    pub fn into_origin(self) -> panto_core::ForkOrigin {
+        panto_core::ForkOrigin {
+            session: self.session,
+            entry: self.entry,
+        }
+    }
+}
+
+/// A branch switch entry, as written (version 2): `tip` becomes the active branch's tip.
+#[derive(Debug, Serialize)]
+pub(crate) struct BranchOut<'a> {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub id: &'a str,
+    pub parent_id: Option<&'a str>,
+    pub tip: Option<&'a str>,
+    pub timestamp: DateTime<Utc>,
+    pub activity: &'a Activity,
 }
 
 /// Line 1 of a session file, as read.
@@ -51,6 +86,8 @@ pub(crate) struct HeaderIn {
     // back; serde skips it, but it stays documented in docs/session-format.md.
     #[serde(default)]
     pub metadata: Option<String>,
+    #[serde(default)]
+    pub forked_from: Option<ForkOnDisk>,
 }
 
 /// Just enough of line 1 to check that it is a header of a version we read, before the rest of
@@ -104,6 +141,7 @@ impl Activity {
             message_count: self.message_count,
             last_user_message: self.last_user_message,
             wire: self.wire,
+            forked_from: None,
         }
     }
 }
@@ -265,14 +303,16 @@ pub(crate) fn parse_tail(line: &[u8], location: &str) -> Result<TailEntry> {
 
 fn check_entry_type(kind: &str, location: &str) -> Result<()> {
     match kind {
-        MESSAGE_TYPE => Ok(()),
+        MESSAGE_TYPE | BRANCH_TYPE => Ok(()),
         HEADER_TYPE => Err(corrupt(
             location,
             "a second session header: type \"session\" is only valid on line 1",
         )),
         other => Err(corrupt(
             location,
-            format!("unknown entry type \"{other}\" (this panto reads \"{MESSAGE_TYPE}\" entries)"),
+            format!(
+                "unknown entry type \"{other}\" (this panto reads \"{MESSAGE_TYPE}\" and \"{BRANCH_TYPE}\" entries)"
+            ),
         )),
     }
 }

@@ -70,6 +70,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod checkpoint;
 mod dir;
 mod format;
 mod json;
@@ -87,14 +88,15 @@ use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use async_trait::async_trait;
 use chrono::Utc;
 use panto_core::store::{sort_by_recency, validate_session_id};
-use panto_core::{Conversation, Error, PersistentMessage, Result, SessionInfo, SessionStore};
+use panto_core::{Error, LoadedBranch, PersistentMessage, Result, SessionInfo, SessionStore, SessionTree};
 
 pub use dir::{check_dir, DirWarning};
 pub use format::MAX_LINE;
 pub use writer::Durability;
 
 use crate::format::corrupt;
-use crate::log::load_conversation;
+use crate::format::ForkOnDisk;
+use crate::log::{fork_lines, load_branch, load_tree};
 use crate::scan::{holds_no_session, io_error, read_info};
 use crate::writer::{OwnedPending, Pending, Writer};
 
@@ -314,8 +316,42 @@ impl Inner {
         }
     }
 
-    fn load(&self, id: &str) -> Result<Option<Conversation>> {
-        load_conversation(&self.path_of(id), id)
+    fn load_branch(&self, id: &str) -> Result<Option<LoadedBranch>> {
+        load_branch(&self.path_of(id), id)
+    }
+
+    /// Runs `f` on session `id`'s writer, opening it (and taking the session's lock) if needed.
+    fn with_writer<T>(&self, id: &str, f: impl FnOnce(&mut Writer) -> Result<T>) -> Result<T> {
+        let slot = lock(&self.writers).entry(id.to_owned()).or_default().clone();
+        let mut guard = lock_slot(&slot);
+        let writer = match &mut *guard {
+            Some(writer) => writer,
+            empty => empty.insert(Writer::open(&self.dir, id, self.durability)?),
+        };
+        let result = f(writer);
+        if writer.broken {
+            *guard = None;
+        }
+        result
+    }
+
+    fn switch_branch(&self, id: &str, tip: Option<&str>) -> Result<()> {
+        // Only an existing session can switch: opening a writer would create the file.
+        if self.info(id)?.is_none() {
+            return Err(Error::SessionNotFound(id.to_owned()));
+        }
+        self.with_writer(id, |writer| writer.switch_branch(tip, Utc::now(), self.durability))
+    }
+
+    fn fork(&self, from: &str, at: &str, new_id: &str) -> Result<()> {
+        let (metadata, lines) = fork_lines(&self.path_of(from), from, at)?;
+        let origin = ForkOnDisk {
+            session: from.to_owned(),
+            entry: at.to_owned(),
+        };
+        self.with_writer(new_id, |writer| {
+            writer.write_fork(&origin, metadata.as_deref(), &lines, Utc::now(), self.durability)
+        })
     }
 
     /// Closes session `id`'s writer, if open, and forgets its slot. The slot stays locked
@@ -348,7 +384,7 @@ impl Inner {
     /// thread: without fsync, to a session this store already has open, whose writer is free.
     /// The append is then one `write` into the page cache, a few microseconds, while the hand-off
     /// costs two thread wake-ups and a copy of the batch. `None` when any of that does not hold.
-    fn try_append_here(&self, id: &str, batch: &[Pending<'_>], metadata: Option<&str>) -> Option<Result<()>> {
+    fn try_append_here(&self, id: &str, batch: &[Pending<'_>], metadata: Option<&str>) -> Option<Result<Vec<String>>> {
         if self.durability != Durability::None {
             return None;
         }
@@ -366,18 +402,8 @@ impl Inner {
         Some(result)
     }
 
-    fn append(&self, id: &str, batch: &[Pending<'_>], metadata: Option<&str>) -> Result<()> {
-        let slot = lock(&self.writers).entry(id.to_owned()).or_default().clone();
-        let mut guard = lock_slot(&slot);
-        let writer = match &mut *guard {
-            Some(writer) => writer,
-            empty => empty.insert(Writer::open(&self.dir, id, self.durability)?),
-        };
-        let result = writer.append(batch, metadata, Utc::now(), self.durability);
-        if writer.broken {
-            *guard = None;
-        }
-        result
+    fn append(&self, id: &str, batch: &[Pending<'_>], metadata: Option<&str>) -> Result<Vec<String>> {
+        self.with_writer(id, |writer| writer.append(batch, metadata, Utc::now(), self.durability))
     }
 }
 
@@ -403,14 +429,51 @@ impl SessionStore for JsonlStore {
         blocking(move || inner.ids_with_prefix(&prefix)).await
     }
 
-    async fn load(&self, id: &str) -> Result<Option<Conversation>> {
+    async fn load_branch(&self, id: &str) -> Result<Option<LoadedBranch>> {
         validate_session_id(id)?;
         let inner = self.inner.clone();
         let id = id.to_owned();
-        blocking(move || inner.load(&id)).await
+        blocking(move || inner.load_branch(&id)).await
     }
 
-    async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> Result<()> {
+    async fn switch_branch(&self, id: &str, tip: Option<&str>) -> Result<()> {
+        validate_session_id(id)?;
+        let inner = self.inner.clone();
+        let id = id.to_owned();
+        let tip = tip.map(str::to_owned);
+        blocking(move || inner.switch_branch(&id, tip.as_deref())).await
+    }
+
+    async fn fork(&self, from: &str, at: &str, new_id: &str) -> Result<()> {
+        validate_session_id(from)?;
+        validate_session_id(new_id)?;
+        let inner = self.inner.clone();
+        let (from, at, new_id) = (from.to_owned(), at.to_owned(), new_id.to_owned());
+        blocking(move || inner.fork(&from, &at, &new_id)).await
+    }
+
+    async fn put_checkpoint(&self, id: &str, content: &[u8]) -> Result<String> {
+        validate_session_id(id)?;
+        let inner = self.inner.clone();
+        let (id, content) = (id.to_owned(), content.to_vec());
+        blocking(move || checkpoint::put(&inner.dir, &id, &content)).await
+    }
+
+    async fn get_checkpoint(&self, id: &str, address: &str) -> Result<Option<Vec<u8>>> {
+        validate_session_id(id)?;
+        let inner = self.inner.clone();
+        let (id, address) = (id.to_owned(), address.to_owned());
+        blocking(move || checkpoint::get(&inner.dir, &id, &address)).await
+    }
+
+    async fn tree(&self, id: &str) -> Result<Option<SessionTree>> {
+        validate_session_id(id)?;
+        let inner = self.inner.clone();
+        let id = id.to_owned();
+        blocking(move || load_tree(&inner.path_of(&id), &id)).await
+    }
+
+    async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> Result<Vec<String>> {
         validate_session_id(id)?;
         // The provenance fields (`conversation`, `tools_available`) are not kept by this store.
         let batch: Vec<Pending<'_>> = messages

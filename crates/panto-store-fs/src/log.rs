@@ -23,11 +23,12 @@ use std::path::Path;
 
 use chrono::{DateTime, Utc};
 use panto_core::store::compact_view;
-use panto_core::{Message, Result, Role};
+use panto_core::{EntryRef, LoadedBranch, Message, Result, Role, SessionTree, TreeEntry};
 use serde::Deserialize;
 
 use crate::format::{
-    corrupt, line_location, parse_entry, parse_header, too_long, Activity, CompactionOnDisk, HeaderIn, MAX_LINE,
+    corrupt, line_location, parse_entry, parse_header, too_long, Activity, CompactionOnDisk, ForkOnDisk, HeaderIn,
+    MAX_LINE,
 };
 use crate::open::open_for_reading;
 use crate::scan::{check_header_id, io_error};
@@ -43,10 +44,27 @@ pub(crate) struct Skeleton {
     pub id: String,
     pub parent_id: Option<String>,
     pub timestamp: DateTime<Utc>,
-    pub message: MessageRole,
+    /// Set on message entries; a branch entry has none.
+    #[serde(default)]
+    pub message: Option<MessageRole>,
     #[serde(default)]
     pub compaction: Option<CompactionOnDisk>,
+    /// On a branch entry: the entry that becomes the tip (`None`: the empty start).
+    #[serde(default)]
+    pub tip: Option<String>,
     pub activity: Activity,
+}
+
+impl Skeleton {
+    /// Whether this is a message entry (not a branch switch).
+    pub fn is_message(&self) -> bool {
+        self.message.is_some()
+    }
+
+    /// Whether this is a system message.
+    pub fn is_system(&self) -> bool {
+        self.message.as_ref().is_some_and(|m| m.role == Role::System)
+    }
 }
 
 /// The role of an entry's message; its content is skipped.
@@ -75,9 +93,12 @@ pub(crate) struct ParsedLog {
     pub header: HeaderIn,
     /// Every entry, in file order.
     pub entries: Vec<LoggedEntry>,
-    /// Indices into `entries` of the messages the model sees: the chain ending at the newest
-    /// entry, with compactions applied.
+    /// Indices into `entries` of the messages the model sees: the chain ending at the active
+    /// branch's tip, with compactions applied.
     pub view: Vec<usize>,
+    /// The tip of the active branch: the last message entry, or what the last branch entry
+    /// names (`None`: the empty start).
+    pub tip: Option<usize>,
     /// The committed length: everything up to and including the last `\n`. Bytes after it are a
     /// torn line that a crash left behind.
     pub committed: u64,
@@ -281,6 +302,7 @@ fn scan_log_with_max<R: Read>(reader: R, path: &Path, id: &str, max: usize) -> R
 
     let mut entries: Vec<LoggedEntry> = Vec::new();
     let mut by_id: HashMap<String, usize> = HashMap::new();
+    let mut tip: Option<usize> = None;
     let mut number = 1;
     loop {
         number += 1;
@@ -297,14 +319,28 @@ fn scan_log_with_max<R: Read>(reader: R, path: &Path, id: &str, max: usize) -> R
                 format!("duplicate entry id \"{}\" (first used on line {first})", entry.id),
             ));
         }
+        let message_entry = |field: &str, named: &str| match by_id.get(named) {
+            Some(&i) if entries[i].entry.is_message() => Ok(i),
+            Some(_) => Err(corrupt(
+                line_location(path, number),
+                format!("{field} \"{named}\" names a branch entry, not a message"),
+            )),
+            None => Err(corrupt(
+                line_location(path, number),
+                format!("{field} \"{named}\" names no earlier entry"),
+            )),
+        };
         if let Some(parent) = &entry.parent_id {
-            if !by_id.contains_key(parent) {
-                return Err(corrupt(
-                    line_location(path, number),
-                    format!("parent_id \"{parent}\" names no earlier entry"),
-                ));
-            }
+            message_entry("parent_id", parent)?;
         }
+        tip = if entry.is_message() {
+            Some(entries.len())
+        } else {
+            match &entry.tip {
+                Some(named) => Some(message_entry("tip", named)?),
+                None => None,
+            }
+        };
         by_id.insert(entry.id.clone(), entries.len());
         entries.push(LoggedEntry {
             line: number,
@@ -314,11 +350,12 @@ fn scan_log_with_max<R: Read>(reader: R, path: &Path, id: &str, max: usize) -> R
         });
     }
     let committed = lines.committed();
-    let view = build_view(&entries, &by_id, path)?;
+    let view = build_view(&entries, &by_id, tip, path)?;
     Ok(Scanned::Log(ParsedLog {
         header,
         entries,
         view,
+        tip,
         committed,
     }))
 }
@@ -329,7 +366,11 @@ fn scan_log_with_max<R: Read>(reader: R, path: &Path, id: &str, max: usize) -> R
 /// every line of a log.
 fn parse_skeleton(line: &[u8], location: impl FnOnce() -> String) -> Result<Skeleton> {
     match serde_json::from_slice::<Skeleton>(line) {
-        Ok(skeleton) if skeleton.kind == crate::format::MESSAGE_TYPE => Ok(skeleton),
+        Ok(skeleton) if skeleton.kind == crate::format::MESSAGE_TYPE && skeleton.is_message() => Ok(skeleton),
+        Ok(skeleton) if skeleton.kind == crate::format::BRANCH_TYPE && !skeleton.is_message() => Ok(skeleton),
+        Ok(skeleton) if skeleton.kind == crate::format::BRANCH_TYPE => {
+            Err(corrupt(location(), "a branch entry carries no `message`"))
+        }
         Ok(_) | Err(_) => {
             let location = location();
             match parse_entry(line, &location) {
@@ -342,9 +383,10 @@ fn parse_skeleton(line: &[u8], location: impl FnOnce() -> String) -> Result<Skel
     }
 }
 
-/// Reads session `id` from the file at `path` for `load`: the metadata bag and the messages of
-/// the view. `None` when there is no such file.
-pub(crate) fn load_conversation(path: &Path, id: &str) -> Result<Option<panto_core::Conversation>> {
+/// Reads session `id` from the file at `path` for `load_branch`: the metadata bag, the messages
+/// of the active branch's view with their entries, and the fork origin. `None` when there is no
+/// such file.
+pub(crate) fn load_branch(path: &Path, id: &str) -> Result<Option<LoadedBranch>> {
     let Some((file, _)) = open_for_reading(path)? else {
         return Ok(None);
     };
@@ -354,10 +396,100 @@ pub(crate) fn load_conversation(path: &Path, id: &str) -> Result<Option<panto_co
         scanned => scanned.into_log(path)?,
     };
     let messages = read_view(&file, path, &log)?;
-    Ok(Some(panto_core::Conversation {
-        messages,
-        metadata: log.header.metadata,
+    let entries = log.view.iter().map(|&i| entry_ref(&log.entries[i].entry)).collect();
+    Ok(Some(LoadedBranch {
+        conversation: panto_core::Conversation {
+            messages,
+            metadata: log.header.metadata,
+        },
+        entries,
+        forked_from: log.header.forked_from.map(ForkOnDisk::into_origin),
     }))
+}
+
+/// Reads every message entry of session `id` from the file at `path`, for `tree`. `None` when
+/// there is no such file.
+pub(crate) fn load_tree(path: &Path, id: &str) -> Result<Option<SessionTree>> {
+    let Some((file, _)) = open_for_reading(path)? else {
+        return Ok(None);
+    };
+    let log = match scan_log(&file, path, id)? {
+        Scanned::Empty => return Ok(None),
+        scanned => scanned.into_log(path)?,
+    };
+    let mut entries = Vec::new();
+    let mut buf = Vec::new();
+    for logged in log.entries.iter().filter(|l| l.entry.is_message()) {
+        buf.resize(logged.len, 0);
+        file.read_exact_at(&mut buf, logged.offset)
+            .map_err(|e| io_error("reading", path, e))?;
+        let parsed = parse_entry(&buf, &line_location(path, logged.line))?;
+        entries.push(TreeEntry::of(entry_ref(&logged.entry), &parsed.message));
+    }
+    Ok(Some(SessionTree {
+        entries,
+        tip: log.tip.map(|i| log.entries[i].entry.id.clone()),
+    }))
+}
+
+/// What a fork of session `id` at entry `at` copies: the source's metadata bag and the lines of
+/// the path to `at` (each with its `\n`), read from the file at `path` and checked against the
+/// scan, so a file changed between the passes is an error rather than a mixed log.
+pub(crate) fn fork_lines(path: &Path, id: &str, at: &str) -> Result<(Option<String>, Vec<u8>)> {
+    let not_found = || panto_core::Error::SessionNotFound(id.to_owned());
+    let Some((file, _)) = open_for_reading(path)? else {
+        return Err(not_found());
+    };
+    let log = match scan_log(&file, path, id)? {
+        Scanned::Empty => return Err(not_found()),
+        scanned => scanned.into_log(path)?,
+    };
+    let by_id: HashMap<&str, usize> = log
+        .entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.entry.is_message())
+        .map(|(i, e)| (e.entry.id.as_str(), i))
+        .collect();
+    let Some(&end) = by_id.get(at) else {
+        return Err(panto_core::Error::UnknownEntry {
+            session: id.to_owned(),
+            message: format!("it holds no message entry {at:?}"),
+        });
+    };
+    let mut chain = Vec::new();
+    let mut next = Some(end);
+    while let Some(i) = next {
+        chain.push(i);
+        next = log.entries[i]
+            .entry
+            .parent_id
+            .as_deref()
+            .and_then(|p| by_id.get(p).copied());
+    }
+    chain.reverse();
+    let mut lines = Vec::new();
+    for i in chain {
+        let logged = &log.entries[i];
+        let start = lines.len();
+        lines.resize(start + logged.len, 0);
+        file.read_exact_at(&mut lines[start..], logged.offset)
+            .map_err(|e| io_error("reading", path, e))?;
+        let location = line_location(path, logged.line);
+        let parsed = parse_entry(&lines[start..], &location)?;
+        if parsed.id != logged.entry.id || parsed.parent_id != logged.entry.parent_id {
+            return Err(corrupt(location, "the file changed while it was being read"));
+        }
+        lines.push(b'\n');
+    }
+    Ok((log.header.metadata, lines))
+}
+
+fn entry_ref(entry: &Skeleton) -> EntryRef {
+    EntryRef {
+        id: entry.id.clone(),
+        parent: entry.parent_id.clone(),
+    }
 }
 
 /// The second pass: the messages of the view, in view order, read from `file` by offset and
@@ -392,11 +524,16 @@ pub(crate) fn read_view(file: &File, path: &Path, log: &ParsedLog) -> Result<Vec
     Ok(messages.into_iter().flatten().collect())
 }
 
-/// Follows parent ids back from the newest entry, then replays that chain oldest first,
+/// Follows parent ids back from the active branch's tip, then replays that chain oldest first,
 /// applying each compaction as `MemoryStore` does.
-fn build_view(entries: &[LoggedEntry], by_id: &HashMap<String, usize>, path: &Path) -> Result<Vec<usize>> {
+fn build_view(
+    entries: &[LoggedEntry],
+    by_id: &HashMap<String, usize>,
+    tip: Option<usize>,
+    path: &Path,
+) -> Result<Vec<usize>> {
     let mut chain = Vec::new();
-    let mut next = entries.len().checked_sub(1);
+    let mut next = tip;
     while let Some(i) = next {
         chain.push(i);
         // Parents were checked to name earlier lines while parsing, so this walk ends.
@@ -422,7 +559,7 @@ fn build_view(entries: &[LoggedEntry], by_id: &HashMap<String, usize>, path: &Pa
                     )
                 })?,
         };
-        compact_view(&mut view, cut, i, |&v| entries[v].entry.message.role == Role::System);
+        compact_view(&mut view, cut, i, |&v| entries[v].entry.is_system());
     }
     Ok(view)
 }

@@ -13,7 +13,7 @@ use std::path::Path;
 
 use panto_core::{Error, Result, SessionInfo};
 
-use crate::format::{corrupt, line_location, parse_header, parse_tail, TailEntry, MAX_LINE, MESSAGE_TYPE};
+use crate::format::{corrupt, line_location, parse_header, parse_tail, ForkOnDisk, TailEntry, MAX_LINE, MESSAGE_TYPE};
 use crate::open::open_for_reading;
 
 /// How many bytes each read takes. Most entries are shorter, so the tail usually costs one read.
@@ -256,10 +256,15 @@ fn info_from(path: &Path, id: &str, first: FirstLine, last: Last, max: usize) ->
         FirstLine::Line(line) => parse_header(&line, &header_location)?,
     };
     check_header_id(&header.id, id, &header_location)?;
+    let forked_from = header.forked_from.clone().map(ForkOnDisk::into_origin);
     let tail = match last {
         // Only the header is complete: a session created by an empty batch, or whose first
         // entry was torn.
-        Last::Whole(LastLine::None | LastLine::Line(0, _)) => return Ok(SessionInfo::new(header.id, header.created)),
+        Last::Whole(LastLine::None | LastLine::Line(0, _)) => {
+            let mut info = SessionInfo::new(header.id, header.created);
+            info.forked_from = forked_from;
+            return Ok(info);
+        }
         Last::Skimmed(tail) => tail,
         Last::Whole(LastLine::TooLong { end }) => {
             return Err(corrupt(
@@ -287,7 +292,9 @@ fn info_from(path: &Path, id: &str, first: FirstLine, last: Last, max: usize) ->
             }
         },
     };
-    Ok(tail.activity.into_info(header.id, header.created, tail.timestamp))
+    let mut info = tail.activity.into_info(header.id, header.created, tail.timestamp);
+    info.forked_from = forked_from;
+    Ok(info)
 }
 
 /// The listing fields of an entry line, found without parsing its message: the line is walked

@@ -12,8 +12,11 @@ use fs4::fs_std::FileExt;
 use panto_core::store::compact_view;
 use panto_core::{CompactionRecord, Error, Message, Result, Role, SessionInfo, Usage, WireIdentity};
 
-use crate::format::{Activity, CompactionOnDisk, EntryOut, HeaderOut, HEADER_TYPE, MAX_LINE, MESSAGE_TYPE, VERSION};
-use crate::log::{scan_log, Scanned};
+use crate::format::{
+    Activity, BranchOut, CompactionOnDisk, EntryOut, ForkOnDisk, HeaderOut, BRANCH_TYPE, HEADER_TYPE, MAX_LINE,
+    MESSAGE_TYPE, VERSION,
+};
+use crate::log::{scan_log, ParsedLog, Scanned};
 use crate::open::open_for_append;
 use crate::scan::io_error;
 
@@ -174,39 +177,141 @@ impl Writer {
             broken: false,
         };
         if let Some(log) = log {
-            writer.info = match log.entries.last() {
-                Some(last) => {
-                    last.entry
-                        .activity
-                        .clone()
-                        .into_info(id.to_owned(), log.header.created, last.entry.timestamp)
-                }
-                None => SessionInfo::new(id, log.header.created),
-            };
-            writer.view = log
-                .view
-                .iter()
-                .map(|&i| ViewEntry {
-                    id: log.entries[i].entry.id.clone(),
-                    system: log.entries[i].entry.message.role == Role::System,
-                })
-                .collect();
-            writer.last_id = log.entries.last().map(|e| e.entry.id.clone());
-            writer.ids = log.entries.into_iter().map(|e| e.entry.id).collect();
+            writer.adopt(log);
         }
         Ok(writer)
     }
 
+    /// Takes the state of a scanned log: the active branch's listing, view and tip, and every id.
+    fn adopt(&mut self, log: ParsedLog) {
+        // The last line describes the active branch: a message entry its own path, a branch
+        // entry the path to the tip it names.
+        self.info = match log.entries.last() {
+            Some(last) => {
+                last.entry
+                    .activity
+                    .clone()
+                    .into_info(self.id.clone(), log.header.created, last.entry.timestamp)
+            }
+            None => SessionInfo::new(self.id.clone(), log.header.created),
+        };
+        self.info.forked_from = log.header.forked_from.clone().map(ForkOnDisk::into_origin);
+        self.view = log
+            .view
+            .iter()
+            .map(|&i| ViewEntry {
+                id: log.entries[i].entry.id.clone(),
+                system: log.entries[i].entry.is_system(),
+            })
+            .collect();
+        self.last_id = log.tip.map(|i| log.entries[i].entry.id.clone());
+        self.ids = log.entries.into_iter().map(|e| e.entry.id).collect();
+    }
+
+    /// Reads the whole file again, from the descriptor this writer holds.
+    fn rescan(&mut self) -> Result<Option<ParsedLog>> {
+        self.file
+            .seek(SeekFrom::Start(0))
+            .map_err(|e| io_error("reading", &self.path, e))?;
+        match scan_log(&self.file, &self.path, &self.id)? {
+            Scanned::Log(log) => Ok(Some(log)),
+            Scanned::Empty | Scanned::TornHeader => Ok(None),
+        }
+    }
+
+    /// Appends a branch entry making message entry `tip` (`None`: the empty start) the tip of
+    /// the active branch, and takes the new branch's state. All or nothing, like `append`.
+    pub fn switch_branch(&mut self, tip: Option<&str>, now: DateTime<Utc>, durability: Durability) -> Result<()> {
+        self.check_still_there()?;
+        let Some(log) = self.rescan()? else {
+            return Err(Error::SessionNotFound(self.id.clone()));
+        };
+        let activity = match tip {
+            None => Activity::of(&SessionInfo::new(self.id.clone(), log.header.created)),
+            Some(tip) => match log.entries.iter().find(|e| e.entry.id == tip && e.entry.is_message()) {
+                Some(target) => target.entry.activity.clone(),
+                None => {
+                    return Err(Error::UnknownEntry {
+                        session: self.id.clone(),
+                        message: format!("it holds no message entry {tip:?}"),
+                    })
+                }
+            },
+        };
+        let id = self.mint_id();
+        let entry = BranchOut {
+            kind: BRANCH_TYPE,
+            id: &id,
+            parent_id: self.last_id.as_deref(),
+            tip,
+            timestamp: now,
+            activity: &activity,
+        };
+        let mut buf = Vec::new();
+        crate::json::to_writer(&mut buf, &entry).map_err(|e| Error::store("serialising a branch entry", e))?;
+        buf.push(b'\n');
+        self.commit(&buf, durability)?;
+        self.len += buf.len() as u64;
+        let log = self.rescan()?.ok_or_else(|| Error::SessionNotFound(self.id.clone()))?;
+        self.adopt(log);
+        Ok(())
+    }
+
+    /// Writes a new session's first batch as a fork: the header (with `forked_from`) and the
+    /// source's `lines` as they are, in one write. The writer must be for a session not yet
+    /// written; on failure the file is removed again.
+    pub fn write_fork(
+        &mut self,
+        forked_from: &ForkOnDisk,
+        metadata: Option<&str>,
+        lines: &[u8],
+        now: DateTime<Utc>,
+        durability: Durability,
+    ) -> Result<()> {
+        if !self.needs_header {
+            return Err(Error::store(
+                format!("forking into {}", self.path.display()),
+                "a session with the new id already exists",
+            ));
+        }
+        let cwd = std::env::current_dir().ok();
+        let header = HeaderOut {
+            kind: HEADER_TYPE,
+            version: VERSION,
+            id: &self.id,
+            created: now,
+            cwd: cwd.as_deref().and_then(Path::to_str),
+            metadata,
+            forked_from: Some(forked_from),
+        };
+        let mut buf = Vec::with_capacity(lines.len() + 512);
+        crate::json::to_writer(&mut buf, &header).map_err(|e| Error::store("serialising a session header", e))?;
+        self.check_line_size(buf.len(), "the session header")?;
+        buf.push(b'\n');
+        buf.extend_from_slice(lines);
+        if let Err(e) = self.commit(&buf, durability) {
+            let _ = std::fs::remove_file(&self.path);
+            self.broken = true;
+            return Err(e);
+        }
+        self.len = buf.len() as u64;
+        self.needs_header = false;
+        let log = self.rescan()?.ok_or_else(|| Error::SessionNotFound(self.id.clone()))?;
+        self.adopt(log);
+        Ok(())
+    }
+
     /// Appends `batch` as one write of whole lines (after the header, for a new file), then
-    /// syncs per `durability`. All or nothing: on error the file is cut back to its previous
-    /// length and the in-memory state is restored.
+    /// syncs per `durability`, and returns the entry ids given to the batch's messages. All or
+    /// nothing: on error the file is cut back to its previous length and the in-memory state is
+    /// restored.
     pub fn append(
         &mut self,
         batch: &[Pending<'_>],
         metadata: Option<&str>,
         now: DateTime<Utc>,
         durability: Durability,
-    ) -> Result<()> {
+    ) -> Result<Vec<String>> {
         self.check_still_there()?;
         let mut undo = Undo {
             view_len: self.view.len(),
@@ -230,7 +335,7 @@ impl Writer {
         match committed {
             Ok(n) => {
                 self.len += n as u64;
-                Ok(())
+                Ok(undo.new_ids)
             }
             Err(e) => {
                 self.restore(undo);
@@ -265,6 +370,7 @@ impl Writer {
                 created: now,
                 cwd: cwd.as_deref().and_then(Path::to_str),
                 metadata,
+                forked_from: None,
             };
             let before = buf.len();
             crate::json::to_writer(buf, &header).map_err(serialise)?;

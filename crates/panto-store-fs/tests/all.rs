@@ -17,4 +17,5 @@ mod fs {
     mod permissions;
     mod proptests;
     mod torn;
+    mod tree;
 }

@@ -93,7 +93,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use panto_core::store::validate_session_id;
-use panto_core::{Conversation, Error, PersistentMessage, Result, SessionInfo, SessionStore};
+use panto_core::{Error, LoadedBranch, PersistentMessage, Result, SessionInfo, SessionStore};
 use tokio::sync::OwnedMutexGuard;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Config, Row};
@@ -371,12 +371,12 @@ impl SessionStore for PostgresStore {
         rows.first().map(read::info_from_row).transpose()
     }
 
-    async fn load(&self, id: &str) -> Result<Option<Conversation>> {
+    async fn load_branch(&self, id: &str) -> Result<Option<LoadedBranch>> {
         validate_session_id(id)?;
         read::load(&self.pool, id).await
     }
 
-    async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> Result<()> {
+    async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> Result<Vec<String>> {
         validate_session_id(id)?;
         let context = format!("appending to session {id}");
         let mut slot = self.slot(id).await;
@@ -405,7 +405,7 @@ impl SessionStore for PostgresStore {
                 lock(&self.known_tools).extend(staged.tools.keys().copied());
                 open.exists = true;
                 slot.open = Some(open);
-                Ok(())
+                Ok(staged.rows.iter().map(|row| row.id.clone()).collect())
             }
             Err(CommitError::Fenced) => {
                 self.retire_locked(id, &mut slot).await;

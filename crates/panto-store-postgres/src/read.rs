@@ -4,7 +4,9 @@
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
-use panto_core::{Conversation, Error, Message, Result, SessionInfo, ToolDecl, Usage, WireIdentity};
+use panto_core::{
+    Conversation, EntryRef, Error, LoadedBranch, Message, Result, SessionInfo, ToolDecl, Usage, WireIdentity,
+};
 use tokio_postgres::{IsolationLevel, Row, Transaction};
 
 use crate::db::{pg, unsigned, wire_from_columns};
@@ -40,7 +42,7 @@ pub(crate) const IDS_BY_PREFIX: &str =
 pub(crate) const VIEW_ENTRIES: &str = "select seq, id, role = 'system', compaction_first_kept, \
      compaction_tokens_before is not null from panto.entries where session_id = $1 order by seq";
 
-const MESSAGES_AT: &str = "select seq, coalesce(message_raw, message::text) from panto.entries \
+const MESSAGES_AT: &str = "select seq, coalesce(message_raw, message::text), parent_id from panto.entries \
      where session_id = $1 and seq = any($2)";
 
 const METADATA: &str = "select metadata from panto.sessions where id = $1";
@@ -68,7 +70,9 @@ pub(crate) fn info_from_row(row: &Row) -> Result<SessionInfo> {
     let location = || format!("panto.sessions row {id}");
     let count = unsigned(&location, "message_count", row.get(4))?;
     let wire = wire_from_columns(&location, row.get(6), row.get(7), row.get(8), row.get(9))?;
+    // Forks are not kept by this store yet.
     Ok(SessionInfo {
+        forked_from: None,
         created: row.get(1),
         modified: row.get(2),
         last_prompt_at: row.get(3),
@@ -147,7 +151,7 @@ async fn snapshot<'a>(conn: &'a mut tokio_postgres::Client, context: &str) -> Re
 }
 
 /// The conversation of session `id` as the model sees it.
-pub(crate) async fn load(pool: &Pool, id: &str) -> Result<Option<Conversation>> {
+pub(crate) async fn load(pool: &Pool, id: &str) -> Result<Option<LoadedBranch>> {
     let context = format!("loading session {id}");
     let mut conn = pool.get().await?;
     let txn = snapshot(&mut conn.client, &context).await?;
@@ -172,16 +176,27 @@ pub(crate) async fn load(pool: &Pool, id: &str) -> Result<Option<Conversation>> 
         .await
         .map_err(|e| pg(context.clone(), e))?;
     txn.commit().await.map_err(|e| pg(context.clone(), e))?;
-    let mut by_seq: HashMap<i64, String> = bodies.iter().map(|r| (r.get(0), r.get(1))).collect();
+    let mut by_seq: HashMap<i64, (String, Option<String>)> =
+        bodies.iter().map(|r| (r.get(0), (r.get(1), r.get(2)))).collect();
     let mut messages = Vec::with_capacity(view.len());
+    let mut entries = Vec::with_capacity(view.len());
     for v in &view {
-        let text = by_seq.remove(&v.seq).ok_or_else(|| Error::CorruptSession {
+        let (text, parent) = by_seq.remove(&v.seq).ok_or_else(|| Error::CorruptSession {
             location: entry_location(id, &v.id, v.seq),
             message: "the entry vanished while the session was read".to_owned(),
         })?;
         messages.push(parse_message(|| entry_location(id, &v.id, v.seq), &text)?);
+        entries.push(EntryRef {
+            id: v.id.clone(),
+            parent,
+        });
     }
-    Ok(Some(Conversation { messages, metadata }))
+    // This store keeps one chain per session: branches and forks are not supported yet.
+    Ok(Some(LoadedBranch {
+        conversation: Conversation { messages, metadata },
+        entries,
+        forked_from: None,
+    }))
 }
 
 /// A compaction as its summary entry records it.

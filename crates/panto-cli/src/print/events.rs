@@ -2,7 +2,7 @@
 //! object both JSON formats end with. The lines between are events, which panto-core writes
 //! (`serde_json` of the `Event`, docs/events.md); docs/cli.md documents every field.
 
-use panto_core::{StopReason, Usage, EVENT_SCHEMA_VERSION};
+use panto_core::{ForkOrigin, StopReason, Usage, EVENT_SCHEMA_VERSION};
 use serde_json::{json, Value};
 
 use crate::cost::dollars;
@@ -22,6 +22,8 @@ pub struct SessionLine<'a> {
     pub alias: Option<&'a str>,
     /// The API style, as the config file spells it.
     pub api_style: &'a str,
+    /// Where the session was forked from (`-r ID --fork`, or an earlier fork resumed).
+    pub forked_from: Option<&'a ForkOrigin>,
 }
 
 impl SessionLine<'_> {
@@ -37,6 +39,7 @@ impl SessionLine<'_> {
             "model": self.model,
             "alias": self.alias,
             "api_style": self.api_style,
+            "forked_from": self.forked_from.map(|f| json!({"session": f.session, "entry": f.entry})),
         })
     }
 }
@@ -97,12 +100,13 @@ mod tests {
             model: "m",
             alias: Some("fast"),
             api_style: "openai-chat",
+            forked_from: None,
         }
         .to_json();
         assert_eq!(
             v,
             json!({"type": "session", "version": 2, "session_id": "s", "persisted": false, "resumed": true,
-                   "model": "m", "alias": "fast", "api_style": "openai-chat"})
+                   "model": "m", "alias": "fast", "api_style": "openai-chat", "forked_from": null})
         );
     }
 

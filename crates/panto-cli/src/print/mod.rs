@@ -121,6 +121,7 @@ pub async fn run(
                 model: &ready.selection.model,
                 alias: ready.selection.alias.as_deref(),
                 api_style: ready.selection.provider.api_style.as_str(),
+                forked_from: agent.session().info.forked_from.as_ref(),
             }
             .to_json(),
         );

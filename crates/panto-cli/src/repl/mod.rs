@@ -4,6 +4,7 @@
 //! and clears the line), then the turn or command runs on the tokio runtime with the terminal back
 //! in cooked mode (so Ctrl-C is SIGINT and cancels the turn).
 
+mod branch;
 mod commands;
 mod context;
 mod helper;
@@ -530,6 +531,9 @@ impl Repl<'_> {
                     Command::System => self.system(&args),
                     Command::Tools => self.list_tools(),
                     Command::Cost => self.cost(),
+                    Command::Rewind => self.rewind(&args),
+                    Command::Fork => self.fork(),
+                    Command::Tree => self.tree(),
                 }
                 Flow::Continue
             }

@@ -2,6 +2,7 @@
 
 mod export;
 mod table;
+mod tree;
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;
@@ -14,6 +15,7 @@ use crate::store::{OpenStore, StoreLocation};
 
 pub use export::{export_command, ExportFormat};
 pub use table::{one_line, short_ids, table, RECENT};
+pub use tree::tree_lines;
 
 /// One session of `panto sessions --json` (docs/cli.md). Serialised straight from the listing,
 /// borrowing its strings: building a `Value` per session cost more than reading the files of
@@ -24,6 +26,8 @@ struct InfoJson<'a> {
     /// Without credentials, even from a session recorded before panto stripped them.
     base_url: Option<std::borrow::Cow<'a, str>>,
     created: String,
+    /// `{"session","entry"}` for a fork, else null.
+    forked_from: Option<serde_json::Value>,
     id: &'a str,
     last_prompt_at: Option<String>,
     last_user_message: Option<&'a str>,
@@ -40,6 +44,10 @@ impl<'a> InfoJson<'a> {
             api_style: wire.map(|w| w.api_style.as_str()),
             base_url: wire.map(|w| strip_userinfo(&w.base_url)),
             created: info.created.to_rfc3339(),
+            forked_from: info
+                .forked_from
+                .as_ref()
+                .map(|f| serde_json::json!({"session": f.session, "entry": f.entry})),
             id: &info.id,
             last_prompt_at: info.last_prompt_at.map(|t| t.to_rfc3339()),
             last_user_message: info.last_user_message.as_deref(),
@@ -157,7 +165,7 @@ mod tests {
         let text = serde_json::to_string(&InfoJson::of(&full)).unwrap();
         let expected = json!({
             "api_style": "openai-chat", "base_url": "http://127.0.0.1:9/v1", "created": created,
-            "id": "0190aaaa-1111-7000-8000-000000000000", "last_prompt_at": created,
+            "forked_from": null, "id": "0190aaaa-1111-7000-8000-000000000000", "last_prompt_at": created,
             "last_user_message": "fix the \"parser\"", "message_count": 3, "model": "gpt-4o",
             "modified": full.modified.to_rfc3339(), "reasoning": "high",
         });

@@ -46,8 +46,12 @@ pub fn table(infos: &[SessionInfo]) -> Vec<String> {
         .iter()
         .zip(ids)
         .map(|(info, id)| {
+            let origin = match &info.forked_from {
+                Some(f) => format!("  (fork of {})", &f.session[..f.session.len().min(8)]),
+                None => String::new(),
+            };
             format!(
-                "{id}  {}  {:>4} msgs  {:<20}  {}",
+                "{id}  {}  {:>4} msgs  {:<20}  {}{origin}",
                 local_time(info.recency()),
                 info.message_count,
                 info.wire.as_ref().map_or("-", |w| w.model.as_str()),

@@ -19,4 +19,5 @@ mod sessions;
 mod store_dir;
 mod support;
 mod tools_hardening;
+mod tree;
 mod turn_screen;

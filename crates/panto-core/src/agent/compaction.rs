@@ -200,6 +200,8 @@ impl Agent {
         // Built beside the live conversation, which is replaced only once the log has the
         // compaction: an error or a cancel at any await leaves both as they were.
         let old = &self.conversation.messages;
+        let old_len = old.len();
+        let old_roles: Vec<Role> = old.iter().map(|m| m.role).collect();
         let mut next = old.clone();
         let summary_message = Message::new(
             Role::User,
@@ -232,9 +234,18 @@ impl Agent {
             tools_available: &tools,
             compaction: Some(record),
         };
-        self.session.append(&[entry]).await?;
+        let summary_id = self.session.append(&[entry]).await?.pop();
         self.conversation = candidate;
         self.persisted = self.conversation.messages.len();
+        self.message_ids.resize(old_len, None);
+        let mut ids: Vec<(Option<String>, bool)> = self
+            .message_ids
+            .drain(..)
+            .zip(&old_roles)
+            .map(|(id, role)| (id, *role == Role::System))
+            .collect();
+        compact_view(&mut ids, cut, (summary_id, false), |(_, system)| *system);
+        self.message_ids = ids.into_iter().map(|(id, _)| id).collect();
         Ok(CompactionResult {
             summary,
             tokens_before,

@@ -1,5 +1,6 @@
 //! The agent: owns the conversation, the session and the tools, and persists what it generates.
 
+mod branch;
 mod compaction;
 mod dispatch;
 mod partial;
@@ -92,6 +93,9 @@ pub struct Agent {
     /// Whether the store holds this session yet (a new one is written only from its first
     /// assistant message on).
     stored: bool,
+    /// The entry id of each message of the conversation, index for index, once stored (`None`
+    /// for one not stored yet, or adopted without its ids).
+    message_ids: Vec<Option<String>>,
 }
 
 // The store keeps the session open for writing while the agent lives (see the type docs).
@@ -127,16 +131,7 @@ impl Agent {
         // cannot be built fails here rather than at the first request.
         config.provider.http_client()?;
         let adopted = conversation.is_some();
-        let mut conversation = conversation.unwrap_or_default();
-        let original_len = conversation.messages.len();
-        let persisted = match close_dangling_tool_calls(&mut conversation) {
-            // Closers at the end are new messages: persist them with the next write.
-            Some(at) if at == original_len => original_len,
-            // A log cannot take a message in the middle; the closer lives in memory only and is
-            // added again on every resume, which keeps each request valid.
-            Some(_) => conversation.messages.len(),
-            None => original_len,
-        };
+        let (conversation, persisted) = repair(conversation.unwrap_or_default());
         Ok(Agent {
             stored: adopted || session.info.message_count > 0,
             config,
@@ -144,6 +139,7 @@ impl Agent {
             session,
             registry: ToolRegistry::default(),
             persisted,
+            message_ids: Vec::new(),
         })
     }
 
@@ -154,8 +150,8 @@ impl Agent {
     /// Errors: [`Error::SessionNotFound`] when the store has no such session, the store's own
     /// errors ([`Error::CorruptSession`], [`Error::Store`]), [`Error::HttpClient`].
     pub async fn resume(config: Config, session: Session) -> Result<Self> {
-        let conversation = session.load().await?;
-        Agent::new(config, session, Some(conversation))
+        let branch = session.load_branch().await?;
+        Agent::with_branch(config, session, branch)
     }
 
     /// Registers a tool. Its declared name must be 1 to 64 characters of `[A-Za-z0-9_-]` and not
@@ -279,7 +275,9 @@ impl Agent {
                 compaction: None,
             })
             .collect();
-        self.session.append(&batch).await?;
+        let ids = self.session.append(&batch).await?;
+        self.message_ids.resize(self.persisted, None);
+        self.message_ids.extend(ids.into_iter().map(Some));
         self.persisted = self.conversation.messages.len();
         self.stored = true;
         Ok(())
@@ -297,6 +295,21 @@ impl Agent {
             data: processed.data,
         })
     }
+}
+
+/// An adopted conversation, repaired by [`close_dangling_tool_calls`], and how many of its
+/// messages are already stored.
+fn repair(mut conversation: Conversation) -> (Conversation, usize) {
+    let original_len = conversation.messages.len();
+    let persisted = match close_dangling_tool_calls(&mut conversation) {
+        // Closers at the end are new messages: persist them with the next write.
+        Some(at) if at == original_len => original_len,
+        // A log cannot take a message in the middle; the closer lives in memory only and is
+        // added again on every resume, which keeps each request valid.
+        Some(_) => conversation.messages.len(),
+        None => original_len,
+    };
+    (conversation, persisted)
 }
 
 /// Gives every tool call of the last assistant message that has no result a synthetic error

@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 
+use super::seam::ForkOrigin;
 use crate::conversation::Message;
 use crate::wire::WireIdentity;
 
@@ -25,6 +26,8 @@ pub struct SessionInfo {
     pub last_user_message: Option<String>,
     /// The provider identity of the last non-system message, for resume pre-selection.
     pub wire: Option<WireIdentity>,
+    /// Set when the session was forked from another.
+    pub forked_from: Option<ForkOrigin>,
 }
 
 impl SessionInfo {
@@ -38,6 +41,7 @@ impl SessionInfo {
             message_count: 0,
             last_user_message: None,
             wire: None,
+            forked_from: None,
         }
     }
 
@@ -68,7 +72,7 @@ pub fn sort_by_recency(infos: &mut [SessionInfo]) {
     infos.sort_by(|a, b| b.recency().cmp(&a.recency()).then_with(|| b.id.cmp(&a.id)));
 }
 
-fn truncate_chars(s: &str, max: usize) -> String {
+pub(crate) fn truncate_chars(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         Some((i, _)) => s[..i].to_owned(),
         None => s.to_owned(),

@@ -4,14 +4,17 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 
+use super::checkpoint::{checkpoint_address, validate_checkpoint_address};
 use super::id::validate_session_id;
 use super::info::{sort_by_recency, SessionInfo};
-use super::seam::{CompactionRecord, PersistentMessage, SessionStore};
+use super::seam::{
+    CompactionRecord, EntryRef, ForkOrigin, LoadedBranch, PersistentMessage, SessionStore, SessionTree, TreeEntry,
+};
 use super::view::compact_view;
 use crate::conversation::{Conversation, Message, Role, Usage};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::wire::WireIdentity;
 
 /// One message as [`MemoryStore`](crate::MemoryStore) keeps it.
@@ -29,13 +32,100 @@ pub struct StoredRecord {
     pub compaction: Option<CompactionRecord>,
 }
 
+/// One record of a session's tree.
+#[derive(Debug, Clone)]
+struct Node {
+    id: String,
+    parent: Option<usize>,
+    at: DateTime<Utc>,
+    record: StoredRecord,
+}
+
 #[derive(Debug, Default)]
 struct MemorySession {
-    info: Option<SessionInfo>,
+    created: Option<DateTime<Utc>>,
+    /// When the session was last written (an append or a branch switch).
+    modified: Option<DateTime<Utc>>,
     metadata: Option<String>,
-    records: Vec<StoredRecord>,
-    /// Indices into `records` of the messages the model currently sees.
-    view: Vec<usize>,
+    forked_from: Option<ForkOrigin>,
+    /// Every record, all branches, in append order.
+    nodes: Vec<Node>,
+    /// The tip of the active branch, an index into `nodes`.
+    tip: Option<usize>,
+}
+
+impl MemorySession {
+    fn exists(&self) -> bool {
+        self.created.is_some()
+    }
+
+    /// Indices of the active branch's records, oldest first.
+    fn path(&self) -> Vec<usize> {
+        let mut path = Vec::new();
+        let mut next = self.tip;
+        while let Some(i) = next {
+            path.push(i);
+            next = self.nodes[i].parent;
+        }
+        path.reverse();
+        path
+    }
+
+    /// Indices of the records the model sees on the active branch: the path, compactions applied.
+    fn view(&self) -> Vec<usize> {
+        let mut view = Vec::new();
+        for i in self.path() {
+            match &self.nodes[i].record.compaction {
+                Some(c) => {
+                    compact_view(&mut view, c.first_kept, i, |&v| {
+                        self.nodes[v].record.message.role == Role::System
+                    });
+                }
+                None => view.push(i),
+            }
+        }
+        view
+    }
+
+    /// The listing of the active branch.
+    fn info(&self, id: &str) -> Option<SessionInfo> {
+        let mut info = SessionInfo::new(id, self.created?);
+        for i in self.path() {
+            let node = &self.nodes[i];
+            info.record(&node.record.message, node.record.wire.as_ref(), node.at);
+        }
+        info.modified = self.modified.unwrap_or(info.created);
+        info.forked_from = self.forked_from.clone();
+        Some(info)
+    }
+
+    fn entry(&self, i: usize) -> EntryRef {
+        EntryRef {
+            id: self.nodes[i].id.clone(),
+            parent: self.nodes[i].parent.map(|p| self.nodes[p].id.clone()),
+        }
+    }
+
+    fn find(&self, entry: &str) -> Option<usize> {
+        self.nodes.iter().position(|n| n.id == entry)
+    }
+
+    fn mint_id(&self) -> String {
+        loop {
+            let bytes = uuid::Uuid::now_v7().into_bytes();
+            let id = format!("{:02x}{:02x}{:02x}{:02x}", bytes[12], bytes[13], bytes[14], bytes[15]);
+            if self.find(&id).is_none() {
+                return id;
+            }
+        }
+    }
+}
+
+fn unknown_entry(session: &str, entry: &str) -> Error {
+    Error::UnknownEntry {
+        session: session.to_owned(),
+        message: format!("it holds no message entry {entry:?}"),
+    }
 }
 
 /// A store that keeps sessions in memory: the test double, and a store for embedders that keep
@@ -43,6 +133,8 @@ struct MemorySession {
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     sessions: Mutex<HashMap<String, MemorySession>>,
+    /// File checkpoints by session id and address.
+    checkpoints: Mutex<HashMap<String, HashMap<String, Vec<u8>>>>,
     /// Every append batch, in order, for tests to inspect.
     appends: Mutex<Vec<(String, Vec<StoredRecord>)>>,
 }
@@ -58,11 +150,12 @@ impl MemoryStore {
         lock(&self.appends).clone()
     }
 
-    /// Every record of session `id`, in append order (the whole history, not the compacted view).
+    /// Every record of session `id`, in append order (the whole history, every branch, not the
+    /// compacted view).
     pub fn records(&self, id: &str) -> Vec<StoredRecord> {
         lock(&self.sessions)
             .get(id)
-            .map(|s| s.records.clone())
+            .map(|s| s.nodes.iter().map(|n| n.record.clone()).collect())
             .unwrap_or_default()
     }
 }
@@ -75,35 +168,42 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[async_trait]
 impl SessionStore for MemoryStore {
     async fn list(&self) -> Result<Vec<SessionInfo>> {
-        let mut infos: Vec<SessionInfo> = lock(&self.sessions).values().filter_map(|s| s.info.clone()).collect();
+        let mut infos: Vec<SessionInfo> = lock(&self.sessions).iter().filter_map(|(id, s)| s.info(id)).collect();
         sort_by_recency(&mut infos);
         Ok(infos)
     }
 
     async fn info(&self, id: &str) -> Result<Option<SessionInfo>> {
         validate_session_id(id)?;
-        Ok(lock(&self.sessions).get(id).and_then(|s| s.info.clone()))
+        Ok(lock(&self.sessions).get(id).and_then(|s| s.info(id)))
     }
 
     async fn ids_with_prefix(&self, prefix: &str) -> Result<Vec<String>> {
         validate_session_id(prefix)?;
         Ok(lock(&self.sessions)
             .iter()
-            .filter(|(id, s)| s.info.is_some() && id.starts_with(prefix))
+            .filter(|(id, s)| s.exists() && id.starts_with(prefix))
             .map(|(id, _)| id.clone())
             .collect())
     }
 
-    async fn load(&self, id: &str) -> Result<Option<Conversation>> {
+    async fn load_branch(&self, id: &str) -> Result<Option<LoadedBranch>> {
         validate_session_id(id)?;
         let sessions = lock(&self.sessions);
-        Ok(sessions.get(id).filter(|s| s.info.is_some()).map(|s| Conversation {
-            messages: s.view.iter().map(|&i| s.records[i].message.clone()).collect(),
-            metadata: s.metadata.clone(),
+        Ok(sessions.get(id).filter(|s| s.exists()).map(|s| {
+            let view = s.view();
+            LoadedBranch {
+                conversation: Conversation {
+                    messages: view.iter().map(|&i| s.nodes[i].record.message.clone()).collect(),
+                    metadata: s.metadata.clone(),
+                },
+                entries: view.iter().map(|&i| s.entry(i)).collect(),
+                forked_from: s.forked_from.clone(),
+            }
         }))
     }
 
-    async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> Result<()> {
+    async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> Result<Vec<String>> {
         validate_session_id(id)?;
         let now = Utc::now();
         let records: Vec<StoredRecord> = messages
@@ -116,31 +216,117 @@ impl SessionStore for MemoryStore {
                 compaction: m.compaction,
             })
             .collect();
+        let mut ids = Vec::with_capacity(records.len());
         {
             let mut sessions = lock(&self.sessions);
             let session = sessions.entry(id.to_owned()).or_default();
-            if session.info.is_none() {
-                session.info = Some(SessionInfo::new(id, now));
+            if !session.exists() {
+                session.created = Some(now);
                 session.metadata = messages.first().and_then(|m| m.conversation.metadata.clone());
             }
-            for (m, record) in messages.iter().zip(&records) {
-                let index = session.records.len();
-                session.records.push(record.clone());
-                match &record.compaction {
-                    Some(c) => {
-                        let records = &session.records;
-                        compact_view(&mut session.view, c.first_kept, index, |&i| {
-                            records[i].message.role == Role::System
-                        });
-                    }
-                    None => session.view.push(index),
-                }
-                if let Some(info) = session.info.as_mut() {
-                    info.record(m.message, m.wire, now);
-                }
+            for record in &records {
+                let entry = session.mint_id();
+                ids.push(entry.clone());
+                session.nodes.push(Node {
+                    id: entry,
+                    parent: session.tip,
+                    at: now,
+                    record: record.clone(),
+                });
+                session.tip = Some(session.nodes.len() - 1);
             }
+            session.modified = Some(now);
         }
         lock(&self.appends).push((id.to_owned(), records));
+        Ok(ids)
+    }
+
+    async fn switch_branch(&self, id: &str, tip: Option<&str>) -> Result<()> {
+        validate_session_id(id)?;
+        let mut sessions = lock(&self.sessions);
+        let session = sessions
+            .get_mut(id)
+            .filter(|s| s.exists())
+            .ok_or_else(|| Error::SessionNotFound(id.to_owned()))?;
+        session.tip = match tip {
+            Some(entry) => Some(session.find(entry).ok_or_else(|| unknown_entry(id, entry))?),
+            None => None,
+        };
+        session.modified = Some(Utc::now());
         Ok(())
+    }
+
+    async fn fork(&self, from: &str, at: &str, new_id: &str) -> Result<()> {
+        validate_session_id(from)?;
+        validate_session_id(new_id)?;
+        let mut sessions = lock(&self.sessions);
+        let source = sessions
+            .get(from)
+            .filter(|s| s.exists())
+            .ok_or_else(|| Error::SessionNotFound(from.to_owned()))?;
+        let end = source.find(at).ok_or_else(|| unknown_entry(from, at))?;
+        let mut path = Vec::new();
+        let mut next = Some(end);
+        while let Some(i) = next {
+            path.push(i);
+            next = source.nodes[i].parent;
+        }
+        path.reverse();
+        let nodes: Vec<Node> = path
+            .iter()
+            .enumerate()
+            .map(|(position, &i)| Node {
+                parent: position.checked_sub(1),
+                ..source.nodes[i].clone()
+            })
+            .collect();
+        let now = Utc::now();
+        let fork = MemorySession {
+            created: Some(now),
+            modified: Some(now),
+            metadata: source.metadata.clone(),
+            forked_from: Some(ForkOrigin {
+                session: from.to_owned(),
+                entry: at.to_owned(),
+            }),
+            tip: nodes.len().checked_sub(1),
+            nodes,
+        };
+        if sessions.get(new_id).is_some_and(MemorySession::exists) {
+            return Err(Error::Store {
+                context: format!("forking session {from} into {new_id}"),
+                source: "a session with the new id already exists".into(),
+            });
+        }
+        sessions.insert(new_id.to_owned(), fork);
+        Ok(())
+    }
+
+    async fn put_checkpoint(&self, id: &str, content: &[u8]) -> Result<String> {
+        validate_session_id(id)?;
+        let address = checkpoint_address(content);
+        lock(&self.checkpoints)
+            .entry(id.to_owned())
+            .or_default()
+            .entry(address.clone())
+            .or_insert_with(|| content.to_vec());
+        Ok(address)
+    }
+
+    async fn get_checkpoint(&self, id: &str, address: &str) -> Result<Option<Vec<u8>>> {
+        validate_session_id(id)?;
+        validate_checkpoint_address(address)?;
+        Ok(lock(&self.checkpoints).get(id).and_then(|c| c.get(address)).cloned())
+    }
+
+    async fn tree(&self, id: &str) -> Result<Option<SessionTree>> {
+        validate_session_id(id)?;
+        let sessions = lock(&self.sessions);
+        Ok(sessions.get(id).filter(|s| s.exists()).map(|s| SessionTree {
+            entries: (0..s.nodes.len())
+                .map(|i| TreeEntry::of(s.entry(i), &s.nodes[i].record.message))
+                .collect(),
+            tip: s.tip.map(|i| s.nodes[i].id.clone()),
+        }))
     }
 }

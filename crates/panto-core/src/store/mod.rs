@@ -17,6 +17,7 @@
 //! [`SessionInfo`](crate::SessionInfo), [`MemoryStore`](crate::MemoryStore), …) are at the crate
 //! root.
 
+mod checkpoint;
 mod id;
 pub(crate) mod info;
 pub(crate) mod memory;
@@ -25,6 +26,7 @@ pub(crate) mod seam;
 pub(crate) mod session;
 mod view;
 
+pub use checkpoint::{checkpoint_address, validate_checkpoint_address};
 pub use id::{new_session_id, validate_session_id};
 pub use info::{sort_by_recency, LAST_USER_MESSAGE_CHARS};
 pub use memory::StoredRecord;

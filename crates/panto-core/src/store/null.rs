@@ -6,8 +6,7 @@ use async_trait::async_trait;
 
 use super::id::validate_session_id;
 use super::info::SessionInfo;
-use super::seam::{PersistentMessage, SessionStore};
-use crate::conversation::Conversation;
+use super::seam::{LoadedBranch, PersistentMessage, SessionStore};
 use crate::error::Result;
 
 /// A store that persists nothing and never fails. `list` is empty, `load` finds nothing.
@@ -37,10 +36,14 @@ impl SessionStore for NullStore {
     async fn latest_info(&self) -> Result<Option<SessionInfo>> {
         Ok(None)
     }
-    async fn load(&self, _id: &str) -> Result<Option<Conversation>> {
+    async fn load_branch(&self, _id: &str) -> Result<Option<LoadedBranch>> {
         Ok(None)
     }
-    async fn append(&self, _id: &str, _messages: &[PersistentMessage<'_>]) -> Result<()> {
-        Ok(())
+    async fn append(&self, _id: &str, messages: &[PersistentMessage<'_>]) -> Result<Vec<String>> {
+        // Nothing is kept, but every message still gets an id of its own, as the seam promises.
+        Ok(messages
+            .iter()
+            .map(|_| uuid::Uuid::now_v7().simple().to_string()[24..].to_owned())
+            .collect())
     }
 }

@@ -18,8 +18,8 @@ use async_trait::async_trait;
 
 use super::id::validate_session_id;
 use super::info::SessionInfo;
-use crate::conversation::{Conversation, Message, Usage};
-use crate::error::Result;
+use crate::conversation::{Conversation, Message, Role, Usage};
+use crate::error::{Error, Result};
 use crate::tool::ToolDecl;
 use crate::wire::WireIdentity;
 
@@ -111,12 +111,21 @@ pub trait SessionStore: Send + Sync + fmt::Debug {
     }
 
     /// The conversation of session `id` as the model should see it, `Ok(None)` if there is no such
-    /// session.
-    async fn load(&self, id: &str) -> Result<Option<Conversation>>;
+    /// session: the [active branch](LoadedBranch) without its entry ids.
+    async fn load(&self, id: &str) -> Result<Option<Conversation>> {
+        Ok(self.load_branch(id).await?.map(|branch| branch.conversation))
+    }
 
-    /// Appends `messages` to session `id`, creating it on the first append. All or nothing: after
-    /// an error none of the batch is stored.
-    async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> Result<()>;
+    /// The active branch of session `id`: its conversation as the model should see it (the path
+    /// from the first entry to the branch's tip, compactions on that path applied), the entry
+    /// of every message, and where the session was forked from. `Ok(None)` if there is no such
+    /// session.
+    async fn load_branch(&self, id: &str) -> Result<Option<LoadedBranch>>;
+
+    /// Appends `messages` to session `id` after the tip of its active branch, creating the
+    /// session on the first append, and returns the entry id the store gave each message, in
+    /// order. All or nothing: after an error none of the batch is stored.
+    async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> Result<Vec<String>>;
 
     /// Session `id` has no writer in this process any more: the [`Agent`](crate::Agent) that
     /// wrote it was dropped. A store that holds something per session it writes (an open,
@@ -128,5 +137,117 @@ pub trait SessionStore: Send + Sync + fmt::Debug {
     /// starts it and returns. The default does nothing (a store that holds nothing per session).
     fn release_writer(&self, id: &str) {
         let _ = id;
+    }
+
+    /// Makes entry `tip` (or, with `None`, the empty start before the first entry) the tip of
+    /// session `id`'s active branch: the next append follows it, and `load_branch` and the
+    /// listing describe the path to it. A store records the switch as an appended entry; every
+    /// entry after the old tip stays in the log. [`Error::UnknownEntry`] when the session holds no
+    /// message entry `tip`; [`Error::Unsupported`] from a store without branches (the default).
+    async fn switch_branch(&self, id: &str, tip: Option<&str>) -> Result<()> {
+        let _ = (id, tip);
+        Err(Error::Unsupported("branches (rewind)".to_owned()))
+    }
+
+    /// Starts session `new_id` whose history is the path of session `from` up to and including
+    /// its entry `at` (entry ids kept), recording [`ForkOrigin`] `{from, at}` with it. All or
+    /// nothing. [`Error::UnknownEntry`] when `from` holds no message entry `at`,
+    /// [`Error::SessionNotFound`] when there is no session `from`, [`Error::Unsupported`] from a
+    /// store without forks (the default).
+    async fn fork(&self, from: &str, at: &str, new_id: &str) -> Result<()> {
+        let _ = (from, at, new_id);
+        Err(Error::Unsupported("forks".to_owned()))
+    }
+
+    /// Keeps `content` (the previous content of a file a tool changes) beside session `id`,
+    /// content-addressed, and returns its address ([`checkpoint_address`](crate::store::checkpoint_address)):
+    /// storing the same bytes twice keeps one copy. Durable when it returns. A checkpoint may be
+    /// kept before the session's first append. [`Error::Unsupported`] from a store that keeps
+    /// nothing (the default; `NullStore`).
+    async fn put_checkpoint(&self, id: &str, content: &[u8]) -> Result<String> {
+        let _ = (id, content);
+        Err(Error::Unsupported("file checkpoints".to_owned()))
+    }
+
+    /// The content kept under `address` for session `id`, `Ok(None)` if there is none. A store
+    /// checks the bytes against the address before handing them out (a damaged blob is
+    /// [`Error::CorruptSession`], never restored). [`Error::Unsupported`] as for
+    /// [`SessionStore::put_checkpoint`].
+    async fn get_checkpoint(&self, id: &str, address: &str) -> Result<Option<Vec<u8>>> {
+        let _ = (id, address);
+        Err(Error::Unsupported("file checkpoints".to_owned()))
+    }
+
+    /// Every entry of session `id` (all branches), in the order they were appended, for drawing
+    /// the session's tree. `Ok(None)` if there is no such session; [`Error::Unsupported`] from a
+    /// store without branches (the default).
+    async fn tree(&self, id: &str) -> Result<Option<SessionTree>> {
+        let _ = id;
+        Err(Error::Unsupported("branches (tree)".to_owned()))
+    }
+}
+
+/// Where a forked session came from: the session and the entry its history ends at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForkOrigin {
+    /// The id of the session it was forked from.
+    pub session: String,
+    /// The entry of that session the fork's history ends at (included).
+    pub entry: String,
+}
+
+/// One entry of a message on a branch, as a store assigned it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EntryRef {
+    /// The entry id: unique within the session, stable for its life (a fork keeps it).
+    pub id: String,
+    /// The entry this one follows in the tree (`None` for a first entry). With compaction it may
+    /// be an entry the view no longer shows.
+    pub parent: Option<String>,
+}
+
+/// A session's active branch, as [`SessionStore::load_branch`] returns it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedBranch {
+    /// The conversation as the model should see it.
+    pub conversation: Conversation,
+    /// The entry of each message of `conversation.messages`, index for index.
+    pub entries: Vec<EntryRef>,
+    /// Set when the session was forked from another.
+    pub forked_from: Option<ForkOrigin>,
+}
+
+/// One message entry of a session's tree, as [`SessionStore::tree`] returns it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TreeEntry {
+    /// The entry and its parent.
+    pub entry: EntryRef,
+    /// The message's role.
+    pub role: Role,
+    /// The start of its text, at most [`LAST_USER_MESSAGE_CHARS`](crate::store::LAST_USER_MESSAGE_CHARS)
+    /// characters.
+    pub preview: String,
+    /// Whether it is a human prompt ([`Message::is_human_prompt`]).
+    pub is_prompt: bool,
+}
+
+/// Every message entry of a session, all branches, and the active tip.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SessionTree {
+    /// The entries in the order they were appended (a parent always before its children).
+    pub entries: Vec<TreeEntry>,
+    /// The tip of the active branch (`None`: the empty start).
+    pub tip: Option<String>,
+}
+
+impl TreeEntry {
+    /// The tree entry of `message` stored as `entry`.
+    pub fn of(entry: EntryRef, message: &Message) -> Self {
+        TreeEntry {
+            entry,
+            role: message.role,
+            preview: super::info::truncate_chars(&message.text(), super::info::LAST_USER_MESSAGE_CHARS),
+            is_prompt: message.is_human_prompt(),
+        }
     }
 }

@@ -8,7 +8,7 @@ use chrono::Utc;
 
 use super::id::{new_session_id, validate_session_id, MAX_SESSION_ID_LEN};
 use super::info::SessionInfo;
-use super::seam::{PersistentMessage, SessionStore};
+use super::seam::{LoadedBranch, PersistentMessage, SessionStore, SessionTree};
 use crate::conversation::Conversation;
 use crate::error::{Error, Result};
 
@@ -96,16 +96,64 @@ impl Session {
             .ok_or_else(|| Error::SessionNotFound(self.info.id.clone()))
     }
 
-    /// Appends `messages` and, once stored, folds them into [`Session::info`].
-    pub async fn append(&mut self, messages: &[PersistentMessage<'_>]) -> Result<()> {
+    /// The stored active branch: the conversation, each message's entry and the fork origin. A
+    /// session that is not in the store is [`Error::SessionNotFound`].
+    pub async fn load_branch(&self) -> Result<LoadedBranch> {
+        self.store
+            .load_branch(&self.info.id)
+            .await?
+            .ok_or_else(|| Error::SessionNotFound(self.info.id.clone()))
+    }
+
+    /// Appends `messages` and, once stored, folds them into [`Session::info`]. Returns the entry
+    /// id the store gave each message.
+    pub async fn append(&mut self, messages: &[PersistentMessage<'_>]) -> Result<Vec<String>> {
         if messages.is_empty() {
-            return Ok(());
+            return Ok(Vec::new());
         }
-        self.store.append(&self.info.id, messages).await?;
+        let ids = self.store.append(&self.info.id, messages).await?;
         let now = Utc::now();
         for m in messages {
             self.info.record(m.message, m.wire, now);
         }
+        Ok(ids)
+    }
+
+    /// Makes entry `tip` (`None`: the empty start) the tip of the active branch (see
+    /// [`SessionStore::switch_branch`]), and refreshes [`Session::info`] to describe it.
+    pub async fn switch_branch(&mut self, tip: Option<&str>) -> Result<()> {
+        self.store.switch_branch(&self.info.id, tip).await?;
+        self.refresh().await
+    }
+
+    /// A new session in the same store whose history is this one's path up to and including
+    /// entry `at` (see [`SessionStore::fork`]).
+    pub async fn fork(&self, at: &str) -> Result<Session> {
+        let new_id = new_session_id();
+        self.store.fork(&self.info.id, at, &new_id).await?;
+        let info = self
+            .store
+            .info(&new_id)
+            .await?
+            .ok_or_else(|| Error::SessionNotFound(new_id.clone()))?;
+        Ok(Session::new(info, self.store.clone()))
+    }
+
+    /// Every message entry of the session, all branches, and the active tip.
+    pub async fn tree(&self) -> Result<SessionTree> {
+        self.store
+            .tree(&self.info.id)
+            .await?
+            .ok_or_else(|| Error::SessionNotFound(self.info.id.clone()))
+    }
+
+    /// Reads [`Session::info`] again from the store.
+    pub async fn refresh(&mut self) -> Result<()> {
+        self.info = self
+            .store
+            .info(&self.info.id)
+            .await?
+            .ok_or_else(|| Error::SessionNotFound(self.info.id.clone()))?;
         Ok(())
     }
 }

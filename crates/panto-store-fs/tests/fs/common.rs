@@ -48,7 +48,12 @@ pub fn check_valid(path: &Path) -> Vec<Value> {
     assert!(!all.is_empty(), "{} is empty", path.display());
     let header = all.remove(0);
     assert_eq!(header["type"], "session", "{}: header {header}", path.display());
-    assert_eq!(header["version"], 2);
+    assert!(
+        header["version"] == 1 || header["version"] == 2,
+        "{}: version {}",
+        path.display(),
+        header["version"]
+    );
     let mut parent = Value::Null;
     let mut seen = std::collections::HashSet::new();
     for (i, entry) in all.iter().enumerate() {

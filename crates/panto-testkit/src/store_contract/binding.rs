@@ -5,7 +5,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use panto_core::{Conversation, Error, PersistentMessage, Result, Session, SessionInfo, SessionStore};
+use panto_core::{
+    Conversation, Error, LoadedBranch, PersistentMessage, Result, Session, SessionInfo, SessionStore, SessionTree,
+};
 
 use super::driver::{info_of, must_list, must_load, Driver};
 use super::messages::{reply, user};
@@ -123,10 +125,19 @@ impl SessionStore for Wrapper {
     async fn latest_info(&self) -> Result<Option<SessionInfo>> {
         self.inner.latest_info().await
     }
-    async fn load(&self, id: &str) -> Result<Option<Conversation>> {
-        self.inner.load(id).await
+    async fn load_branch(&self, id: &str) -> Result<Option<LoadedBranch>> {
+        self.inner.load_branch(id).await
     }
-    async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> Result<()> {
+    async fn switch_branch(&self, id: &str, tip: Option<&str>) -> Result<()> {
+        self.inner.switch_branch(id, tip).await
+    }
+    async fn fork(&self, from: &str, at: &str, new_id: &str) -> Result<()> {
+        self.inner.fork(from, at, new_id).await
+    }
+    async fn tree(&self, id: &str) -> Result<Option<SessionTree>> {
+        self.inner.tree(id).await
+    }
+    async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> Result<Vec<String>> {
         self.appends.fetch_add(1, Ordering::SeqCst);
         self.inner.append(id, messages).await
     }

@@ -44,26 +44,27 @@ impl Driver {
         self.session.id().to_owned()
     }
 
-    /// Appends `messages` as one batch.
-    pub async fn append(&mut self, messages: Vec<Message>) {
+    /// Appends `messages` as one batch; returns the entry ids the store gave them.
+    pub async fn append(&mut self, messages: Vec<Message>) -> Vec<String> {
         self.append_batch(messages.into_iter().map(|m| (m, None)).collect())
-            .await;
+            .await
     }
 
     /// Appends a compaction: a summary replacing the messages before index `first_kept` of the
     /// current conversation.
-    pub async fn compact(&mut self, first_kept: usize, text: &str) {
+    pub async fn compact(&mut self, first_kept: usize, text: &str) -> Vec<String> {
         let record = CompactionRecord {
             first_kept,
             tokens_before: 182_000,
             tokens_after: 9_500,
         };
-        self.append_batch(vec![(summary(text), Some(record))]).await;
+        self.append_batch(vec![(summary(text), Some(record))]).await
     }
 
     /// Appends one batch of messages, each with the compaction it records (if any), after
-    /// applying them to the model's conversation as the agent does.
-    pub async fn append_batch(&mut self, batch: Vec<(Message, Option<CompactionRecord>)>) {
+    /// applying them to the model's conversation as the agent does. Returns the entry ids the
+    /// store gave them, after checking there is one per message.
+    pub async fn append_batch(&mut self, batch: Vec<(Message, Option<CompactionRecord>)>) -> Vec<String> {
         for (message, compaction) in &batch {
             match compaction {
                 None => self.conversation.messages.push(message.clone()),
@@ -86,9 +87,22 @@ impl Driver {
             })
             .collect();
         let id = self.session.id().to_owned();
-        if let Err(e) = self.session.append(&persistent).await {
-            panic!("appending {} message(s) to session {id} failed: {e}", persistent.len());
+        match self.session.append(&persistent).await {
+            Ok(ids) => {
+                assert_eq!(
+                    ids.len(),
+                    persistent.len(),
+                    "session {id}: one entry id per appended message"
+                );
+                ids
+            }
+            Err(e) => panic!("appending {} message(s) to session {id} failed: {e}", persistent.len()),
         }
+    }
+
+    /// Makes the conversation the stored active branch again (after a branch switch).
+    pub async fn reload(&mut self) {
+        self.conversation = must_load(&self.session.store, &self.id(), "Driver::reload").await;
     }
 }
 
@@ -148,5 +162,5 @@ pub async fn append_offering(store: &dyn SessionStore, id: &str, message: &Messa
         tools_available: tools,
         ..PersistentMessage::new(message, &conversation)
     };
-    store.append(id, &[entry]).await
+    store.append(id, &[entry]).await.map(|_| ())
 }

@@ -40,6 +40,7 @@ mod driver;
 mod listing;
 mod lookup;
 mod messages;
+mod tree;
 
 pub use binding::{
     a_wrapper_store_sees_every_append, primitives_agree_with_the_listing, sessions_are_bound_to_the_store_asked,
@@ -56,6 +57,11 @@ pub use listing::{
 pub use lookup::{never_appended_session_is_not_found, resolve_by_id_and_prefix, unknown_sessions_load_as_none};
 pub use messages::{
     anthropic_wire, assistant, local_openai_wire, reply, summary, system, tool_result, tools, user, PNG_1X1,
+};
+pub use tree::{
+    a_branch_switch_rewinds_and_keeps_the_log, a_fork_copies_the_path_and_records_its_origin,
+    branch_errors_name_the_entry, branches_are_reported_unsupported, checkpoints_are_reported_unsupported,
+    checkpoints_round_trip_byte_for_byte, compaction_on_one_branch_leaves_the_other,
 };
 
 /// What the store maker of [`store_contract_tests!`](crate::store_contract_tests) may return: a
@@ -97,6 +103,24 @@ impl<S: StoreUnderTest, K: 'static> StoreUnderTest for (S, K) {
 #[macro_export]
 macro_rules! store_contract_tests {
     ($make:expr) => {
+        $crate::store_contract_tests!(@base ($make)
+            a_branch_switch_rewinds_and_keeps_the_log
+            a_fork_copies_the_path_and_records_its_origin
+            compaction_on_one_branch_leaves_the_other
+            branch_errors_name_the_entry
+            checkpoints_round_trip_byte_for_byte
+        );
+    };
+    // A store that keeps one chain per session and no file checkpoints: every case but the
+    // branch and checkpoint ones, and cases holding it to saying so (`Error::Unsupported`) while
+    // still giving entry ids.
+    ($make:expr, without_branches) => {
+        $crate::store_contract_tests!(@base ($make)
+            branches_are_reported_unsupported
+            checkpoints_are_reported_unsupported
+        );
+    };
+    (@base ($make:expr) $($extra:ident)*) => {
         $crate::store_contract_tests!(@cases ($make)
             round_trip_every_content_kind
             conversation_metadata_is_fixed_at_creation
@@ -112,6 +136,7 @@ macro_rules! store_contract_tests {
             primitives_agree_with_the_listing
             sessions_are_bound_to_the_store_asked
             a_wrapper_store_sees_every_append
+            $($extra)*
         );
     };
     (@cases ($make:expr) $($case:ident)*) => {

@@ -1,0 +1,42 @@
+//! File checkpoints: the one definition of a checkpoint's content address.
+
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+
+/// The content address of a checkpoint: the SHA-256 of the bytes, 64 lowercase hex digits. Every
+/// store names checkpoints by it, so the same bytes have the same address everywhere and an
+/// address is safe in a file name.
+pub fn checkpoint_address(content: &[u8]) -> String {
+    Sha256::digest(content).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Checks that `address` could be a checkpoint address (64 lowercase hex digits): stores call
+/// this before touching storage, so an address never reaches a path or a query unchecked.
+pub fn validate_checkpoint_address(address: &str) -> Result<()> {
+    if address.len() == 64 && address.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        Ok(())
+    } else {
+        Err(Error::Store {
+            context: "reading a file checkpoint".to_owned(),
+            source: format!("{address:?} is not a checkpoint address (64 lowercase hex digits)").into(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_are_sha256_hex_and_checked() {
+        assert_eq!(
+            checkpoint_address(b""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+        validate_checkpoint_address(&checkpoint_address(b"x")).unwrap();
+        for bad in ["", "../etc/passwd", &"A".repeat(64), &"a".repeat(63)] {
+            assert!(validate_checkpoint_address(bad).is_err(), "{bad}");
+        }
+    }
+}
