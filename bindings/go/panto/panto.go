@@ -295,10 +295,12 @@ func (s *Session) Close() { C.panto_session_free(s.p); s.p = nil }
 
 // Usage is the token usage and cost of an agent so far.
 type Usage struct {
-	InputTokens        int64  `json:"input_tokens"`
-	OutputTokens       int64  `json:"output_tokens"`
-	CacheReadTokens    int64  `json:"cache_read_tokens"`
-	CacheWriteTokens   int64  `json:"cache_write_tokens"`
-	CacheWrite1hTokens int64  `json:"cache_write_1h_tokens"`
-	CostMicroCents     *int64 `json:"cost_micro_cents"`
+	InputTokens        int64 `json:"input_tokens"`
+	OutputTokens       int64 `json:"output_tokens"`
+	CacheReadTokens    int64 `json:"cache_read_tokens"`
+	CacheWriteTokens   int64 `json:"cache_write_tokens"`
+	CacheWrite1hTokens int64 `json:"cache_write_1h_tokens"`
+	// ReasoningTokens is the part of OutputTokens the model spent reasoning.
+	ReasoningTokens int64  `json:"reasoning_tokens"`
+	CostMicroCents  *int64 `json:"cost_micro_cents"`
 }

@@ -34,14 +34,18 @@ pub fn uncached_cost(pricing: &PricingRegistry, wire: &WireIdentity, usage: &Usa
     pricing.get(wire)?.cost(&uncached)
 }
 
-/// The one-line summary after a turn: `1,234 in · 84% cached · 56 out · $0.0012`. The cached
-/// share ([`Usage::cached_percent`]) is shown whenever the provider read or wrote its cache.
+/// The one-line summary of `/cost`: `1,234 in · 84% cached · 56 out (40 reasoning) · $0.0012`.
+/// The cached share ([`Usage::cached_percent`]) is shown whenever the provider read or wrote its
+/// cache, the reasoning part of the output whenever the provider reported one.
 pub fn summary_line(usage: &Usage, cost: Option<u64>) -> String {
     let mut parts = vec![format!("{} in", thousands(usage.total_input_tokens()))];
     if usage.cache_read_tokens > 0 || usage.cache_write_tokens > 0 {
         parts.push(format!("{}% cached", usage.cached_percent()));
     }
-    parts.push(format!("{} out", thousands(usage.output_tokens)));
+    parts.push(match usage.reasoning_tokens {
+        0 => format!("{} out", thousands(usage.output_tokens)),
+        r => format!("{} out ({} reasoning)", thousands(usage.output_tokens), thousands(r)),
+    });
     parts.push(match cost {
         Some(c) => format_micro_cents(c),
         None => "cost unknown (no pricing for this model)".to_owned(),
@@ -111,6 +115,7 @@ mod tests {
             cache_read_tokens: 0,
             cache_write_tokens: 0,
             cache_write_1h_tokens: 0,
+            reasoning_tokens: 0,
         };
         let c = cost(&PricingRegistry::new(), &wire, &usage);
         assert_eq!(c, Some(300_000_000));
@@ -121,6 +126,15 @@ mod tests {
             ..wire
         };
         assert_eq!(cost(&PricingRegistry::new(), &unknown, &usage), None);
+        let reasoned = Usage {
+            output_tokens: 1_500,
+            reasoning_tokens: 1_200,
+            ..usage
+        };
+        assert_eq!(
+            summary_line(&reasoned, None),
+            "1,000,000 in · 1,500 out (1,200 reasoning) · cost unknown (no pricing for this model)"
+        );
     }
 
     #[test]
@@ -137,6 +151,7 @@ mod tests {
             cache_read_tokens: 840_000,
             cache_write_tokens: 60_000,
             cache_write_1h_tokens: 0,
+            reasoning_tokens: 0,
         };
         let pricing = PricingRegistry::new();
         let (c, uncached) = (cost(&pricing, &wire, &usage), uncached_cost(&pricing, &wire, &usage));
@@ -153,6 +168,7 @@ mod tests {
             cache_read_tokens: 0,
             cache_write_tokens: 10_000,
             cache_write_1h_tokens: 10_000,
+            reasoning_tokens: 0,
             ..usage
         };
         let line = cache_line(

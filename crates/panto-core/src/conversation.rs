@@ -172,6 +172,12 @@ pub struct Usage {
     /// were written for five minutes. Absent from JSON when zero, as before it existed.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cache_write_1h_tokens: u64,
+    /// How many of `output_tokens` the model spent reasoning (OpenAI's
+    /// `output_tokens_details.reasoning_tokens` / `completion_tokens_details.reasoning_tokens`),
+    /// for display: they are billed as output and already counted there. Absent from JSON when
+    /// zero, as before it existed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -187,6 +193,7 @@ impl Usage {
         self.cache_read_tokens = self.cache_read_tokens.saturating_add(other.cache_read_tokens);
         self.cache_write_tokens = self.cache_write_tokens.saturating_add(other.cache_write_tokens);
         self.cache_write_1h_tokens = self.cache_write_1h_tokens.saturating_add(other.cache_write_1h_tokens);
+        self.reasoning_tokens = self.reasoning_tokens.saturating_add(other.reasoning_tokens);
     }
 
     /// The cache writes with the five-minute lifetime: every write not counted as one-hour.
@@ -513,6 +520,7 @@ mod tests {
             cache_read_tokens: 840,
             cache_write_tokens: 60,
             cache_write_1h_tokens: 20,
+            reasoning_tokens: 0,
             ..Usage::default()
         };
         assert_eq!(usage.cached_percent(), 84);
@@ -537,6 +545,7 @@ mod tests {
             cache_write_tokens: u64::MAX,
             cache_write_1h_tokens: u64::MAX,
             output_tokens: u64::MAX,
+            reasoning_tokens: u64::MAX,
         };
         let mut total = huge;
         total.accumulate(&huge);

@@ -231,6 +231,7 @@ mod tests {
             cache_read_tokens: 0,
             cache_write_tokens: 0,
             cache_write_1h_tokens: 0,
+            reasoning_tokens: 0,
         };
         // $3 + $0.015 = 301.5 cents.
         assert_eq!(p.cost(&u), Some(301_500_000));
@@ -243,6 +244,7 @@ mod tests {
         let u = Usage {
             cache_write_tokens: 3_000_000,
             cache_write_1h_tokens: 1_000_000,
+            reasoning_tokens: 0,
             ..Usage::default()
         };
         // 2M five-minute writes at $3.75 and 1M one-hour writes at 2 x $3 = $13.50.

@@ -51,6 +51,7 @@ pub fn usage(input: u64, output: u64) -> Usage {
         cache_read_tokens: 0,
         cache_write_tokens: 0,
         cache_write_1h_tokens: 0,
+        reasoning_tokens: 0,
     }
 }
 

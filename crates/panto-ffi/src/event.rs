@@ -411,6 +411,7 @@ mod tests {
             cache_read_tokens: 0,
             cache_write_tokens: 0,
             cache_write_1h_tokens: 0,
+            reasoning_tokens: 0,
         };
         assert_eq!(
             payload(Event::TurnComplete {

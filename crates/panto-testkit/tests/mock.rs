@@ -682,6 +682,7 @@ fn anthropic_usage_and_errors_are_scripted() {
         cache_read_tokens: 3400,
         cache_write_tokens: 7,
         cache_write_1h_tokens: 0,
+        reasoning_tokens: 0,
     };
     let body = script::AnthropicScript::new().text("hi").usage(usage).build();
     let events = sse_events(&body);
@@ -791,6 +792,7 @@ fn openai_scripts_reassemble_to_what_was_scripted() {
         cache_read_tokens: 50,
         cache_write_tokens: 0,
         cache_write_1h_tokens: 0,
+        reasoning_tokens: 0,
     };
     let (_, _, _, _, reported, _) = replay_openai(&script::OpenAiScript::new().text("x").usage(usage).build());
     assert_eq!(reported["prompt_tokens"], 150);

@@ -147,6 +147,7 @@ fn usage() -> Option<Usage> {
         cache_read_tokens: 9000,
         cache_write_tokens: 0,
         cache_write_1h_tokens: 0,
+        reasoning_tokens: 0,
     })
 }
 

@@ -15,6 +15,7 @@ fn usage(input: u64, output: u64) -> Usage {
         cache_read_tokens: 2,
         cache_write_tokens: 3,
         cache_write_1h_tokens: 0,
+        reasoning_tokens: 0,
     }
 }
 

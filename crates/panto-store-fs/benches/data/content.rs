@@ -346,6 +346,7 @@ fn assistant(blocks: Vec<ContentBlock>, stop: StopReason, rng: &mut Rng) -> Mess
         cache_read_tokens: rng.range(0, 150_000) as u64,
         cache_write_tokens: rng.range(0, 8000) as u64,
         cache_write_1h_tokens: 0,
+        reasoning_tokens: 0,
     });
     m.stop_reason = Some(stop);
     m

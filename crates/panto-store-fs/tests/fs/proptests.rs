@@ -101,6 +101,7 @@ fn message() -> impl Strategy<Value = Message> {
         cache_read_tokens: c,
         cache_write_tokens: d,
         cache_write_1h_tokens: 0,
+        reasoning_tokens: 0,
     });
     (
         role,

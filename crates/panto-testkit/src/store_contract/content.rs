@@ -92,6 +92,7 @@ pub async fn round_trip_every_content_kind(store: Arc<dyn SessionStore>) {
         cache_read_tokens: 11,
         cache_write_tokens: 13,
         cache_write_1h_tokens: 0,
+        reasoning_tokens: 0,
     });
     d.append(vec![results, odd_stop]).await;
     d.append(vec![summary("Earlier, the user listed a directory."), user("thanks")])

@@ -67,6 +67,7 @@ pub fn assistant(blocks: Vec<ContentBlock>, stop_reason: StopReason) -> Message 
         cache_read_tokens: 3_400,
         cache_write_tokens: 0,
         cache_write_1h_tokens: 0,
+        reasoning_tokens: 0,
     });
     message.stop_reason = Some(stop_reason);
     message

@@ -187,6 +187,13 @@ struct WireUsage {
     prompt_tokens_details: Option<PromptTokensDetails>,
     /// DeepSeek's name for cached prompt tokens.
     prompt_cache_hit_tokens: Option<u64>,
+    completion_tokens_details: Option<CompletionTokensDetails>,
+}
+
+#[derive(Debug, Deserialize)]
+struct CompletionTokensDetails {
+    /// The part of `completion_tokens` spent reasoning (o-series and gpt-5 models).
+    reasoning_tokens: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -217,6 +224,11 @@ impl WireUsage {
             cache_read_tokens: cached,
             cache_write_tokens: written,
             cache_write_1h_tokens: 0,
+            reasoning_tokens: self
+                .completion_tokens_details
+                .as_ref()
+                .and_then(|d| d.reasoning_tokens)
+                .unwrap_or(0),
         }
     }
 }

@@ -246,6 +246,11 @@ fn decode(path: &str) -> Decoded {
     decode_fixture_every_way::<OpenAiDecoder>(path)
 }
 
+/// `usage` with this many of its output tokens reported as reasoning.
+fn with_reasoning(usage: Option<Usage>, reasoning_tokens: u64) -> Option<Usage> {
+    usage.map(|u| Usage { reasoning_tokens, ..u })
+}
+
 fn usage(input: u64, output: u64, cache_read: u64) -> Option<Usage> {
     Some(Usage {
         input_tokens: input,
@@ -253,6 +258,7 @@ fn usage(input: u64, output: u64, cache_read: u64) -> Option<Usage> {
         cache_read_tokens: cache_read,
         cache_write_tokens: 0,
         cache_write_1h_tokens: 0,
+        reasoning_tokens: 0,
     })
 }
 
@@ -449,7 +455,7 @@ fn openrouter_reasoning_with_comments_and_a_repeated_finish_reason() {
                 json!({"location": "Florence, Italy"}),
             ),
         ],
-        usage(607, 143, 0),
+        with_reasoning(usage(607, 143, 0), 99),
         StopReason::ToolUse,
     );
 }
@@ -473,7 +479,7 @@ fn zai_usage_on_the_finish_chunk_with_cached_tokens() {
             ),
         ],
         // 173 prompt tokens of which 172 were cached.
-        usage(1, 87, 172),
+        with_reasoning(usage(1, 87, 172), 63),
         StopReason::ToolUse,
     );
 }
@@ -620,6 +626,7 @@ fn openrouter_cache_writes_are_split_out_of_the_prompt_tokens() {
             cache_read_tokens: 600,
             cache_write_tokens: 300,
             cache_write_1h_tokens: 0,
+            reasoning_tokens: 0,
         })
     );
 }

@@ -149,6 +149,12 @@ struct WireUsage {
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
     input_tokens_details: Option<InputTokensDetails>,
+    output_tokens_details: Option<OutputTokensDetails>,
+}
+
+#[derive(Debug, Deserialize)]
+struct OutputTokensDetails {
+    reasoning_tokens: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -175,6 +181,11 @@ impl WireUsage {
             cache_read_tokens: cached,
             cache_write_tokens: written,
             cache_write_1h_tokens: 0,
+            reasoning_tokens: self
+                .output_tokens_details
+                .as_ref()
+                .and_then(|d| d.reasoning_tokens)
+                .unwrap_or(0),
         }
     }
 }

@@ -195,6 +195,11 @@ fn decode(path: &str) -> Decoded {
     decode_fixture_every_way::<ResponsesDecoder>(path)
 }
 
+/// `usage` with this many of its output tokens reported as reasoning.
+fn with_reasoning(usage: Option<Usage>, reasoning_tokens: u64) -> Option<Usage> {
+    usage.map(|u| Usage { reasoning_tokens, ..u })
+}
+
 fn usage(input: u64, output: u64, cache_read: u64) -> Option<Usage> {
     Some(Usage {
         input_tokens: input,
@@ -202,6 +207,7 @@ fn usage(input: u64, output: u64, cache_read: u64) -> Option<Usage> {
         cache_read_tokens: cache_read,
         cache_write_tokens: 0,
         cache_write_1h_tokens: 0,
+        reasoning_tokens: 0,
     })
 }
 
@@ -271,7 +277,7 @@ fn reasoning_summary_streams_as_thinking_and_the_encrypted_item_is_kept() {
             ),
         ],
         // 312 input tokens of which 256 cached; 148 output including 128 of reasoning.
-        usage(56, 148, 256),
+        with_reasoning(usage(56, 148, 256), 128),
         StopReason::ToolUse,
     );
     // The reasoning item arrives whole, after its summary, and is announced as such.
@@ -322,7 +328,7 @@ fn incomplete_responses_end_with_their_reason() {
             reasoning(item, &["**Listing meanings**"], &encrypted_of(path, item)),
             text("A cell is the basic"),
         ],
-        usage(14, 200, 0),
+        with_reasoning(usage(14, 200, 0), 192),
         StopReason::MaxTokens,
     );
     assert_message(
