@@ -485,8 +485,9 @@ const char *panto_agent_session_id(const struct panto_agent *agent);
 
 /**
  * Token usage and cost so far, as JSON: `{"input_tokens", "output_tokens",
- * "cache_read_tokens", "cache_write_tokens", "cache_write_1h_tokens", "cost_micro_cents"}` summed over the resumed
- * conversation and every message since. `cost_micro_cents` (millionths of a US cent) is null
+ * "cache_read_tokens", "cache_write_tokens", "cache_write_1h_tokens", "reasoning_tokens",
+ * "cost_micro_cents"}` summed over the resumed conversation and every message since
+ * (`reasoning_tokens` are part of `output_tokens`). `cost_micro_cents` (millionths of a US cent) is null
  * when a message came from a model without built-in rates.
  *
  * Ownership: `*json_out` receives an owned string (NULL on failure), freed with
