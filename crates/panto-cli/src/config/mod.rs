@@ -168,7 +168,7 @@ fn resolve(file: FileConfig, path: Option<PathBuf>, text: &str, env: &Env) -> Re
 
 #[cfg(test)]
 mod tests {
-    use panto_core::ReasoningEffort;
+    use panto_core::{ApiStyle, ReasoningEffort};
 
     use super::providers::OPENAI_API_ROOT;
     use super::*;
@@ -358,8 +358,9 @@ model = "a"
         let s = load(&doc[start..end], &env).unwrap();
         assert_eq!(s.session_dir.as_deref(), Some(Path::new("/home/u/panto-sessions")));
         let names: Vec<&str> = s.models.iter().map(|m| m.name.as_str()).collect();
-        assert_eq!(names, ["sonnet", "think", "mini", "qwen"]);
+        assert_eq!(names, ["sonnet", "think", "gpt5", "mini", "qwen"]);
         assert_eq!(s.default_model.as_deref(), Some("sonnet"));
+        assert_eq!(s.provider("codex").unwrap().api_style, ApiStyle::OpenAiResponses);
         assert_eq!(s.provider("local").unwrap().key, Key::NotNeeded);
         assert_eq!(s.tools.approval, Some(Approval::Ask));
         assert_eq!(s.alias("mini").unwrap().pricing.unwrap().input, 0.15);

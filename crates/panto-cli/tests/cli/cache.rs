@@ -71,7 +71,10 @@ async fn the_repl_shows_the_cached_share_per_turn_and_cost_shows_the_saving() {
         p.type_line("read the a files");
         p.expect("Read them all.");
         // rexpect reads bytes as Latin-1, so match ASCII only.
-        p.exp_regex(r"\d+ in [^\n]* ([1-9]\d)% cached [^\n]* \d+ out").unwrap();
+        // The status line after the turn: `model · N in · N out · … · NN% cached · 1.2 s`, which
+        // may wrap at the terminal's width.
+        p.exp_regex(r"\d+ in [\s\S]*? \d+ out [\s\S]*? ([1-9]\d)% cached")
+            .unwrap();
         p.type_line("now the b files");
         p.expect("Read them all.");
         p.exp_regex(r"([89]\d)% cached").unwrap();

@@ -289,7 +289,13 @@ pub fn all_text(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
         Value::Array(items) => items.iter().map(all_text).collect::<Vec<_>>().join("\n"),
-        Value::Object(map) => map.values().map(all_text).collect::<Vec<_>>().join("\n"),
+        // `cache_control` is how the request asks for caching, not text anybody wrote.
+        Value::Object(map) => map
+            .iter()
+            .filter(|(key, _)| key.as_str() != "cache_control")
+            .map(|(_, v)| all_text(v))
+            .collect::<Vec<_>>()
+            .join("\n"),
         _ => String::new(),
     }
 }
