@@ -142,7 +142,8 @@ pub fn run(
     let store = rt.block_on(launch.store.open_for_writing())?;
     let cwd = setup::working_dir()?;
     let sandbox = setup::sandbox_for(&launch, false, approval);
-    let toolbox = setup::toolbox(&launch, approval, sandbox, gate.clone(), read_only_hint)?;
+    let live_tail = Arc::new(crate::render::tail::LiveTail);
+    let toolbox = setup::toolbox(&launch, approval, sandbox, gate.clone(), read_only_hint, Some(live_tail))?;
     let model = setup::ModelChoice::Choose(launch.model.as_deref());
     let ready = rt.block_on(setup::open(&launch.settings, &store, &launch.choice, model, &toolbox))?;
     let history = launch.env.history_path();
