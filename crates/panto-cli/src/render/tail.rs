@@ -113,10 +113,7 @@ mod tests {
         assert_eq!(shown_after(&[b"one\ntw", b"o\n\n"]).as_deref(), Some("two"));
         assert_eq!(shown_after(&[b"one\nhalf"]).as_deref(), Some("half"));
         assert_eq!(shown_after(&[b"10%\r20%\r"]).as_deref(), Some("20%"));
-        assert_eq!(
-            shown_after(&[b"\x1b[2Jred\x07\tx\n"]).as_deref(),
-            Some("^[[2Jred^G x")
-        );
+        assert_eq!(shown_after(&[b"\x1b[2Jred\x07\tx\n"]).as_deref(), Some("^[[2Jred^G x"));
         assert_eq!(shown_after(&[b"\n \n"]), None);
     }
 
