@@ -226,13 +226,15 @@ pub fn sandbox_for(launch: &Launch, print_mode: bool, approval: Approval) -> San
 
 /// The built-in tools of a run, working in the current directory: `[tools]` with the approval
 /// mode, the gate that asks in `ask` mode, and the sandbox. A sandbox this system cannot apply
-/// is an error naming the flag that turns it off.
+/// is an error naming the flag that turns it off. `bash_progress` sees bash's output as it runs
+/// (the REPL's live tail; print mode has none).
 pub fn toolbox(
     launch: &Launch,
     approval: Approval,
     sandbox: Sandbox,
     gate: Arc<Gate>,
     read_only_hint: &str,
+    bash_progress: Option<Arc<dyn panto_tools::BashProgress>>,
 ) -> Result<Toolbox, Failure> {
     let t = &launch.settings.tools;
     let mut options = panto_tools::Options::new(working_dir()?);
@@ -248,6 +250,7 @@ pub fn toolbox(
     options.writable_roots = t.writable_roots.clone();
     options.prompt = Some(gate);
     options.read_only_hint = read_only_hint.to_owned();
+    options.bash_progress = bash_progress;
     Toolbox::new(&options).map_err(|e| match e {
         panto_tools::Error::SandboxUnavailable(_) => Failure::runtime(e.to_string()),
         _ => Failure::usage(e.to_string()),

@@ -90,8 +90,8 @@ pub enum Error {
     },
     /// The provider sent bytes panto cannot interpret: invalid SSE, invalid JSON, an event
     /// missing a required field, or one server-sent event larger than
-    /// [`ProviderConfig::max_event_bytes`](crate::ProviderConfig::max_event_bytes). Not
-    /// retryable.
+    /// [`ProviderConfig::max_event_bytes`](crate::ProviderConfig::max_event_bytes); or a model
+    /// listing ([`list_models`](crate::list_models)) that is not one. Not retryable.
     #[error("malformed provider stream at byte {offset}: {message}")]
     Protocol {
         /// Offset of the offending event in the response body.

@@ -230,6 +230,7 @@ pub use error::{Error, Result};
 pub use event::{event_schema, BlockKind, ContentDelta, Event, RetryInfo, ToolDetails, EVENT_SCHEMA_VERSION};
 pub use pricing::{format_micro_cents, Pricing, PricingRegistry};
 pub use provider::http::http_client_builder;
+pub use provider::models::list_models;
 pub use registry::{is_wire_name, MAX_WIRE_NAME};
 pub use store::info::SessionInfo;
 pub use store::memory::MemoryStore;

@@ -190,6 +190,26 @@ impl PricingRegistry {
         self.exact.insert(wire, pricing);
     }
 
+    /// The model names this registry knows for `style`, sorted: the built-in table's families
+    /// (OpenAI's two styles share theirs) and the models of exact entries. For completing a
+    /// model name; a name not listed may still be served (a dated snapshot, a new model).
+    pub fn known_models(&self, style: ApiStyle) -> Vec<String> {
+        let mut names: Vec<String> = BUILTIN
+            .iter()
+            .filter(|(s, _, _)| *s == priced_as(style))
+            .map(|(_, name, _)| (*name).to_owned())
+            .chain(
+                self.exact
+                    .keys()
+                    .filter(|wire| wire.api_style == style)
+                    .map(|wire| wire.model.clone()),
+            )
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
+
     /// The rates for `wire`: an exact entry, else the built-in family of its model name.
     pub fn get(&self, wire: &WireIdentity) -> Option<Pricing> {
         if let Some(p) = self.exact.get(wire) {
@@ -212,6 +232,26 @@ fn family_matches(model: &str, prefix: &str) -> bool {
 mod tests {
     use super::*;
     use crate::config::ReasoningEffort;
+
+    #[test]
+    fn known_models_are_the_styles_families_and_exact_entries() {
+        let mut registry = PricingRegistry::new();
+        let custom = WireIdentity::new(
+            ApiStyle::AnthropicMessages,
+            "http://127.0.0.1:1",
+            "claude-custom",
+            ReasoningEffort::Off,
+        );
+        registry.insert(custom, Pricing::new(1.0, 1.0, 0.0, 0.0));
+        let anthropic = registry.known_models(ApiStyle::AnthropicMessages);
+        assert!(anthropic.contains(&"claude-opus-4-5".to_owned()), "{anthropic:?}");
+        assert!(anthropic.contains(&"claude-custom".to_owned()), "{anthropic:?}");
+        assert!(!anthropic.iter().any(|m| m.starts_with("gpt")), "{anthropic:?}");
+        assert!(anthropic.windows(2).all(|w| w[0] < w[1]), "{anthropic:?}");
+        let responses = registry.known_models(ApiStyle::OpenAiResponses);
+        assert!(responses.contains(&"gpt-5.1".to_owned()), "{responses:?}");
+        assert!(!responses.contains(&"claude-custom".to_owned()), "{responses:?}");
+    }
 
     fn wire(style: ApiStyle, model: &str) -> WireIdentity {
         WireIdentity {

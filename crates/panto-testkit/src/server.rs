@@ -71,6 +71,8 @@ struct Shared {
     connections: AtomicUsize,
     /// TCP connections accepted and not closed yet.
     open_connections: AtomicUsize,
+    /// The model listing `GET /v1/models` and `GET /models` answer, when set.
+    models: Mutex<Option<Vec<String>>>,
 }
 
 /// Locks a mutex even if a panicking test thread poisoned it; the data stays consistent because
@@ -114,6 +116,7 @@ impl MockServer {
             received: AtomicUsize::new(0),
             connections: AtomicUsize::new(0),
             open_connections: AtomicUsize::new(0),
+            models: Mutex::new(None),
         });
         let (shutdown, watch) = watch::channel(());
         let accept = tokio::spawn(accept_loop(listener, Arc::clone(&shared), watch));
@@ -205,6 +208,14 @@ impl MockServer {
     /// How many queued replies have not been served yet.
     pub fn pending(&self) -> usize {
         lock(&self.shared.queue).len()
+    }
+
+    /// Answers the model listing, `GET /v1/models` (Anthropic, and the OpenAI styles' `/v1` base)
+    /// and `GET /models`, with `models` (`{"data": [{"id": ...}], "has_more": false, ...}`, the
+    /// shape both APIs share); `None` (the default) answers 404, as a provider without a
+    /// listing does. A listing takes no queued reply and is not recorded.
+    pub fn set_models(&self, models: Option<Vec<String>>) {
+        *lock(&self.shared.models) = models;
     }
 
     /// Forgets the queued replies and the recorded requests (request numbers start at 1 again).
@@ -303,6 +314,8 @@ async fn serve(stream: &mut TcpStream, shared: &Shared) {
             .map(|(_, value)| value.clone());
         let reply = if request.path().starts_with("/__mock/") {
             control(&request, shared)
+        } else if request.method == "GET" && matches!(request.path(), "/v1/models" | "/models") {
+            models(shared)
         } else {
             provider(&request, key.as_deref(), shared)
         };
@@ -314,6 +327,25 @@ async fn serve(stream: &mut TcpStream, shared: &Shared) {
         if !matches!(open, Ok(true)) {
             return;
         }
+    }
+}
+
+/// The model listing ([`MockServer::set_models`]).
+fn models(shared: &Shared) -> Reply {
+    match &*lock(&shared.models) {
+        Some(ids) => Reply::json(
+            200,
+            &json!({
+                "data": ids.iter().map(|id| json!({"id": id, "type": "model", "object": "model"})).collect::<Vec<_>>(),
+                "has_more": false,
+                "first_id": ids.first(),
+                "last_id": ids.last(),
+            }),
+        ),
+        None => Reply::json(
+            404,
+            &json!({"type": "error", "error": {"type": "not_found_error", "message": "mock: no model listing set"}}),
+        ),
     }
 }
 

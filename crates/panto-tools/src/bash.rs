@@ -24,6 +24,17 @@ const MAX_TIMEOUT_SECS: u64 = 600;
 /// How long to wait for output after bash exits, in case a background process keeps it open.
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
+/// Sees `bash`'s output while the command runs, set in [`crate::Options::bash_progress`]: an
+/// interactive front end shows the last line live. Called from the tasks reading the command's
+/// stdout and stderr, with each chunk as it arrives (raw bytes: untrusted, not split on lines
+/// or characters); chunks of calls running at the same time interleave. It must return quickly,
+/// since the command's output waits for it. What it sees is never capped, so it should keep only
+/// what it shows; the result the model gets is unaffected.
+pub trait BashProgress: Send + Sync + std::fmt::Debug {
+    /// The next chunk of stdout or stderr.
+    fn output(&self, chunk: &[u8]);
+}
+
 /// The `bash` tool.
 #[derive(Debug)]
 pub struct BashTool {
@@ -54,12 +65,20 @@ struct Captured {
 /// Reads `reader` to its end into `sink`, keeping at most `cap` bytes (so a flood of output cannot
 /// exhaust memory) and counting the rest. The sink is shared so that what arrived is still there
 /// when the reader is abandoned.
-async fn capture<R: AsyncRead + Unpin>(mut reader: R, cap: usize, sink: Arc<Mutex<Captured>>) {
+async fn capture<R: AsyncRead + Unpin>(
+    mut reader: R,
+    cap: usize,
+    sink: Arc<Mutex<Captured>>,
+    progress: Option<Arc<dyn BashProgress>>,
+) {
     let mut buf = vec![0u8; 16 * 1024];
     loop {
         match reader.read(&mut buf).await {
             Ok(0) | Err(_) => return,
             Ok(n) => {
+                if let Some(progress) = &progress {
+                    progress.output(&buf[..n]);
+                }
                 let mut captured = sink.lock().unwrap_or_else(|e| e.into_inner());
                 captured.total += n;
                 let room = cap.saturating_sub(captured.head.len());
@@ -76,9 +95,13 @@ struct Capture {
 }
 
 impl Capture {
-    fn start<R: AsyncRead + Unpin + Send + 'static>(reader: Option<R>, cap: usize) -> Option<Capture> {
+    fn start<R: AsyncRead + Unpin + Send + 'static>(
+        reader: Option<R>,
+        cap: usize,
+        progress: Option<Arc<dyn BashProgress>>,
+    ) -> Option<Capture> {
         let sink = Arc::new(Mutex::new(Captured::default()));
-        let task = tokio::spawn(capture(reader?, cap, sink.clone()));
+        let task = tokio::spawn(capture(reader?, cap, sink.clone(), progress));
         Some(Capture { task, sink })
     }
 }
@@ -234,8 +257,9 @@ impl Tool for BashTool {
         let mut leftovers = Leftovers(group.group().map(|pid| processes::Call::new(pid, marker)));
         let child = group.child();
         let cap = self.ctx.max_output_bytes;
-        let stdout = Capture::start(child.stdout.take(), cap);
-        let stderr = Capture::start(child.stderr.take(), cap);
+        let progress = &self.ctx.bash_progress;
+        let stdout = Capture::start(child.stdout.take(), cap, progress.clone());
+        let stderr = Capture::start(child.stderr.take(), cap, progress.clone());
 
         let ending = tokio::select! {
             status = child.wait() => match status {
@@ -390,6 +414,33 @@ mod tests {
             assert!(t.contains(&pid.to_string()), "{t}");
         }
         assert!(t.ends_with("[exit code 0]"), "{t}");
+    }
+
+    /// Collects what the progress hook saw.
+    #[derive(Debug, Default)]
+    struct Seen(Mutex<Vec<u8>>);
+
+    impl BashProgress for Seen {
+        fn output(&self, chunk: &[u8]) {
+            self.0.lock().unwrap().extend_from_slice(chunk);
+        }
+    }
+
+    #[tokio::test]
+    async fn the_progress_hook_sees_both_streams_uncapped() {
+        let dir = tempfile::tempdir().unwrap();
+        let seen = Arc::new(Seen::default());
+        let mut ctx = context(dir.path(), Approval::Auto);
+        ctx.bash_progress = Some(seen.clone());
+        let r = call(
+            &BashTool::new(ctx),
+            json!({"command": "echo out; echo err >&2; head -c 10000 /dev/zero | tr '\\0' x"}),
+        )
+        .await;
+        assert!(text(&r).contains("4096 of 10008 bytes shown"), "{}", text(&r));
+        let seen = String::from_utf8(seen.0.lock().unwrap().clone()).unwrap();
+        assert!(seen.contains("out\n") && seen.contains("err\n"), "{seen}");
+        assert_eq!(seen.len(), 10008, "{seen}");
     }
 
     #[tokio::test]

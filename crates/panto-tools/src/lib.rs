@@ -60,6 +60,7 @@ use panto_core::{Tool, ToolError};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+pub use bash::BashProgress;
 pub use child::{explain_spawn_error, spawn, ChildSetup, GroupChild};
 pub use error::Error;
 pub use files::{image_format, kind as file_kind, open_regular, read_bounded, OpenRefusal};
@@ -174,6 +175,8 @@ pub(crate) struct ToolContext {
     pub roots: Roots,
     /// The sandbox: what bash runs in, and where write and edit may write.
     pub sandbox: Arc<SandboxConfig>,
+    /// Who sees `bash`'s output while it runs ([`Options::bash_progress`]).
+    pub bash_progress: Option<Arc<dyn BashProgress>>,
 }
 
 impl ToolContext {
@@ -299,6 +302,7 @@ pub(crate) mod testing {
             max_output_bytes: 4_096,
             roots: Roots::unrestricted(),
             sandbox: Arc::new(SandboxConfig::off()),
+            bash_progress: None,
         }
     }
 

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::bash::BashProgress;
 use crate::error::Error;
 use crate::policy::{Approval, Policy, Prompt, Rule};
 use crate::roots::Roots;
@@ -56,6 +57,10 @@ pub struct Options {
     /// Appended to the read-only refusal: how to get a tool allowed in this front end.
     #[serde(skip)]
     pub read_only_hint: String,
+    /// Receives `bash`'s output while the command runs (an interactive front end shows its
+    /// tail live). `None` (the default): the output is only in the result.
+    #[serde(skip)]
+    pub bash_progress: Option<Arc<dyn BashProgress>>,
 }
 
 impl Default for Options {
@@ -74,6 +79,7 @@ impl Default for Options {
             writable_roots: Vec::new(),
             prompt: None,
             read_only_hint: String::new(),
+            bash_progress: None,
         }
     }
 }
@@ -147,6 +153,7 @@ impl Options {
             max_output_bytes: self.max_output_bytes.max(1024),
             roots,
             sandbox: Arc::new(sandbox),
+            bash_progress: self.bash_progress.clone(),
         };
         let mut names = Vec::new();
         for name in self.tools.clone().unwrap_or_else(|| ToolName::ALL.to_vec()) {

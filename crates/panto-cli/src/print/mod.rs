@@ -92,7 +92,7 @@ pub async fn run(
     let read_only_hint = " (print mode is read-only unless --approve auto is given)";
     let gate = Arc::new(Gate::new(approval, None, read_only_hint));
     let sandbox = setup::sandbox_for(&launch, true, approval);
-    let toolbox = setup::toolbox(&launch, approval, sandbox, gate, read_only_hint)?;
+    let toolbox = setup::toolbox(&launch, approval, sandbox, gate, read_only_hint, None)?;
     let ready = setup::start(&launch, &store, &toolbox).await?;
     for note in &ready.notes {
         crate::safe::eprint_line(note);

@@ -12,6 +12,7 @@ mod markdown;
 mod spinner;
 mod status;
 mod table;
+pub mod tail;
 mod turn;
 pub mod wrap;
 

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::footer;
 use super::wrap::Span;
+use super::{footer, tail};
 
 const FRAMES: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 const TICK: Duration = Duration::from_millis(80);
@@ -32,8 +32,9 @@ pub fn elapsed(d: Duration) -> String {
 }
 
 impl Spinner {
-    /// Starts drawing `label` (already neutralised) with the time since `since`.
-    pub fn start(label: &str, since: Instant) -> Spinner {
+    /// Starts drawing `label` (already neutralised) with the time since `since`, and with
+    /// `live_tail`, the last line bash printed (see [`tail`]).
+    pub fn start(label: &str, since: Instant, live_tail: bool) -> Spinner {
         let active = Arc::new(Mutex::new(true));
         let flag = active.clone();
         let label = label.to_owned();
@@ -45,12 +46,16 @@ impl Spinner {
                     if !*showing {
                         return;
                     }
-                    let text = format!(
+                    let mut text = format!(
                         "{} {} {}",
                         FRAMES[frame % FRAMES.len()],
                         label,
                         elapsed(since.elapsed())
                     );
+                    if let Some(line) = live_tail.then(tail::current).flatten() {
+                        text.push_str(" │ ");
+                        text.push_str(&line);
+                    }
                     footer::set_spinner(Some(vec![Span::styled(text, "2")]));
                 }
                 frame += 1;

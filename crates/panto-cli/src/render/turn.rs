@@ -92,7 +92,13 @@ impl TurnView {
     fn waiting_since(&mut self, label: &str, since: Instant) {
         self.stop_spinner();
         if self.screen.deco_is_tty && self.screen.deco_on_stdout {
-            self.spinner = Some(Spinner::start(label, since));
+            // bash's output, live, while a bash call runs.
+            let bash_runs = self.running_tools.iter().any(|(_, name, _)| name == "bash");
+            if !bash_runs {
+                // What the last one printed is in its result now.
+                super::tail::clear();
+            }
+            self.spinner = Some(Spinner::start(label, since, bash_runs));
         }
     }
 

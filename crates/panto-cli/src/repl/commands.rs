@@ -127,7 +127,7 @@ pub fn suggestions(name: &str) -> Vec<&'static str> {
 }
 
 /// Levenshtein distance, by characters.
-fn distance(a: &str, b: &str) -> usize {
+pub fn distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
     let mut prev: Vec<usize> = (0..=b.len()).collect();

@@ -21,6 +21,9 @@ const HISTORY_SIZE: usize = 10_000;
 pub struct PantoHelper {
     /// Model aliases, for `/model `.
     pub aliases: Vec<String>,
+    /// Wire model names panto knows for the provider (its pricing table), for `/model ` after
+    /// the aliases.
+    pub models: Vec<String>,
     /// Recent session ids, for `/resume `.
     pub sessions: RecentIds,
 }
@@ -98,7 +101,11 @@ impl Completer for PantoHelper {
             Completes::Files => return FilenameCompleter::new().complete_path(line, pos),
             // One word: after a space there is nothing more to complete.
             _ if arg.contains(' ') => (0, Vec::new()),
-            Completes::Alias => (start, matching(self.aliases.clone(), arg)),
+            Completes::Alias => {
+                let mut names = self.aliases.clone();
+                names.extend(self.models.iter().filter(|m| !self.aliases.contains(m)).cloned());
+                (start, matching(names, arg))
+            }
             Completes::Session => (start, matching(self.sessions.get(), arg)),
             Completes::Nothing => (start, Vec::new()),
         })
@@ -171,6 +178,7 @@ mod tests {
     fn completes_commands_aliases_and_sessions() {
         let helper = PantoHelper {
             aliases: vec!["sonnet".into(), "gpt".into()],
+            models: Vec::new(),
             sessions: RecentIds::listed_by(|| Some(vec!["0190ab".into()])),
         };
         assert_eq!(complete(&helper, "/mo"), (0, vec!["/model".into(), "/models".into()]));
@@ -182,11 +190,30 @@ mod tests {
     }
 
     #[test]
+    fn model_completes_aliases_then_the_known_wire_models() {
+        let pricing = panto_core::PricingRegistry::new();
+        let helper = PantoHelper {
+            aliases: vec!["opus".into(), "claude-haiku-4-5".into()],
+            models: pricing.known_models(panto_core::ApiStyle::AnthropicMessages),
+            sessions: RecentIds::default(),
+        };
+        let (start, found) = complete(&helper, "/model claude-so");
+        assert_eq!(start, 7);
+        assert!(found.contains(&"claude-sonnet-4".to_owned()), "{found:?}");
+        assert!(found.iter().all(|m| m.starts_with("claude-so")), "{found:?}");
+        // An alias first, and a model that is also an alias once.
+        assert_eq!(complete(&helper, "/model o").1, ["opus"]);
+        assert_eq!(complete(&helper, "/model claude-haiku-4-5").1, ["claude-haiku-4-5"]);
+        assert!(!complete(&helper, "/model gpt").1.iter().any(|m| m.starts_with("gpt")));
+    }
+
+    #[test]
     fn sessions_are_listed_once_and_only_when_resume_completes() {
         let listings = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let counted = listings.clone();
         let helper = PantoHelper {
             aliases: Vec::new(),
+            models: Vec::new(),
             sessions: RecentIds::listed_by(move || {
                 counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 Some(vec!["0190ab".into(), "0191cd".into()])
@@ -236,6 +263,7 @@ mod tests {
         let typed = format!("look at @{}/no", dir.path().display());
         let helper = PantoHelper {
             aliases: Vec::new(),
+            models: Vec::new(),
             sessions: RecentIds::listed_by(|| None),
         };
         let (start, found) = complete(&helper, &typed);

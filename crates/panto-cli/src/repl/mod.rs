@@ -9,6 +9,7 @@ mod commands;
 mod context;
 mod helper;
 pub mod keys;
+mod model_check;
 mod turn;
 
 use std::io::IsTerminal;
@@ -105,6 +106,17 @@ struct Repl<'r> {
     cwd: PathBuf,
     /// Output of `!` commands, offered to the model with the next prompt.
     shell_context: Vec<String>,
+    /// The context estimate `/compact` reported, for the conversation it left (see
+    /// [`Repl::context_tokens`]).
+    compacted: Option<Compacted>,
+}
+
+/// The conversation `/compact` left, and its size as reported then.
+#[derive(Debug, Clone)]
+struct Compacted {
+    session_id: String,
+    messages: usize,
+    tokens: u64,
 }
 
 /// Runs the REPL until `/quit` or end of input; `first` is sent as the first message.
@@ -142,16 +154,25 @@ pub fn run(
     let store = rt.block_on(launch.store.open_for_writing())?;
     let cwd = setup::working_dir()?;
     let sandbox = setup::sandbox_for(&launch, false, approval);
-    let toolbox = setup::toolbox(&launch, approval, sandbox, gate.clone(), read_only_hint)?;
+    let live_tail = Arc::new(crate::render::tail::LiveTail);
+    let toolbox = setup::toolbox(
+        &launch,
+        approval,
+        sandbox,
+        gate.clone(),
+        read_only_hint,
+        Some(live_tail),
+    )?;
     let model = setup::ModelChoice::Choose(launch.model.as_deref());
     let ready = rt.block_on(setup::open(&launch.settings, &store, &launch.choice, model, &toolbox))?;
     let history = launch.env.history_path();
     let aliases = launch.settings.models.iter().map(|m| m.name.clone()).collect();
+    let pricing = launch.settings.pricing();
     let recent = recent_ids(rt, &store);
     let mut repl = Repl {
         rt,
         toolbox,
-        pricing: launch.settings.pricing(),
+        pricing: pricing.clone(),
         settings: launch.settings,
         saving: launch.store.persists(),
         store,
@@ -167,6 +188,7 @@ pub fn run(
         typed: String::new(),
         cwd,
         shell_context: Vec::new(),
+        compacted: None,
     };
     crate::render::footer::enable(screen.deco_on_stdout, screen.deco.is_colour());
     notes_before.extend(ready.notes);
@@ -174,6 +196,7 @@ pub fn run(
 
     let helper = PantoHelper {
         aliases,
+        models: pricing.known_models(repl.selection.provider.api_style),
         sessions: repl.recent_ids.clone(),
     };
     let mut editor = helper::editor(helper, history.as_deref())
@@ -436,11 +459,7 @@ impl Repl<'_> {
 
     /// The status line after a turn, then a blank line and a rule.
     fn status(&self, outcome: &turn::TurnOutcome) {
-        let context_used = self
-            .agent
-            .conversation()
-            .last_usage()
-            .map(|(_, u)| u.total_input_tokens() + u.output_tokens);
+        let context_used = self.context_tokens();
         let status = crate::render::TurnStatus {
             model: self.selection.wire().model.clone(),
             usage: outcome.usage,
@@ -548,6 +567,18 @@ impl Repl<'_> {
         let selection = self.settings.named_selection(args, &self.selection.provider);
         match self.settings.agent_config(&selection) {
             Ok(config) => {
+                // A wire name is checked before a paid request can fail on it.
+                if selection.alias.is_none() {
+                    let check = model_check::check(&self.pricing, &config.provider, &selection.provider.name);
+                    match self.rt.block_on(check) {
+                        model_check::Verdict::Known => {}
+                        model_check::Verdict::Unknown(refusal) => {
+                            self.error(&refusal);
+                            return;
+                        }
+                        model_check::Verdict::Unchecked(note) => self.dim(&note),
+                    }
+                }
                 self.agent.set_config(config);
                 self.note(&format!("switched to {}", selection.describe()));
                 if selection.alias.is_none() && !self.settings.models.is_empty() {
@@ -564,6 +595,8 @@ impl Repl<'_> {
 
     fn compact(&mut self, args: &str) {
         let instructions = (!args.is_empty()).then_some(args);
+        // The size before as `/cost` showed it, so the two agree.
+        let shown_before = self.context_tokens();
         self.dim("compacting the conversation…");
         let result = self.rt.block_on(async {
             let (interrupted, watcher) = crate::interrupt::interrupt_token();
@@ -578,13 +611,13 @@ impl Repl<'_> {
         });
         match result {
             Some(Ok(r)) => {
-                self.note(&format!(
-                    "compacted: {} messages summarised, {} kept; about {} → {} tokens",
-                    r.messages_summarized,
-                    r.messages_kept,
-                    thousands(r.tokens_before),
-                    thousands(r.tokens_after)
-                ));
+                let before = shown_before.unwrap_or(r.tokens_before);
+                self.compacted = Some(Compacted {
+                    session_id: self.agent.session_id().to_owned(),
+                    messages: self.agent.conversation().messages.len(),
+                    tokens: r.tokens_after,
+                });
+                self.note(&compaction_line(&r, before));
                 // The summary request is paid for like a turn's; `/cost` counts it.
                 if let Some(usage) = r.usage {
                     let cost = crate::cost::cost(&self.pricing, &self.selection.wire(), &usage);
@@ -672,6 +705,21 @@ impl Repl<'_> {
         }
     }
 
+    /// The context's size in tokens as `/cost`, the status line and `/compact` show it: the
+    /// estimate `/compact` gave while its conversation is unchanged (the last request's usage
+    /// still counts the messages it summarised away), else the last request's input and output.
+    fn context_tokens(&self) -> Option<u64> {
+        let conversation = self.agent.conversation();
+        if let Some(c) = &self.compacted {
+            if c.session_id == self.agent.session_id() && c.messages == conversation.messages.len() {
+                return Some(c.tokens);
+            }
+        }
+        conversation
+            .last_usage()
+            .map(|(_, u)| u.total_input_tokens() + u.output_tokens)
+    }
+
     fn cost(&self) {
         self.note(&format!(
             "this run, {} turn{}: {}",
@@ -683,8 +731,7 @@ impl Repl<'_> {
             self.note(&line);
         }
         let window = self.agent.config().compaction.context_window;
-        if let Some((_, usage)) = self.agent.conversation().last_usage() {
-            let used = usage.total_input_tokens() + usage.output_tokens;
+        if let Some(used) = self.context_tokens() {
             self.note(&format!(
                 "context: about {} of {} tokens ({:.0}%)",
                 thousands(used),
@@ -692,6 +739,28 @@ impl Repl<'_> {
                 used as f64 * 100.0 / window.max(1) as f64
             ));
         }
+    }
+}
+
+/// The note after `/compact`: what it did and the context's size before and after, in the
+/// measure `/cost` uses. A summary no smaller than what it replaced is said in words, never as a
+/// rise.
+fn compaction_line(r: &panto_core::CompactionResult, before: u64) -> String {
+    let done = format!(
+        "compacted: {} messages summarised, {} kept",
+        r.messages_summarized, r.messages_kept
+    );
+    if r.tokens_after < before {
+        format!(
+            "{done}; about {} → {} tokens",
+            thousands(before),
+            thousands(r.tokens_after)
+        )
+    } else {
+        format!(
+            "{done}; about {} tokens (the summary is no smaller than what it replaced)",
+            thousands(r.tokens_after)
+        )
     }
 }
 

@@ -240,3 +240,115 @@ async fn piped_repl_keeps_stdout_for_content_and_never_takes_approvals_from_the_
     let messages = last["messages"].as_array().unwrap();
     assert_eq!(messages[messages.len() - 1]["content"][0]["text"], "y");
 }
+
+/// A reply of `text` whose request reports `input` and `output` tokens.
+fn reply_with_usage(text: &str, input: u64, output: u64) -> Reply {
+    let usage = panto_core::Usage {
+        input_tokens: input,
+        output_tokens: output,
+        ..panto_core::Usage::default()
+    };
+    Reply::sse(script::AnthropicScript::new().text_deltas([text]).usage(usage).build())
+}
+
+/// The first number in `text` after `prefix` (digits and thousands commas).
+fn number_after(text: &str, prefix: &str) -> u64 {
+    let at = text.rfind(prefix).unwrap_or_else(|| panic!("{prefix:?} in {text:?}")) + prefix.len();
+    let digits: String = text[at..]
+        .chars()
+        .skip_while(|c| !c.is_ascii_digit())
+        .take_while(|c| c.is_ascii_digit() || *c == ',')
+        .filter(char::is_ascii_digit)
+        .collect();
+    digits
+        .parse()
+        .unwrap_or_else(|_| panic!("a number after {prefix:?} in {text:?}"))
+}
+
+/// `/compact` shows the context before as `/cost` showed it, and after as `/cost` shows it next
+/// (not the last request's usage, which still counts what was summarised away); a summary no
+/// smaller than what it replaced is said so, never shown as a rise.
+#[tokio::test(flavor = "multi_thread")]
+async fn compact_token_counts_agree_with_cost_and_never_go_up() {
+    let server = MockServer::start().await;
+    server.push(reply_with_usage("Answer one.", 1_000, 50));
+    server.push(reply_with_usage("Answer two.", 2_000, 100));
+    server.push(reply_with_usage("Short summary.", 3_000, 10));
+    server.push(reply_with_usage("Answer three.", 10, 5));
+    let long_summary = "The user asked many things and every one of them is kept here at length. ".repeat(40);
+    server.push(reply_with_usage(&long_summary, 3_000, 10));
+    let mut home = Home::new();
+    home.anthropic(&server);
+    let (cost_after, compacted, grew) = home
+        .in_repl(&[], |p| {
+            p.type_line("first question");
+            p.expect("Answer one.");
+            p.type_line("second question");
+            p.expect("Answer two.");
+            p.type_line("/cost");
+            p.expect("context: about 2,100 of ");
+            p.type_line("/compact");
+            let (_, compacted) = p.exp_regex(r"(?s)compacted: .*? tokens").unwrap();
+            p.type_line("/cost");
+            let (_, cost_after) = p.exp_regex(r"context: about [\d,]+ of").unwrap();
+            p.type_line("third question");
+            p.expect("Answer three.");
+            p.type_line("/compact");
+            let (_, grew) = p.exp_regex(r"(?s)compacted: .*?replaced\)").unwrap();
+            p.quit();
+            (cost_after, compacted, grew)
+        })
+        .await;
+    // The screen wraps long notes; rexpect reads the arrow's bytes as Latin-1.
+    let words = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    let (compacted, grew) = (words(&compacted), words(&grew));
+    // Before: what `/cost` said (2,000 in + 100 out); after: what `/cost` says next, smaller.
+    assert!(compacted.contains("about 2,100 \u{e2}\u{86}\u{92} "), "{compacted}");
+    let after = number_after(&compacted, "about 2,100 ");
+    assert!(after > 0 && after < 2_100, "{compacted}");
+    assert_eq!(
+        number_after(&cost_after, "context: about "),
+        after,
+        "{cost_after} / {compacted}"
+    );
+    // Before was 15 tokens (10 in + 5 out); the long summary is larger: said in words.
+    assert!(
+        !grew.contains('\u{e2}') && grew.contains("no smaller than what it replaced"),
+        "{grew}"
+    );
+}
+
+/// `/model NAME` with a name neither an alias nor known: the provider's listing decides. A name
+/// it does not list is refused with close matches and the model stays; a listed one is taken;
+/// without a listing (404) the name is taken with a note. No paid request is made for any.
+#[tokio::test(flavor = "multi_thread")]
+async fn model_refuses_a_name_the_provider_does_not_list() {
+    let server = MockServer::start().await;
+    server.set_models(Some(vec!["claude-sonnet-4-5".into(), "claude-tuned-1".into()]));
+    server.push(Reply::sse(script::anthropic_text("From the tuned one.")));
+    let mut home = Home::new();
+    home.anthropic(&server);
+    let listing = std::sync::Arc::new(server);
+    let server = listing.clone();
+    home.in_repl(&[], move |p| {
+        p.type_line("/model claude-sonet-4-5");
+        p.expect("unknown model claude-sonet-4-5: anthropic lists 2 models and not this one");
+        p.expect("did you mean claude-sonnet-4-5?");
+        p.type_line("/model");
+        p.expect("model: claude-sonnet-4-5");
+        p.type_line("/model claude-tuned-1");
+        p.expect("switched to claude-tuned-1");
+        listing.set_models(None);
+        p.type_line("/model claude-other");
+        p.expect("claude-other was not checked against anthropic's models");
+        p.expect("switched to claude-other");
+        p.type_line("/model claude-tuned-1");
+        p.type_line("hello");
+        p.expect("From the tuned one.");
+        p.quit();
+    })
+    .await;
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1, "only the prompt was a paid request");
+    assert_eq!(body(&requests[0])["model"], "claude-tuned-1");
+}

@@ -338,3 +338,39 @@ async fn bang_runs_a_command_and_at_attaches_a_file_for_the_next_prompt() {
         "{sent}"
     );
 }
+
+/// While bash runs, the footer shows the last line it printed, neutralised (its escape byte
+/// shown as `^[`, never acted on); the line goes when the call ends.
+#[tokio::test(flavor = "multi_thread")]
+async fn bash_shows_the_tail_of_its_output_live() {
+    let server = MockServer::start().await;
+    let command = "printf 'first line\\nstep 2 of 3 \\033[31mred\\n'; \
+                   while [ ! -e go ]; do sleep 0.05; done; echo released";
+    let input = json!({ "command": command }).to_string();
+    server.push(Reply::sse(script::anthropic_tool_uses(&[("toolu_01", "bash", &input)])));
+    server.push(Reply::sse(script::anthropic_text("All done.")));
+    let mut home = Home::new();
+    home.anthropic(&server);
+    let work = home.work();
+    let (live, after) = blocking(move || {
+        let mut t = Terminal::start_sized(&home, &["--approve", "auto"], 30, 100);
+        t.wait_for_prompt();
+        t.send_line("run it");
+        t.wait_for("│ step 2 of 3 ^[[31mred");
+        let live = t.contents();
+        std::fs::write(work.join("go"), "").unwrap();
+        t.wait_for("All done.");
+        t.wait_for_prompt();
+        let after = t.contents();
+        t.send_line("/quit");
+        assert_eq!(t.wait_exit().code, Some(0));
+        (live, after)
+    })
+    .await;
+    let live = screen_from(&live, "> run it");
+    assert!(live.ends_with("⠿ running bash… Ns │ step 2 of 3 ^[[31mred"), "{live}");
+    // Only the last line: the earlier one is gone from the footer.
+    let footer = live.lines().last().unwrap();
+    assert_eq!(footer.matches("│").count(), 1, "{live}");
+    assert!(!after.contains("running bash…"), "{after}");
+}

@@ -30,17 +30,8 @@ pub fn http_client_builder() -> reqwest::ClientBuilder {
         .connect_timeout(Duration::from_secs(30))
 }
 
-/// Posts `body` to `url` and returns the response once a success status and headers are in.
-/// A non-success status is read whole and turned into an [`Error`] by [`classify_status`]; a
-/// redirect is [`Error::Redirect`] and is not followed; a success whose body is not an event
-/// stream is [`Error::NotEventStream`].
-pub(crate) async fn send(
-    client: &reqwest::Client,
-    url: &str,
-    headers: &[(String, String)],
-    body: &serde_json::Value,
-    idle_timeout: Duration,
-) -> Result<reqwest::Response> {
+/// `headers` as a header map; [`Error::InvalidHeader`] names a header that is not valid.
+pub(crate) fn header_map(headers: &[(String, String)]) -> Result<HeaderMap> {
     let mut map = HeaderMap::with_capacity(headers.len() + 2);
     for (name, value) in headers {
         let name = HeaderName::from_bytes(name.as_bytes()).map_err(|e| Error::InvalidHeader {
@@ -54,6 +45,21 @@ pub(crate) async fn send(
         })?;
         map.insert(name, value);
     }
+    Ok(map)
+}
+
+/// Posts `body` to `url` and returns the response once a success status and headers are in.
+/// A non-success status is read whole and turned into an [`Error`] by [`classify_status`]; a
+/// redirect is [`Error::Redirect`] and is not followed; a success whose body is not an event
+/// stream is [`Error::NotEventStream`].
+pub(crate) async fn send(
+    client: &reqwest::Client,
+    url: &str,
+    headers: &[(String, String)],
+    body: &serde_json::Value,
+    idle_timeout: Duration,
+) -> Result<reqwest::Response> {
+    let mut map = header_map(headers)?;
     map.insert(
         reqwest::header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),

@@ -8,6 +8,7 @@
 pub(crate) mod anthropic;
 pub(crate) mod cache;
 pub(crate) mod http;
+pub(crate) mod models;
 pub(crate) mod openai;
 pub(crate) mod responses;
 pub(crate) mod sse;

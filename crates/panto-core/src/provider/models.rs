@@ -1,0 +1,147 @@
+//! The provider's model listing (`GET /v1/models` for Anthropic, `GET /models` for the OpenAI
+//! styles): which model names a provider serves, so a front end can refuse a misspelt one before
+//! a paid request fails on it.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::http::{classify_status, describe, header_map, quote};
+use super::{anthropic, openai, responses};
+use crate::config::{ApiStyle, ProviderConfig};
+use crate::error::{Error, Result};
+use crate::wire::strip_userinfo;
+
+/// Pages of an Anthropic listing followed at most (1,000 models each).
+const MAX_PAGES: usize = 5;
+/// The most bytes of a listing quoted in an error.
+const QUOTED_BODY_BYTES: usize = 200;
+
+/// One page of a listing: both APIs answer `{"data": [{"id": ...}, ...]}`; Anthropic pages
+/// with `has_more` and `last_id`.
+#[derive(Debug, Deserialize)]
+struct Page {
+    data: Vec<Entry>,
+    #[serde(default)]
+    has_more: bool,
+    #[serde(default)]
+    last_id: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Entry {
+    id: String,
+}
+
+/// The listing endpoint under `base_url`, as the style's requests resolve it.
+fn endpoint(style: ApiStyle, base_url: &str) -> String {
+    let base = base_url.trim_end_matches('/');
+    match style {
+        ApiStyle::AnthropicMessages => format!("{base}/v1/models?limit=1000"),
+        _ => format!("{base}/models"),
+    }
+}
+
+/// The model ids the provider of `config` lists, with the same authentication headers as its
+/// requests (`config.model` is not used). Each request waits at most `timeout`.
+///
+/// Errors: [`Error::Connect`] and [`Error::IdleTimeout`] when the provider cannot be reached,
+/// [`Error::Http`] for a non-success status (a provider without a listing answers 404),
+/// [`Error::Redirect`], [`Error::InvalidHeader`], [`Error::Protocol`] when the body is not a
+/// listing. A caller should treat any of them as "unknown", not as "the model does not exist".
+pub async fn list_models(client: &reqwest::Client, config: &ProviderConfig, timeout: Duration) -> Result<Vec<String>> {
+    let headers = match config.api_style {
+        ApiStyle::AnthropicMessages => anthropic::headers(config),
+        ApiStyle::OpenAiChat => openai::headers(config),
+        ApiStyle::OpenAiResponses => responses::headers(config),
+    };
+    let headers = header_map(&headers)?;
+    let first = endpoint(config.api_style, &config.base_url);
+    let mut url = first.clone();
+    let mut ids = Vec::new();
+    for _ in 0..MAX_PAGES {
+        let page = fetch(client, &url, &headers, timeout).await?;
+        ids.extend(page.data.into_iter().map(|e| e.id));
+        match page.last_id {
+            Some(last) if page.has_more => url = format!("{first}&after_id={}", urlencode(&last)),
+            _ => break,
+        }
+    }
+    Ok(ids)
+}
+
+/// `text` percent-encoded for a query value.
+fn urlencode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => char::from(b).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+async fn fetch(
+    client: &reqwest::Client,
+    url: &str,
+    headers: &reqwest::header::HeaderMap,
+    timeout: Duration,
+) -> Result<Page> {
+    let request = client.get(url).headers(headers.clone()).send();
+    let response = match tokio::time::timeout(timeout, request).await {
+        Err(_) => return Err(Error::IdleTimeout(timeout)),
+        Ok(Err(e)) => {
+            return Err(Error::Connect {
+                url: strip_userinfo(url).into_owned(),
+                message: describe(&e),
+            })
+        }
+        Ok(Ok(r)) => r,
+    };
+    let status = response.status();
+    if status.is_redirection() {
+        return Err(Error::Redirect {
+            status: status.as_u16(),
+            location: None,
+        });
+    }
+    let body = match tokio::time::timeout(timeout, response.bytes()).await {
+        Ok(Ok(b)) => b,
+        Ok(Err(e)) => {
+            return Err(Error::Connect {
+                url: strip_userinfo(url).into_owned(),
+                message: describe(&e),
+            })
+        }
+        Err(_) => return Err(Error::IdleTimeout(timeout)),
+    };
+    if !status.is_success() {
+        return Err(classify_status(status.as_u16(), &String::from_utf8_lossy(&body), None));
+    }
+    serde_json::from_slice(&body).map_err(|e| Error::Protocol {
+        offset: 0,
+        message: format!(
+            "the model listing is not {{\"data\": [{{\"id\": ...}}]}} ({e}); it starts with {}",
+            quote(&body, QUOTED_BODY_BYTES)
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_follow_each_styles_base_url() {
+        assert_eq!(
+            endpoint(ApiStyle::AnthropicMessages, "http://h:1/"),
+            "http://h:1/v1/models?limit=1000"
+        );
+        assert_eq!(endpoint(ApiStyle::OpenAiChat, "http://h:1/v1"), "http://h:1/v1/models");
+        assert_eq!(
+            endpoint(ApiStyle::OpenAiResponses, "http://h:1/v1/"),
+            "http://h:1/v1/models"
+        );
+        assert_eq!(urlencode("claude-x_1.2"), "claude-x_1.2");
+        assert_eq!(urlencode("a b&"), "a%20b%26");
+    }
+}
