@@ -2,45 +2,12 @@
 //! checks against the same writable set. Linux only; a kernel without Landlock fails these tests
 //! (the sandbox fails closed, and so does its test).
 
-#![cfg(target_os = "linux")]
-
 use std::path::Path;
-use std::sync::Arc;
 
-use panto_core::{CancellationToken, ResultPart, Tool, ToolCall, ToolCallResult};
 use panto_tools::{Options, Sandbox, ToolName};
 use serde_json::json;
 
-fn tool(options: &Options, name: ToolName) -> Arc<dyn Tool> {
-    panto_tools::builtin(options)
-        .unwrap()
-        .into_iter()
-        .find(|t| t.declaration().name == name.as_str())
-        .unwrap()
-}
-
-async fn call(tool: &dyn Tool, input: serde_json::Value) -> (bool, String) {
-    let call = ToolCall {
-        id: "t1".into(),
-        name: tool.declaration().name,
-        input,
-        cancel: CancellationToken::new(),
-    };
-    let r = tool
-        .call(call)
-        .await
-        .unwrap_or_else(|e| ToolCallResult::error(e.to_string()));
-    let text = r
-        .parts
-        .iter()
-        .filter_map(|p| match p {
-            ResultPart::Text(t) => Some(t.clone()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    (r.is_error, text)
-}
+use crate::support::{call, tool};
 
 fn options(cwd: &Path, sandbox: Sandbox) -> Options {
     let mut o = Options::new(cwd);

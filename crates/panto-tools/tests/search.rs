@@ -5,41 +5,16 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
-use panto_core::{CancellationToken, ResultPart, Tool, ToolCall, ToolCallResult};
+use panto_core::Tool;
 use panto_tools::{Options, ToolName};
 use serde_json::json;
+
+use crate::support::{self, call};
 
 fn tool(cwd: &Path, name: ToolName, max_output_bytes: usize) -> std::sync::Arc<dyn Tool> {
     let mut o = Options::new(cwd);
     o.max_output_bytes = max_output_bytes;
-    panto_tools::builtin(&o)
-        .unwrap()
-        .into_iter()
-        .find(|t| t.declaration().name == name.as_str())
-        .unwrap()
-}
-
-async fn call(tool: &dyn Tool, input: serde_json::Value) -> (bool, String) {
-    let call = ToolCall {
-        id: "t1".into(),
-        name: tool.declaration().name,
-        input,
-        cancel: CancellationToken::new(),
-    };
-    let r = tool
-        .call(call)
-        .await
-        .unwrap_or_else(|e| ToolCallResult::error(e.to_string()));
-    let text = r
-        .parts
-        .iter()
-        .filter_map(|p| match p {
-            ResultPart::Text(t) => Some(t.clone()),
-            _ => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    (r.is_error, text)
+    support::tool(&o, name)
 }
 
 /// A git repository with sources, ignored files (`.gitignore`, `.ignore`, nested), hidden files

@@ -1,0 +1,10 @@
+//! panto-tools' integration tests: the tools through their public `Tool` interface, on real
+//! files and processes.
+
+mod support;
+
+// The sandbox is Linux only; a kernel without Landlock fails these tests (the sandbox fails
+// closed, and so does its test).
+#[cfg(target_os = "linux")]
+mod sandbox;
+mod search;
