@@ -339,3 +339,24 @@ async fn keyed_scripts_answer_each_agent_from_its_own_queue() {
     let err = collect(&mut b[0], "again").await.unwrap_err();
     assert!(err.to_string().contains("x-mock-key \"b\""), "{err}");
 }
+
+#[tokio::test]
+async fn a_model_listing_past_its_cap_is_refused_instead_of_buffered() {
+    let server = MockServer::start().await;
+    let client = panto_core::http_client_builder().build().unwrap();
+    let provider = config(ApiStyle::OpenAiChat, &server).provider;
+    server.set_models(Some(vec!["gpt-5".to_owned(), "gpt-5-mini".to_owned()]));
+    let listed = panto_core::list_models(&client, &provider, Duration::from_secs(10))
+        .await
+        .unwrap();
+    assert_eq!(listed, ["gpt-5", "gpt-5-mini"]);
+    // About 6 MB of names: no listing is that long, and a hostile server could send more.
+    server.set_models(Some((0..100_000).map(|i| format!("model-{i:0>50}")).collect()));
+    let err = panto_core::list_models(&client, &provider, Duration::from_secs(10))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Protocol { message, .. } if message.contains("model listing is longer than")),
+        "{err:?}"
+    );
+}

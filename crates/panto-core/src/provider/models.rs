@@ -16,6 +16,9 @@ use crate::wire::strip_userinfo;
 const MAX_PAGES: usize = 5;
 /// The most bytes of a listing quoted in an error.
 const QUOTED_BODY_BYTES: usize = 200;
+/// The longest page read: a thousand models' entries take tens of KB, so a body past this is not
+/// a listing, and a hostile server cannot make panto buffer without end.
+const MAX_PAGE_BYTES: usize = 4 << 20;
 
 /// One page of a listing: both APIs answer `{"data": [{"id": ...}, ...]}`; Anthropic pages
 /// with `has_more` and `last_id`.
@@ -104,8 +107,14 @@ async fn fetch(
             location: None,
         });
     }
-    let body = match tokio::time::timeout(timeout, response.bytes()).await {
-        Ok(Ok(b)) => b,
+    let body = match tokio::time::timeout(timeout, read_capped(response, MAX_PAGE_BYTES)).await {
+        Ok(Ok(Some(b))) => b,
+        Ok(Ok(None)) => {
+            return Err(Error::Protocol {
+                offset: MAX_PAGE_BYTES as u64,
+                message: format!("the model listing is longer than {MAX_PAGE_BYTES} bytes"),
+            })
+        }
         Ok(Err(e)) => {
             return Err(Error::Connect {
                 url: strip_userinfo(url).into_owned(),
@@ -124,6 +133,18 @@ async fn fetch(
             quote(&body, QUOTED_BODY_BYTES)
         ),
     })
+}
+
+/// The body of `response`, or `None` once it passes `cap` bytes (what was read is dropped).
+async fn read_capped(mut response: reqwest::Response, cap: usize) -> reqwest::Result<Option<Vec<u8>>> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        if body.len() + chunk.len() > cap {
+            return Ok(None);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(Some(body))
 }
 
 #[cfg(test)]
