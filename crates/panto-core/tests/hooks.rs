@@ -62,7 +62,10 @@ impl Hook for Scripted {
 async fn echo_through(hook: Scripted) -> (Arc<Scripted>, (String, bool), Vec<Event>) {
     let style = ApiStyle::AnthropicMessages;
     let server = MockServer::start().await;
-    server.push(Reply::sse(tool_calls(style, &[("t1", "echo", r#"{"text":"original"}"#)])));
+    server.push(Reply::sse(tool_calls(
+        style,
+        &[("t1", "echo", r#"{"text":"original"}"#)],
+    )));
     server.push(Reply::sse(text(style, "ok")));
     let mut agent = agent(style, &server);
     agent.register_tool(Arc::new(Echo)).unwrap();

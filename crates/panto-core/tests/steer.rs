@@ -4,8 +4,8 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use panto_core::{
-    ApiStyle, Event, MemoryStore, QueueMode, RunControl, Session, SessionStore, Tool, ToolCall, ToolCallResult, ToolDecl, ToolError,
-    UserMessage,
+    ApiStyle, Event, MemoryStore, QueueMode, RunControl, Session, SessionStore, Tool, ToolCall, ToolCallResult,
+    ToolDecl, ToolError, UserMessage,
 };
 use panto_testkit::{MockServer, Reply};
 use serde_json::{json, Value};
@@ -88,14 +88,21 @@ async fn a_steer_sent_while_tools_run_joins_after_their_results_before_the_next_
         drop(stream);
 
         // The steer joined once the tool's result was in, before the next request.
-        let steer_at = events.iter().position(|e| matches!(e, Event::Steer { text } if text == "use blue"));
-        let result_at = events.iter().position(|e| matches!(e, Event::ToolDispatchComplete { .. }));
+        let steer_at = events
+            .iter()
+            .position(|e| matches!(e, Event::Steer { text } if text == "use blue"));
+        let result_at = events
+            .iter()
+            .position(|e| matches!(e, Event::ToolDispatchComplete { .. }));
         let second_message_at = events.iter().rposition(|e| matches!(e, Event::MessageComplete { .. }));
         assert!(
             result_at < steer_at && steer_at < second_message_at,
             "{style}: {events:?}"
         );
-        assert!(matches!(events.last(), Some(Event::TurnComplete { steps: 2, .. })), "{style}");
+        assert!(
+            matches!(events.last(), Some(Event::TurnComplete { steps: 2, .. })),
+            "{style}"
+        );
 
         // What the mock was asked: the first request had no steer, the second has the result
         // and then the steer, in that order.
@@ -167,7 +174,10 @@ async fn a_steer_after_an_answer_without_tools_becomes_a_follow_up_and_follow_up
     assert_eq!(requests.len(), 3);
     let last_user = |n: usize| {
         let messages = wire_messages(style, &body(&requests, n));
-        messages.last().unwrap()["content"][0]["text"].as_str().unwrap().to_owned()
+        messages.last().unwrap()["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_owned()
     };
     assert_eq!(
         (last_user(0), last_user(1), last_user(2)),

@@ -284,7 +284,10 @@ mod tests {
     #[tokio::test]
     async fn a_hook_allows_denies_or_rewrites_and_deny_rules_come_first() {
         let second = Duration::from_secs(5);
-        assert_eq!(hook("cat >/dev/null", second).decide(ToolName::Bash, &bash("ls")).await, HookVerdict::Allow);
+        assert_eq!(
+            hook("cat >/dev/null", second).decide(ToolName::Bash, &bash("ls")).await,
+            HookVerdict::Allow
+        );
         assert_eq!(
             hook(r#"echo '{"decision":"deny","reason":"not today"}'"#, second)
                 .decide(ToolName::Bash, &bash("ls"))
@@ -299,21 +302,38 @@ mod tests {
         );
         // The deny rule decides before the hook is asked (the hook would allow).
         let verdict = hook("true", second).decide(ToolName::Bash, &bash("sudo rm x")).await;
-        assert!(matches!(&verdict, HookVerdict::Deny(r) if r.contains("bash(sudo *)")), "{verdict:?}");
+        assert!(
+            matches!(&verdict, HookVerdict::Deny(r) if r.contains("bash(sudo *)")),
+            "{verdict:?}"
+        );
         // Calls the rule does not match are not asked about.
-        assert_eq!(hook("exit 1", second).decide(ToolName::Read, &json!({"path": "x"})).await, HookVerdict::Allow);
+        assert_eq!(
+            hook("exit 1", second)
+                .decide(ToolName::Read, &json!({"path": "x"}))
+                .await,
+            HookVerdict::Allow
+        );
     }
 
     #[tokio::test]
     async fn a_failing_slow_or_garbled_hook_denies_with_its_stderr_or_what_went_wrong() {
         let second = Duration::from_secs(5);
         assert_eq!(
-            hook("echo 'no rm here' >&2; exit 2", second).decide(ToolName::Bash, &bash("rm")).await,
+            hook("echo 'no rm here' >&2; exit 2", second)
+                .decide(ToolName::Bash, &bash("rm"))
+                .await,
             HookVerdict::Deny("no rm here".into())
         );
-        let slow = hook("sleep 30", Duration::from_millis(200)).decide(ToolName::Bash, &bash("ls")).await;
-        assert_eq!(slow, HookVerdict::Deny("the hook `sleep 30` did not answer within 0.2s".into()));
-        let garbled = hook("echo 'yes please'", second).decide(ToolName::Bash, &bash("ls")).await;
+        let slow = hook("sleep 30", Duration::from_millis(200))
+            .decide(ToolName::Bash, &bash("ls"))
+            .await;
+        assert_eq!(
+            slow,
+            HookVerdict::Deny("the hook `sleep 30` did not answer within 0.2s".into())
+        );
+        let garbled = hook("echo 'yes please'", second)
+            .decide(ToolName::Bash, &bash("ls"))
+            .await;
         assert!(
             matches!(&garbled, HookVerdict::Deny(r) if r.contains("not its JSON") && r.contains("yes please")),
             "{garbled:?}"

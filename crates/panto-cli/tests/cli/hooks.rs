@@ -7,7 +7,9 @@ use super::support::{body, Home};
 /// The fenced block of `lang` that follows `after` in docs/hooks.md.
 fn doc_block(after: &str, lang: &str) -> String {
     let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/hooks.md")).unwrap();
-    let from = doc.find(after).unwrap_or_else(|| panic!("docs/hooks.md has no {after:?}"));
+    let from = doc
+        .find(after)
+        .unwrap_or_else(|| panic!("docs/hooks.md has no {after:?}"));
     let fence = format!("```{lang}\n");
     let start = from + doc[from..].find(&fence).unwrap() + fence.len();
     let end = start + doc[start..].find("```").unwrap();
@@ -25,7 +27,11 @@ async fn the_documented_rm_rf_hook_denies_outside_and_allows_inside() {
 
     let server = MockServer::start().await;
     server.push(Reply::sse(script::anthropic_tool_uses(&[
-        ("toolu_out", "bash", &format!(r#"{{"command":"rm -rf {outside_path}"}}"#)),
+        (
+            "toolu_out",
+            "bash",
+            &format!(r#"{{"command":"rm -rf {outside_path}"}}"#),
+        ),
         ("toolu_in", "bash", r#"{"command":"rm -rf build"}"#),
     ])));
     server.push(Reply::sse(script::anthropic_text("Done.")));
@@ -42,12 +48,23 @@ async fn the_documented_rm_rf_hook_denies_outside_and_allows_inside() {
         .run(&["-p", "clean up", "--approve", "auto", "--sandbox", "off"], None)
         .await;
     assert_eq!(out.ok(), "Done.\n");
-    assert!(outside.join("cat.jpg").exists(), "the hook must stop rm -rf outside the working directory");
-    assert!(!home.work().join("build").exists(), "rm -rf inside the working directory runs");
+    assert!(
+        outside.join("cat.jpg").exists(),
+        "the hook must stop rm -rf outside the working directory"
+    );
+    assert!(
+        !home.work().join("build").exists(),
+        "rm -rf inside the working directory runs"
+    );
 
     let second = body(&server.requests()[1]);
     let results = second["messages"].as_array().unwrap().last().unwrap()["content"].clone();
-    let denied = results.as_array().unwrap().iter().find(|b| b["tool_use_id"] == "toolu_out").unwrap();
+    let denied = results
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["tool_use_id"] == "toolu_out")
+        .unwrap();
     assert_eq!(denied["is_error"], true);
     let real_outside = outside.canonicalize().unwrap().display().to_string();
     assert_eq!(

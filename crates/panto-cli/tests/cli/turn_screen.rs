@@ -158,7 +158,11 @@ async fn typed_ahead_at(cols: u16, follow_up: bool) -> (String, String, Vec<Stri
         // Sent to the turn at once, and shown as sent until the turn takes it.
         t.wait_for("sent: what next?  queued: half typ");
         std::fs::write(work.join("go"), "").unwrap();
-        t.wait_for(if follow_up { "The queued answer." } else { "The first answer." });
+        t.wait_for(if follow_up {
+            "The queued answer."
+        } else {
+            "The first answer."
+        });
         t.wait_for("> half typ");
         let after = t.contents();
         t.send("\x15");
@@ -185,7 +189,10 @@ fn assert_steered(after: &str, prompts: &[String]) {
     // Never echoed into the answer: the answer line is whole, the keys are not beside it; the
     // steer is shown where it joined.
     assert!(after.contains("› what next?\nThe first answer.\n"), "{after}");
-    assert!(!after.contains("sent: what next?"), "taken, so no longer shown as sent: {after}");
+    assert!(
+        !after.contains("sent: what next?"),
+        "taken, so no longer shown as sent: {after}"
+    );
     // The unfinished rest is in the prompt's editor.
     assert!(after.ends_with("> half typ"), "{after}");
     assert_eq!(prompts.len(), 2, "{prompts:?}");

@@ -251,7 +251,12 @@ impl<'a> Stream<'a> {
                 if let Some(event) = self.maybe_compact().await? {
                     return Ok(Some(event));
                 }
-                if let Err(e) = self.agent.hooks.before_request(&self.agent.conversation.messages, &self.cancel).await {
+                if let Err(e) = self
+                    .agent
+                    .hooks
+                    .before_request(&self.agent.conversation.messages, &self.cancel)
+                    .await
+                {
                     return Err(self.fail(e));
                 }
                 let system = self.agent.conversation.effective_system_blocks();

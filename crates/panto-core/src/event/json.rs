@@ -299,8 +299,12 @@ impl From<EventJson<'_>> for Event {
                 tokens_after,
                 usage,
             },
-            EventJson::Steer { text } => Event::Steer { text: text.into_owned() },
-            EventJson::FollowUpStart { text } => Event::FollowUpStart { text: text.into_owned() },
+            EventJson::Steer { text } => Event::Steer {
+                text: text.into_owned(),
+            },
+            EventJson::FollowUpStart { text } => Event::FollowUpStart {
+                text: text.into_owned(),
+            },
             EventJson::TurnComplete {
                 usage,
                 steps,

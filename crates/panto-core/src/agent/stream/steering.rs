@@ -50,9 +50,7 @@ impl Stream<'_> {
             self.control.close();
             return None;
         }
-        let Some(message) = self.control.next_turn_or_close() else {
-            return None;
-        };
+        let message = self.control.next_turn_or_close()?;
         let text = message.text.clone();
         self.phase = Phase::Start(message);
         self.state = StreamState::Starting;
