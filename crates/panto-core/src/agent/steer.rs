@@ -42,7 +42,8 @@ struct Queues {
 ///
 /// Messages are taken in the order they were sent. Whatever the stream did not take before it
 /// ended (a cancel, an error, a dropped stream) stays here: [`RunControl::take_pending`] gives it
-/// back, so the embedder can show or resend it rather than lose it.
+/// back, so the embedder can show or resend it rather than lose it. A typed turn
+/// ([`Agent::run_typed`](crate::Agent::run_typed)) takes neither: its stream ends with its result.
 #[derive(Debug, Clone, Default)]
 pub struct RunControl {
     queues: Arc<Mutex<Queues>>,

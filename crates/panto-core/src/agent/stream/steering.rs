@@ -11,7 +11,12 @@ use crate::event::Event;
 impl Stream<'_> {
     /// Appends every steer waiting at this step boundary to `results` (the step's tool-result
     /// message) as text after the results, and queues one [`Event::Steer`] for each.
+    /// A typed turn takes no steers: it may end with this very step, and a steer the model
+    /// never saw must not sit in the conversation as if it had (it stays in the run control).
     pub(super) fn join_steers(&mut self, results: &mut Message) -> Result<()> {
+        if self.output.is_some() {
+            return Ok(());
+        }
         for steer in self.control.take_steers() {
             let mut images = Vec::with_capacity(steer.images.len());
             for (index, image) in steer.images.iter().enumerate() {
