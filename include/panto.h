@@ -87,10 +87,22 @@
 #define PANTO_EVENT_COMPACTION_COMPLETE 11
 
 /**
- * The turn is over (always the last event):
+ * The turn is over (the last event of its turn; a follow-up turn may follow on the same run):
  * `{"type": "turn_complete", "usage": {...}, "steps", "stop_reason"}`.
  */
 #define PANTO_EVENT_TURN_COMPLETE 12
+
+/**
+ * Text sent with `panto_run_steer` joined the conversation after the step's tool results:
+ * `{"type": "steer", "text"}`.
+ */
+#define PANTO_EVENT_STEER 13
+
+/**
+ * A queued follow-up (`panto_run_follow_up`, or a steer that came after the model's answer)
+ * starts a new turn on the same run: `{"type": "follow_up_start", "text"}`.
+ */
+#define PANTO_EVENT_FOLLOW_UP_START 14
 
 /**
  * Success.
@@ -558,6 +570,42 @@ int32_t panto_config_new_json(const char *json,
 void panto_config_free(struct panto_config *config);
 
 /**
+ * Steers the running turn: `text` joins the conversation at the next step boundary, as text
+ * after the step's tool results (in the same user message), and the model sees it with the next
+ * request; `PANTO_EVENT_STEER` reports when it joined. Sent while tools run, it waits for their
+ * results. If the model answers without tools first, the text becomes a follow-up turn instead
+ * (see `panto_run_follow_up`). Several steers join in the order they were sent.
+ *
+ * Errors: `PANTO_ERR_NULL`, `PANTO_ERR_UTF8`, `PANTO_ERR_STATE` (the run's last turn has ended,
+ * failed or was cancelled: nothing would take the text).
+ *
+ * Ownership: `text` is copied. Thread safety: callable from any thread at any time, including
+ * while another thread waits in `panto_run_next_event`, and from a tool callback.
+ *
+ * # Safety
+ * `run` must be NULL or a live run; `text` NULL or NUL-terminated; `err` NULL or writable.
+ */
+int32_t panto_run_steer(const struct panto_run *run, const char *text, struct panto_error **err);
+
+/**
+ * Queues `text` as a follow-up: when the current turn completes, a new turn with `text` as the
+ * user's message starts on the same run, announced by `PANTO_EVENT_FOLLOW_UP_START` and ended
+ * by its own `PANTO_EVENT_TURN_COMPLETE`. `panto_run_next_event` returns `PANTO_END` only after
+ * the last queued turn. Follow-ups run in the order they were queued.
+ *
+ * Errors: `PANTO_ERR_NULL`, `PANTO_ERR_UTF8`, `PANTO_ERR_STATE` (the run's last turn has ended,
+ * failed or was cancelled).
+ *
+ * Ownership: `text` is copied. Thread safety: as `panto_run_steer`.
+ *
+ * # Safety
+ * `run` must be NULL or a live run; `text` NULL or NUL-terminated; `err` NULL or writable.
+ */
+int32_t panto_run_follow_up(const struct panto_run *run,
+                            const char *text,
+                            struct panto_error **err);
+
+/**
  * Frees a string libpanto returned as owned (a `char **` out-parameter: JSON documents).
  * `panto_string_free(NULL)` does nothing.
  *
@@ -733,8 +781,10 @@ int32_t panto_agent_retry(const struct panto_agent *agent,
  * wait as long as it takes).
  *
  * Returns `PANTO_OK` with `*event` set to an owned event (free it with `panto_event_free`),
- * `PANTO_TIMEOUT` when nothing came in time (call again), `PANTO_END` when the turn is over
- * (after `PANTO_EVENT_TURN_COMPLETE`, and on every call after an error), `PANTO_ERR_NULL` (a
+ * `PANTO_TIMEOUT` when nothing came in time (call again), `PANTO_END` when the run is over
+ * (after the last turn's `PANTO_EVENT_TURN_COMPLETE`: each turn, follow-ups included, ends
+ * with its own, and a follow-up turn starts with `PANTO_EVENT_FOLLOW_UP_START`; and on every
+ * call after an error), `PANTO_ERR_NULL` (a
  * NULL `run` or `event`), or the turn's error: `PANTO_ERR_PROVIDER` (the provider failed after
  * retries), `PANTO_ERR_STORE` (the session could not be written), `PANTO_ERR_SESSION_IN_USE`,
  * `PANTO_ERR_CONFIG` (a header or key that is not a valid HTTP header), `PANTO_ERR_INVALID_ARGUMENT`

@@ -196,6 +196,8 @@ const (
 	CompactionStart    = EventKind(C.PANTO_EVENT_COMPACTION_START)
 	CompactionComplete = EventKind(C.PANTO_EVENT_COMPACTION_COMPLETE)
 	TurnComplete       = EventKind(C.PANTO_EVENT_TURN_COMPLETE)
+	Steer              = EventKind(C.PANTO_EVENT_STEER)
+	FollowUpStart      = EventKind(C.PANTO_EVENT_FOLLOW_UP_START)
 )
 
 // Event is one step of a turn: its kind, its JSON type and the JSON itself, which is panto's
@@ -346,6 +348,37 @@ func (r *Run) Events() <-chan Event { return r.events }
 
 // Err is how the turn ended: nil, or a libpanto *Error. Valid once Events is closed.
 func (r *Run) Err() error { return r.err }
+
+// Steer sends text to the running turn: it joins the conversation at the next step boundary,
+// after the step's tool results (a Steer event reports when), so the model sees it with the next
+// request. Sent while tools run it waits for their results; if the model answers without tools
+// first, it becomes a follow-up turn. Safe from any goroutine, also from a tool's function. A
+// CodeState error means the run is over and nothing would take the text.
+func (r *Run) Steer(text string) error {
+	return r.send(text, false)
+}
+
+// FollowUp queues text as a new turn that starts on this run when the current turn completes:
+// its events follow on Events (opened by a FollowUpStart event, ended by its own TurnComplete),
+// and the channel closes only after the last turn. A CodeState error means the run is over.
+func (r *Run) FollowUp(text string) error {
+	return r.send(text, true)
+}
+
+func (r *Run) send(text string, followUp bool) error {
+	ctext := cstring(text)
+	defer free(ctext)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.p == nil {
+		return &Error{Code: CodeState, Message: "the run is over: its last turn has ended"}
+	}
+	var cerr *C.panto_error
+	if followUp {
+		return check(C.panto_run_follow_up(r.p, ctext, &cerr), cerr)
+	}
+	return check(C.panto_run_steer(r.p, ctext, &cerr), cerr)
+}
 
 // Cancel cancels the turn; safe to call from any goroutine, more than once, and after the end.
 func (r *Run) Cancel() {

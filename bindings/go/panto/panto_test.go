@@ -59,6 +59,8 @@ var kindTypes = map[EventKind]string{
 	CompactionStart:    "compaction_start",
 	CompactionComplete: "compaction_complete",
 	TurnComplete:       "turn_complete",
+	Steer:              "steer",
+	FollowUpStart:      "follow_up_start",
 }
 
 // collect reads a run to its end. Every event must carry the JSON type of its kind and match
@@ -501,5 +503,76 @@ func TestResponses(t *testing.T) {
 	}
 	if err := contains(reqs[1].Body, `"type":"reasoning"`, `"encrypted_content":"gAAAAB-go"`, `"store":false`); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestSteerAndFollowUp steers a run from a tool's function (the steer waits for the tool's
+// result and is in the very next request, after it) and queues a follow-up that runs as a second
+// turn on the same run.
+func TestSteerAndFollowUp(t *testing.T) {
+	agent := fixture(t)
+	push(t, `[{"builder": {"name": "anthropic_tool_uses", "args": {"calls": [
+			{"id": "toolu_s1", "name": "lookup", "input": {}}]}}},
+		{"builder": {"name": "anthropic_text", "args": {"text": "Found it."}}},
+		{"builder": {"name": "anthropic_text", "args": {"text": " Summarised."}}}]`)
+	var run *Run
+	var steerErr error
+	ready := make(chan struct{})
+	lookup, err := NewTool("lookup", "Looks something up.", `{"type":"object"}`,
+		func(json.RawMessage) (string, error) {
+			<-ready
+			steerErr = run.Steer("Only the 2024 figures.")
+			return "figures", nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := agent.AddTool(lookup); err != nil {
+		t.Fatal(err)
+	}
+	lookup.Close()
+	run, err = agent.Run(context.Background(), "Find the figures.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(ready)
+	if err := run.FollowUp("Now summarise them."); err != nil {
+		t.Fatal(err)
+	}
+	text, events := collect(t, run)
+	if err := run.Err(); err != nil || steerErr != nil {
+		t.Fatalf("run %v, steer %v", err, steerErr)
+	}
+	if text != "Found it. Summarised." {
+		t.Errorf("text %q", text)
+	}
+	var marks []EventKind
+	for _, ev := range events {
+		switch ev.Kind {
+		case ToolComplete, Steer, TurnComplete, FollowUpStart:
+			marks = append(marks, ev.Kind)
+		}
+	}
+	want := []EventKind{ToolComplete, Steer, TurnComplete, FollowUpStart, TurnComplete}
+	if fmt.Sprint(marks) != fmt.Sprint(want) {
+		t.Errorf("kinds %v, want %v", marks, want)
+	}
+	reqs := requests(t)
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	if strings.Contains(string(reqs[0].Body), "2024") {
+		t.Errorf("the first request predates the steer: %s", reqs[0].Body)
+	}
+	result := strings.Index(string(reqs[1].Body), `"tool_use_id":"toolu_s1"`)
+	steer := strings.Index(string(reqs[1].Body), `Only the 2024 figures.`)
+	if result < 0 || steer < result {
+		t.Errorf("the second request has the result, then the steer: %s", reqs[1].Body)
+	}
+	if !strings.Contains(string(reqs[2].Body), "Now summarise them.") {
+		t.Errorf("the third request asks the follow-up: %s", reqs[2].Body)
+	}
+	if err := run.Steer("too late"); !HasCode(err, CodeState) {
+		t.Errorf("a steer after the end gave %v", err)
 	}
 }

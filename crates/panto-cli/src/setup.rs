@@ -134,6 +134,9 @@ async fn build_agent(
     for tool in toolbox.tools() {
         agent.register_tool(tool)?;
     }
+    // Deny rules, then the command hooks, before a call reaches its tool (whose policy then
+    // applies the allow rules and approval).
+    agent.add_hook(Arc::new(toolbox.policy_hook(settings.hooks.clone())));
     let prompt = crate::prompt::compose(settings, toolbox.cwd())?;
     if !resumed {
         if !prompt.is_empty() {

@@ -357,7 +357,8 @@ impl Message {
     }
 
     /// Whether a person typed this message: a user message with text or an image, as opposed to
-    /// tool results, compaction summaries and synthetic closers.
+    /// tool results, compaction summaries and synthetic closers. A steer (text a person sent
+    /// while the turn ran, after a step's tool results in the same message) is a prompt too.
     ///
     /// This is the one definition of "human prompt" that session recency uses in every store.
     pub fn is_human_prompt(&self) -> bool {
@@ -366,12 +367,10 @@ impl Message {
                 .content
                 .iter()
                 .any(|b| matches!(b, ContentBlock::Text { .. } | ContentBlock::Image { .. }))
-            && !self.content.iter().any(|b| {
-                matches!(
-                    b,
-                    ContentBlock::ToolResult { .. } | ContentBlock::CompactionSummary { .. }
-                )
-            })
+            && !self
+                .content
+                .iter()
+                .any(|b| matches!(b, ContentBlock::CompactionSummary { .. }))
     }
 
     /// The text of every text block, joined with newlines.
@@ -579,8 +578,20 @@ mod tests {
                 is_error: true,
             }],
         ));
+        // A steer: text a person sent mid-turn, after the step's tool results.
+        c.messages.push(Message::new(
+            Role::User,
+            vec![
+                ContentBlock::ToolResult {
+                    tool_use_id: "u".into(),
+                    content: vec![],
+                    is_error: false,
+                },
+                ContentBlock::Text { text: "steer".into() },
+            ],
+        ));
         let flags: Vec<bool> = c.messages.iter().map(Message::is_human_prompt).collect();
-        assert_eq!(flags, vec![true, false, false]);
+        assert_eq!(flags, vec![true, false, false, true]);
     }
 
     #[test]

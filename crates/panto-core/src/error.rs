@@ -174,6 +174,16 @@ pub enum Error {
     /// `Stream::cancel`.
     #[error("turn cancelled")]
     Cancelled,
+    /// A hook's `before_request` panicked or did not answer within its timeout, so the request
+    /// was not sent. Returned by [`Stream::next`](crate::Stream::next); not retryable (the turn
+    /// ends; [`Agent::retry`](crate::Agent::retry) asks again).
+    #[error("{message}")]
+    HookFailed {
+        /// The hook's [`Hook::name`](crate::Hook::name).
+        hook: String,
+        /// What went wrong, naming the hook.
+        message: String,
+    },
     /// An HTTP header panto would send is not a valid header: an entry of
     /// [`ProviderConfig::extra_headers`](crate::ProviderConfig::extra_headers), or the API key
     /// (which travels in a header) holding a newline or another byte a header cannot carry.

@@ -220,7 +220,10 @@ pub mod store;
 mod tool;
 mod wire;
 
-pub use agent::{Agent, CompactionResult, Stream, StreamState, UserMessage};
+pub use agent::{
+    AfterTool, Agent, BeforeTool, CompactionResult, Hook, QueueMode, RunControl, Stream, StreamState, UserMessage,
+    DEFAULT_HOOK_TIMEOUT,
+};
 pub use config::{
     ApiStyle, CacheMode, CacheTtl, CompactionConfig, Config, ProviderConfig, ReasoningEffort, RetryConfig,
     DEFAULT_COMPACTION_PROMPT,

@@ -77,7 +77,7 @@ impl From<Error> for Failure {
             | Error::MissingOutput { .. } => PANTO_ERR_PROVIDER,
             Error::InvalidHeader { .. } => PANTO_ERR_CONFIG,
             Error::InvalidImage { .. } => PANTO_ERR_INVALID_ARGUMENT,
-            Error::InvalidTool { .. } => PANTO_ERR_TOOL,
+            Error::InvalidTool { .. } | Error::HookFailed { .. } => PANTO_ERR_TOOL,
             Error::StepLimit(_)
             | Error::NothingToCompact
             | Error::NothingToRetry

@@ -41,13 +41,19 @@ pub const PANTO_EVENT_COMPACTION_START: i32 = 10;
 /// Compaction finished:
 /// `{"type": "compaction_complete", "tokens_before", "tokens_after", "usage": {...} or null}`.
 pub const PANTO_EVENT_COMPACTION_COMPLETE: i32 = 11;
-/// The turn is over (always the last event):
+/// The turn is over (the last event of its turn; a follow-up turn may follow on the same run):
 /// `{"type": "turn_complete", "usage": {...}, "steps", "stop_reason"}`.
 pub const PANTO_EVENT_TURN_COMPLETE: i32 = 12;
+/// Text sent with `panto_run_steer` joined the conversation after the step's tool results:
+/// `{"type": "steer", "text"}`.
+pub const PANTO_EVENT_STEER: i32 = 13;
+/// A queued follow-up (`panto_run_follow_up`, or a steer that came after the model's answer)
+/// starts a new turn on the same run: `{"type": "follow_up_start", "text"}`.
+pub const PANTO_EVENT_FOLLOW_UP_START: i32 = 14;
 
 /// The kind number of each event JSON `type`. A new type in panto-core gets the next number
 /// here; a test fails while a type of docs/events.schema.json has none.
-const KINDS: [(&str, i32); 12] = [
+const KINDS: [(&str, i32); 14] = [
     ("block_start", PANTO_EVENT_BLOCK_START),
     ("text_delta", PANTO_EVENT_TEXT_DELTA),
     ("thinking_delta", PANTO_EVENT_THINKING_DELTA),
@@ -60,6 +66,8 @@ const KINDS: [(&str, i32); 12] = [
     ("compaction_start", PANTO_EVENT_COMPACTION_START),
     ("compaction_complete", PANTO_EVENT_COMPACTION_COMPLETE),
     ("turn_complete", PANTO_EVENT_TURN_COMPLETE),
+    ("steer", PANTO_EVENT_STEER),
+    ("follow_up_start", PANTO_EVENT_FOLLOW_UP_START),
 ];
 
 /// One event of a turn.
@@ -277,7 +285,7 @@ mod tests {
         let numbers: Vec<i32> = KINDS.iter().map(|(_, kind)| *kind).collect();
         assert_eq!(
             numbers,
-            (1..=12).collect::<Vec<_>>(),
+            (1..=KINDS.len() as i32).collect::<Vec<_>>(),
             "kinds are numbered 1, 2, ... in order"
         );
     }

@@ -1,4 +1,5 @@
-//! `panto_run`: one turn, driven by a task on the runtime and read as a queue of events.
+//! `panto_run`: one turn (and the follow-up turns queued on it), driven by a task on the runtime
+//! and read as a queue of events.
 //!
 //! The task owns the Rust agent for the turn (the Rust `Stream` borrows it mutably), forwards
 //! each event over a channel, waits for every tool callback it started, puts the agent back in
@@ -16,6 +17,7 @@ use futures_util::FutureExt;
 use panto_core::{Agent, CancellationToken, Event, UserMessage};
 
 use crate::agent::{lock, panto_agent, AgentShared, Slot};
+use crate::control::ControlSlot;
 use crate::error::{panto_error, Failure};
 use crate::event::panto_event;
 use crate::guard::{free, handle, ErrOut, HandOut, Handle, Made};
@@ -41,6 +43,8 @@ pub(crate) struct RunShared {
     free_agent_on_return: AtomicBool,
     /// The run's end has been read, or the run freed (set under the agent's slot lock).
     released: AtomicBool,
+    /// Steers and follow-ups sent to the run (control.rs).
+    control: ControlSlot,
 }
 
 impl RunShared {
@@ -130,7 +134,7 @@ async fn run_task(
     let Some(agent) = guard.agent.as_deref_mut() else {
         return;
     };
-    let caught = AssertUnwindSafe(drive(agent, &shared, &run.cancel, prompt, &events))
+    let caught = AssertUnwindSafe(drive(agent, &shared, &run, prompt, &events))
         .catch_unwind()
         .await;
     let outcome = caught.unwrap_or_else(|payload| {
@@ -140,6 +144,7 @@ async fn run_task(
     // The agent goes back before the end is reported, so the caller can start the next turn as
     // soon as it reads the end (not before: it stays busy until then, see Slot::Ended).
     drop(guard);
+    run.control.end();
     let last = match outcome {
         Ok(()) => Item::Done,
         Err(failure) => Item::Failed(failure),
@@ -153,7 +158,7 @@ async fn run_task(
 async fn drive(
     agent: &mut Agent,
     shared: &AgentShared,
-    cancel: &CancellationToken,
+    run: &RunShared,
     prompt: Option<String>,
     events: &Sender<Item>,
 ) -> Result<(), Failure> {
@@ -162,8 +167,9 @@ async fn drive(
             Some(text) => agent.run(UserMessage::text(text)),
             None => agent.retry()?,
         };
+        run.control.attach(stream.control());
         let turn = stream.cancel_token();
-        let requested = cancel.clone();
+        let requested = run.cancel.clone();
         let link = tokio::spawn(async move {
             requested.cancelled().await;
             turn.cancel();
@@ -214,6 +220,10 @@ pub struct panto_run {
 impl Handle for panto_run {}
 
 impl panto_run {
+    pub(crate) fn control(&self) -> &ControlSlot {
+        &self.run.control
+    }
+
     /// The end has been read: the turn is over for the caller, and the agent is theirs again.
     fn finish(&self) {
         self.finished.store(true, Ordering::SeqCst);
@@ -323,8 +333,10 @@ pub unsafe extern "C" fn panto_agent_retry(
 /// wait as long as it takes).
 ///
 /// Returns `PANTO_OK` with `*event` set to an owned event (free it with `panto_event_free`),
-/// `PANTO_TIMEOUT` when nothing came in time (call again), `PANTO_END` when the turn is over
-/// (after `PANTO_EVENT_TURN_COMPLETE`, and on every call after an error), `PANTO_ERR_NULL` (a
+/// `PANTO_TIMEOUT` when nothing came in time (call again), `PANTO_END` when the run is over
+/// (after the last turn's `PANTO_EVENT_TURN_COMPLETE`: each turn, follow-ups included, ends
+/// with its own, and a follow-up turn starts with `PANTO_EVENT_FOLLOW_UP_START`; and on every
+/// call after an error), `PANTO_ERR_NULL` (a
 /// NULL `run` or `event`), or the turn's error: `PANTO_ERR_PROVIDER` (the provider failed after
 /// retries), `PANTO_ERR_STORE` (the session could not be written), `PANTO_ERR_SESSION_IN_USE`,
 /// `PANTO_ERR_CONFIG` (a header or key that is not a valid HTTP header), `PANTO_ERR_INVALID_ARGUMENT`

@@ -40,6 +40,7 @@ mod error;
 mod files;
 mod find;
 mod grep;
+mod hooks;
 mod ls;
 mod options;
 mod policy;
@@ -64,6 +65,7 @@ pub use bash::BashProgress;
 pub use child::{explain_spawn_error, spawn, ChildSetup, GroupChild};
 pub use error::Error;
 pub use files::{image_format, kind as file_kind, open_regular, read_bounded, OpenRefusal};
+pub use hooks::{main_argument, CommandHook, HookVerdict, PolicyHook, DEFAULT_HOOK_TIMEOUT};
 pub use options::{Options, DEFAULT_BASH_TIMEOUT, DEFAULT_MAX_OUTPUT_BYTES};
 pub use policy::{rule_subjects, Approval, Policy, Prompt, Rule};
 pub use roots::Roots;
@@ -258,6 +260,12 @@ impl Toolbox {
     /// The working directory the tools use.
     pub fn cwd(&self) -> &Path {
         &self.ctx.cwd
+    }
+
+    /// The hook that puts `hooks` between these tools' deny and allow rules: register it on the
+    /// agent the tools go to (see [`PolicyHook`] for the order).
+    pub fn policy_hook(&self, hooks: Vec<CommandHook>) -> PolicyHook {
+        PolicyHook::new(self.ctx.policy.deny_rules().to_vec(), hooks, self.ctx.cwd.clone())
     }
 
     /// The policy in front of the tools.

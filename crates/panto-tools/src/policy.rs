@@ -3,8 +3,9 @@
 //!
 //! Rules have one syntax, `TOOL` or `TOOL(GLOB)`, where the glob is matched against the call's
 //! main argument: the command for `bash`, the path for the file and search tools (see
-//! [`ToolName::main_argument`]). The run-control issue's hooks come between deny and allow and
-//! reuse [`Rule`].
+//! [`crate::main_argument`]). Hooks come between deny and allow and reuse [`Rule`]: a front end
+//! registers [`crate::PolicyHook`], which applies the deny rules and then the hooks before the
+//! call reaches the tool, whose policy then applies the allow rules and the approval mode.
 
 use std::fmt;
 use std::path::Path;
@@ -199,6 +200,11 @@ impl Policy {
     pub fn with_read_only_hint(mut self, hint: &str) -> Policy {
         self.read_only_hint = hint.to_owned();
         self
+    }
+
+    /// The deny rules.
+    pub fn deny_rules(&self) -> &[Rule] {
+        &self.deny
     }
 
     /// The approval mode.

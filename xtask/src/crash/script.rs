@@ -9,9 +9,13 @@
 //! 4. text and a `read` of the file just written;
 //! 5. the final text.
 //!
+//! Every `bash` call first goes through a command hook (`[[hooks.before_tool]]`) that takes 0.2 s
+//! to allow it, so kills also land while a hook runs (the hook's process dies with panto, and the
+//! call it was asked about is closed as interrupted on resume).
+//!
 //! Every reply streams in small pieces with a short pause between them, so a kill at a random
-//! moment lands anywhere: mid-stream, between a message and its tools, inside the slow tool,
-//! inside the compaction, or after the end.
+//! moment lands anywhere: mid-stream, between a message and its tools, inside a hook, inside the
+//! slow tool, inside the compaction, or after the end.
 
 use serde_json::{json, Value};
 
@@ -120,6 +124,11 @@ keep_recent_tokens = 60
 
 [tools]
 bash_timeout_secs = 20
+
+[[hooks.before_tool]]
+match = "bash"
+command = "cat >/dev/null; sleep 0.2; echo '{{\"decision\": \"allow\"}}'"
+timeout_secs = 10
 "#,
         api_style = style.api_style(),
         base_url = style.base_url(port),

@@ -56,6 +56,11 @@ pub struct FileConfig {
     /// Prompt caching defaults for every provider.
     #[serde(default)]
     pub cache: CacheEntry,
+    /// Command hooks around tool calls.
+    #[serde(default)]
+    pub hooks: super::hooks::HooksEntry,
+    /// What Enter does in the REPL while a turn runs.
+    pub typeahead: Option<super::hooks::Typeahead>,
 }
 
 /// `[cache]`: the prompt caching every provider gets unless its own table says otherwise.

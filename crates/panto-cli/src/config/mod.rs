@@ -9,6 +9,7 @@
 mod agent;
 mod aliases;
 pub mod file;
+mod hooks;
 mod model;
 mod paths;
 mod providers;
@@ -24,6 +25,7 @@ use panto_core::{CompactionConfig, RetryConfig};
 
 pub use agent::PromptSource;
 pub use aliases::ModelAlias;
+pub use hooks::Typeahead;
 pub use model::Selection;
 pub use paths::Env;
 pub use providers::{default_context_window, default_model_for, Key, Provider};
@@ -65,6 +67,10 @@ pub struct Settings {
     pub max_image_dimension: u32,
     /// Tools.
     pub tools: ToolSettings,
+    /// `[[hooks.before_tool]]`, in order.
+    pub hooks: Vec<panto_tools::CommandHook>,
+    /// What Enter does in the REPL while a turn runs.
+    pub typeahead: Typeahead,
     /// What the user should know about the configuration (printed once at start-up).
     pub warnings: Vec<String>,
 }
@@ -146,6 +152,7 @@ fn resolve(file: FileConfig, path: Option<PathBuf>, text: &str, env: &Env) -> Re
     let limits = agent::limits(&file, &source)?;
     let tools = tools::resolve(&file.tools, env, &base_dir, &source)?;
     let (session_dir, store_url) = sessions::resolve(&file, env, &base_dir, &source)?;
+    let hooks = hooks::resolve(&file.hooks, &source)?;
 
     Ok(Settings {
         config_path: path,
@@ -162,6 +169,8 @@ fn resolve(file: FileConfig, path: Option<PathBuf>, text: &str, env: &Env) -> Re
         idle_timeout: limits.idle_timeout,
         max_image_dimension: limits.max_image_dimension,
         tools,
+        hooks,
+        typeahead: file.typeahead.unwrap_or_default(),
         warnings: Vec::new(),
     })
 }

@@ -282,6 +282,13 @@ impl TurnView {
                 self.waiting("waiting for the model…");
             }
             Event::TurnComplete { .. } => self.close_block(),
+            // A line the user sent mid-turn joined the conversation: shown where it joined.
+            Event::Steer { text } | Event::FollowUpStart { text } => {
+                self.close_block();
+                let deco = self.screen.deco;
+                self.screen.note(&format!("{} {}", deco.dim("›"), deco.safe(text)));
+                self.waiting("waiting for the model…");
+            }
             _ => {}
         }
     }

@@ -7,8 +7,11 @@
 //! line finished with Enter as the next prompt and puts the unfinished rest into the prompt's
 //! line editor.
 //!
-//! The queue keeps finished lines apart from the line being typed so that, once run control
-//! lands, Enter can steer the running turn with a finished line instead of queueing it.
+//! With run control (the usual case), Enter sends a finished line to the running turn instead:
+//! as a steer (`typeahead = "steer"`, the default: it joins after the current step's tool
+//! results) or a follow-up (`typeahead = "follow-up"`: a new turn once this one ends). The line
+//! stays in the footer ("sent: ...") until the turn takes it; what the turn never took (a cancel,
+//! an error) comes back as a prompt to send next, so nothing typed is lost.
 //!
 //! An approval question reads its answer in canonical mode: [`pause`] gives the terminal back
 //! (cooked, echoing) and keeps the reader thread off it until the answer is read.
@@ -20,7 +23,7 @@ use std::thread::JoinHandle;
 
 use nix::poll::{poll, PollFd, PollFlags};
 use nix::sys::termios::{self, LocalFlags, SetArg, SpecialCharacterIndices, Termios};
-use panto_core::CancellationToken;
+use panto_core::{CancellationToken, QueueMode, RunControl};
 
 use crate::render::wrap::{Line, Span};
 use crate::render::{footer, Style};
@@ -39,18 +42,41 @@ pub struct TypeAhead {
     pub lines: Vec<String>,
     /// The line being typed.
     pub partial: String,
+    /// Lines sent to the running turn, shown until it takes them.
+    pub sent: Vec<String>,
 }
 
 impl TypeAhead {
+    /// Whether nothing is being typed (sent lines aside: Esc then cancels the turn).
     fn is_empty(&self) -> bool {
         self.lines.is_empty() && self.partial.is_empty()
+    }
+
+    /// The turn took `text`: it is no longer shown as sent.
+    pub fn taken(&mut self, text: &str) {
+        if let Some(at) = self.sent.iter().position(|s| s == text) {
+            self.sent.remove(at);
+        }
     }
 
     /// What the footer shows: `queued: first ⏎ second ⏎ typing`, its end when long.
     fn shown(&self, style: Style) -> Option<Line> {
         if self.is_empty() {
-            return None;
+            return self.shown_sent(style, true);
         }
+        // Both: the sent lines without their hint, so the typed ones still fit the row.
+        let sent = self.shown_sent(style, false);
+        let mut line = self.shown_typed(style);
+        if let Some(mut sent) = sent {
+            sent.push(Span::plain("  "));
+            sent.append(&mut line);
+            line = sent;
+        }
+        Some(line)
+    }
+
+    /// What the footer shows of the keys being typed.
+    fn shown_typed(&self, style: Style) -> Line {
         let mut parts: Vec<&str> = self.lines.iter().map(String::as_str).collect();
         if !self.partial.is_empty() {
             parts.push(&self.partial);
@@ -63,15 +89,47 @@ impl TypeAhead {
             text
         };
         let hint = if self.lines.is_empty() {
-            "(Enter queues it, Esc discards)"
+            "(Enter sends it to the turn, Esc discards)"
         } else {
             "(sent when the turn ends; Esc discards)"
         };
-        Some(vec![
+        vec![
             Span::styled("queued: ", "33"),
             Span::plain(format!("{text} ")),
             Span::styled(hint, "2"),
-        ])
+        ]
+    }
+
+    /// What the footer shows of lines sent to the turn and not taken yet.
+    fn shown_sent(&self, style: Style, hint: bool) -> Option<Line> {
+        if self.sent.is_empty() {
+            return None;
+        }
+        let text = style.safe(&self.sent.join(" ⏎ ")).into_owned();
+        let count = text.chars().count();
+        let text = if count > SHOWN_CHARS {
+            format!("…{}", text.chars().skip(count - SHOWN_CHARS).collect::<String>())
+        } else {
+            text
+        };
+        let mut line = vec![Span::styled("sent: ", "33"), Span::plain(text)];
+        if hint {
+            line.push(Span::styled(" (joins after the running step; Esc cancels)", "2"));
+        }
+        Some(line)
+    }
+
+    /// Sends every finished line to the running turn through `control`, keeping each as sent
+    /// until the turn takes it.
+    fn send(&mut self, control: &RunControl, mode: QueueMode) {
+        for line in std::mem::take(&mut self.lines) {
+            if control.send(mode, panto_core::UserMessage::text(line.clone())) {
+                self.sent.push(line);
+            } else {
+                // The turn is over: the line waits for the next prompt instead.
+                self.lines.push(line);
+            }
+        }
     }
 
     /// Applies the keys in `text` (decoded input, escape sequences removed).
@@ -165,12 +223,13 @@ pub struct TurnKeys {
     stop: Arc<AtomicBool>,
     queue: Arc<Mutex<TypeAhead>>,
     thread: Option<JoinHandle<()>>,
+    style: Style,
 }
 
 impl TurnKeys {
     /// Takes the keyboard for a turn that `cancel` cancels. `None` when stdin is not a terminal
     /// (piped prompts are not typed ahead).
-    pub fn start(cancel: CancellationToken, style: Style) -> Option<TurnKeys> {
+    pub fn start(cancel: CancellationToken, run: Option<(RunControl, QueueMode)>, style: Style) -> Option<TurnKeys> {
         let stdin = std::io::stdin();
         let cooked = termios::tcgetattr(stdin.as_fd()).ok()?;
         termios::tcsetattr(stdin.as_fd(), SetArg::TCSANOW, &turn_settings(&cooked)).ok()?;
@@ -182,12 +241,20 @@ impl TurnKeys {
         let stop = Arc::new(AtomicBool::new(false));
         let queue = Arc::new(Mutex::new(TypeAhead::default()));
         let (flag, shared) = (stop.clone(), queue.clone());
-        let thread = std::thread::spawn(move || read_keys(&flag, &shared, &cancel, style));
+        let thread = std::thread::spawn(move || read_keys(&flag, &shared, &cancel, run.as_ref(), style));
         Some(TurnKeys {
             stop,
             queue,
             thread: Some(thread),
+            style,
         })
+    }
+
+    /// The turn took `text` (a steer joined, a follow-up started): the footer stops showing it.
+    pub fn taken(&self, text: &str) {
+        let mut q = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        q.taken(text);
+        footer::set_queued(q.shown(self.style));
     }
 
     /// Gives the keyboard back to the line editor; returns what was typed ahead.
@@ -230,7 +297,13 @@ fn readable(ms: u16) -> bool {
 }
 
 /// The key thread: reads until `stop`.
-fn read_keys(stop: &AtomicBool, queue: &Mutex<TypeAhead>, cancel: &CancellationToken, style: Style) {
+fn read_keys(
+    stop: &AtomicBool,
+    queue: &Mutex<TypeAhead>,
+    cancel: &CancellationToken,
+    run: Option<&(RunControl, QueueMode)>,
+    style: Style,
+) {
     // Bytes of a UTF-8 character cut between two reads.
     let mut pending: Vec<u8> = Vec::new();
     while !stop.load(Ordering::SeqCst) {
@@ -270,6 +343,12 @@ fn read_keys(stop: &AtomicBool, queue: &Mutex<TypeAhead>, cancel: &CancellationT
         }
         let mut q = queue.lock().unwrap_or_else(|e| e.into_inner());
         apply(&mut q, &mut pending, style);
+        if let Some((control, mode)) = run {
+            if !q.lines.is_empty() {
+                q.send(control, *mode);
+                footer::set_queued(q.shown(style));
+            }
+        }
     }
 }
 
@@ -331,7 +410,8 @@ mod tests {
             q,
             TypeAhead {
                 lines: vec!["first".into()],
-                partial: String::new()
+                partial: String::new(),
+                sent: Vec::new(),
             }
         );
         q.keys("\u{7f}");
@@ -349,6 +429,7 @@ mod tests {
         let q = TypeAhead {
             lines: vec!["one".into()],
             partial: "x".repeat(100),
+            sent: Vec::new(),
         };
         let shown = line_text(&q.shown(style).unwrap());
         assert!(shown.starts_with("queued: …xxx"), "{shown}");
@@ -357,6 +438,7 @@ mod tests {
         let q = TypeAhead {
             lines: vec![],
             partial: "a\u{1b}]0;x".into(),
+            sent: Vec::new(),
         };
         assert!(line_text(&q.shown(style).unwrap()).contains("a^[]0;x"));
     }

@@ -427,6 +427,10 @@ impl Repl<'_> {
             &self.pricing,
             &wire,
             asks,
+            match self.settings.typeahead {
+                crate::config::Typeahead::Steer => panto_core::QueueMode::Steer,
+                crate::config::Typeahead::FollowUp => panto_core::QueueMode::FollowUp,
+            },
         ));
         self.totals.add(&outcome);
         if outcome.reached_model {

@@ -1,7 +1,7 @@
 //! One REPL turn: stream the agent's events to the screen until the turn ends, fails, or Ctrl-C
 //! cancels it.
 
-use panto_core::{Agent, Error, Event, PricingRegistry, Usage, UserMessage, WireIdentity};
+use panto_core::{Agent, Error, Event, PricingRegistry, QueueMode, Usage, UserMessage, WireIdentity};
 
 use super::keys::{TurnKeys, TypeAhead};
 use crate::cost::{cost, uncached_cost};
@@ -32,6 +32,7 @@ pub async fn run(
     pricing: &PricingRegistry,
     wire: &WireIdentity,
     asks: AsksFirst,
+    typeahead: QueueMode,
 ) -> TurnOutcome {
     let started = std::time::Instant::now();
     let mut view = TurnView::new(screen)
@@ -42,16 +43,31 @@ pub async fn run(
     // The terminal is in cooked mode while a turn runs, so Ctrl-C arrives as SIGINT. Cancelling
     // through the token lets the agent salvage and persist what already streamed.
     let watcher = crate::interrupt::cancel_on_interrupt(stream.cancel_token());
-    // Keys typed during the turn are queued, never echoed into the answer; Esc cancels.
+    // Keys typed during the turn are never echoed into the answer: Enter sends a finished line
+    // to the turn (a steer or a follow-up, per `typeahead`); Esc cancels.
+    let control = stream.control();
     let keys = (screen.deco_on_stdout && crate::terminal::stdin_is_tty())
-        .then(|| TurnKeys::start(stream.cancel_token(), screen.deco))
+        .then(|| TurnKeys::start(stream.cancel_token(), Some((control.clone(), typeahead)), screen.deco))
         .flatten();
     let mut ended = false;
+    // A follow-up starts a turn of its own on the stream, with its own usage: the usage of the
+    // turns that completed, plus the one still open when the stream stopped.
+    let mut completed = Usage::default();
+    let mut open = true;
     loop {
         match stream.next().await {
             Ok(Some(event)) => {
-                if matches!(event, Event::TurnComplete { .. }) {
-                    ended = true;
+                match &event {
+                    Event::TurnComplete { usage, .. } => {
+                        ended = true;
+                        completed.accumulate(usage);
+                        open = false;
+                    }
+                    Event::FollowUpStart { .. } => open = true,
+                    _ => {}
+                }
+                if let (Event::Steer { text } | Event::FollowUpStart { text }, Some(keys)) = (&event, &keys) {
+                    keys.taken(text);
                 }
                 view.event(&event);
             }
@@ -67,9 +83,17 @@ pub async fn run(
         }
     }
     watcher.abort();
-    let typed = keys.map(TurnKeys::finish).unwrap_or_default();
-    let usage = stream.usage();
+    let mut typed = keys.map(TurnKeys::finish).unwrap_or_default();
+    let mut usage = completed;
+    if open {
+        usage.accumulate(&stream.usage());
+    }
     drop(stream);
+    // What the turn did not take (it was cancelled or failed first) is sent next, before what
+    // was typed after it.
+    typed.sent.clear();
+    let untaken = control.take_pending().into_iter().map(|(_, m)| m.text);
+    typed.lines.splice(0..0, untaken);
     view.finish();
     TurnOutcome {
         usage,

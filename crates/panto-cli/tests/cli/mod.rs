@@ -5,6 +5,7 @@ mod cache;
 mod config_errors;
 mod escapes;
 mod formats;
+mod hooks;
 mod images;
 mod markdown;
 mod postgres;

@@ -1,7 +1,8 @@
 //! What a user sees and can do while a turn runs, through a pseudo-terminal: an edit approval
 //! with its diff and the "no, and say why" answer; the spinner naming the running tool; keys
-//! typed ahead (queued, never echoed into the answer, sent when the turn ends); Esc. Screens are
-//! snapshots (`snapshots/`) at 100 and 60 columns.
+//! typed ahead (never echoed into the answer; Enter steers the running turn, or with `typeahead =
+//! "follow-up"` queues a turn after it; shown until taken); Esc. Screens are snapshots
+//! (`snapshots/`) at 100 and 60 columns.
 
 use panto_testkit::script::{self, AnthropicScript};
 use panto_testkit::{MockServer, Reply};
@@ -128,7 +129,10 @@ fn waiting_command() -> String {
     json!({ "command": "while [ ! -e go ]; do sleep 0.05; done; echo released" }).to_string()
 }
 
-async fn typed_ahead_at(cols: u16) -> (String, String, Vec<String>) {
+/// Types a line and the start of another while bash runs; with `follow_up` the config says
+/// `typeahead = "follow-up"`. Returns the screen while bash ran, the screen after, and the text
+/// of each request the mock got.
+async fn typed_ahead_at(cols: u16, follow_up: bool) -> (String, String, Vec<String>) {
     let server = MockServer::start().await;
     server.push(Reply::sse(script::anthropic_tool_uses(&[(
         "toolu_01",
@@ -139,6 +143,9 @@ async fn typed_ahead_at(cols: u16) -> (String, String, Vec<String>) {
     server.push(Reply::sse(script::anthropic_text("The queued answer.")));
     let mut home = Home::new();
     home.anthropic(&server);
+    if follow_up {
+        home.write_config("typeahead = \"follow-up\"\n");
+    }
     let work = home.work();
     let (spinner, after) = blocking(move || {
         let mut t = Terminal::start_sized(&home, &["--approve", "auto"], 30, cols);
@@ -148,9 +155,14 @@ async fn typed_ahead_at(cols: u16) -> (String, String, Vec<String>) {
         let spinner = t.contents();
         t.send("what next?\r");
         t.send("half typ");
-        t.wait_for("queued: what next? ⏎ half typ");
+        // Sent to the turn at once, and shown as sent until the turn takes it.
+        t.wait_for("sent: what next?  queued: half typ");
         std::fs::write(work.join("go"), "").unwrap();
-        t.wait_for("The queued answer.");
+        t.wait_for(if follow_up {
+            "The queued answer."
+        } else {
+            "The first answer."
+        });
         t.wait_for("> half typ");
         let after = t.contents();
         t.send("\x15");
@@ -171,12 +183,38 @@ async fn typed_ahead_at(cols: u16) -> (String, String, Vec<String>) {
     )
 }
 
-fn assert_typed_ahead(after: &str, prompts: &[String]) {
-    // Never echoed into the answer: the answer line is whole, the keys are not beside it.
+/// Enter steered the turn: the line joined after bash's result, before the next request, and
+/// the model answered it in the same turn.
+fn assert_steered(after: &str, prompts: &[String]) {
+    // Never echoed into the answer: the answer line is whole, the keys are not beside it; the
+    // steer is shown where it joined.
+    assert!(after.contains("› what next?\nThe first answer.\n"), "{after}");
+    assert!(
+        !after.contains("sent: what next?"),
+        "taken, so no longer shown as sent: {after}"
+    );
+    // The unfinished rest is in the prompt's editor.
+    assert!(after.ends_with("> half typ"), "{after}");
+    assert_eq!(prompts.len(), 2, "{prompts:?}");
+    assert!(!prompts[0].contains("what next?"), "{prompts:?}");
+    let released = prompts[1].find("released").expect("bash's result");
+    let steered = prompts[1].find("what next?").expect("the steer");
+    assert!(released < steered, "the steer follows the result: {prompts:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_spinner_and_type_ahead_at_100_columns() {
+    let (spinner, after, prompts) = typed_ahead_at(100, false).await;
+    assert_steered(&after, &prompts);
+    insta::assert_snapshot!("tool_spinner_100_columns", spinner);
+    insta::assert_snapshot!("type_ahead_100_columns", after);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn typeahead_follow_up_runs_the_line_after_the_turn() {
+    let (_, after, prompts) = typed_ahead_at(100, true).await;
     assert!(after.contains("\nThe first answer.\n"), "{after}");
-    // Sent when the turn ended, as the next prompt, shown as if typed; the unfinished rest is
-    // in the prompt's editor.
-    assert!(after.contains("> what next?\nThe queued answer."), "{after}");
+    assert!(after.contains("› what next?\nThe queued answer."), "{after}");
     assert!(after.ends_with("> half typ"), "{after}");
     assert_eq!(prompts.len(), 3, "{prompts:?}");
     assert!(
@@ -186,17 +224,9 @@ fn assert_typed_ahead(after: &str, prompts: &[String]) {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_tool_spinner_and_type_ahead_at_100_columns() {
-    let (spinner, after, prompts) = typed_ahead_at(100).await;
-    assert_typed_ahead(&after, &prompts);
-    insta::assert_snapshot!("tool_spinner_100_columns", spinner);
-    insta::assert_snapshot!("type_ahead_100_columns", after);
-}
-
-#[tokio::test(flavor = "multi_thread")]
 async fn a_tool_spinner_and_type_ahead_at_60_columns() {
-    let (spinner, after, prompts) = typed_ahead_at(60).await;
-    assert_typed_ahead(&after, &prompts);
+    let (spinner, after, prompts) = typed_ahead_at(60, false).await;
+    assert_steered(&after, &prompts);
     insta::assert_snapshot!("tool_spinner_60_columns", spinner);
     insta::assert_snapshot!("type_ahead_60_columns", after);
 }

@@ -112,7 +112,11 @@ pub(crate) fn split_point(messages: &[Message], keep_recent_tokens: u64) -> Opti
 /// compacts all but that exchange instead of refusing. `None` when nothing is older.
 pub(crate) fn manual_split_point(messages: &[Message], keep_recent_tokens: u64) -> Option<usize> {
     split_point(messages, keep_recent_tokens).or_else(|| {
-        let newest = messages.iter().rposition(Message::is_human_prompt)?;
+        let mut newest = messages.iter().rposition(Message::is_human_prompt)?;
+        // A steer shares its message with tool results, which must stay with their calls.
+        while newest > 0 && starts_with_tool_results(&messages[newest]) {
+            newest -= 1;
+        }
         messages[..newest]
             .iter()
             .any(|m| m.role != Role::System)

@@ -1,13 +1,13 @@
 //! Running the tool calls of one assistant message, concurrently, and collecting their results in
 //! call order.
 
-use std::any::Any;
 use std::panic::AssertUnwindSafe;
 
 use futures_util::FutureExt;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use super::hooks::{panic_message, Hooks};
 use super::INTERRUPTED_RESULT;
 use crate::conversation::{ContentBlock, Message, Role, ToolResultContent};
 use crate::event::Event;
@@ -45,6 +45,7 @@ impl Dispatch {
         rejected: &[RejectedCall],
         max_image_dimension: u32,
         cancel: CancellationToken,
+        hooks: &Hooks,
     ) -> (Self, Vec<Event>) {
         let mut dispatch = Dispatch {
             calls: Vec::new(),
@@ -65,7 +66,7 @@ impl Dispatch {
             });
             dispatch.calls.push(Call {
                 id: id.to_owned(),
-                name,
+                name: name.clone(),
             });
             dispatch.results.push(None);
             if let Some(rejected) = rejected.iter().find(|r| r.id == id) {
@@ -87,18 +88,23 @@ impl Dispatch {
                 input: input.clone(),
                 cancel: dispatch.cancel.child_token(),
             };
+            let hooks = hooks.clone();
             dispatch.tasks.spawn(async move {
-                let run = async {
-                    match &target {
-                        Target::Tool(tool) => tool.call(call).await,
-                        Target::Source(source, _) => source.call(call).await,
+                let invoke = |call: ToolCall| async move {
+                    let run = async {
+                        match &target {
+                            Target::Tool(tool) => tool.call(call).await,
+                            Target::Source(source, _) => source.call(call).await,
+                        }
+                    };
+                    match AssertUnwindSafe(run).catch_unwind().await {
+                        Ok(Ok(result)) => result,
+                        Ok(Err(e)) => ToolCallResult::error(e.to_string()),
+                        Err(panic) => ToolCallResult::error(format!("the tool panicked: {}", panic_message(&*panic))),
                     }
                 };
-                let result = match AssertUnwindSafe(run).catch_unwind().await {
-                    Ok(Ok(result)) => result,
-                    Ok(Err(e)) => ToolCallResult::error(e.to_string()),
-                    Err(panic) => ToolCallResult::error(format!("the tool panicked: {}", panic_message(&*panic))),
-                };
+                // Hooks may deny the call, rewrite its input or replace its result (agent/hooks.rs).
+                let result = hooks.around_call(call, &name, invoke).await;
                 let outcome = tokio::task::spawn_blocking(move || convert(result, max_image_dimension))
                     .await
                     .unwrap_or_else(|e| (vec![text(format!("the tool result could not be processed: {e}"))], true));
@@ -212,14 +218,4 @@ fn convert(result: ToolCallResult, max_image_dimension: u32) -> Outcome {
         })
         .collect();
     (content, is_error)
-}
-
-fn panic_message(panic: &(dyn Any + Send)) -> String {
-    if let Some(s) = panic.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = panic.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "(no message)".to_owned()
-    }
 }

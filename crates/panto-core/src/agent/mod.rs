@@ -3,8 +3,10 @@
 mod branch;
 mod compaction;
 mod dispatch;
+mod hooks;
 mod partial;
 mod retry;
+mod steer;
 mod stream;
 mod typed;
 
@@ -18,6 +20,8 @@ use crate::store::{seam::PersistentMessage, session::Session};
 use crate::tool::{Tool, ToolDecl, ToolSource};
 
 pub use compaction::CompactionResult;
+pub use hooks::{AfterTool, BeforeTool, Hook, DEFAULT_HOOK_TIMEOUT};
+pub use steer::{QueueMode, RunControl};
 pub use stream::{Stream, StreamState};
 
 /// The text of the synthetic result given to a tool call that never got one: the process died or
@@ -96,6 +100,8 @@ pub struct Agent {
     /// The entry id of each message of the conversation, index for index, once stored (`None`
     /// for one not stored yet, or adopted without its ids).
     message_ids: Vec<Option<String>>,
+    /// The embedder's hooks around tool calls, requests and turns (agent/hooks.rs).
+    hooks: hooks::Hooks,
 }
 
 // The store keeps the session open for writing while the agent lives (see the type docs).
@@ -140,6 +146,7 @@ impl Agent {
             registry: ToolRegistry::default(),
             persisted,
             message_ids: Vec::new(),
+            hooks: hooks::Hooks::default(),
         })
     }
 
@@ -170,6 +177,12 @@ impl Agent {
     /// whether anything was removed.
     pub fn unregister_tool(&mut self, name: &str) -> bool {
         self.registry.unregister(name)
+    }
+
+    /// Adds a hook after those already added: it sees every later tool call, request and turn
+    /// end (see [`Hook`] for what it may decide and what happens when it fails).
+    pub fn add_hook(&mut self, hook: Arc<dyn Hook>) {
+        self.hooks.push(hook);
     }
 
     /// The tools offered to the model, under their wire names.

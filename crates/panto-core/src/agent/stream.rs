@@ -1,6 +1,8 @@
 //! The pull stream of one turn: provider → tools → provider, until a message ends without tool
 //! calls.
 
+mod steering;
+
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::compaction::{estimate_context_tokens, split_point};
 use super::dispatch::Dispatch;
 use super::partial::PartialMessage;
+use super::steer::RunControl;
 use super::typed::{Outcome, OutputSlot};
 use super::{retry, Agent, UserMessage};
 use crate::conversation::{ContentBlock, Message, Role, StopReason, Usage};
@@ -80,6 +83,8 @@ pub struct Stream<'a> {
     /// A typed turn ([`Agent::run_typed`]): where its result lands, and the agent's registry as
     /// it was before the output tool joined it, put back when the stream is dropped.
     output: Option<(Arc<OutputSlot>, ToolRegistry)>,
+    /// Steers and follow-ups sent to this stream (agent/steer.rs).
+    control: RunControl,
 }
 
 impl std::fmt::Debug for Stream<'_> {
@@ -106,6 +111,7 @@ impl<'a> Stream<'a> {
             overflow_compacted: false,
             compacted_at_step: None,
             output: None,
+            control: RunControl::default(),
         }
     }
 
@@ -150,10 +156,23 @@ impl<'a> Stream<'a> {
         self.cancel.clone()
     }
 
-    /// The next event. `Ok(Some(_))` is progress, including the final [`Event::TurnComplete`];
-    /// `Ok(None)` means the turn is over; `Err` means it failed (the conversation is still valid
-    /// and everything completed before the failure is persisted).
+    /// A handle that steers this turn or queues follow-up turns from anywhere (another task or
+    /// thread), beside [`Stream::cancel_token`]; see [`RunControl`].
+    pub fn control(&self) -> RunControl {
+        self.control.clone()
+    }
+
+    /// The next event. `Ok(Some(_))` is progress, including each turn's [`Event::TurnComplete`]
+    /// (a follow-up sent through [`Stream::control`] starts another turn on this stream, opened by
+    /// [`Event::FollowUpStart`]); `Ok(None)` means the last turn is over; `Err` means it failed
+    /// (the conversation is still valid and everything completed before the failure is
+    /// persisted).
     pub async fn next(&mut self) -> Result<Option<Event>> {
+        let result = self.next_event().await;
+        self.after_event(result).await
+    }
+
+    async fn next_event(&mut self) -> Result<Option<Event>> {
         loop {
             if let Some(event) = self.queue.pop_front() {
                 return Ok(Some(event));
@@ -231,6 +250,14 @@ impl<'a> Stream<'a> {
                 }
                 if let Some(event) = self.maybe_compact().await? {
                     return Ok(Some(event));
+                }
+                if let Err(e) = self
+                    .agent
+                    .hooks
+                    .before_request(&self.agent.conversation.messages, &self.cancel)
+                    .await
+                {
+                    return Err(self.fail(e));
                 }
                 let system = self.agent.conversation.effective_system_blocks();
                 let tools = self.agent.registry.decls();
@@ -315,7 +342,14 @@ impl<'a> Stream<'a> {
                         unreachable!("matched above");
                     };
                     self.state = StreamState::Requesting;
-                    self.agent.conversation.messages.push(dispatch.into_message());
+                    let mut results = dispatch.into_message();
+                    if let Err(e) = self.join_steers(&mut results) {
+                        // The results still belong in the conversation: without them the next
+                        // request would be invalid.
+                        self.agent.conversation.messages.push(results);
+                        return Err(self.fail(e));
+                    }
+                    self.agent.conversation.messages.push(results);
                     if let Err(e) = self.agent.flush().await {
                         return Err(self.fail(e));
                     }
@@ -349,6 +383,7 @@ impl<'a> Stream<'a> {
                 rejected,
                 self.agent.config.max_image_dimension,
                 self.cancel.child_token(),
+                &self.agent.hooks,
             );
             self.queue.extend(starts);
             self.phase = Phase::Tools(dispatch);
@@ -488,6 +523,7 @@ impl<'a> Stream<'a> {
 
 impl Drop for Stream<'_> {
     fn drop(&mut self) {
+        self.control.close();
         self.cancel.cancel();
         self.abandon();
         if let Some((_, registry)) = self.output.take() {

@@ -124,7 +124,21 @@ enum EventJson<'a> {
         /// reported nothing.
         usage: Option<Usage>,
     },
-    /// The turn is over: always the last event.
+    /// Text sent to steer the turn joined the conversation after the step's tool results; the
+    /// model sees it with the next request. A front end that showed it as queued stops showing
+    /// it so.
+    Steer {
+        /// The text that joined.
+        text: Cow<'a, str>,
+    },
+    /// A queued follow-up starts a new turn on the same stream (or run handle), with this
+    /// message as its prompt; the events of that turn follow.
+    FollowUpStart {
+        /// The message's text.
+        text: Cow<'a, str>,
+    },
+    /// The turn is over: the last event of its turn. A follow-up turn may follow
+    /// (`follow_up_start`); the stream ends after the last turn's `turn_complete`.
     TurnComplete {
         /// Usage summed over every request of the turn, a compaction's summary included.
         usage: Usage,
@@ -200,6 +214,12 @@ impl<'a> From<&'a Event> for EventJson<'a> {
                 tokens_before: *tokens_before,
                 tokens_after: *tokens_after,
                 usage: *usage,
+            },
+            Event::Steer { text } => EventJson::Steer {
+                text: Cow::Borrowed(text),
+            },
+            Event::FollowUpStart { text } => EventJson::FollowUpStart {
+                text: Cow::Borrowed(text),
             },
             Event::TurnComplete {
                 usage,
@@ -278,6 +298,12 @@ impl From<EventJson<'_>> for Event {
                 tokens_before,
                 tokens_after,
                 usage,
+            },
+            EventJson::Steer { text } => Event::Steer {
+                text: text.into_owned(),
+            },
+            EventJson::FollowUpStart { text } => Event::FollowUpStart {
+                text: text.into_owned(),
             },
             EventJson::TurnComplete {
                 usage,

@@ -134,7 +134,21 @@ pub enum Event {
         /// ([`Event::TurnComplete`]).
         usage: Option<Usage>,
     },
-    /// The turn is over: the last message ended without tool calls. Always the last event.
+    /// Text sent to steer the turn ([`RunControl::steer`](crate::RunControl::steer)) joined the
+    /// conversation, after the step's tool results, and the model sees it with the next request.
+    Steer {
+        /// The text that joined.
+        text: String,
+    },
+    /// A follow-up turn starts on the same stream, with this message
+    /// ([`RunControl::follow_up`](crate::RunControl::follow_up), or a steer that came after the
+    /// model's answer).
+    FollowUpStart {
+        /// The message's text.
+        text: String,
+    },
+    /// The turn is over: the last message ended without tool calls. The last event of its turn;
+    /// a follow-up turn may follow on the same stream ([`Event::FollowUpStart`]).
     TurnComplete {
         /// Usage summed over every request of the turn.
         usage: Usage,

@@ -180,6 +180,18 @@ fn every_type() -> Vec<(Event, Value)> {
             },
             json!({"type": "turn_complete", "usage": u, "steps": 2, "stop_reason": "end_turn"}),
         ),
+        (
+            Event::Steer {
+                text: "use blue".into(),
+            },
+            json!({"type": "steer", "text": "use blue"}),
+        ),
+        (
+            Event::FollowUpStart {
+                text: "and then".into(),
+            },
+            json!({"type": "follow_up_start", "text": "and then"}),
+        ),
     ]
 }
 

@@ -1,0 +1,342 @@
+//! Command hooks and the policy hook: the user's own programs asked about a tool call before it
+//! runs, and the one [`panto_core::Hook`] a front end registers to apply them.
+//!
+//! The order for every call is deny rules, hooks, allow rules, approval. The deny rules and the
+//! command hooks run here, before the tool; the allow rules and the approval mode are the tool's
+//! [`Policy`](crate::Policy), which the tool asks once the call reaches it. A denied call never
+//! reaches a hook, and a call a hook denies never reaches approval.
+//!
+//! A command hook gets the call as JSON on stdin (`{"tool", "input", "cwd"}`) and answers on
+//! stdout with `{"decision": "allow"}`, `{"decision": "deny", "reason": "..."}` or
+//! `{"decision": "rewrite", "input": {...}}` (empty output is "allow"). A hook that exits with a
+//! failure, answers something else, or does not finish within its timeout denies the call, with
+//! its stderr (or what went wrong) as the reason the model reads. Its output is untrusted: it is
+//! read to a bound and never shown raw.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use panto_core::{BeforeTool, Hook, ToolCall};
+use serde::Deserialize;
+use serde_json::{json, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::child::{spawn, ChildSetup};
+use crate::policy::{rule_subjects, Rule};
+use crate::sandbox::SandboxConfig;
+use crate::ToolName;
+
+/// How much of a hook's stdout and stderr is read; the rest is ignored.
+const MAX_HOOK_OUTPUT: u64 = 64 * 1024;
+/// How much of a hook's stderr a denial quotes.
+const MAX_REASON_CHARS: usize = 2000;
+
+/// The default time a command hook may take.
+pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One `[[hooks.before_tool]]`: a program asked about every call its rule matches.
+#[derive(Debug, Clone)]
+pub struct CommandHook {
+    /// Which calls it is asked about (`TOOL` or `TOOL(GLOB)`).
+    pub rule: Rule,
+    /// The shell command (run with `sh -c`).
+    pub command: String,
+    /// How long it may take before its silence denies the call.
+    pub timeout: Duration,
+}
+
+/// What a command hook decided.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HookVerdict {
+    /// Run the call (the allow rules and the approval mode still apply).
+    Allow,
+    /// Refuse it, with the reason the model reads.
+    Deny(String),
+    /// Run it with this input instead.
+    Rewrite(Value),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Answer {
+    decision: String,
+    #[serde(default)]
+    reason: Option<String>,
+    #[serde(default)]
+    input: Option<Value>,
+}
+
+impl CommandHook {
+    /// Asks the hook about a call of `tool` with `input`, run in `cwd`.
+    pub async fn ask(&self, tool: ToolName, input: &Value, cwd: &Path) -> HookVerdict {
+        let name = &self.command;
+        let payload = json!({"tool": tool.as_str(), "input": input, "cwd": cwd.display().to_string()});
+        let mut command = std::process::Command::new("sh");
+        command
+            .arg("-c")
+            .arg(&self.command)
+            .current_dir(cwd)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = match spawn(command, &ChildSetup::new(SandboxConfig::off())) {
+            Ok(child) => child,
+            Err(e) => {
+                return HookVerdict::Deny(format!(
+                    "the hook `{name}` could not start: {}",
+                    crate::child::explain_spawn_error(&e)
+                ))
+            }
+        };
+        let run = async {
+            let process = child.child();
+            let stdin = process.stdin.take();
+            let stdout = process.stdout.take();
+            let stderr = process.stderr.take();
+            let write = async move {
+                if let Some(mut stdin) = stdin {
+                    // A hook that does not read its input closes the pipe early; that is fine.
+                    let _ = stdin.write_all(payload.to_string().as_bytes()).await;
+                }
+            };
+            let (_, out, err) = tokio::join!(write, read_bounded(stdout), read_bounded(stderr));
+            let status = process.wait().await;
+            (status, out, err)
+        };
+        let (status, out, err) = match tokio::time::timeout(self.timeout, run).await {
+            Ok(done) => done,
+            // Dropping the child kills its process group.
+            Err(_) => {
+                return HookVerdict::Deny(format!(
+                    "the hook `{name}` did not answer within {}s",
+                    self.timeout.as_secs_f64()
+                ))
+            }
+        };
+        let stderr = quoted(&err);
+        match status {
+            Ok(status) if status.success() => {}
+            Ok(status) => {
+                let why = if stderr.is_empty() {
+                    format!("the hook `{name}` failed ({status})")
+                } else {
+                    stderr
+                };
+                return HookVerdict::Deny(why);
+            }
+            Err(e) => return HookVerdict::Deny(format!("the hook `{name}` could not be waited for: {e}")),
+        }
+        let text = String::from_utf8_lossy(&out);
+        if text.trim().is_empty() {
+            return HookVerdict::Allow;
+        }
+        match serde_json::from_str::<Answer>(text.trim()) {
+            Ok(answer) => match (answer.decision.as_str(), answer.input) {
+                ("allow", _) => HookVerdict::Allow,
+                ("deny", _) => HookVerdict::Deny(
+                    answer
+                        .reason
+                        .map(|r| quoted(r.as_bytes()))
+                        .filter(|r| !r.is_empty())
+                        .unwrap_or_else(|| format!("the hook `{name}` denied the call")),
+                ),
+                ("rewrite", Some(input)) if input.is_object() => HookVerdict::Rewrite(input),
+                ("rewrite", _) => HookVerdict::Deny(format!(
+                    "the hook `{name}` asked for a rewrite without an `input` object"
+                )),
+                (other, _) => HookVerdict::Deny(format!(
+                    "the hook `{name}` answered decision {:?}; expected allow, deny or rewrite",
+                    quoted(other.as_bytes())
+                )),
+            },
+            Err(e) => HookVerdict::Deny(format!(
+                "the hook `{name}` answered something that is not its JSON ({e}): {}",
+                quoted(text.as_bytes())
+            )),
+        }
+    }
+}
+
+async fn read_bounded<R: tokio::io::AsyncRead + Unpin>(pipe: Option<R>) -> Vec<u8> {
+    let mut out = Vec::new();
+    if let Some(pipe) = pipe {
+        let _ = pipe.take(MAX_HOOK_OUTPUT).read_to_end(&mut out).await;
+    }
+    out
+}
+
+/// Untrusted output as a reason: lossy UTF-8, control characters but newlines and tabs dropped,
+/// trimmed and bounded.
+fn quoted(bytes: &[u8]) -> String {
+    let text: String = String::from_utf8_lossy(bytes)
+        .chars()
+        .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
+        .take(MAX_REASON_CHARS)
+        .collect();
+    text.trim().to_owned()
+}
+
+/// The main argument of a built-in tool's call, as rules see it: the command for `bash`, the path
+/// for the others (`.` when a search tool's path is left out).
+pub fn main_argument(tool: ToolName, input: &Value) -> String {
+    let field = if tool == ToolName::Bash { "command" } else { "path" };
+    match input.get(field).and_then(Value::as_str) {
+        Some(value) => value.to_owned(),
+        None if tool.takes_path() => ".".to_owned(),
+        None => String::new(),
+    }
+}
+
+/// The hook a front end registers on its agent: the deny rules, then the command hooks, for
+/// every call of a built-in tool (see the module docs for the order).
+#[derive(Debug, Clone)]
+pub struct PolicyHook {
+    deny: Vec<Rule>,
+    hooks: Vec<CommandHook>,
+    cwd: PathBuf,
+}
+
+impl PolicyHook {
+    /// With these deny rules and command hooks, for tools working in `cwd`.
+    pub fn new(deny: Vec<Rule>, hooks: Vec<CommandHook>, cwd: PathBuf) -> PolicyHook {
+        PolicyHook { deny, hooks, cwd }
+    }
+
+    /// What the rules and hooks decide about a call of `tool` with `input`.
+    pub async fn decide(&self, tool: ToolName, input: &Value) -> HookVerdict {
+        let mut input = input.clone();
+        let mut rewritten = false;
+        let subjects = rule_subjects(tool, &main_argument(tool, &input), &self.cwd);
+        if let Some(rule) = self.deny.iter().find(|r| r.matches(tool, &subjects)) {
+            return HookVerdict::Deny(format!("the {tool} call is denied by the rule `{rule}` ([tools] deny)"));
+        }
+        for hook in &self.hooks {
+            let subjects = rule_subjects(tool, &main_argument(tool, &input), &self.cwd);
+            if !hook.rule.matches(tool, &subjects) {
+                continue;
+            }
+            match hook.ask(tool, &input, &self.cwd).await {
+                HookVerdict::Allow => {}
+                HookVerdict::Deny(reason) => return HookVerdict::Deny(reason),
+                HookVerdict::Rewrite(new) => {
+                    input = new;
+                    rewritten = true;
+                }
+            }
+        }
+        if rewritten {
+            HookVerdict::Rewrite(input)
+        } else {
+            HookVerdict::Allow
+        }
+    }
+}
+
+#[async_trait]
+impl Hook for PolicyHook {
+    fn name(&self) -> &str {
+        "policy"
+    }
+
+    /// Each command hook has its own timeout; the rules take no time.
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
+
+    async fn before_tool(&self, call: &ToolCall) -> BeforeTool {
+        // Rules and hooks name built-in tools; other tools (MCP, an embedder's) pass.
+        let Ok(tool) = ToolName::parse(&call.name) else {
+            return BeforeTool::Allow;
+        };
+        tokio::select! {
+            verdict = self.decide(tool, &call.input) => match verdict {
+                HookVerdict::Allow => BeforeTool::Allow,
+                HookVerdict::Deny(reason) => BeforeTool::Deny(reason),
+                HookVerdict::Rewrite(input) => BeforeTool::Rewrite(input),
+            },
+            _ = call.cancel.cancelled() => BeforeTool::Deny("the turn was cancelled".into()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hook(command: &str, timeout: Duration) -> PolicyHook {
+        PolicyHook::new(
+            vec![Rule::parse("bash(sudo *)").unwrap()],
+            vec![CommandHook {
+                rule: Rule::parse("bash").unwrap(),
+                command: command.to_owned(),
+                timeout,
+            }],
+            std::env::temp_dir(),
+        )
+    }
+
+    fn bash(command: &str) -> Value {
+        json!({ "command": command })
+    }
+
+    #[tokio::test]
+    async fn a_hook_allows_denies_or_rewrites_and_deny_rules_come_first() {
+        let second = Duration::from_secs(5);
+        assert_eq!(
+            hook("cat >/dev/null", second).decide(ToolName::Bash, &bash("ls")).await,
+            HookVerdict::Allow
+        );
+        assert_eq!(
+            hook(r#"echo '{"decision":"deny","reason":"not today"}'"#, second)
+                .decide(ToolName::Bash, &bash("ls"))
+                .await,
+            HookVerdict::Deny("not today".into())
+        );
+        assert_eq!(
+            hook(r#"echo '{"decision":"rewrite","input":{"command":"ls -a"}}'"#, second)
+                .decide(ToolName::Bash, &bash("ls"))
+                .await,
+            HookVerdict::Rewrite(bash("ls -a"))
+        );
+        // The deny rule decides before the hook is asked (the hook would allow).
+        let verdict = hook("true", second).decide(ToolName::Bash, &bash("sudo rm x")).await;
+        assert!(
+            matches!(&verdict, HookVerdict::Deny(r) if r.contains("bash(sudo *)")),
+            "{verdict:?}"
+        );
+        // Calls the rule does not match are not asked about.
+        assert_eq!(
+            hook("exit 1", second)
+                .decide(ToolName::Read, &json!({"path": "x"}))
+                .await,
+            HookVerdict::Allow
+        );
+    }
+
+    #[tokio::test]
+    async fn a_failing_slow_or_garbled_hook_denies_with_its_stderr_or_what_went_wrong() {
+        let second = Duration::from_secs(5);
+        assert_eq!(
+            hook("echo 'no rm here' >&2; exit 2", second)
+                .decide(ToolName::Bash, &bash("rm"))
+                .await,
+            HookVerdict::Deny("no rm here".into())
+        );
+        let slow = hook("sleep 30", Duration::from_millis(200))
+            .decide(ToolName::Bash, &bash("ls"))
+            .await;
+        assert_eq!(
+            slow,
+            HookVerdict::Deny("the hook `sleep 30` did not answer within 0.2s".into())
+        );
+        let garbled = hook("echo 'yes please'", second)
+            .decide(ToolName::Bash, &bash("ls"))
+            .await;
+        assert!(
+            matches!(&garbled, HookVerdict::Deny(r) if r.contains("not its JSON") && r.contains("yes please")),
+            "{garbled:?}"
+        );
+    }
+}
