@@ -230,6 +230,10 @@ pub struct ProviderConfig {
 #[derive(Clone, Default)]
 struct SharedClient(Arc<OnceLock<reqwest::Client>>);
 
+/// The HTTP/2 connection window of a provider's shared client: 64 MiB, room for the small
+/// frames of about 200,000 deltas in flight (a few thousand agents' streams) before any is read.
+const SHARED_HTTP2_CONNECTION_WINDOW: u32 = 64 << 20;
+
 fn default_max_event_bytes() -> usize {
     DEFAULT_MAX_EVENT_BYTES
 }
@@ -301,7 +305,15 @@ impl ProviderConfig {
         if let Some(client) = self.client.0.get() {
             return Ok(client.clone());
         }
-        let mut builder = crate::provider::http::http_client_builder();
+        // Over HTTP/2 the agents sharing this client share one connection, and so its
+        // flow-control window. The default (5 MiB) also sizes the budget the HTTP/2 library
+        // allows for DATA frames received but not yet read (half the window, each small frame
+        // counted at 256 bytes): a provider streaming small deltas to thousands of agents
+        // overruns it as soon as the agents read a little behind, and the library then closes
+        // the connection under every agent at once. A window sized for many streams keeps
+        // their slack.
+        let mut builder = crate::provider::http::http_client_builder()
+            .http2_initial_connection_window_size(SHARED_HTTP2_CONNECTION_WINDOW);
         if self.http2_prior_knowledge {
             builder = builder.http2_prior_knowledge();
         }

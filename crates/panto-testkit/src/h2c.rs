@@ -33,6 +33,12 @@ const PREFACE: &[u8; 24] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 /// connection (hyper's default, 200, would queue the rest behind them).
 const MAX_STREAMS: u32 = 1 << 20;
 
+/// The connection's receive window: room for thousands of request bodies at once. With the
+/// default (1 MiB) the bodies of a fleet's requests share a window that they exhaust, the client
+/// then sends each the sliver of window freed, and the HTTP/2 library counts that flood of small
+/// DATA frames as abuse and closes the connection (`ENHANCE_YOUR_CALM`) under every stream.
+const CONNECTION_WINDOW: u32 = 64 << 20;
+
 /// Whether the client opened `stream` with the HTTP/2 preface. Only peeks, so an HTTP/1
 /// request is still there for the HTTP/1 server to read.
 pub(crate) async fn starts_with_preface(stream: &TcpStream) -> bool {
@@ -59,6 +65,7 @@ pub(crate) async fn serve(stream: &mut TcpStream, shared: Arc<Shared>) {
     let service = hyper::service::service_fn(move |request| respond(request, Arc::clone(&shared)));
     let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
         .max_concurrent_streams(MAX_STREAMS)
+        .initial_connection_window_size(CONNECTION_WINDOW)
         .serve_connection(TokioIo::new(stream), service)
         .await;
 }
