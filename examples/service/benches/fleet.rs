@@ -491,7 +491,7 @@ fn sample_peaks(running: Arc<AtomicBool>, mock_pid: String) -> Peaks {
     let mut peaks = Peaks::default();
     let mut tick = 0u32;
     while running.load(Ordering::Relaxed) {
-        if tick % 5 == 0 {
+        if tick.is_multiple_of(5) {
             peaks.fleet_sched.sample("self");
             peaks.mock_sched.sample(&mock_pid);
             peaks.postgres_sched.sample_named("postgres");
@@ -644,7 +644,7 @@ async fn run(kind: StoreKind, n: usize, postgres_url: Option<&str>) -> Measured 
     // A retried request is answered from the next scripted reply, so one retry fails its turn
     // later: say why requests were retried.
     let mut reasons: Vec<_> = retries.into_iter().collect();
-    reasons.sort_by(|a, b| b.1.cmp(&a.1));
+    reasons.sort_by_key(|r| std::cmp::Reverse(r.1));
     for (reason, count) in reasons.iter().take(3) {
         println!("fleet: {count} requests retried: {reason}");
     }
