@@ -209,6 +209,15 @@ pub struct ProviderConfig {
     /// by Anthropic.
     #[serde(default)]
     pub prompt_cache_key: bool,
+    /// Speak HTTP/2 from a connection's first byte ("prior knowledge") instead of asking for it.
+    /// Over `https://` panto offers HTTP/2 whenever the server does (TLS ALPN), so this is for
+    /// plain `http://` servers known to speak cleartext HTTP/2 (h2c): a local gateway, the test
+    /// mock. The agents sharing this config's client then multiplex their requests as streams
+    /// of one connection instead of holding a connection per request in flight. Off by default,
+    /// since an HTTP/1-only server refuses such a connection. Set it with
+    /// [`ProviderConfig::with_http2_prior_knowledge`], which gives the config a client of its own.
+    #[serde(default)]
+    pub http2_prior_knowledge: bool,
     /// The HTTP client of this provider, built on first use and shared by every clone of this
     /// config (so by every agent made from one), whatever `with_*` changes a clone gets after.
     #[serde(skip)]
@@ -220,6 +229,10 @@ pub struct ProviderConfig {
 /// agent holds no connection of its own.
 #[derive(Clone, Default)]
 struct SharedClient(Arc<OnceLock<reqwest::Client>>);
+
+/// The HTTP/2 connection window of a provider's shared client: 64 MiB, room for the small
+/// frames of about 200,000 deltas in flight (a few thousand agents' streams) before any is read.
+const SHARED_HTTP2_CONNECTION_WINDOW: u32 = 64 << 20;
 
 fn default_max_event_bytes() -> usize {
     DEFAULT_MAX_EVENT_BYTES
@@ -249,8 +262,18 @@ impl ProviderConfig {
             cache: CacheMode::Auto,
             cache_ttl: CacheTtl::FiveMinutes,
             prompt_cache_key: false,
+            http2_prior_knowledge: false,
             client: SharedClient::default(),
         }
+    }
+
+    /// With HTTP/2 prior knowledge on or off ([`ProviderConfig::http2_prior_knowledge`]). The
+    /// config gets a new HTTP client, shared from then on by its own clones, since a client's
+    /// connections speak one protocol.
+    pub fn with_http2_prior_knowledge(mut self, on: bool) -> Self {
+        self.http2_prior_knowledge = on;
+        self.client = SharedClient::default();
+        self
     }
 
     /// With prompt caching on ([`CacheMode::Auto`]) or off.
@@ -282,9 +305,19 @@ impl ProviderConfig {
         if let Some(client) = self.client.0.get() {
             return Ok(client.clone());
         }
-        let built = crate::provider::http::http_client_builder()
-            .build()
-            .map_err(|e| crate::Error::HttpClient(e.to_string()))?;
+        // Over HTTP/2 the agents sharing this client share one connection, and so its
+        // flow-control window. The default (5 MiB) also sizes the budget the HTTP/2 library
+        // allows for DATA frames received but not yet read (half the window, each small frame
+        // counted at 256 bytes): a provider streaming small deltas to thousands of agents
+        // overruns it as soon as the agents read a little behind, and the library then closes
+        // the connection under every agent at once. A window sized for many streams keeps
+        // their slack.
+        let mut builder = crate::provider::http::http_client_builder()
+            .http2_initial_connection_window_size(SHARED_HTTP2_CONNECTION_WINDOW);
+        if self.http2_prior_knowledge {
+            builder = builder.http2_prior_knowledge();
+        }
+        let built = builder.build().map_err(|e| crate::Error::HttpClient(e.to_string()))?;
         // Two agents may race to build it; the first one stored wins and both use that one.
         Ok(self.client.0.get_or_init(|| built).clone())
     }
@@ -331,6 +364,7 @@ impl fmt::Debug for ProviderConfig {
             .field("cache", &self.cache)
             .field("cache_ttl", &self.cache_ttl)
             .field("prompt_cache_key", &self.prompt_cache_key)
+            .field("http2_prior_knowledge", &self.http2_prior_knowledge)
             .finish()
     }
 }

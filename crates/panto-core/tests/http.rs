@@ -305,6 +305,59 @@ async fn agents_of_one_config_share_their_connections() {
     }
 }
 
+/// Agents sharing a client over HTTP/2 (cleartext, prior knowledge) multiplex their requests
+/// on one connection: twenty turns in flight at once, each reply streamed slowly enough that
+/// they overlap, open one connection between them, and each agent still gets its own answer.
+/// Over HTTP/1.1 the same turns need a connection per request in flight (asserted too, so the
+/// overlap is real).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_sharing_a_client_over_http2_use_one_connection() {
+    const AGENTS: usize = 20;
+    for http2 in [true, false] {
+        let server = MockServer::start().await;
+        server.set_keep_alive(true);
+        let mut shared = config(ApiStyle::AnthropicMessages, &server);
+        shared.provider = shared.provider.with_http2_prior_knowledge(http2);
+        let mut turns = tokio::task::JoinSet::new();
+        for i in 0..AGENTS {
+            let key = format!("agent-{i}");
+            server.push_keyed(
+                &key,
+                Reply::sse(text(ApiStyle::AnthropicMessages, &format!("answer {i}")))
+                    .chunking(panto_testkit::Chunking::Fixed(64))
+                    .delay(Duration::from_millis(20)),
+            );
+            let mut config = shared.clone();
+            config.provider = config.provider.with_header(panto_testkit::KEY_HEADER, key);
+            let mut agent = Agent::new(
+                config,
+                panto_core::Session::create(panto_core::NullStore::shared()),
+                None,
+            )
+            .unwrap();
+            turns.spawn(async move { (i, streamed_text(&collect(&mut agent, "hello").await.unwrap())) });
+        }
+        while let Some(turn) = turns.join_next().await {
+            let (i, answer) = turn.unwrap();
+            assert_eq!(answer, format!("answer {i}"));
+        }
+        if http2 {
+            assert_eq!(
+                server.connections(),
+                1,
+                "{AGENTS} agents over HTTP/2 opened {} connections",
+                server.connections()
+            );
+        } else {
+            assert!(
+                server.connections() > 1,
+                "over HTTP/1.1 the turns did not overlap: {} connection",
+                server.connections()
+            );
+        }
+    }
+}
+
 /// Interleaved agents each follow their own script, picked by the `x-mock-key` header.
 #[tokio::test]
 async fn keyed_scripts_answer_each_agent_from_its_own_queue() {

@@ -13,7 +13,7 @@ use crate::reply::Framing;
 /// The largest request head accepted.
 const MAX_HEAD: usize = 64 * 1024;
 /// The largest request body accepted (images in a conversation make bodies big).
-const MAX_BODY: usize = 256 * 1024 * 1024;
+pub(crate) const MAX_BODY: usize = 256 * 1024 * 1024;
 
 /// A parsed request.
 #[derive(Debug)]

@@ -46,6 +46,7 @@ pub mod child;
 mod error;
 mod events;
 mod fixture;
+mod h2c;
 mod http;
 pub mod postgres;
 mod recorded;

@@ -52,7 +52,7 @@ pub struct MockServer {
 }
 
 #[derive(Debug)]
-struct Shared {
+pub(crate) struct Shared {
     queue: Mutex<VecDeque<Reply>>,
     requests: Mutex<Vec<RecordedRequest>>,
     enforce: AtomicBool,
@@ -63,7 +63,11 @@ struct Shared {
     keyed: Mutex<HashMap<String, VecDeque<Reply>>>,
     /// Time spent answering each key's requests (from the request read to the last byte).
     keyed_time: Mutex<HashMap<String, Duration>>,
-    keep_alive: AtomicBool,
+    /// Each keyed request's span, in seconds since the Unix epoch: when its request had been
+    /// read and when its response's last byte was written. Wall-clock time, so that a client in
+    /// another process on the same machine can line them up with its own timeline.
+    keyed_spans: Mutex<HashMap<String, Vec<[f64; 2]>>>,
+    pub(crate) keep_alive: AtomicBool,
     record: AtomicBool,
     /// Provider requests received, recorded or not.
     received: AtomicUsize,
@@ -111,6 +115,7 @@ impl MockServer {
             prompt_cache: Mutex::new(None),
             keyed: Mutex::new(HashMap::new()),
             keyed_time: Mutex::new(HashMap::new()),
+            keyed_spans: Mutex::new(HashMap::new()),
             keep_alive: AtomicBool::new(false),
             record: AtomicBool::new(true),
             received: AtomicUsize::new(0),
@@ -171,7 +176,10 @@ impl MockServer {
     /// How long the server spent answering the requests of `key` so far: from each request
     /// read to the last byte of its response written (its scripted delays included). What a
     /// client's latency is measured against. `GET /__mock/stats` answers the same for every key
-    /// (`served_seconds`), with the connection counts, for a client in another process.
+    /// (`served_seconds`), with the connection counts, for a client in another process, and
+    /// each keyed request's span (`served_spans`: per key, `[read, done]` pairs in seconds since
+    /// the Unix epoch, in the order served), which a client on the same machine lines up with
+    /// its own clock to see where a request's time went.
     pub fn served_time(&self, key: &str) -> Duration {
         lock(&self.shared.keyed_time).get(key).copied().unwrap_or_default()
     }
@@ -283,9 +291,16 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, watch: watch::R
         let mut stop = watch.clone();
         shared.open_connections.fetch_add(1, Ordering::SeqCst);
         tokio::spawn(async move {
+            let connection = async {
+                if crate::h2c::starts_with_preface(&stream).await {
+                    crate::h2c::serve(&mut stream, Arc::clone(&shared)).await;
+                } else {
+                    serve(&mut stream, &shared).await;
+                }
+            };
             tokio::select! {
                 _ = stop.changed() => {}
-                _ = serve(&mut stream, &shared) => {}
+                _ = connection => {}
             }
             drop(stream);
             shared.open_connections.fetch_sub(1, Ordering::SeqCst);
@@ -307,27 +322,51 @@ async fn serve(stream: &mut TcpStream, shared: &Shared) {
             }
         };
         let started = std::time::Instant::now();
-        let key = request
-            .headers
-            .iter()
-            .find(|(name, _)| name == KEY_HEADER)
-            .map(|(_, value)| value.clone());
-        let reply = if request.path().starts_with("/__mock/") {
-            control(&request, shared)
-        } else if request.method == "GET" && matches!(request.path(), "/v1/models" | "/models") {
-            models(shared)
-        } else {
-            provider(&request, key.as_deref(), shared)
-        };
+        let read_at = unix_seconds();
+        let (reply, key) = answer(&request, shared);
         let keep_alive = shared.keep_alive.load(Ordering::SeqCst);
         let open = write_reply(stream, &reply, keep_alive).await;
         if let Some(key) = key {
-            *lock(&shared.keyed_time).entry(key).or_default() += started.elapsed();
+            record_served(shared, key, started, read_at);
         }
         if !matches!(open, Ok(true)) {
             return;
         }
     }
+}
+
+/// The reply to one request, whatever the protocol it came by, and the script key it carried.
+pub(crate) fn answer(request: &Request, shared: &Shared) -> (Reply, Option<String>) {
+    let key = request
+        .headers
+        .iter()
+        .find(|(name, _)| name == KEY_HEADER)
+        .map(|(_, value)| value.clone());
+    let reply = if request.path().starts_with("/__mock/") {
+        control(request, shared)
+    } else if request.method == "GET" && matches!(request.path(), "/v1/models" | "/models") {
+        models(shared)
+    } else {
+        provider(request, key.as_deref(), shared)
+    };
+    (reply, key)
+}
+
+/// Counts a keyed request's time: `started` and `read_at` are when its request had been read.
+pub(crate) fn record_served(shared: &Shared, key: String, started: std::time::Instant, read_at: f64) {
+    let done_at = unix_seconds();
+    *lock(&shared.keyed_time).entry(key.clone()).or_default() += started.elapsed();
+    lock(&shared.keyed_spans)
+        .entry(key)
+        .or_default()
+        .push([read_at, done_at]);
+}
+
+/// Now, in seconds since the Unix epoch (0 if the clock is before it).
+pub(crate) fn unix_seconds() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 /// The model listing ([`MockServer::set_models`]).
@@ -477,12 +516,17 @@ fn control(request: &Request, shared: &Shared) -> Reply {
                 .iter()
                 .map(|(key, time)| (key.clone(), json!(time.as_secs_f64())))
                 .collect();
+            let spans: serde_json::Map<String, Value> = lock(&shared.keyed_spans)
+                .iter()
+                .map(|(key, spans)| (key.clone(), json!(spans)))
+                .collect();
             Reply::json(
                 200,
                 &json!({
                     "connections": shared.connections.load(Ordering::SeqCst),
                     "open_connections": shared.open_connections.load(Ordering::SeqCst),
                     "served_seconds": served,
+                    "served_spans": spans,
                 }),
             )
         }

@@ -344,6 +344,66 @@ async fn close_after_aborts_the_transfer() {
     assert!(!ended);
 }
 
+/// A client that opens with the HTTP/2 preface (h2c, prior knowledge) gets the same scripted
+/// replies, keyed ones included, as streams of one connection, and a scripted close cuts its
+/// stream short as it cuts an HTTP/1.1 body.
+#[tokio::test]
+async fn h2c_clients_get_the_scripted_replies_over_one_connection() {
+    let server = MockServer::start().await;
+    let client = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .expect("an HTTP/2 client");
+    let post = |key: Option<&str>| {
+        let request = client
+            .post(format!("{}/v1/messages", server.anthropic_base_url()))
+            .header("x-api-key", "sk-ant-test")
+            .header("anthropic-version", "2023-06-01")
+            .header("content-type", "application/json")
+            .body(anthropic_body(hello()).to_string());
+        match key {
+            Some(key) => request.header(panto_testkit::KEY_HEADER, key),
+            None => request,
+        }
+    };
+    let body = script::anthropic_text("Over HTTP/2.");
+    server.push_keyed("k", Reply::sse(body.clone()).chunking(Chunking::Fixed(7)));
+    let response = tokio::time::timeout(Duration::from_secs(10), post(Some("k")).send())
+        .await
+        .expect("an answer")
+        .expect("send");
+    assert_eq!(response.version(), reqwest::Version::HTTP_2);
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    assert_eq!(response.bytes().await.expect("the body"), body);
+    assert!(server.served_time("k") > Duration::ZERO);
+
+    server.push(Reply::sse(body.clone()).close_after(25));
+    let response = post(None).send().await.expect("send");
+    let mut stream = response.bytes_stream();
+    let mut received = Vec::new();
+    let mut failed = false;
+    while let Some(chunk) = tokio::time::timeout(Duration::from_secs(10), stream.next())
+        .await
+        .expect("the cut stream ends")
+    {
+        match chunk {
+            Ok(bytes) => received.extend_from_slice(&bytes),
+            Err(_) => {
+                failed = true;
+                break;
+            }
+        }
+    }
+    assert_eq!(received, body[..25]);
+    assert!(failed, "the client must see an incomplete body, not a clean end");
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[0].path, "/v1/messages");
+    assert_eq!(server.connections(), 1, "both requests travel over one connection");
+}
+
 #[tokio::test]
 async fn end_after_ends_the_body_cleanly() {
     let server = MockServer::start().await;

@@ -7,7 +7,9 @@
 //! the mock LLM server, which runs in a child process (this binary again) so that its sockets
 //! and CPU are not counted as the fleet's. Every agent is made from one `Config` (so they share one HTTP
 //! client) and has its own script, picked by the `x-mock-key` header. Each reply streams in
-//! 96-byte pieces, 10 ms apart, over kept-alive connections. The agents' starts are spread over
+//! 96-byte pieces, 10 ms apart, as streams of one HTTP/2 connection (cleartext, prior
+//! knowledge), or with `PANTO_FLEET_HTTP=1` over kept-alive HTTP/1.1 connections, one per
+//! request in flight. The agents' starts are spread over
 //! one second (`PANTO_FLEET_RAMP_MS`), as a service's requests arrive; every turn overlaps the
 //! others. `PANTO_FLEET_STORES=jsonl` or `postgres` runs one store; `PANTO_FLEET_FSYNC=0` runs
 //! the JSONL store without fsync, to see what the syncs cost.
@@ -18,7 +20,16 @@
 //! agent's heap beyond its conversation), descriptors per agent (peak and idle), CPU time per
 //! turn (the fleet process's alone) and the descriptors the run needed at its peak. Printed, and written to
 //! `target/bench-results/fleet.tsv` for `cargo xtask bench`'s table.
+//!
+//! And where the added latency went (`timeline.rs`): every append timed, each turn's start and
+//! end, and the mock's span for each request (read, last byte written) on the same wall clock,
+//! split into getting a request to the mock, reading a reply's tail after the mock's last byte,
+//! the store, the tool steps and the turn's end; with the time each process's threads waited
+//! for a CPU (`schedstat`), which is the machine's load and not panto's work.
 #![allow(clippy::print_stdout)]
+
+#[path = "fleet/timeline.rs"]
+mod timeline;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -31,11 +42,12 @@ use panto_core::{
     ToolDecl, ToolError,
 };
 use panto_store_fs::{Durability, JsonlStore};
-use panto_store_postgres::PostgresStore;
+use panto_store_postgres::{PostgresOptions, PostgresStore};
 use panto_testkit::bench::Facts;
 use panto_testkit::script::AnthropicScript;
 use panto_testkit::{Chunking, MockServer, Reply, KEY_HEADER};
 use serde_json::json;
+use timeline::{Phases, SchedTotals, TimedStore, TurnTimes};
 
 /// Counts the heap bytes in use, so an agent's memory is measured exactly rather than through
 /// RSS alone (which the allocator's caching blurs).
@@ -101,6 +113,19 @@ struct Measured {
     cpu_ms_per_turn: f64,
     peak_descriptors: usize,
     failed: usize,
+    /// The added latency split by phase ([`Phases`]): mean and p99 per turn, ms.
+    phases_mean_ms: [f64; 6],
+    phases_p99_ms: [f64; 6],
+    /// Per turn, ms: the fleet's threads' time runnable but not running, and the same for the
+    /// mock child's; the fleet's CPU time by its threads' schedstat.
+    fleet_runq_ms_per_turn: f64,
+    mock_runq_ms_per_turn: f64,
+    mock_cpu_ms_per_turn: f64,
+    /// The PostgreSQL server's CPU time and run-queue wait per turn, ms (0 on the JSONL store).
+    postgres_cpu_ms_per_turn: f64,
+    postgres_runq_ms_per_turn: f64,
+    /// The most threads the fleet process had at once (workers and the blocking pool).
+    threads_peak: usize,
 }
 
 /// Set in the child process that serves the mock: how many agents' scripts it holds.
@@ -128,20 +153,31 @@ fn main() {
         .collect();
     let largest = sizes.iter().copied().max().unwrap_or(0);
     let limit = raise_descriptor_limit(largest as u64 * 4 + 1024);
-    println!("fleet: descriptor limit raised to {limit} (soft)");
+    println!(
+        "fleet: descriptor limit raised to {limit} (soft); {}",
+        if http2() { "HTTP/2 (h2c)" } else { "HTTP/1.1" }
+    );
 
     let postgres = stores.contains(&StoreKind::Postgres).then(|| {
-        panto_testkit::postgres::start(panto_testkit::postgres::Durability::Fsync)
+        // `PANTO_FLEET_PG_FSYNC=0`: a server that flushes nothing, to see what the flushes cost.
+        let durability = match std::env::var("PANTO_FLEET_PG_FSYNC").as_deref() {
+            Ok("0") => panto_testkit::postgres::Durability::Fast,
+            _ => panto_testkit::postgres::Durability::Fsync,
+        };
+        panto_testkit::postgres::start(durability)
             .unwrap_or_else(|e| panic!("PostgreSQL could not be started for the fleet bench: {e}"))
     });
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a Tokio runtime");
+    let mut runtime = tokio::runtime::Builder::new_multi_thread();
+    runtime.worker_threads(2).enable_all();
+    // `PANTO_FLEET_BLOCKING=N` caps the blocking pool (Tokio's default is 512 threads).
+    if let Ok(n) = std::env::var("PANTO_FLEET_BLOCKING") {
+        runtime.max_blocking_threads(n.parse().expect("PANTO_FLEET_BLOCKING is a number of threads"));
+    }
+    let runtime = runtime.build().expect("a Tokio runtime");
 
     let mut facts = Facts::new("fleet");
     facts.add("fleet", "descriptor_limit", limit);
+    facts.add("fleet", "http_version", if http2() { 2 } else { 1 });
     println!(
         "{:<9} {:>6} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>7} {:>8} {:>7} {:>8} {:>7} {:>6}",
         "store",
@@ -211,9 +247,37 @@ fn main() {
                 ("cpu_ms_per_turn", m.cpu_ms_per_turn),
                 ("peak_descriptors", m.peak_descriptors as f64),
                 ("failed", m.failed as f64),
+                ("fleet_runq_ms_per_turn", m.fleet_runq_ms_per_turn),
+                ("mock_runq_ms_per_turn", m.mock_runq_ms_per_turn),
+                ("mock_cpu_ms_per_turn", m.mock_cpu_ms_per_turn),
+                ("threads_peak", m.threads_peak as f64),
+                ("postgres_cpu_ms_per_turn", m.postgres_cpu_ms_per_turn),
+                ("postgres_runq_ms_per_turn", m.postgres_runq_ms_per_turn),
             ] {
                 facts.add(&id, key, value);
             }
+            for (i, name) in Phases::NAMES.iter().enumerate() {
+                facts.add(&id, &format!("phase_{name}_mean_ms"), m.phases_mean_ms[i]);
+                facts.add(&id, &format!("phase_{name}_p99_ms"), m.phases_p99_ms[i]);
+            }
+            println!(
+                "          where the added time went, per turn (mean / p99 ms): {}",
+                Phases::NAMES
+                    .iter()
+                    .enumerate()
+                    .map(|(i, name)| format!("{name} {:.2}/{:.2}", m.phases_mean_ms[i], m.phases_p99_ms[i]))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            println!(
+                "          run-queue wait per turn: fleet {:.2} ms, mock {:.2} ms, PostgreSQL {:.2} ms; CPU per turn: mock {:.2} ms, PostgreSQL {:.2} ms; fleet threads peak {}",
+                m.fleet_runq_ms_per_turn,
+                m.mock_runq_ms_per_turn,
+                m.postgres_runq_ms_per_turn,
+                m.mock_cpu_ms_per_turn,
+                m.postgres_cpu_ms_per_turn,
+                m.threads_peak
+            );
         }
     }
     facts.save();
@@ -271,6 +335,22 @@ fn ramp() -> Duration {
         .map(|v| v.parse().expect("PANTO_FLEET_RAMP_MS is a number of milliseconds"))
         .unwrap_or(1000);
     Duration::from_millis(ms)
+}
+
+/// Whether the agents talk HTTP/2 to the mock (cleartext, prior knowledge: every request a
+/// stream of one shared connection), unless `PANTO_FLEET_HTTP=1` (HTTP/1.1, a kept-alive
+/// connection per request in flight).
+fn http2() -> bool {
+    !matches!(std::env::var("PANTO_FLEET_HTTP").as_deref(), Ok("1"))
+}
+
+/// The PostgreSQL store's options: the default pool, or `PANTO_FLEET_PG_POOL` connections.
+fn postgres_options() -> PostgresOptions {
+    let mut options = PostgresOptions::default();
+    if let Ok(n) = std::env::var("PANTO_FLEET_PG_POOL") {
+        options.pool_size = n.parse().expect("PANTO_FLEET_PG_POOL is a number of connections");
+    }
+    options
 }
 
 /// The JSONL store's durability: fsync on, unless `PANTO_FLEET_FSYNC=0` (to see what the
@@ -395,37 +475,69 @@ struct Peaks {
     all_fds: usize,
     rss: usize,
     heap: usize,
+    threads: usize,
+    fleet_sched: SchedTotals,
+    mock_sched: SchedTotals,
+    /// The PostgreSQL server's processes (all of them on the machine: the bench's own server).
+    postgres_sched: SchedTotals,
+    /// The CPU time the sampler itself took, which is not the fleet's.
+    sampler_cpu: Duration,
 }
 
-/// Samples the peaks of descriptors, RSS and heap while a fleet runs.
-async fn sample_peaks(running: Arc<AtomicBool>) -> Peaks {
+/// Samples the peaks of descriptors, RSS and heap while a fleet runs. On a thread of its own:
+/// reading `/proc` is blocking I/O (thousands of descriptor entries), which on one of the
+/// runtime's two workers would stall the agents queued behind it and be counted as theirs.
+fn sample_peaks(running: Arc<AtomicBool>, mock_pid: String) -> Peaks {
     let mut peaks = Peaks::default();
+    let mut tick = 0u32;
     while running.load(Ordering::Relaxed) {
+        if tick.is_multiple_of(5) {
+            peaks.fleet_sched.sample("self");
+            peaks.mock_sched.sample(&mock_pid);
+            peaks.postgres_sched.sample_named("postgres");
+        }
+        tick += 1;
+        peaks.threads = peaks.threads.max(thread_count());
         let all = open_descriptors();
         peaks.all_fds = peaks.all_fds.max(all);
         peaks.fds = peaks.fds.max(all);
         peaks.rss = peaks.rss.max(rss_bytes());
         peaks.heap = peaks.heap.max(HEAP.allocated());
-        tokio::time::sleep(Duration::from_millis(20)).await;
+        std::thread::sleep(Duration::from_millis(20));
     }
+    peaks.fleet_sched.sample("self");
+    peaks.mock_sched.sample(&mock_pid);
+    peaks.sampler_cpu = std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .map_or(Duration::ZERO, Duration::from_nanos);
     peaks
+}
+
+fn thread_count() -> usize {
+    std::fs::read_dir("/proc/self/task").map(|d| d.count()).unwrap_or(0)
 }
 
 async fn run(kind: StoreKind, n: usize, postgres_url: Option<&str>) -> Measured {
     let mock = MockChild::start(n);
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let store: Arc<dyn SessionStore> = match kind {
+    let inner: Arc<dyn SessionStore> = match kind {
         StoreKind::Jsonl => JsonlStore::with_durability(dir.path().join("sessions"), jsonl_durability()),
-        StoreKind::Postgres => PostgresStore::connect(postgres_url.expect("a database URL"))
+        StoreKind::Postgres => PostgresStore::connect_with(postgres_url.expect("a database URL"), postgres_options())
             .await
             .expect("connecting to the bench database"),
     };
-    let config = Config::new(ProviderConfig::new(
-        ApiStyle::AnthropicMessages,
-        mock.base_url.clone(),
-        "bench-key",
-        "claude-sonnet-4-5",
-    ));
+    let timed = TimedStore::new(inner);
+    let store: Arc<dyn SessionStore> = timed.clone();
+    let config = Config::new(
+        ProviderConfig::new(
+            ApiStyle::AnthropicMessages,
+            mock.base_url.clone(),
+            "bench-key",
+            "claude-sonnet-4-5",
+        )
+        .with_http2_prior_knowledge(http2()),
+    );
     let tool: Arc<dyn Tool> = Arc::new(Lookup);
 
     let fds_base = open_descriptors();
@@ -443,8 +555,29 @@ async fn run(kind: StoreKind, n: usize, postgres_url: Option<&str>) -> Measured 
         .collect();
     let heap_fresh = HEAP.allocated().saturating_sub(heap_base);
 
+    // What the threads had spent before the run, so that only the run's time is counted.
+    let sched_start = {
+        let mut totals = SchedTotals::default();
+        totals.sample("self");
+        totals.totals()
+    };
+    let postgres_sched_start = {
+        let mut totals = SchedTotals::default();
+        if kind == StoreKind::Postgres {
+            totals.sample_named("postgres");
+        }
+        totals.totals()
+    };
+    let mock_sched_start = {
+        let mut totals = SchedTotals::default();
+        totals.sample(&mock.child.id().to_string());
+        totals.totals()
+    };
     let running = Arc::new(AtomicBool::new(true));
-    let sampler = tokio::spawn(sample_peaks(running.clone()));
+    let sampler = {
+        let (running, mock_pid) = (running.clone(), mock.child.id().to_string());
+        std::thread::spawn(move || sample_peaks(running, mock_pid))
+    };
     let cpu_start = cpu_time();
     let started = Instant::now();
     let ramp = ramp();
@@ -458,12 +591,17 @@ async fn run(kind: StoreKind, n: usize, postgres_url: Option<&str>) -> Measured 
             tokio::spawn(async move {
                 tokio::time::sleep_until(start_at.into()).await;
                 let t = Instant::now();
+                let mut times = TurnTimes {
+                    start: timeline::now(),
+                    ..TurnTimes::default()
+                };
                 let outcome = {
                     let mut stream = agent.run("Look up two words, then answer.".into());
                     let mut outcome = Err("the turn ended without turn_complete".to_owned());
                     loop {
                         match stream.next().await {
                             Ok(Some(Event::TurnComplete { .. })) => outcome = Ok(()),
+                            Ok(Some(Event::ProviderRetry(retry))) => times.retries.push(retry.reason),
                             Ok(Some(_)) => {}
                             Ok(None) => break,
                             Err(e) => {
@@ -474,16 +612,23 @@ async fn run(kind: StoreKind, n: usize, postgres_url: Option<&str>) -> Measured 
                     }
                     outcome
                 };
-                (agent, t.elapsed(), outcome)
+                times.end = timeline::now();
+                (agent, t.elapsed(), outcome, times)
             })
         })
         .collect();
     let mut agents = Vec::with_capacity(n);
     let mut walls = Vec::with_capacity(n);
+    let mut turn_times = Vec::with_capacity(n);
     let mut failed = 0;
+    let mut retries: std::collections::BTreeMap<String, usize> = Default::default();
     for (i, task) in tasks.into_iter().enumerate() {
-        let (agent, wall, outcome) = task.await.expect("an agent's task");
+        let (agent, wall, outcome, mut times) = task.await.expect("an agent's task");
         walls.push(wall);
+        for reason in times.retries.drain(..) {
+            *retries.entry(reason).or_default() += 1;
+        }
+        turn_times.push((agent.session_id().to_owned(), times));
         if let Err(e) = outcome {
             if failed == 0 {
                 println!("fleet: agent {i}'s turn failed: {e}");
@@ -496,9 +641,17 @@ async fn run(kind: StoreKind, n: usize, postgres_url: Option<&str>) -> Measured 
     if failed > 0 {
         println!("fleet: {failed} of {n} turns failed");
     }
+    // A retried request is answered from the next scripted reply, so one retry fails its turn
+    // later: say why requests were retried.
+    let mut reasons: Vec<_> = retries.into_iter().collect();
+    reasons.sort_by_key(|r| std::cmp::Reverse(r.1));
+    for (reason, count) in reasons.iter().take(3) {
+        println!("fleet: {count} requests retried: {reason}");
+    }
     let cpu = cpu_time().saturating_sub(cpu_start);
     running.store(false, Ordering::Relaxed);
-    let peaks = sampler.await.expect("the sampler");
+    let peaks = sampler.join().expect("the sampler");
+    let cpu = cpu.saturating_sub(peaks.sampler_cpu);
     // Steady state: every agent idle, its session held.
     let fds_idle = open_descriptors().saturating_sub(fds_base);
     let sockets_idle = open_sockets().saturating_sub(sockets_base);
@@ -533,6 +686,36 @@ async fn run(kind: StoreKind, n: usize, postgres_url: Option<&str>) -> Measured 
         .collect();
     added.sort_by(f64::total_cmp);
 
+    // Where the added time went, turn by turn.
+    let mut by_phase: [Vec<f64>; 6] = Default::default();
+    for (i, (session_id, times)) in turn_times.iter().enumerate() {
+        let spans: Vec<[f64; 2]> =
+            serde_json::from_value(stats["served_spans"][format!("agent-{i}")].clone()).unwrap_or_default();
+        if let Some(phases) = Phases::of(times, &timed.appends(session_id), &spans) {
+            for (list, value) in by_phase.iter_mut().zip(phases.values()) {
+                list.push(value * 1e3);
+            }
+        }
+    }
+    let mut phases_mean_ms = [0.0; 6];
+    let mut phases_p99_ms = [0.0; 6];
+    for (k, list) in by_phase.iter_mut().enumerate() {
+        list.sort_by(f64::total_cmp);
+        phases_mean_ms[k] = list.iter().sum::<f64>() / list.len().max(1) as f64;
+        phases_p99_ms[k] = percentile(list, 0.99);
+    }
+    let (_, fleet_wait) = peaks.fleet_sched.totals();
+    let (mock_cpu, mock_wait) = peaks.mock_sched.totals();
+    let (postgres_cpu, postgres_wait) = peaks.postgres_sched.totals();
+    let (postgres_cpu, postgres_wait) = if kind == StoreKind::Postgres {
+        (
+            postgres_cpu - postgres_sched_start.0,
+            postgres_wait - postgres_sched_start.1,
+        )
+    } else {
+        (0.0, 0.0)
+    };
+
     let per = |bytes: usize| bytes as f64 / n as f64 / 1024.0;
     Measured {
         turns_per_s: n as f64 / elapsed.as_secs_f64(),
@@ -554,5 +737,13 @@ async fn run(kind: StoreKind, n: usize, postgres_url: Option<&str>) -> Measured 
         cpu_ms_per_turn: cpu.as_secs_f64() * 1e3 / n as f64,
         peak_descriptors: peaks.all_fds,
         failed,
+        phases_mean_ms,
+        phases_p99_ms,
+        fleet_runq_ms_per_turn: (fleet_wait - sched_start.1) * 1e3 / n as f64,
+        mock_runq_ms_per_turn: (mock_wait - mock_sched_start.1) * 1e3 / n as f64,
+        mock_cpu_ms_per_turn: (mock_cpu - mock_sched_start.0) * 1e3 / n as f64,
+        threads_peak: peaks.threads,
+        postgres_cpu_ms_per_turn: postgres_cpu * 1e3 / n as f64,
+        postgres_runq_ms_per_turn: postgres_wait * 1e3 / n as f64,
     }
 }
