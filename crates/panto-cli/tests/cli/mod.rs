@@ -6,6 +6,7 @@ mod config_errors;
 mod escapes;
 mod formats;
 mod images;
+mod log;
 mod markdown;
 mod postgres;
 mod print_text;
