@@ -30,6 +30,7 @@ mod config;
 mod cost;
 mod exit;
 mod interrupt;
+mod log;
 mod models;
 mod picker;
 mod print;
@@ -119,6 +120,11 @@ pub struct Cli {
     /// original stays as it is).
     #[arg(long, requires = "resume")]
     fork: bool,
+
+    /// Write a log to $XDG_STATE_HOME/panto/panto.log: a level (error, warn, info, debug, trace)
+    /// or RUST_LOG-style directives (env: PANTO_LOG). Never to the terminal.
+    #[arg(long, value_name = "LEVEL", global = true)]
+    log_level: Option<String>,
 
     /// Persist nothing: the conversation lives only as long as the process.
     #[arg(long, conflicts_with_all = ["continue_last", "resume"])]
@@ -218,6 +224,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         return completions::print_man().map(|()| ExitCode::SUCCESS);
     }
     let env = config::Env::from_process();
+    log::install(log::requested_layers(cli.log_level.as_deref(), &env)?);
     let settings = config::Settings::load(cli.config.as_deref(), &env)?;
     for warning in &settings.warnings {
         safe::eprint_line(&format!("warning: {warning}"));

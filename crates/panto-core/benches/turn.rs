@@ -8,6 +8,11 @@
 //! same scripted body (`script::anthropic_text_deltas(100_000)`, about 15 MB). The agent uses a
 //! `NullStore`, so this measures the engine (HTTP, SSE, decoding, events, the conversation), not
 //! the disk; the store has benches of its own in panto-store-fs.
+//!
+//! `agent-100k-deltas` runs with tracing compiled in and no subscriber (every span disabled, as
+//! in an embedder that installs none); `agent-100k-deltas-debug-log` runs the same turn with a
+//! `fmt` subscriber at `debug` writing to a file, as `PANTO_LOG=debug` does (targets: at most 1%
+//! and 5% over the turn before tracing existed; docs/performance.md).
 
 use std::time::{Duration, Instant};
 
@@ -125,7 +130,11 @@ fn turn(c: &mut Criterion) {
     }
 
     let mut facts = Facts::new("turn");
-    for id in ["turn/agent-100k-deltas", "turn/bare-reqwest-100k-deltas"] {
+    for id in [
+        "turn/agent-100k-deltas",
+        "turn/agent-100k-deltas-debug-log",
+        "turn/bare-reqwest-100k-deltas",
+    ] {
         facts.add(id, "deltas", DELTAS);
         facts.add(id, "bytes", body.len());
     }
@@ -151,6 +160,30 @@ fn turn(c: &mut Criterion) {
             total
         })
     });
+    // The turn runs on this thread (`block_on`), so a thread-default subscriber sees its spans.
+    let log_dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let log_file = std::fs::File::create(log_dir.path().join("panto.log")).unwrap_or_else(|e| panic!("{e}"));
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(std::sync::Mutex::new(log_file))
+        .with_ansi(false)
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+        .with_max_level(tracing::Level::DEBUG)
+        .finish();
+    let logging = tracing::subscriber::set_default(subscriber);
+    group.bench_function("agent-100k-deltas-debug-log", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                server.push(Reply::sse(body.clone()));
+                let start = Instant::now();
+                let outcome = rt.block_on(agent_turn(&mut agent));
+                total += start.elapsed();
+                assert_eq!(outcome.deltas, DELTAS);
+            }
+            total
+        })
+    });
+    drop(logging);
     group.bench_function("bare-reqwest-100k-deltas", |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;

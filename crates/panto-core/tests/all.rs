@@ -14,5 +14,6 @@ mod resume;
 mod retry;
 mod steer;
 mod tools;
+mod trace;
 mod turn;
 mod typed;

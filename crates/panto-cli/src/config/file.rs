@@ -41,6 +41,8 @@ pub struct FileConfig {
     pub idle_timeout_secs: Option<Spanned<u64>>,
     /// The longer side, in pixels, images are resized to.
     pub max_image_dimension: Option<Spanned<u32>>,
+    /// Whether the log (and any trace export) may hold message and tool content.
+    pub log_content: Option<bool>,
     /// Retry policy.
     #[serde(default)]
     pub retry: RetryEntry,

@@ -65,6 +65,8 @@ pub struct Settings {
     pub idle_timeout: Duration,
     /// Image resize limit.
     pub max_image_dimension: u32,
+    /// `log_content`: message and tool content in the log (docs/observability.md).
+    pub log_content: bool,
     /// Tools.
     pub tools: ToolSettings,
     /// `[[hooks.before_tool]]`, in order.
@@ -168,6 +170,7 @@ fn resolve(file: FileConfig, path: Option<PathBuf>, text: &str, env: &Env) -> Re
         max_steps: limits.max_steps,
         idle_timeout: limits.idle_timeout,
         max_image_dimension: limits.max_image_dimension,
+        log_content: file.log_content.unwrap_or(false),
         tools,
         hooks,
         typeahead: file.typeahead.unwrap_or_default(),

@@ -225,6 +225,7 @@ impl Settings {
         config.max_steps = self.max_steps;
         config.idle_timeout = self.idle_timeout;
         config.max_image_dimension = self.max_image_dimension;
+        config.log_content = self.log_content;
         Ok(config)
     }
 

@@ -59,6 +59,12 @@ impl Env {
             .map(|d| d.join("panto").join("sessions"))
     }
 
+    /// `$XDG_STATE_HOME`, else `~/.local/state` (the REPL history and the log file live under
+    /// its `panto/`).
+    pub fn state_dir(&self) -> Option<PathBuf> {
+        self.xdg("XDG_STATE_HOME", ".local/state")
+    }
+
     /// `$XDG_STATE_HOME/panto/history`, else `~/.local/state/panto/history`.
     pub fn history_path(&self) -> Option<PathBuf> {
         self.xdg("XDG_STATE_HOME", ".local/state")

@@ -7,6 +7,7 @@ mod escapes;
 mod formats;
 mod hooks;
 mod images;
+mod log;
 mod markdown;
 mod postgres;
 mod print_text;
