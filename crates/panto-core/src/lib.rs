@@ -220,7 +220,7 @@ pub mod store;
 mod tool;
 mod wire;
 
-pub use agent::{Agent, CompactionResult, Stream, StreamState, UserMessage};
+pub use agent::{Agent, CompactionResult, FileRestore, Stream, StreamState, UserMessage};
 pub use config::{
     ApiStyle, CacheMode, CacheTtl, CompactionConfig, Config, ProviderConfig, ReasoningEffort, RetryConfig,
     DEFAULT_COMPACTION_PROMPT,
@@ -239,7 +239,8 @@ pub use store::seam::{
     CompactionRecord, EntryRef, ForkOrigin, LoadedBranch, PersistentMessage, SessionStore, SessionTree, TreeEntry,
 };
 pub use store::session::Session;
-pub use tool::{tool_fn, ResultPart, Tool, ToolCall, ToolCallResult, ToolDecl, ToolError, ToolSource};
+pub use store::checkpoint::{CheckpointRecord, StoredCheckpoint};
+pub use tool::{tool_fn, FileCheckpoints, ResultPart, Tool, ToolCall, ToolCallResult, ToolDecl, ToolError, ToolSource};
 
 /// The attribute that makes [`Tool`], [`ToolSource`] and [`SessionStore`] implementations async,
 /// re-exported so that implementing them needs no `async-trait` dependency of your own: write

@@ -13,7 +13,7 @@ use crate::conversation::{ContentBlock, Message, Role, ToolResultContent};
 use crate::event::Event;
 use crate::provider::validate::RejectedCall;
 use crate::registry::{Target, ToolRegistry};
-use crate::tool::{ResultPart, ToolCall, ToolCallResult};
+use crate::tool::{FileCheckpoints, ResultPart, ToolCall, ToolCallResult};
 
 #[derive(Debug)]
 struct Call {
@@ -45,6 +45,7 @@ impl Dispatch {
         rejected: &[RejectedCall],
         max_image_dimension: u32,
         cancel: CancellationToken,
+        checkpoints: Option<FileCheckpoints>,
     ) -> (Self, Vec<Event>) {
         let mut dispatch = Dispatch {
             calls: Vec::new(),
@@ -86,6 +87,7 @@ impl Dispatch {
                 },
                 input: input.clone(),
                 cancel: dispatch.cancel.child_token(),
+                checkpoints: checkpoints.clone(),
             };
             dispatch.tasks.spawn(async move {
                 let run = async {

@@ -3,6 +3,7 @@
 mod branch;
 mod compaction;
 mod dispatch;
+mod files;
 mod partial;
 mod retry;
 mod stream;
@@ -18,6 +19,7 @@ use crate::store::{seam::PersistentMessage, session::Session};
 use crate::tool::{Tool, ToolDecl, ToolSource};
 
 pub use compaction::CompactionResult;
+pub use files::FileRestore;
 pub use stream::{Stream, StreamState};
 
 /// The text of the synthetic result given to a tool call that never got one: the process died or

@@ -349,6 +349,7 @@ impl<'a> Stream<'a> {
                 rejected,
                 self.agent.config.max_image_dimension,
                 self.cancel.child_token(),
+                Some(self.agent.file_checkpoints()),
             );
             self.queue.extend(starts);
             self.phase = Phase::Tools(dispatch);
