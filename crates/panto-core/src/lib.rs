@@ -232,6 +232,7 @@ pub use pricing::{format_micro_cents, Pricing, PricingRegistry};
 pub use provider::http::http_client_builder;
 pub use provider::models::list_models;
 pub use registry::{is_wire_name, MAX_WIRE_NAME};
+pub use store::checkpoint::{CheckpointRecord, StoredCheckpoint};
 pub use store::info::SessionInfo;
 pub use store::memory::MemoryStore;
 pub use store::null::NullStore;
@@ -239,7 +240,6 @@ pub use store::seam::{
     CompactionRecord, EntryRef, ForkOrigin, LoadedBranch, PersistentMessage, SessionStore, SessionTree, TreeEntry,
 };
 pub use store::session::Session;
-pub use store::checkpoint::{CheckpointRecord, StoredCheckpoint};
 pub use tool::{tool_fn, FileCheckpoints, ResultPart, Tool, ToolCall, ToolCallResult, ToolDecl, ToolError, ToolSource};
 
 /// The attribute that makes [`Tool`], [`ToolSource`] and [`SessionStore`] implementations async,

@@ -357,7 +357,9 @@ impl Inner {
             after: record.after.clone(),
             restore: record.restore,
         };
-        self.with_writer(id, |writer| writer.record_checkpoint(&change, Utc::now(), self.durability))
+        self.with_writer(id, |writer| {
+            writer.record_checkpoint(&change, Utc::now(), self.durability)
+        })
     }
 
     fn fork(&self, from: &str, at: &str, new_id: &str) -> Result<()> {

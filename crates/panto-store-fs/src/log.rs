@@ -23,12 +23,14 @@ use std::path::Path;
 
 use chrono::{DateTime, Utc};
 use panto_core::store::{compact_view, validate_checkpoint_address};
-use panto_core::{CheckpointRecord, EntryRef, StoredCheckpoint, LoadedBranch, Message, Result, Role, SessionTree, TreeEntry};
+use panto_core::{
+    CheckpointRecord, EntryRef, LoadedBranch, Message, Result, Role, SessionTree, StoredCheckpoint, TreeEntry,
+};
 use serde::Deserialize;
 
 use crate::format::{
-    corrupt, line_location, parse_entry, parse_header, too_long, Activity, CheckpointOnDisk, CompactionOnDisk, ForkOnDisk, HeaderIn,
-    MAX_LINE,
+    corrupt, line_location, parse_entry, parse_header, too_long, Activity, CheckpointOnDisk, CompactionOnDisk,
+    ForkOnDisk, HeaderIn, MAX_LINE,
 };
 use crate::open::open_for_reading;
 use crate::scan::{check_header_id, io_error};
@@ -458,7 +460,9 @@ pub(crate) fn load_checkpoints(path: &Path, id: &str) -> Result<Vec<StoredCheckp
         }
         for address in change.before.iter().chain(&change.after) {
             validate_checkpoint_address(address).map_err(|_| {
-                bad(format!("the checkpoint's address {address:?} is not 64 lowercase hex digits"))
+                bad(format!(
+                    "the checkpoint's address {address:?} is not 64 lowercase hex digits"
+                ))
             })?;
         }
         records.push(StoredCheckpoint {

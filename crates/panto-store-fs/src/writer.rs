@@ -13,8 +13,8 @@ use panto_core::store::compact_view;
 use panto_core::{CompactionRecord, Error, Message, Result, Role, SessionInfo, Usage, WireIdentity};
 
 use crate::format::{
-    Activity, BranchOut, CheckpointOnDisk, CompactionOnDisk, EntryOut, ForkOnDisk, HeaderOut, BRANCH_TYPE, HEADER_TYPE, MAX_LINE,
-    MESSAGE_TYPE, VERSION,
+    Activity, BranchOut, CheckpointOnDisk, CompactionOnDisk, EntryOut, ForkOnDisk, HeaderOut, BRANCH_TYPE, HEADER_TYPE,
+    MAX_LINE, MESSAGE_TYPE, VERSION,
 };
 use crate::log::{scan_log, ParsedLog, Scanned};
 use crate::open::open_for_append;

@@ -109,7 +109,12 @@ impl Toolbox {
 
     async fn restore(&self, checkpoints: &FileCheckpoints, change: &FileRestore) -> FileOutcome {
         let path = Path::new(&change.path).to_path_buf();
-        if let Err(error) = self.ctx.roots.check(&path).and_then(|_| self.ctx.sandbox.check_write(&path)) {
+        if let Err(error) = self
+            .ctx
+            .roots
+            .check(&path)
+            .and_then(|_| self.ctx.sandbox.check_write(&path))
+        {
             return FileOutcome::Failed { error };
         }
         let current = {
@@ -175,5 +180,93 @@ fn current_content(path: &Path) -> Result<Current, String> {
         Err(OpenRefusal::NotRegular(_)) => Ok(Current::Foreign),
         Err(OpenRefusal::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(Current::Content(None)),
         Err(OpenRefusal::Io(e)) => Err(format!("cannot read {}: {e}", path.display())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use panto_core::{
+        CancellationToken, Conversation, MemoryStore, Message, PersistentMessage, Role, SessionStore, Tool,
+        ToolCallResult,
+    };
+    use serde_json::json;
+
+    use super::*;
+    use crate::testing::{context, text};
+    use crate::write::WriteTool;
+    use crate::Approval;
+
+    async fn call_in(tool: &dyn Tool, checkpoints: FileCheckpoints, input: serde_json::Value) -> ToolCallResult {
+        let call = ToolCall {
+            id: "t1".into(),
+            name: tool.declaration().name,
+            input,
+            cancel: CancellationToken::new(),
+            checkpoints: Some(checkpoints),
+        };
+        tool.call(call)
+            .await
+            .unwrap_or_else(|e| ToolCallResult::error(e.to_string()))
+    }
+
+    #[tokio::test]
+    async fn a_write_keeps_the_previous_content_and_records_the_change_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f.txt");
+        std::fs::write(&file, b"old\r\n\xff").unwrap();
+        let store = MemoryStore::new();
+        let id = panto_core::store::new_session_id();
+        let message = Message::new(Role::User, vec![panto_core::ContentBlock::text("hi")]);
+        let conversation = Conversation::new();
+        let ids = store
+            .append(&id, &[PersistentMessage::new(&message, &conversation)])
+            .await
+            .unwrap();
+        let tool = WriteTool::new(context(dir.path(), Approval::Auto));
+        let r = call_in(
+            &tool,
+            FileCheckpoints::new(store.clone(), id.clone()),
+            json!({"path": "f.txt", "content": "new"}),
+        )
+        .await;
+        assert!(!r.is_error, "{}", text(&r));
+        let records = store.checkpoints(&id).await.unwrap();
+        assert_eq!(records.len(), 1);
+        assert_eq!(records[0].entry.as_deref(), Some(ids[0].as_str()));
+        assert_eq!(records[0].record.path, file.to_str().unwrap());
+        assert_eq!(
+            records[0].record.after.as_deref(),
+            Some(checkpoint_address(b"new").as_str())
+        );
+        let before = records[0].record.before.as_deref().unwrap();
+        assert_eq!(
+            store.get_checkpoint(&id, before).await.unwrap().unwrap(),
+            b"old\r\n\xff"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_change_whose_checkpoint_cannot_be_kept_is_not_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f.txt");
+        std::fs::write(&file, "old").unwrap();
+        // A session the store does not hold takes no record.
+        let store: Arc<dyn SessionStore> = MemoryStore::new();
+        let tool = WriteTool::new(context(dir.path(), Approval::Auto));
+        let r = call_in(
+            &tool,
+            FileCheckpoints::new(store, panto_core::store::new_session_id()),
+            json!({"path": "f.txt", "content": "new"}),
+        )
+        .await;
+        assert!(r.is_error, "{}", text(&r));
+        assert!(
+            text(&r).contains("was not changed: keeping its previous content for a rewind failed"),
+            "{}",
+            text(&r)
+        );
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "old");
     }
 }

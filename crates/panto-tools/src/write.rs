@@ -99,7 +99,9 @@ impl Tool for WriteTool {
             input.content.len()
         );
         if let Some(why) = unkept {
-            done.push_str(&format!("; no checkpoint of its previous content was kept ({why}), so a rewind cannot restore it"));
+            done.push_str(&format!(
+                "; no checkpoint of its previous content was kept ({why}), so a rewind cannot restore it"
+            ));
         }
         Ok(ToolCallResult::text(done))
     }

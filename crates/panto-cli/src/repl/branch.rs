@@ -41,7 +41,9 @@ impl Repl<'_> {
             match crate::picker::choose(&rows, "rewind to before which prompt?") {
                 Some(i) => i + 1,
                 None => {
-                    self.dim("no prompt picked: nothing changed (/rewind N goes back to before prompt N, 1 being your last)");
+                    self.dim(
+                        "no prompt picked: nothing changed (/rewind N goes back to before prompt N, 1 being your last)",
+                    );
                     return;
                 }
             }

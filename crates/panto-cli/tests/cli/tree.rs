@@ -193,7 +193,10 @@ async fn rewind_with_files_restores_edited_files_byte_for_byte_and_removes_creat
     })
     .await;
     assert_eq!(std::fs::read(&a).unwrap(), ORIGINAL.as_bytes(), "byte for byte");
-    assert!(!home.work().join("sub/new.txt").exists(), "a file created since is removed");
+    assert!(
+        !home.work().join("sub/new.txt").exists(),
+        "a file created since is removed"
+    );
     assert_eq!(sent(&server, 4), ["again"], "the rewound branch alone");
     let log = home
         .session_files()
@@ -201,7 +204,11 @@ async fn rewind_with_files_restores_edited_files_byte_for_byte_and_removes_creat
         .find(|f| f.extension().is_some_and(|e| e == "jsonl"))
         .unwrap();
     let log = std::fs::read_to_string(log).unwrap();
-    assert_eq!(log.matches("\"checkpoint\":").count(), 6, "three changes and three restores: {log}");
+    assert_eq!(
+        log.matches("\"checkpoint\":").count(),
+        6,
+        "three changes and three restores: {log}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -231,6 +238,14 @@ async fn rewind_with_files_leaves_a_file_changed_outside_panto_and_says_so() {
         p.quit();
     })
     .await;
-    assert_eq!(std::fs::read_to_string(&b).unwrap(), "the user's own edit", "not overwritten");
-    assert_eq!(std::fs::read(&c).unwrap(), ORIGINAL.as_bytes(), "the others are restored");
+    assert_eq!(
+        std::fs::read_to_string(&b).unwrap(),
+        "the user's own edit",
+        "not overwritten"
+    );
+    assert_eq!(
+        std::fs::read(&c).unwrap(),
+        ORIGINAL.as_bytes(),
+        "the others are restored"
+    );
 }

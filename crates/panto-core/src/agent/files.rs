@@ -102,10 +102,15 @@ impl Agent {
             }
             let content = match then {
                 None => None,
-                Some(address) => Some(checkpoints.content(address).await?.ok_or_else(|| Error::CorruptSession {
-                    location: format!("session {}", self.session.id()),
-                    message: format!("the checkpoint {address} of {path} is missing"),
-                })?),
+                Some(address) => Some(
+                    checkpoints
+                        .content(address)
+                        .await?
+                        .ok_or_else(|| Error::CorruptSession {
+                            location: format!("session {}", self.session.id()),
+                            message: format!("the checkpoint {address} of {path} is missing"),
+                        })?,
+                ),
             };
             restores.push(FileRestore {
                 path: path.to_owned(),

@@ -5,8 +5,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::store::seam::SessionStore;
 use crate::store::checkpoint::{checkpoint_address, CheckpointRecord};
+use crate::store::seam::SessionStore;
 
 /// Where a tool records a change to a file before it makes it: the session the call belongs to.
 ///
