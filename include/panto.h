@@ -539,6 +539,35 @@ int32_t panto_agent_add_builtin_tools(const struct panto_agent *agent,
                                       struct panto_error **err);
 
 /**
+ * Goes back to before the prompt stored as entry `entry_id`, like `panto_agent_rewind`, and puts
+ * back the files the built-in `write` and `edit` tools changed since: each to its content at
+ * that point, byte for byte; a file created since is removed. A file that changed outside panto
+ * since panto last wrote it is left alone and reported. `options_json` is as for
+ * `panto_agent_add_builtin_tools` (NULL or `{}` for the defaults): its `read_roots` and
+ * `sandbox` bound where a restore may write.
+ *
+ * `*json_out` receives a JSON array with one object per file, in the order they were first
+ * changed: `{"path", "outcome"}` where `outcome` is `"restored"`, `"removed"`, `"unchanged"`,
+ * `"changed_outside"` or `"failed"` (then with `"error"`); `[]` when no file changed.
+ *
+ * Errors: `PANTO_ERR_NULL`, `PANTO_ERR_UTF8`, `PANTO_ERR_CONFIG` (the options), `PANTO_ERR_BUSY`,
+ * `PANTO_ERR_STATE` (`entry_id` is not a prompt on the active branch, or the store keeps no
+ * branches or checkpoints), store errors; then nothing was rewound and no file touched.
+ * Ownership: `entry_id` and `options_json` are copied; `*json_out` receives an owned string
+ * (NULL on failure), freed with `panto_string_free`. Thread safety: callable from any thread;
+ * blocks while files and the session are written. Not callable from inside a tool callback.
+ *
+ * # Safety
+ * `agent` must be NULL or a live agent; `entry_id` NULL or NUL-terminated; `options_json` NULL
+ * or NUL-terminated; `json_out` and `err` NULL or writable.
+ */
+int32_t panto_agent_rewind_files(const struct panto_agent *agent,
+                                 const char *entry_id,
+                                 const char *options_json,
+                                 char **json_out,
+                                 struct panto_error **err);
+
+/**
  * Builds a config from a JSON document (the shape is in docs/ffi.md), for example
  * `{"provider": {"api_style": "anthropic-messages", "base_url": "https://api.anthropic.com",
  * "model": "claude-sonnet-4-5", "api_key_env": "ANTHROPIC_API_KEY"}}`.

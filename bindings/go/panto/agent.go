@@ -164,6 +164,39 @@ func (a *Agent) Rewind(entryID string) error {
 	return check(C.panto_agent_rewind(a.p, cid, &cerr), cerr)
 }
 
+// RestoredFile is what RewindFiles did to one file: Outcome is "restored", "removed",
+// "unchanged", "changed_outside" (left alone: it changed outside panto since panto last wrote
+// it) or "failed" (then with Error).
+type RestoredFile struct {
+	Path    string `json:"path"`
+	Outcome string `json:"outcome"`
+	Error   string `json:"error,omitempty"`
+}
+
+// RewindFiles goes back to before the prompt stored as entryID, like Rewind, and puts back the
+// files the built-in write and edit tools changed since (byte for byte; files created since
+// are removed). opts bound where a restore may write, as for AddBuiltinTools.
+func (a *Agent) RewindFiles(entryID string, opts BuiltinToolOptions) ([]RestoredFile, error) {
+	body, err := json.Marshal(opts)
+	if err != nil {
+		return nil, err
+	}
+	cid := cstring(entryID)
+	defer free(cid)
+	copts := cstring(string(body))
+	defer free(copts)
+	var out *C.char
+	var cerr *C.panto_error
+	if err := check(C.panto_agent_rewind_files(a.p, cid, copts, &out, &cerr), cerr); err != nil {
+		return nil, err
+	}
+	var files []RestoredFile
+	if err := json.Unmarshal([]byte(takeString(out)), &files); err != nil {
+		return nil, fmt.Errorf("panto: rewind files: %w", err)
+	}
+	return files, nil
+}
+
 // Usage is the token usage and cost so far.
 func (a *Agent) Usage() (Usage, error) {
 	var out *C.char

@@ -1,4 +1,5 @@
-//! The `-r` picker: a numbered list of recent sessions to resume.
+//! Pickers: a numbered list to choose from on the terminal; the `-r` picker of recent sessions
+//! to resume uses it, and so does `/rewind` for the earlier prompts.
 
 use std::io::{IsTerminal, Write};
 
@@ -18,26 +19,38 @@ pub fn pick(infos: &[SessionInfo]) -> Result<String, Failure> {
         ));
     }
     let shown = &infos[..infos.len().min(RECENT)];
+    let rows = table(shown);
+    match choose(&rows, "resume which session?") {
+        Some(n) => Ok(shown[n].id.clone()),
+        None => Err(Failure::usage("no session picked")),
+    }
+}
+
+/// A numbered list of `rows` on stderr and the choice read from the terminal: the index of the
+/// row picked, or `None` when the user gives up (an empty line, end of input). `question` is
+/// asked after the list, with the range of numbers. The rows are neutralised for the terminal.
+pub fn choose(rows: &[String], question: &str) -> Option<usize> {
+    if rows.is_empty() {
+        return None;
+    }
     let stderr = std::io::stderr();
     let terminal = stderr.is_terminal();
     let mut err = stderr.lock();
-    for (n, row) in table(shown).iter().enumerate() {
+    for (n, row) in rows.iter().enumerate() {
         let _ = writeln!(err, "{:>3}. {}", n + 1, crate::safe::for_stream(row, terminal));
     }
     loop {
-        let _ = write!(err, "resume which session? [1-{}, empty to give up]: ", shown.len());
+        let _ = write!(err, "{question} [1-{}, empty to give up]: ", rows.len());
         let _ = err.flush();
-        let Some(line) = crate::terminal::read_line(None) else {
-            return Err(Failure::usage("no session picked"));
-        };
+        let line = crate::terminal::read_line(None)?;
         let line = line.trim();
         if line.is_empty() {
-            return Err(Failure::usage("no session picked"));
+            return None;
         }
         match line.parse::<usize>() {
-            Ok(n) if (1..=shown.len()).contains(&n) => return Ok(shown[n - 1].id.clone()),
+            Ok(n) if (1..=rows.len()).contains(&n) => return Some(n - 1),
             _ => {
-                let _ = writeln!(err, "please type a number from 1 to {}", shown.len());
+                let _ = writeln!(err, "please type a number from 1 to {}", rows.len());
             }
         }
     }

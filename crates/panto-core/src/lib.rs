@@ -222,8 +222,8 @@ mod trace;
 mod wire;
 
 pub use agent::{
-    AfterTool, Agent, BeforeTool, CompactionResult, Hook, QueueMode, RunControl, Stream, StreamState, UserMessage,
-    DEFAULT_HOOK_TIMEOUT,
+    AfterTool, Agent, BeforeTool, CompactionResult, FileRestore, Hook, QueueMode, RunControl, Stream, StreamState,
+    UserMessage, DEFAULT_HOOK_TIMEOUT,
 };
 pub use config::{
     ApiStyle, CacheMode, CacheTtl, CompactionConfig, Config, ProviderConfig, ReasoningEffort, RetryConfig,
@@ -236,6 +236,7 @@ pub use pricing::{format_micro_cents, Pricing, PricingRegistry};
 pub use provider::http::http_client_builder;
 pub use provider::models::list_models;
 pub use registry::{is_wire_name, MAX_WIRE_NAME};
+pub use store::checkpoint::{CheckpointRecord, StoredCheckpoint};
 pub use store::info::SessionInfo;
 pub use store::memory::MemoryStore;
 pub use store::null::NullStore;
@@ -243,7 +244,7 @@ pub use store::seam::{
     CompactionRecord, EntryRef, ForkOrigin, LoadedBranch, PersistentMessage, SessionStore, SessionTree, TreeEntry,
 };
 pub use store::session::Session;
-pub use tool::{tool_fn, ResultPart, Tool, ToolCall, ToolCallResult, ToolDecl, ToolError, ToolSource};
+pub use tool::{tool_fn, FileCheckpoints, ResultPart, Tool, ToolCall, ToolCallResult, ToolDecl, ToolError, ToolSource};
 
 /// The attribute that makes [`Tool`], [`ToolSource`] and [`SessionStore`] implementations async,
 /// re-exported so that implementing them needs no `async-trait` dependency of your own: write

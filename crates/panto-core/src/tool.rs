@@ -1,11 +1,13 @@
 //! Tools: what the model may call, and how a call comes back.
 
+mod checkpoints;
 mod typed;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+pub use checkpoints::FileCheckpoints;
 pub use typed::tool_fn;
 pub(crate) use typed::{from_value, is_object_schema, schema_of, Mismatch};
 
@@ -34,6 +36,10 @@ pub struct ToolCall {
     /// Cancelled when the turn is cancelled or its stream dropped; a long-running tool should
     /// watch it and return early.
     pub cancel: CancellationToken,
+    /// Where a tool that changes files records each change before making it, so that a rewind
+    /// can restore the files (see [`FileCheckpoints`]). Set by the agent; `None` for a call made
+    /// outside an agent.
+    pub checkpoints: Option<FileCheckpoints>,
 }
 
 /// One part of what a tool returns.

@@ -60,3 +60,54 @@ pub unsafe extern "C" fn panto_agent_add_builtin_tools(
         })
     })
 }
+
+/// Goes back to before the prompt stored as entry `entry_id`, like `panto_agent_rewind`, and puts
+/// back the files the built-in `write` and `edit` tools changed since: each to its content at
+/// that point, byte for byte; a file created since is removed. A file that changed outside panto
+/// since panto last wrote it is left alone and reported. `options_json` is as for
+/// `panto_agent_add_builtin_tools` (NULL or `{}` for the defaults): its `read_roots` and
+/// `sandbox` bound where a restore may write.
+///
+/// `*json_out` receives a JSON array with one object per file, in the order they were first
+/// changed: `{"path", "outcome"}` where `outcome` is `"restored"`, `"removed"`, `"unchanged"`,
+/// `"changed_outside"` or `"failed"` (then with `"error"`); `[]` when no file changed.
+///
+/// Errors: `PANTO_ERR_NULL`, `PANTO_ERR_UTF8`, `PANTO_ERR_CONFIG` (the options), `PANTO_ERR_BUSY`,
+/// `PANTO_ERR_STATE` (`entry_id` is not a prompt on the active branch, or the store keeps no
+/// branches or checkpoints), store errors; then nothing was rewound and no file touched.
+/// Ownership: `entry_id` and `options_json` are copied; `*json_out` receives an owned string
+/// (NULL on failure), freed with `panto_string_free`. Thread safety: callable from any thread;
+/// blocks while files and the session are written. Not callable from inside a tool callback.
+///
+/// # Safety
+/// `agent` must be NULL or a live agent; `entry_id` NULL or NUL-terminated; `options_json` NULL
+/// or NUL-terminated; `json_out` and `err` NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn panto_agent_rewind_files(
+    agent: *const panto_agent,
+    entry_id: *const c_char,
+    options_json: *const c_char,
+    json_out: *mut *mut c_char,
+    err: *mut *mut panto_error,
+) -> i32 {
+    // SAFETY: the contract makes `json_out` and `err` NULL or writable.
+    unsafe { crate::guard::HandOut::required(json_out, "json_out", err) }.guard(|| {
+        // SAFETY: the contract makes `agent` NULL or live and `entry_id` NULL or NUL-terminated.
+        let (agent, entry) = unsafe { (handle(agent, "agent")?, crate::cstr::arg(entry_id, "entry_id")?) };
+        let options = if options_json.is_null() {
+            panto_tools::Options::default()
+        } else {
+            // SAFETY: the contract makes `options_json` NUL-terminated.
+            let json = unsafe { crate::cstr::arg(options_json, "options_json") }?;
+            panto_tools::Options::from_json(&json).map_err(|e| Failure::new(PANTO_ERR_CONFIG, e.to_string()))?
+        };
+        let toolbox = panto_tools::Toolbox::new(&options).map_err(|e| Failure::new(PANTO_ERR_CONFIG, e.to_string()))?;
+        agent.shared.with_idle(|a| {
+            let report = agent
+                .rt
+                .block_on("panto_agent_rewind_files", toolbox.rewind_with_files(a, &entry))??;
+            serde_json::to_string(&report)
+                .map_err(|e| Failure::state(format!("the report cannot be written as JSON: {e}")))
+        })
+    })
+}

@@ -73,8 +73,21 @@ pub(crate) struct BranchOut<'a> {
     pub id: &'a str,
     pub parent_id: Option<&'a str>,
     pub tip: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<&'a CheckpointOnDisk>,
     pub timestamp: DateTime<Utc>,
     pub activity: &'a Activity,
+}
+
+/// A file change, as the branch entry that records it carries it (a branch entry that keeps
+/// the tip; see docs/session-format.md, "File checkpoints").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct CheckpointOnDisk {
+    pub path: String,
+    pub before: Option<String>,
+    pub after: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub restore: bool,
 }
 
 /// Line 1 of a session file, as read.

@@ -90,15 +90,18 @@ use std::time::Instant;
 use async_trait::async_trait;
 use chrono::Utc;
 use panto_core::store::{sort_by_recency, validate_session_id};
-use panto_core::{Error, LoadedBranch, PersistentMessage, Result, SessionInfo, SessionStore, SessionTree};
+use panto_core::{
+    CheckpointRecord, Error, LoadedBranch, PersistentMessage, Result, SessionInfo, SessionStore, SessionTree,
+    StoredCheckpoint,
+};
 
 pub use dir::{check_dir, DirWarning};
 pub use format::MAX_LINE;
 pub use writer::Durability;
 
 use crate::format::corrupt;
-use crate::format::ForkOnDisk;
-use crate::log::{fork_lines, load_branch, load_tree};
+use crate::format::{CheckpointOnDisk, ForkOnDisk};
+use crate::log::{fork_lines, load_branch, load_checkpoints, load_tree};
 use crate::scan::{holds_no_session, io_error, read_info};
 use crate::writer::{OwnedPending, Pending, Writer};
 
@@ -345,6 +348,22 @@ impl Inner {
         self.with_writer(id, |writer| writer.switch_branch(tip, Utc::now(), self.durability))
     }
 
+    fn record_checkpoint(&self, id: &str, record: &CheckpointRecord) -> Result<()> {
+        // Only an existing session takes a record: opening a writer would create the file.
+        if self.info(id)?.is_none() {
+            return Err(Error::SessionNotFound(id.to_owned()));
+        }
+        let change = CheckpointOnDisk {
+            path: record.path.clone(),
+            before: record.before.clone(),
+            after: record.after.clone(),
+            restore: record.restore,
+        };
+        self.with_writer(id, |writer| {
+            writer.record_checkpoint(&change, Utc::now(), self.durability)
+        })
+    }
+
     fn fork(&self, from: &str, at: &str, new_id: &str) -> Result<()> {
         let (metadata, lines) = fork_lines(&self.path_of(from), from, at)?;
         let origin = ForkOnDisk {
@@ -466,6 +485,20 @@ impl SessionStore for JsonlStore {
         let inner = self.inner.clone();
         let (id, address) = (id.to_owned(), address.to_owned());
         blocking(move || checkpoint::get(&inner.dir, &id, &address)).await
+    }
+
+    async fn record_checkpoint(&self, id: &str, record: &CheckpointRecord) -> Result<()> {
+        validate_session_id(id)?;
+        let inner = self.inner.clone();
+        let (id, record) = (id.to_owned(), record.clone());
+        blocking(move || inner.record_checkpoint(&id, &record)).await
+    }
+
+    async fn checkpoints(&self, id: &str) -> Result<Vec<StoredCheckpoint>> {
+        validate_session_id(id)?;
+        let inner = self.inner.clone();
+        let id = id.to_owned();
+        blocking(move || load_checkpoints(&inner.path_of(&id), &id)).await
     }
 
     async fn tree(&self, id: &str) -> Result<Option<SessionTree>> {

@@ -22,13 +22,15 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
-use panto_core::store::compact_view;
-use panto_core::{EntryRef, LoadedBranch, Message, Result, Role, SessionTree, TreeEntry};
+use panto_core::store::{compact_view, validate_checkpoint_address};
+use panto_core::{
+    CheckpointRecord, EntryRef, LoadedBranch, Message, Result, Role, SessionTree, StoredCheckpoint, TreeEntry,
+};
 use serde::Deserialize;
 
 use crate::format::{
-    corrupt, line_location, parse_entry, parse_header, too_long, Activity, CompactionOnDisk, ForkOnDisk, HeaderIn,
-    MAX_LINE,
+    corrupt, line_location, parse_entry, parse_header, too_long, Activity, CheckpointOnDisk, CompactionOnDisk,
+    ForkOnDisk, HeaderIn, MAX_LINE,
 };
 use crate::open::open_for_reading;
 use crate::scan::{check_header_id, io_error};
@@ -52,6 +54,9 @@ pub(crate) struct Skeleton {
     /// On a branch entry: the entry that becomes the tip (`None`: the empty start).
     #[serde(default)]
     pub tip: Option<String>,
+    /// On a branch entry that records a file change (it keeps the tip): the change.
+    #[serde(default)]
+    pub checkpoint: Option<CheckpointOnDisk>,
     pub activity: Activity,
 }
 
@@ -430,6 +435,47 @@ pub(crate) fn load_tree(path: &Path, id: &str) -> Result<Option<SessionTree>> {
         entries,
         tip: log.tip.map(|i| log.entries[i].entry.id.clone()),
     }))
+}
+
+/// Every file change recorded in session `id` (the file at `path`), in file order, with the tip
+/// each belongs to. Empty when there is no such file. A record whose path is not absolute or
+/// whose address could not be one is an error naming its line: a rewind must never write where
+/// a damaged line points.
+pub(crate) fn load_checkpoints(path: &Path, id: &str) -> Result<Vec<StoredCheckpoint>> {
+    let Some((file, _)) = open_for_reading(path)? else {
+        return Ok(Vec::new());
+    };
+    let log = match scan_log(&file, path, id)? {
+        Scanned::Empty => return Ok(Vec::new()),
+        scanned => scanned.into_log(path)?,
+    };
+    let mut records = Vec::new();
+    for logged in log.entries {
+        let Some(change) = logged.entry.checkpoint else {
+            continue;
+        };
+        let bad = |what: String| corrupt(line_location(path, logged.line), what);
+        if !change.path.starts_with('/') {
+            return Err(bad(format!("the checkpoint's path {:?} is not absolute", change.path)));
+        }
+        for address in change.before.iter().chain(&change.after) {
+            validate_checkpoint_address(address).map_err(|_| {
+                bad(format!(
+                    "the checkpoint's address {address:?} is not 64 lowercase hex digits"
+                ))
+            })?;
+        }
+        records.push(StoredCheckpoint {
+            entry: logged.entry.tip,
+            record: CheckpointRecord {
+                path: change.path,
+                before: change.before,
+                after: change.after,
+                restore: change.restore,
+            },
+        });
+    }
+    Ok(records)
 }
 
 /// What a fork of session `id` at entry `at` copies: the source's metadata bag and the lines of

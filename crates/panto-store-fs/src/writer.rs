@@ -13,8 +13,8 @@ use panto_core::store::compact_view;
 use panto_core::{CompactionRecord, Error, Message, Result, Role, SessionInfo, Usage, WireIdentity};
 
 use crate::format::{
-    Activity, BranchOut, CompactionOnDisk, EntryOut, ForkOnDisk, HeaderOut, BRANCH_TYPE, HEADER_TYPE, MAX_LINE,
-    MESSAGE_TYPE, VERSION,
+    Activity, BranchOut, CheckpointOnDisk, CompactionOnDisk, EntryOut, ForkOnDisk, HeaderOut, BRANCH_TYPE, HEADER_TYPE,
+    MAX_LINE, MESSAGE_TYPE, VERSION,
 };
 use crate::log::{scan_log, ParsedLog, Scanned};
 use crate::open::open_for_append;
@@ -244,6 +244,7 @@ impl Writer {
             id: &id,
             parent_id: self.last_id.as_deref(),
             tip,
+            checkpoint: None,
             timestamp: now,
             activity: &activity,
         };
@@ -254,6 +255,41 @@ impl Writer {
         self.len += buf.len() as u64;
         let log = self.rescan()?.ok_or_else(|| Error::SessionNotFound(self.id.clone()))?;
         self.adopt(log);
+        Ok(())
+    }
+
+    /// Appends a branch entry that keeps the tip and records the file change `checkpoint`,
+    /// belonging to the tip. One line, synced per `durability`; all or nothing like `append`.
+    /// The session must have been written already.
+    pub fn record_checkpoint(
+        &mut self,
+        checkpoint: &CheckpointOnDisk,
+        now: DateTime<Utc>,
+        durability: Durability,
+    ) -> Result<()> {
+        self.check_still_there()?;
+        if self.needs_header {
+            return Err(Error::SessionNotFound(self.id.clone()));
+        }
+        let id = self.mint_id();
+        let activity = Activity::of(&self.info);
+        let entry = BranchOut {
+            kind: BRANCH_TYPE,
+            id: &id,
+            parent_id: self.last_id.as_deref(),
+            tip: self.last_id.as_deref(),
+            checkpoint: Some(checkpoint),
+            timestamp: now,
+            activity: &activity,
+        };
+        let mut buf = Vec::new();
+        crate::json::to_writer(&mut buf, &entry).map_err(|e| Error::store("serialising a checkpoint entry", e))?;
+        self.check_line_size(buf.len(), "the checkpoint entry")?;
+        buf.push(b'\n');
+        self.commit(&buf, durability)?;
+        self.len += buf.len() as u64;
+        self.ids.insert(id);
+        self.info.modified = now;
         Ok(())
     }
 

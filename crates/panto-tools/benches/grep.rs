@@ -88,6 +88,7 @@ fn bench(c: &mut Criterion) {
             name: "grep".into(),
             input: serde_json::json!({ "pattern": PATTERN }),
             cancel: CancellationToken::new(),
+            checkpoints: None,
         };
         let result = rt.block_on(grep.call(call)).unwrap();
         match &result.parts[0] {

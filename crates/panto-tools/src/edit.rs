@@ -9,7 +9,7 @@ use panto_core::{Tool, ToolCall, ToolCallResult, ToolDecl, ToolError};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::{files, parse_input, running, ToolContext, ToolName};
+use crate::{checkpoint, files, parse_input, running, ToolContext, ToolName};
 
 /// The `edit` tool.
 #[derive(Debug)]
@@ -132,7 +132,9 @@ impl Tool for EditTool {
             .await?;
         self.ctx.sandbox.check_write(&path)?;
         // The file may have changed while the question was open: plan again on what is there now.
-        let done = plan(&read().await?, &input)?;
+        let current = read().await?;
+        let done = plan(&current, &input)?;
+        checkpoint::record(&call, &path, Some(current.as_bytes()), done.content.as_bytes()).await?;
         let (target, roots, content) = (path.clone(), self.ctx.roots.clone(), done.content);
         running::blocking(format!("edit {}", input.path), move || {
             files::write_regular(&target, &roots, content.as_bytes())

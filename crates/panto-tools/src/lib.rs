@@ -34,6 +34,7 @@
 #![deny(missing_docs)]
 
 mod bash;
+mod checkpoint;
 mod child;
 mod edit;
 mod error;
@@ -62,6 +63,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 pub use bash::BashProgress;
+pub use checkpoint::{FileOutcome, RestoredFile, MAX_CHECKPOINT_BYTES};
 pub use child::{explain_spawn_error, spawn, ChildSetup, GroupChild};
 pub use error::Error;
 pub use files::{image_format, kind as file_kind, open_regular, read_bounded, OpenRefusal};
@@ -326,6 +328,7 @@ pub(crate) mod testing {
             name: tool.declaration().name,
             input,
             cancel,
+            checkpoints: None,
         };
         tool.call(call)
             .await

@@ -5,7 +5,7 @@ use panto_core::{Tool, ToolCall, ToolCallResult, ToolDecl, ToolError};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::{files, parse_input, running, ToolContext, ToolName};
+use crate::{checkpoint, files, parse_input, running, ToolContext, ToolName};
 
 /// The `write` tool.
 #[derive(Debug)]
@@ -65,6 +65,22 @@ impl Tool for WriteTool {
             .allowed(ToolName::Write, &input.path, &what, &call.cancel)
             .await?;
         self.ctx.sandbox.check_write(&path)?;
+        let previous = {
+            let (path, ctx) = (path.clone(), self.ctx.clone());
+            running::blocking(format!("write {}", input.path), move || {
+                Ok(checkpoint::previous_content(&path, &ctx))
+            })
+            .await?
+        };
+        // A file too large to keep is still written; the result says a rewind cannot restore it.
+        let unkept = match &previous {
+            Ok(before) => {
+                checkpoint::record(&call, &path, before.as_deref(), input.content.as_bytes()).await?;
+                None
+            }
+            Err(why) if call.checkpoints.is_some() => Some(why.clone()),
+            Err(_) => None,
+        };
         let roots = self.ctx.roots.clone();
         let content = input.content.clone();
         running::blocking(format!("write {}", input.path), move || {
@@ -76,12 +92,18 @@ impl Tool for WriteTool {
         })
         .await?;
         let lines = input.content.lines().count();
-        Ok(ToolCallResult::text(format!(
+        let mut done = format!(
             "{} {} ({} bytes, {lines} lines)",
             if existed { "overwrote" } else { "created" },
             input.path,
             input.content.len()
-        )))
+        );
+        if let Some(why) = unkept {
+            done.push_str(&format!(
+                "; no checkpoint of its previous content was kept ({why}), so a rewind cannot restore it"
+            ));
+        }
+        Ok(ToolCallResult::text(done))
     }
 }
 

@@ -21,6 +21,7 @@ pub async fn call(tool: &dyn Tool, input: serde_json::Value) -> (bool, String) {
         name: tool.declaration().name,
         input,
         cancel: CancellationToken::new(),
+        checkpoints: None,
     };
     let r = tool
         .call(call)

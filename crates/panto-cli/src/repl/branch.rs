@@ -1,6 +1,7 @@
 //! `/rewind`, `/fork` and `/tree`: the session tree from the REPL.
 
 use super::Repl;
+use panto_tools::{FileOutcome, RestoredFile};
 
 /// How many characters of a prompt a `/rewind` or `/tree` line shows.
 const PREVIEW: usize = 60;
@@ -15,9 +16,11 @@ fn preview(text: &str) -> String {
 }
 
 impl Repl<'_> {
-    /// `/rewind`: lists the earlier prompts, newest first, numbered by how far back they are;
-    /// `/rewind N` goes back to before the Nth last prompt.
+    /// `/rewind [N] [--files]`: goes back to before the Nth last prompt, or, without N, to one
+    /// picked from the earlier prompts (newest first, numbered by how far back they are). With
+    /// `--files`, the files the built-in tools changed since are put back too.
     pub(super) fn rewind(&mut self, args: &str) {
+        let (number, files) = rewind_args(args);
         if let Err(e) = self.rt.block_on(self.agent.flush()) {
             self.error(&format!("cannot save the session before rewinding: {e}"));
             return;
@@ -33,33 +36,73 @@ impl Repl<'_> {
             self.note("no earlier prompt to rewind to");
             return;
         }
-        if args.is_empty() {
-            for (n, (_, text)) in prompts.iter().enumerate() {
-                self.note(&format!("{:>3}. {}", n + 1, preview(text)));
+        let n = if number.is_empty() {
+            let rows: Vec<String> = prompts.iter().map(|(_, text)| preview(text)).collect();
+            match crate::picker::choose(&rows, "rewind to before which prompt?") {
+                Some(i) => i + 1,
+                None => {
+                    self.dim(
+                        "no prompt picked: nothing changed (/rewind N goes back to before prompt N, 1 being your last)",
+                    );
+                    return;
+                }
             }
-            self.dim("/rewind N goes back to before prompt N (1 is your last prompt); the later messages stay in the session's tree (/tree)");
-            return;
-        }
-        let n = match args.parse::<usize>() {
-            Ok(n) if (1..=prompts.len()).contains(&n) => n,
-            _ => {
-                self.error(&format!(
-                    "/rewind takes a number from 1 to {} (how many prompts back), not {args:?}",
-                    prompts.len()
-                ));
-                return;
+        } else {
+            match number.parse::<usize>() {
+                Ok(n) if (1..=prompts.len()).contains(&n) => n,
+                _ => {
+                    self.error(&format!(
+                        "/rewind takes a number from 1 to {} (how many prompts back) and --files, not {args:?}",
+                        prompts.len()
+                    ));
+                    return;
+                }
             }
         };
         let (id, text) = &prompts[n - 1];
-        match self.rt.block_on(self.agent.rewind(id)) {
-            Ok(()) => {
-                self.note(&format!(
-                    "rewound to before “{}”; {} messages remain, and your next prompt starts a new branch",
-                    preview(text),
-                    self.agent.conversation().messages.len()
-                ));
+        let restored = if files {
+            match self.rt.block_on(self.toolbox.rewind_with_files(&mut self.agent, id)) {
+                Ok(report) => Some(report),
+                Err(e) => {
+                    self.error(&format!("cannot rewind: {e}"));
+                    return;
+                }
             }
-            Err(e) => self.error(&format!("cannot rewind: {e}")),
+        } else {
+            if let Err(e) = self.rt.block_on(self.agent.rewind(id)) {
+                self.error(&format!("cannot rewind: {e}"));
+                return;
+            }
+            None
+        };
+        self.note(&format!(
+            "rewound to before “{}”; {} messages remain, and your next prompt starts a new branch",
+            preview(text),
+            self.agent.conversation().messages.len()
+        ));
+        match restored {
+            None => {}
+            Some(report) if report.is_empty() => self.note("no file was changed by panto's tools since that prompt"),
+            Some(report) => {
+                for file in &report {
+                    self.file_outcome(file);
+                }
+            }
+        }
+    }
+
+    /// One line of a `/rewind --files` report.
+    fn file_outcome(&self, file: &RestoredFile) {
+        let path = &file.path;
+        match &file.outcome {
+            FileOutcome::Restored => self.note(&format!("restored {path}")),
+            FileOutcome::Removed => self.note(&format!("removed {path} (it did not exist then)")),
+            FileOutcome::Unchanged => self.dim(&format!("{path} already holds what it held then")),
+            FileOutcome::ChangedOutside => self.error(&format!(
+                "left {path} alone: it changed outside panto since panto last wrote it (not overwritten)"
+            )),
+            FileOutcome::Failed { error } => self.error(&format!("could not restore {path}: {error}")),
+            _ => self.dim(&format!("{path}: {:?}", file.outcome)),
         }
     }
 
@@ -96,5 +139,32 @@ impl Repl<'_> {
         for line in crate::sessions::tree_lines(&tree) {
             self.note(&line);
         }
+    }
+}
+
+/// The number and whether `--files` was given, from `/rewind`'s arguments in any order.
+fn rewind_args(args: &str) -> (String, bool) {
+    let mut files = false;
+    let mut rest = Vec::new();
+    for word in args.split_whitespace() {
+        if word == "--files" {
+            files = true;
+        } else {
+            rest.push(word);
+        }
+    }
+    (rest.join(" "), files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rewind_takes_files_before_or_after_the_number() {
+        assert_eq!(rewind_args("2 --files"), ("2".to_owned(), true));
+        assert_eq!(rewind_args("--files 2"), ("2".to_owned(), true));
+        assert_eq!(rewind_args("--files"), (String::new(), true));
+        assert_eq!(rewind_args(" 3 "), ("3".to_owned(), false));
     }
 }

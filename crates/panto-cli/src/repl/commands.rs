@@ -70,8 +70,8 @@ slash_commands! {
     Sessions = "/sessions", "", Nothing, "list recent sessions";
     Resume = "/resume", "[ID]", Session, "switch to another session (id or unique prefix; without one, pick from a list)";
     New = "/new", "", Nothing, "start a new session with the current model";
-    Rewind = "/rewind", "[N]", Nothing,
-        "list earlier prompts, or go back to before the Nth last one (a new branch starts there)";
+    Rewind = "/rewind", "[N] [--files]", Nothing,
+        "go back to before the Nth last prompt, or pick one (a new branch starts there); --files puts back the files changed since";
     Fork = "/fork", "", Nothing, "continue in a new session holding this conversation (the original stays)";
     Tree = "/tree", "", Nothing, "show the session's branches, the active one marked";
     System = "/system", "[TEXT]", Nothing, "show the system prompt, or replace it";

@@ -47,14 +47,24 @@ async fn rewind_fork_and_resume_each_send_their_own_branch() {
             p.type_line(q);
             p.expect(a);
         }
+        // The picker: the earlier prompts, newest first; a wrong number is asked again, an
+        // empty line gives up.
         p.type_line("/rewind");
         p.expect("1. q3");
         p.expect("3. q1");
+        p.expect("rewind to before which prompt? [1-3, empty to give up]: ");
+        p.send_line("9").unwrap();
+        p.expect("please type a number from 1 to 3");
+        p.send_line("").unwrap();
+        p.expect("no prompt picked: nothing changed");
         p.type_line("/rewind 9");
         p.expect("/rewind takes a number from 1 to 3");
-        // Two prompts back: to before q2.
-        p.type_line("/rewind 2");
-        p.expect("rewound to before");
+        // Two prompts back, picked: to before q2.
+        p.type_line("/rewind");
+        p.expect("rewind to before which prompt?");
+        p.send_line("2").unwrap();
+        p.expect("rewound to before ");
+        p.expect("q2");
         p.type_line("q2-again");
         p.expect("a2-again");
         p.type_line("/tree");
@@ -134,5 +144,108 @@ async fn resume_with_fork_names_the_origin_on_stream_json_and_in_the_listing() {
         out.stderr.contains("--fork needs the session to fork"),
         "{}",
         out.stderr
+    );
+}
+
+/// The bytes a test file starts with: no final newline, a CR, a tab and a non-ASCII character,
+/// so a restore that is not byte for byte shows.
+const ORIGINAL: &str = "one\r\n\tcafé, no final newline";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rewind_with_files_restores_edited_files_byte_for_byte_and_removes_created_ones() {
+    let server = MockServer::start().await;
+    let edit = serde_json::json!({"path": "a.txt", "old_string": "one", "new_string": "two"}).to_string();
+    let write = serde_json::json!({"path": "sub/new.txt", "content": "created\n"}).to_string();
+    server.push(Reply::sse(script::anthropic_tool_uses(&[
+        ("toolu_01", "edit", &edit),
+        ("toolu_02", "write", &write),
+    ])));
+    server.push(Reply::sse(script::anthropic_text("done1")));
+    let edit2 = serde_json::json!({"path": "a.txt", "old_string": "café", "new_string": "tea"}).to_string();
+    server.push(Reply::sse(script::anthropic_tool_uses(&[("toolu_03", "edit", &edit2)])));
+    server.push(Reply::sse(script::anthropic_text("done2")));
+    server.push(Reply::sse(script::anthropic_text("after")));
+    let mut home = Home::new();
+    home.anthropic(&server);
+    let a = home.work().join("a.txt");
+    std::fs::write(&a, ORIGINAL).unwrap();
+    home.in_repl(&["--approve", "auto"], |p| {
+        p.type_line("change things");
+        p.expect("done1");
+        p.type_line("change more");
+        p.expect("done2");
+        p.type_line("/rewind 1 --files");
+        p.expect("rewound to before ");
+        p.expect("change more");
+        p.expect("restored ");
+        p.expect("a.txt");
+        p.type_line("/rewind --files 1");
+        p.expect("rewound to before ");
+        p.expect("change things");
+        // In the order the files were first changed: new.txt, then a.txt.
+        p.expect("removed ");
+        p.expect("new.txt (it did not exist then)");
+        p.expect("restored ");
+        p.expect("a.txt");
+        p.type_line("again");
+        p.expect("after");
+        p.quit();
+    })
+    .await;
+    assert_eq!(std::fs::read(&a).unwrap(), ORIGINAL.as_bytes(), "byte for byte");
+    assert!(
+        !home.work().join("sub/new.txt").exists(),
+        "a file created since is removed"
+    );
+    assert_eq!(sent(&server, 4), ["again"], "the rewound branch alone");
+    let log = home
+        .session_files()
+        .into_iter()
+        .find(|f| f.extension().is_some_and(|e| e == "jsonl"))
+        .unwrap();
+    let log = std::fs::read_to_string(log).unwrap();
+    assert_eq!(
+        log.matches("\"checkpoint\":").count(),
+        6,
+        "three changes and three restores: {log}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rewind_with_files_leaves_a_file_changed_outside_panto_and_says_so() {
+    let server = MockServer::start().await;
+    let write = serde_json::json!({"path": "b.txt", "content": "by panto"}).to_string();
+    let edit = serde_json::json!({"path": "c.txt", "old_string": "one", "new_string": "two"}).to_string();
+    server.push(Reply::sse(script::anthropic_tool_uses(&[
+        ("toolu_01", "write", &write),
+        ("toolu_02", "edit", &edit),
+    ])));
+    server.push(Reply::sse(script::anthropic_text("written")));
+    let mut home = Home::new();
+    home.anthropic(&server);
+    let (b, c) = (home.work().join("b.txt"), home.work().join("c.txt"));
+    std::fs::write(&b, "before").unwrap();
+    std::fs::write(&c, ORIGINAL).unwrap();
+    let outside = b.clone();
+    home.in_repl(&["--approve", "auto"], move |p| {
+        p.type_line("write b");
+        p.expect("written");
+        std::fs::write(&outside, "the user's own edit").unwrap();
+        p.type_line("/rewind 1 --files");
+        p.expect("rewound to before ");
+        p.expect("write b");
+        p.expect("b.txt alone: it changed outside panto since panto last wrote it (not overwritten)");
+        p.quit();
+    })
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(&b).unwrap(),
+        "the user's own edit",
+        "not overwritten"
+    );
+    assert_eq!(
+        std::fs::read(&c).unwrap(),
+        ORIGINAL.as_bytes(),
+        "the others are restored"
     );
 }

@@ -13,7 +13,7 @@ use crate::conversation::{ContentBlock, Message, Role, ToolResultContent};
 use crate::event::Event;
 use crate::provider::validate::RejectedCall;
 use crate::registry::{Target, ToolRegistry};
-use crate::tool::{ResultPart, ToolCall, ToolCallResult};
+use crate::tool::{FileCheckpoints, ResultPart, ToolCall, ToolCallResult};
 use crate::trace;
 use tracing::instrument::{Instrument, WithSubscriber};
 
@@ -48,6 +48,7 @@ impl Dispatch {
         max_image_dimension: u32,
         cancel: CancellationToken,
         hooks: &Hooks,
+        checkpoints: Option<FileCheckpoints>,
     ) -> (Self, Vec<Event>) {
         let mut dispatch = Dispatch {
             calls: Vec::new(),
@@ -93,6 +94,7 @@ impl Dispatch {
                 },
                 input: input.clone(),
                 cancel: dispatch.cancel.child_token(),
+                checkpoints: checkpoints.clone(),
             };
             let hooks = hooks.clone();
             let task = async move {

@@ -4,6 +4,7 @@ mod branch;
 mod compaction;
 mod dispatch;
 mod hooks;
+mod files;
 mod partial;
 mod retry;
 mod steer;
@@ -22,6 +23,7 @@ use crate::tool::{Tool, ToolDecl, ToolSource};
 pub use compaction::CompactionResult;
 pub use hooks::{AfterTool, BeforeTool, Hook, DEFAULT_HOOK_TIMEOUT};
 pub use steer::{QueueMode, RunControl};
+pub use files::FileRestore;
 pub use stream::{Stream, StreamState};
 
 /// The text of the synthetic result given to a tool call that never got one: the process died or

@@ -403,6 +403,7 @@ impl<'a> Stream<'a> {
                 self.agent.config.max_image_dimension,
                 self.cancel.child_token(),
                 &self.agent.hooks,
+                Some(self.agent.file_checkpoints()),
             );
             self.queue.extend(starts);
             self.phase = Phase::Tools(dispatch);

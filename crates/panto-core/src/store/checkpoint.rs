@@ -1,4 +1,5 @@
-//! File checkpoints: the one definition of a checkpoint's content address.
+//! File checkpoints: the one definition of a checkpoint's content address, and the record a
+//! store keeps of each file change.
 
 use sha2::{Digest, Sha256};
 
@@ -22,6 +23,33 @@ pub fn validate_checkpoint_address(address: &str) -> Result<()> {
             source: format!("{address:?} is not a checkpoint address (64 lowercase hex digits)").into(),
         })
     }
+}
+
+/// One change of a file, as a session records it: the file's content before and after, by
+/// [`checkpoint_address`]. The content before is kept with
+/// [`SessionStore::put_checkpoint`](crate::SessionStore::put_checkpoint); of the content after
+/// only its address is kept, to tell whether the file changed again outside panto.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckpointRecord {
+    /// The file, as an absolute path.
+    pub path: String,
+    /// The address of the content before the change; `None`: the file did not exist.
+    pub before: Option<String>,
+    /// The address of the content after the change; `None`: the change removed the file.
+    pub after: Option<String>,
+    /// Whether the change was a restore by a rewind (`Agent::file_changes_since` reads a restore
+    /// as the state it put back, not as a change on the branch).
+    pub restore: bool,
+}
+
+/// A [`CheckpointRecord`] as a store returns it, with the entry it belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredCheckpoint {
+    /// The tip of the active branch when the change was recorded: for a tool's change, the
+    /// assistant message that called the tool. `None`: the empty start.
+    pub entry: Option<String>,
+    /// The change.
+    pub record: CheckpointRecord,
 }
 
 #[cfg(test)]

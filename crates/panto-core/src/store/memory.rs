@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::checkpoint::{checkpoint_address, validate_checkpoint_address};
+use super::checkpoint::{checkpoint_address, validate_checkpoint_address, CheckpointRecord, StoredCheckpoint};
 use super::id::validate_session_id;
 use super::info::{sort_by_recency, SessionInfo};
 use super::seam::{
@@ -135,6 +135,8 @@ pub struct MemoryStore {
     sessions: Mutex<HashMap<String, MemorySession>>,
     /// File checkpoints by session id and address.
     checkpoints: Mutex<HashMap<String, HashMap<String, Vec<u8>>>>,
+    /// The records of file changes by session id, in the order they were recorded.
+    changes: Mutex<HashMap<String, Vec<StoredCheckpoint>>>,
     /// Every append batch, in order, for tests to inspect.
     appends: Mutex<Vec<(String, Vec<StoredRecord>)>>,
 }
@@ -317,6 +319,30 @@ impl SessionStore for MemoryStore {
         validate_session_id(id)?;
         validate_checkpoint_address(address)?;
         Ok(lock(&self.checkpoints).get(id).and_then(|c| c.get(address)).cloned())
+    }
+
+    async fn record_checkpoint(&self, id: &str, record: &CheckpointRecord) -> Result<()> {
+        validate_session_id(id)?;
+        let mut sessions = lock(&self.sessions);
+        let session = sessions
+            .get_mut(id)
+            .filter(|s| s.exists())
+            .ok_or_else(|| Error::SessionNotFound(id.to_owned()))?;
+        let entry = session.tip.map(|i| session.nodes[i].id.clone());
+        session.modified = Some(Utc::now());
+        lock(&self.changes)
+            .entry(id.to_owned())
+            .or_default()
+            .push(StoredCheckpoint {
+                entry,
+                record: record.clone(),
+            });
+        Ok(())
+    }
+
+    async fn checkpoints(&self, id: &str) -> Result<Vec<StoredCheckpoint>> {
+        validate_session_id(id)?;
+        Ok(lock(&self.changes).get(id).cloned().unwrap_or_default())
     }
 
     async fn tree(&self, id: &str) -> Result<Option<SessionTree>> {

@@ -17,7 +17,7 @@
 //! [`SessionInfo`](crate::SessionInfo), [`MemoryStore`](crate::MemoryStore), …) are at the crate
 //! root.
 
-mod checkpoint;
+pub(crate) mod checkpoint;
 mod id;
 pub(crate) mod info;
 pub(crate) mod memory;

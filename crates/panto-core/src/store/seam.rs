@@ -16,6 +16,7 @@ use std::fmt;
 
 use async_trait::async_trait;
 
+use super::checkpoint::{CheckpointRecord, StoredCheckpoint};
 use super::id::validate_session_id;
 use super::info::SessionInfo;
 use crate::conversation::{Conversation, Message, Role, Usage};
@@ -175,6 +176,23 @@ pub trait SessionStore: Send + Sync + fmt::Debug {
     /// [`SessionStore::put_checkpoint`].
     async fn get_checkpoint(&self, id: &str, address: &str) -> Result<Option<Vec<u8>>> {
         let _ = (id, address);
+        Err(Error::Unsupported("file checkpoints".to_owned()))
+    }
+
+    /// Appends `record` to session `id`, belonging to the tip of its active branch (the tip does
+    /// not move), durably: a rewind later finds which files changed after a point from these
+    /// records. The session must be stored already ([`Error::SessionNotFound`] otherwise).
+    /// [`Error::Unsupported`] from a store that keeps no checkpoints (the default).
+    async fn record_checkpoint(&self, id: &str, record: &CheckpointRecord) -> Result<()> {
+        let _ = (id, record);
+        Err(Error::Unsupported("file checkpoints".to_owned()))
+    }
+
+    /// Every [`CheckpointRecord`] of session `id`, all branches, in the order they were recorded,
+    /// with the entry each belongs to. Empty for a session without any (or no such session).
+    /// [`Error::Unsupported`] as for [`SessionStore::record_checkpoint`].
+    async fn checkpoints(&self, id: &str) -> Result<Vec<StoredCheckpoint>> {
+        let _ = id;
         Err(Error::Unsupported("file checkpoints".to_owned()))
     }
 

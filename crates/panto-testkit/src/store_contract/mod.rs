@@ -60,8 +60,9 @@ pub use messages::{
 };
 pub use tree::{
     a_branch_switch_rewinds_and_keeps_the_log, a_fork_copies_the_path_and_records_its_origin,
-    branch_errors_name_the_entry, branches_are_reported_unsupported, checkpoints_are_reported_unsupported,
-    checkpoints_round_trip_byte_for_byte, compaction_on_one_branch_leaves_the_other,
+    branch_errors_name_the_entry, branches_are_reported_unsupported, checkpoint_records_belong_to_the_tip,
+    checkpoints_are_reported_unsupported, checkpoints_round_trip_byte_for_byte,
+    compaction_on_one_branch_leaves_the_other,
 };
 
 /// What the store maker of [`store_contract_tests!`](crate::store_contract_tests) may return: a
@@ -109,6 +110,7 @@ macro_rules! store_contract_tests {
             compaction_on_one_branch_leaves_the_other
             branch_errors_name_the_entry
             checkpoints_round_trip_byte_for_byte
+            checkpoint_records_belong_to_the_tip
         );
     };
     // A store that keeps one chain per session and no file checkpoints: every case but the

@@ -3,7 +3,9 @@
 
 use std::sync::Arc;
 
-use panto_core::{Error, ForkOrigin, LoadedBranch, Message, Session, SessionStore, SystemMode};
+use panto_core::{
+    CheckpointRecord, Error, ForkOrigin, LoadedBranch, Message, Session, SessionStore, StoredCheckpoint, SystemMode,
+};
 
 use super::driver::{info_of, tick, Driver};
 use super::messages::{reply, system, user};
@@ -366,4 +368,100 @@ pub async fn checkpoints_are_reported_unsupported(store: Arc<dyn SessionStore>) 
     let address = panto_core::store::checkpoint_address(b"x");
     let got = store.get_checkpoint(&id, &address).await;
     assert!(matches!(got, Err(Error::Unsupported(_))), "{CASE}: get gave {got:?}");
+    let record = CheckpointRecord {
+        path: "/x".to_owned(),
+        before: None,
+        after: Some(address),
+        restore: false,
+    };
+    let recorded = store.record_checkpoint(&id, &record).await;
+    assert!(
+        matches!(recorded, Err(Error::Unsupported(_))),
+        "{CASE}: record gave {recorded:?}"
+    );
+    let listed = store.checkpoints(&id).await;
+    assert!(
+        matches!(listed, Err(Error::Unsupported(_))),
+        "{CASE}: checkpoints gave {listed:?}"
+    );
+}
+
+/// Records of file changes belong to the tip of the active branch when they are recorded, come
+/// back in order, and change nothing else: not the tip, the view, the listing's count, nor where
+/// the next append goes. A session not stored takes none.
+pub async fn checkpoint_records_belong_to_the_tip(store: Arc<dyn SessionStore>) {
+    const CASE: &str = "checkpoint_records_belong_to_the_tip";
+    let (mut d, ids, messages) = three_exchanges(&store).await;
+    let id = d.id();
+    let before = match store.put_checkpoint(&id, b"old\r\n").await {
+        Ok(a) => a,
+        Err(e) => panic!("{CASE}: put_checkpoint failed: {e}"),
+    };
+    let change = CheckpointRecord {
+        path: "/work/src/a.rs".to_owned(),
+        before: Some(before.clone()),
+        after: Some(panto_core::store::checkpoint_address(b"new")),
+        restore: false,
+    };
+    if let Err(e) = store.record_checkpoint(&id, &change).await {
+        panic!("{CASE}: record_checkpoint failed: {e}");
+    }
+    assert_eq!(
+        must_branch(&store, &id, CASE).await.conversation.messages,
+        messages,
+        "{CASE}: a record changes no view"
+    );
+    must_switch(&store, &id, Some(&ids[2]), CASE).await;
+    let restore = CheckpointRecord {
+        path: "/work/new file.txt".to_owned(),
+        before: Some(before),
+        after: None,
+        restore: true,
+    };
+    if let Err(e) = store.record_checkpoint(&id, &restore).await {
+        panic!("{CASE}: record_checkpoint after the switch failed: {e}");
+    }
+    let records = store.checkpoints(&id).await.unwrap_or_else(|e| panic!("{CASE}: {e}"));
+    assert_eq!(
+        records,
+        [
+            StoredCheckpoint {
+                entry: Some(ids[6].clone()),
+                record: change,
+            },
+            StoredCheckpoint {
+                entry: Some(ids[2].clone()),
+                record: restore,
+            },
+        ],
+        "{CASE}: in order, each with the tip it was recorded at"
+    );
+    let info = info_of(&store, &id, CASE).await;
+    assert_eq!(info.message_count, 3, "{CASE}: the listing still describes the branch");
+    let next = d.append(vec![user("two again")]).await;
+    let loaded = must_branch(&store, &id, CASE).await;
+    assert_eq!(
+        loaded.entries.last().map(|e| (e.id.clone(), e.parent.clone())),
+        Some((next[0].clone(), Some(ids[2].clone()))),
+        "{CASE}: the next message follows the tip"
+    );
+    let stranger = panto_core::store::new_session_id();
+    assert!(
+        store.record_checkpoint(&stranger, &restore_of()).await.is_err(),
+        "{CASE}: a session not stored takes no record"
+    );
+    assert_eq!(
+        store.checkpoints(&stranger).await.ok(),
+        Some(Vec::new()),
+        "{CASE}: and has none"
+    );
+}
+
+fn restore_of() -> CheckpointRecord {
+    CheckpointRecord {
+        path: "/x".to_owned(),
+        before: None,
+        after: None,
+        restore: true,
+    }
 }

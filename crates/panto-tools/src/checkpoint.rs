@@ -1,0 +1,272 @@
+//! File checkpoints for the built-in tools: `write` and `edit` record each file's content before
+//! they change it (through the session in their call, [`ToolCall::checkpoints`]), and
+//! [`Toolbox::rewind_with_files`] puts the files back when the user rewinds.
+
+use std::path::Path;
+
+use panto_core::store::checkpoint_address;
+use panto_core::{Agent, FileCheckpoints, FileRestore, ToolCall};
+use serde::Serialize;
+
+use crate::files::{self, OpenRefusal};
+use crate::{running, ToolContext, Toolbox};
+
+/// The largest file whose previous content a tool keeps. A larger file is still changed, but
+/// the tool says a rewind cannot restore it. The same limit as what `read` and `edit` read.
+pub const MAX_CHECKPOINT_BYTES: u64 = crate::read::MAX_FILE_BYTES;
+
+/// What a restore reads of a file panto may have written, to compare it: a file larger than
+/// any checkpoint was changed outside panto.
+const MAX_COMPARED_BYTES: u64 = MAX_CHECKPOINT_BYTES;
+
+/// Records, before a tool changes the file at `path`, that it goes from `before` (`None`: it
+/// does not exist) to `after`. Nothing to do for a call without a session or a store that keeps
+/// no checkpoints. An error says why the file was left alone.
+pub(crate) async fn record(call: &ToolCall, path: &Path, before: Option<&[u8]>, after: &[u8]) -> Result<(), String> {
+    let Some(checkpoints) = &call.checkpoints else {
+        return Ok(());
+    };
+    let Some(name) = path.to_str() else {
+        return Err(format!(
+            "{} was not changed: its path is not UTF-8, so no checkpoint of it can be kept for a rewind",
+            path.display()
+        ));
+    };
+    match checkpoints.record_change(name, before, Some(after)).await {
+        Ok(()) => Ok(()),
+        Err(e) if FileCheckpoints::is_unsupported(&e) => Ok(()),
+        Err(e) => Err(format!(
+            "{name} was not changed: keeping its previous content for a rewind failed: {e}"
+        )),
+    }
+}
+
+/// The content of the file at `path` before a write, for its checkpoint: `None` when there is
+/// no file, `Err` when it is larger than [`MAX_CHECKPOINT_BYTES`] (the write then goes on
+/// without a checkpoint, and says so).
+pub(crate) fn previous_content(path: &Path, ctx: &ToolContext) -> Result<Option<Vec<u8>>, String> {
+    match files::existing_regular(path)? {
+        false => Ok(None),
+        true => files::read_capped(path, &ctx.roots, MAX_CHECKPOINT_BYTES).map(Some),
+    }
+}
+
+/// What a rewind did to one file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum FileOutcome {
+    /// Put back, byte for byte, to what it held at the rewind point.
+    Restored,
+    /// Removed: it did not exist at the rewind point.
+    Removed,
+    /// It already held what it held at the rewind point.
+    Unchanged,
+    /// Left alone: it changed outside panto since panto last wrote it.
+    ChangedOutside,
+    /// Left alone: restoring it failed.
+    Failed {
+        /// Why.
+        error: String,
+    },
+}
+
+/// One file of a rewind with files.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RestoredFile {
+    /// The file, as an absolute path.
+    pub path: String,
+    /// What happened to it.
+    #[serde(flatten)]
+    pub outcome: FileOutcome,
+}
+
+impl Toolbox {
+    /// Rewinds `agent` to before the prompt stored as entry `to` ([`Agent::rewind`]) and puts
+    /// back every file the built-in tools changed since ([`Agent::file_changes_since`]): each
+    /// to its content at that point byte for byte, a file created since removed. A file that
+    /// changed outside panto since panto last wrote it is left alone and reported
+    /// ([`FileOutcome::ChangedOutside`]), as is one outside where these tools may write. Each
+    /// restore is recorded in the session before it is made, so a later rewind knows what
+    /// panto left in the file.
+    ///
+    /// Errors: those of [`Agent::file_changes_since`] and [`Agent::rewind`]; then nothing was
+    /// rewound and no file touched.
+    pub async fn rewind_with_files(&self, agent: &mut Agent, to: &str) -> panto_core::Result<Vec<RestoredFile>> {
+        let changes = agent.file_changes_since(to).await?;
+        agent.rewind(to).await?;
+        let checkpoints = agent.file_checkpoints();
+        let mut report = Vec::with_capacity(changes.len());
+        for change in changes {
+            let outcome = self.restore(&checkpoints, &change).await;
+            report.push(RestoredFile {
+                path: change.path,
+                outcome,
+            });
+        }
+        Ok(report)
+    }
+
+    async fn restore(&self, checkpoints: &FileCheckpoints, change: &FileRestore) -> FileOutcome {
+        let path = Path::new(&change.path).to_path_buf();
+        if let Err(error) = self
+            .ctx
+            .roots
+            .check(&path)
+            .and_then(|_| self.ctx.sandbox.check_write(&path))
+        {
+            return FileOutcome::Failed { error };
+        }
+        let current = {
+            let path = path.clone();
+            running::blocking(format!("restore {}", change.path), move || current_content(&path)).await
+        };
+        let current = match current {
+            Ok(Current::Content(bytes)) => bytes,
+            Ok(Current::Foreign) => return FileOutcome::ChangedOutside,
+            Err(error) => return FileOutcome::Failed { error },
+        };
+        if current.as_deref() == change.content.as_deref() {
+            return FileOutcome::Unchanged;
+        }
+        if current.as_deref().map(checkpoint_address) != change.expected {
+            return FileOutcome::ChangedOutside;
+        }
+        if let Err(e) = checkpoints
+            .record_restore(&change.path, current.as_deref(), change.content.as_deref())
+            .await
+        {
+            if !FileCheckpoints::is_unsupported(&e) {
+                return FileOutcome::Failed {
+                    error: format!("recording the restore failed, so the file was left alone: {e}"),
+                };
+            }
+        }
+        let (roots, content) = (self.ctx.roots.clone(), change.content.clone());
+        let done = running::blocking(format!("restore {}", change.path), move || match content {
+            Some(bytes) => {
+                if let Some(parent) = path.parent() {
+                    std::fs::create_dir_all(parent)
+                        .map_err(|e| format!("cannot create directory {}: {e}", parent.display()))?;
+                }
+                files::write_regular(&path, &roots, &bytes)
+            }
+            None => std::fs::remove_file(&path).map_err(|e| format!("cannot remove {}: {e}", path.display())),
+        })
+        .await;
+        match (done, &change.content) {
+            (Ok(()), Some(_)) => FileOutcome::Restored,
+            (Ok(()), None) => FileOutcome::Removed,
+            (Err(error), _) => FileOutcome::Failed { error },
+        }
+    }
+}
+
+/// What is at a path a rewind may restore.
+enum Current {
+    /// A regular file's content, or `None`: nothing there.
+    Content(Option<Vec<u8>>),
+    /// Something panto did not leave: not a regular file, or larger than any checkpoint.
+    Foreign,
+}
+
+fn current_content(path: &Path) -> Result<Current, String> {
+    match files::open_regular(path) {
+        Ok((file, meta)) => match files::read_bounded(file, meta.len(), MAX_COMPARED_BYTES) {
+            Ok(Some(bytes)) => Ok(Current::Content(Some(bytes))),
+            Ok(None) => Ok(Current::Foreign),
+            Err(e) => Err(format!("cannot read {}: {e}", path.display())),
+        },
+        Err(OpenRefusal::NotRegular(_)) => Ok(Current::Foreign),
+        Err(OpenRefusal::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(Current::Content(None)),
+        Err(OpenRefusal::Io(e)) => Err(format!("cannot read {}: {e}", path.display())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use panto_core::{
+        CancellationToken, Conversation, MemoryStore, Message, PersistentMessage, Role, SessionStore, Tool,
+        ToolCallResult,
+    };
+    use serde_json::json;
+
+    use super::*;
+    use crate::testing::{context, text};
+    use crate::write::WriteTool;
+    use crate::Approval;
+
+    async fn call_in(tool: &dyn Tool, checkpoints: FileCheckpoints, input: serde_json::Value) -> ToolCallResult {
+        let call = ToolCall {
+            id: "t1".into(),
+            name: tool.declaration().name,
+            input,
+            cancel: CancellationToken::new(),
+            checkpoints: Some(checkpoints),
+        };
+        tool.call(call)
+            .await
+            .unwrap_or_else(|e| ToolCallResult::error(e.to_string()))
+    }
+
+    #[tokio::test]
+    async fn a_write_keeps_the_previous_content_and_records_the_change_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f.txt");
+        std::fs::write(&file, b"old\r\n\xff").unwrap();
+        let store = MemoryStore::new();
+        let id = panto_core::store::new_session_id();
+        let message = Message::new(Role::User, vec![panto_core::ContentBlock::text("hi")]);
+        let conversation = Conversation::new();
+        let ids = store
+            .append(&id, &[PersistentMessage::new(&message, &conversation)])
+            .await
+            .unwrap();
+        let tool = WriteTool::new(context(dir.path(), Approval::Auto));
+        let r = call_in(
+            &tool,
+            FileCheckpoints::new(store.clone(), id.clone()),
+            json!({"path": "f.txt", "content": "new"}),
+        )
+        .await;
+        assert!(!r.is_error, "{}", text(&r));
+        let records = store.checkpoints(&id).await.unwrap();
+        assert_eq!(records.len(), 1);
+        assert_eq!(records[0].entry.as_deref(), Some(ids[0].as_str()));
+        assert_eq!(records[0].record.path, file.to_str().unwrap());
+        assert_eq!(
+            records[0].record.after.as_deref(),
+            Some(checkpoint_address(b"new").as_str())
+        );
+        let before = records[0].record.before.as_deref().unwrap();
+        assert_eq!(
+            store.get_checkpoint(&id, before).await.unwrap().unwrap(),
+            b"old\r\n\xff"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_change_whose_checkpoint_cannot_be_kept_is_not_made() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f.txt");
+        std::fs::write(&file, "old").unwrap();
+        // A session the store does not hold takes no record.
+        let store: Arc<dyn SessionStore> = MemoryStore::new();
+        let tool = WriteTool::new(context(dir.path(), Approval::Auto));
+        let r = call_in(
+            &tool,
+            FileCheckpoints::new(store, panto_core::store::new_session_id()),
+            json!({"path": "f.txt", "content": "new"}),
+        )
+        .await;
+        assert!(r.is_error, "{}", text(&r));
+        assert!(
+            text(&r).contains("was not changed: keeping its previous content for a rewind failed"),
+            "{}",
+            text(&r)
+        );
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "old");
+    }
+}
