@@ -40,6 +40,7 @@ mod safe;
 mod sessions;
 mod setup;
 mod store;
+mod telemetry;
 mod terminal;
 mod tools;
 
@@ -234,6 +235,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         .enable_all()
         .build()
         .map_err(|e| Failure::runtime(format!("cannot start the async runtime: {e}")))?;
+    let telemetry = start_telemetry(&runtime);
 
     let outcome = match cli.command {
         // Answered above, before any configuration is read.
@@ -292,9 +294,31 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             }
         }
     };
+    if let Some(warning) = telemetry.finish() {
+        safe::eprint_line(&format!("warning: {warning}"));
+    }
     // A tool that cannot be stopped (a read stuck in the kernel) must not keep panto alive.
     interrupt::shutdown(runtime, tools::running(), interrupt::SHUTDOWN_GRACE);
     outcome
+}
+
+/// Starts the OpenTelemetry export the environment asks for and installs the subscriber that
+/// feeds it.
+fn start_telemetry(runtime: &tokio::runtime::Runtime) -> telemetry::Telemetry {
+    let mut warnings = Vec::new();
+    let (telemetry, layer) = telemetry::Telemetry::start(runtime, &mut warnings);
+    #[cfg(feature = "otel")]
+    if let Some(layer) = layer {
+        use tracing_subscriber::layer::SubscriberExt;
+        // Nothing else installs a subscriber in this process.
+        let _ = tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer));
+    }
+    #[cfg(not(feature = "otel"))]
+    let _ = layer;
+    for warning in warnings {
+        safe::eprint_line(&format!("warning: {warning}"));
+    }
+    telemetry
 }
 
 #[cfg(test)]
