@@ -457,6 +457,12 @@ pub struct Config {
     /// The longer side, in pixels, that tool-returned images are resized down to.
     #[serde(default = "default_max_image_dimension")]
     pub max_image_dimension: u32,
+    /// Whether the tracing spans and events panto emits (docs/observability.md) may carry
+    /// message and tool content: the user's prompt, the model's answer, tool arguments and
+    /// results. Off by default, so a log or a trace export holds timings, sizes and token counts
+    /// only. The API key and configured header values are scrubbed from recorded text either way.
+    #[serde(default)]
+    pub log_content: bool,
 }
 
 fn default_max_steps() -> u32 {
@@ -481,6 +487,7 @@ impl Config {
             max_steps: default_max_steps(),
             idle_timeout: default_idle_timeout(),
             max_image_dimension: default_max_image_dimension(),
+            log_content: false,
         }
     }
 
@@ -512,6 +519,12 @@ impl Config {
     /// pixels.
     pub fn with_max_image_dimension(mut self, pixels: u32) -> Self {
         self.max_image_dimension = pixels;
+        self
+    }
+
+    /// With message and tool content in the tracing spans and events ([`Config::log_content`]).
+    pub fn with_log_content(mut self, log_content: bool) -> Self {
+        self.log_content = log_content;
         self
     }
 }

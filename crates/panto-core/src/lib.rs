@@ -218,6 +218,7 @@ mod provider;
 mod registry;
 pub mod store;
 mod tool;
+mod trace;
 mod wire;
 
 pub use agent::{Agent, CompactionResult, Stream, StreamState, UserMessage};

@@ -12,5 +12,6 @@ mod responses;
 mod resume;
 mod retry;
 mod tools;
+mod trace;
 mod turn;
 mod typed;

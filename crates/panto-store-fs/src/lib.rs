@@ -77,6 +77,7 @@ mod json;
 mod log;
 mod open;
 mod scan;
+mod trace;
 mod writer;
 
 use std::collections::HashMap;
@@ -84,6 +85,7 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+use std::time::Instant;
 
 use async_trait::async_trait;
 use chrono::Utc;
@@ -486,8 +488,10 @@ impl SessionStore for JsonlStore {
             })
             .collect();
         let metadata = messages.first().and_then(|m| m.conversation.metadata.as_deref());
-        if let Some(result) = self.inner.try_append_here(id, &batch, metadata) {
-            return result;
+        let span = trace::append_span(id, batch.len());
+        let started = Instant::now();
+        if let Some(result) = span.in_scope(|| self.inner.try_append_here(id, &batch, metadata)) {
+            return trace::finished(&span, started, result);
         }
         // Opening a session reads its log, and fsync waits for the disk: both run on a blocking
         // thread, so the batch is copied to move there.
@@ -495,11 +499,17 @@ impl SessionStore for JsonlStore {
         let metadata = metadata.map(str::to_owned);
         let inner = self.inner.clone();
         let id = id.to_owned();
-        blocking(move || {
+        // The worker thread records into the span through the caller's subscriber.
+        let worker_span = span.clone();
+        let dispatch = tracing::dispatcher::get_default(Clone::clone);
+        let result = blocking(move || {
             let batch: Vec<Pending<'_>> = owned.iter().map(OwnedPending::borrow).collect();
-            inner.append(&id, &batch, metadata.as_deref())
+            tracing::dispatcher::with_default(&dispatch, || {
+                worker_span.in_scope(|| inner.append(&id, &batch, metadata.as_deref()))
+            })
         })
-        .await
+        .await;
+        trace::finished(&span, started, result)
     }
 
     /// Closes the session's file (releasing its lock) when its agent is dropped; an append still

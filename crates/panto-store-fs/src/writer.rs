@@ -475,6 +475,7 @@ impl Writer {
         if buf.is_empty() {
             return Ok(());
         }
+        crate::trace::record_bytes(buf.len());
         match commit_batch(&mut self.file, self.len, buf, durability) {
             Ok(()) => Ok(()),
             Err(CommitFailure { error, rollback }) => {
@@ -548,7 +549,12 @@ pub(crate) fn commit_batch<T: BatchTarget>(
     durability: Durability,
 ) -> std::result::Result<(), CommitFailure> {
     let written = target.write_all(buf).and_then(|()| match durability {
-        Durability::Fsync => target.sync_data(),
+        Durability::Fsync => {
+            let started = std::time::Instant::now();
+            let synced = target.sync_data();
+            crate::trace::record_fsync(started.elapsed());
+            synced
+        }
         Durability::None => Ok(()),
     });
     match written {

@@ -84,6 +84,7 @@ mod read;
 mod redact;
 mod tls;
 mod tools;
+mod trace;
 mod view;
 mod writer;
 
@@ -97,6 +98,7 @@ use panto_core::{Error, LoadedBranch, PersistentMessage, Result, SessionInfo, Se
 use tokio::sync::OwnedMutexGuard;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Config, Row};
+use tracing::Instrument;
 
 pub use import::{import_fs, ImportReport};
 pub use lock::session_lock_key;
@@ -400,7 +402,13 @@ impl SessionStore for PostgresStore {
         // slot empty, and the next append rebuilds the state from the database.
         let staged = writer::stage(&mut open, &context, messages, db::now())?;
         let known = |h: &ToolHash| lock(&self.known_tools).contains(h);
-        match writer::commit(&self.pool, &context, &open, &self.token, &staged, &known).await {
+        let span = trace::append_span(id, &staged);
+        let started = std::time::Instant::now();
+        let committed = writer::commit(&self.pool, &context, &open, &self.token, &staged, &known)
+            .instrument(span.clone())
+            .await;
+        trace::finished(&span, started, committed.is_ok());
+        match committed {
             Ok(()) => {
                 lock(&self.known_tools).extend(staged.tools.keys().copied());
                 open.exists = true;

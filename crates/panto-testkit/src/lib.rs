@@ -56,6 +56,7 @@ pub mod script;
 mod server;
 pub mod spec;
 pub mod store_contract;
+pub mod trace;
 mod validate;
 
 pub use error::Error;

@@ -14,6 +14,8 @@ use crate::store::compact_view;
 use crate::store::seam::{CompactionRecord, PersistentMessage};
 
 use super::{retry, Agent};
+use crate::trace::{self, RequestTrace};
+use tracing::Instrument;
 
 /// How many characters of a tool's input or output the transcript keeps.
 pub(crate) const TRANSCRIPT_TOOL_CHARS: usize = 2_000;
@@ -192,10 +194,18 @@ impl Agent {
         let cut =
             manual_split_point(messages, self.config.compaction.keep_recent_tokens).ok_or(Error::NothingToCompact)?;
         let tokens_before = estimate_context_tokens(&self.conversation);
-        let (summary, usage) = self.request_summary(cut, override_prompt, extra_instructions).await?;
+        let span = trace::compaction_span(tokens_before);
+        let (summary, usage) = self
+            .request_summary(cut, override_prompt, extra_instructions)
+            .instrument(span.clone())
+            .await
+            .inspect_err(|e| trace::record_error(&span, e))?;
 
         // Everything before the compaction must be in the log for the record to point into it.
-        self.persist(true).await?;
+        self.persist(true)
+            .instrument(span.clone())
+            .await
+            .inspect_err(|e| trace::record_error(&span, e))?;
 
         // Built beside the live conversation, which is replaced only once the log has the
         // compaction: an error or a cancel at any await leaves both as they were.
@@ -234,7 +244,13 @@ impl Agent {
             tools_available: &tools,
             compaction: Some(record),
         };
-        let summary_id = self.session.append(&[entry]).await?.pop();
+        let summary_id = self
+            .session
+            .append(&[entry])
+            .instrument(span.clone())
+            .await
+            .inspect_err(|e| trace::record_error(&span, e))?
+            .pop();
         self.conversation = candidate;
         self.persisted = self.conversation.messages.len();
         self.message_ids.resize(old_len, None);
@@ -246,14 +262,16 @@ impl Agent {
             .collect();
         compact_view(&mut ids, cut, (summary_id, false), |(_, system)| *system);
         self.message_ids = ids.into_iter().map(|(id, _)| id).collect();
-        Ok(CompactionResult {
+        let result = CompactionResult {
             summary,
             tokens_before,
             tokens_after,
             messages_summarized,
             messages_kept,
             usage,
-        })
+        };
+        trace::compaction_finished(&span, &result);
+        Ok(result)
     }
 
     /// Sends the transcript of `messages[..cut]` to the model and returns its summary text, with
@@ -285,7 +303,13 @@ impl Agent {
         };
         let mut attempt = 1;
         loop {
-            match self.summary_attempt(&request).await {
+            let traced = RequestTrace::start(&tracing::Span::current(), &self.config.provider, attempt, "compaction");
+            let attempted = self.summary_attempt(&request).instrument(traced.span().clone()).await;
+            match &attempted {
+                Ok((_, usage)) => traced.completed(usage.as_ref(), &crate::StopReason::EndTurn, None),
+                Err(e) => traced.failed(e, &trace::Redactor::new(&self.config.provider)),
+            }
+            match attempted {
                 Ok(summary) => return Ok(summary),
                 Err(e) if e.is_retryable() && attempt < self.config.retry.max_attempts => {
                     attempt += 1;

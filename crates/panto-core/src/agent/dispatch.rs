@@ -14,6 +14,8 @@ use crate::event::Event;
 use crate::provider::validate::RejectedCall;
 use crate::registry::{Target, ToolRegistry};
 use crate::tool::{ResultPart, ToolCall, ToolCallResult};
+use crate::trace;
+use tracing::instrument::{Instrument, WithSubscriber};
 
 #[derive(Debug)]
 struct Call {
@@ -68,13 +70,17 @@ impl Dispatch {
                 name,
             });
             dispatch.results.push(None);
+            let span = trace::tool_span(&dispatch.calls[index].name, id);
+            let started = std::time::Instant::now();
             if let Some(rejected) = rejected.iter().find(|r| r.id == id) {
                 let outcome = (vec![text(rejected.reason.clone())], true);
+                trace::tool_finished(&span, started, &outcome.0, outcome.1);
                 dispatch.tasks.spawn(async move { (index, outcome) });
                 continue;
             }
             let Some((target, _)) = resolved else {
                 let outcome = (vec![text(format!("unknown tool {wire_name:?}"))], true);
+                trace::tool_finished(&span, started, &outcome.0, outcome.1);
                 dispatch.tasks.spawn(async move { (index, outcome) });
                 continue;
             };
@@ -87,7 +93,7 @@ impl Dispatch {
                 input: input.clone(),
                 cancel: dispatch.cancel.child_token(),
             };
-            dispatch.tasks.spawn(async move {
+            let task = async move {
                 let run = async {
                     match &target {
                         Target::Tool(tool) => tool.call(call).await,
@@ -102,8 +108,10 @@ impl Dispatch {
                 let outcome = tokio::task::spawn_blocking(move || convert(result, max_image_dimension))
                     .await
                     .unwrap_or_else(|e| (vec![text(format!("the tool result could not be processed: {e}"))], true));
+                trace::tool_finished(&tracing::Span::current(), started, &outcome.0, outcome.1);
                 (index, outcome)
-            });
+            };
+            dispatch.tasks.spawn(task.instrument(span).with_current_subscriber());
         }
         (dispatch, events)
     }

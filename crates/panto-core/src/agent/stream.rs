@@ -19,6 +19,8 @@ use crate::provider::validate::RejectedCall;
 use crate::provider::{ProviderEvent, ProviderRequest, ProviderStream};
 use crate::registry::ToolRegistry;
 use crate::tool::Tool;
+use crate::trace::TurnTrace;
+use tracing::Instrument;
 
 /// Where a turn is. Transparent, for consumers that render progress.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -80,6 +82,8 @@ pub struct Stream<'a> {
     /// A typed turn ([`Agent::run_typed`]): where its result lands, and the agent's registry as
     /// it was before the output tool joined it, put back when the stream is dropped.
     output: Option<(Arc<OutputSlot>, ToolRegistry)>,
+    /// The turn's tracing span and the request in flight (docs/observability.md).
+    trace: TurnTrace,
 }
 
 impl std::fmt::Debug for Stream<'_> {
@@ -94,6 +98,7 @@ impl std::fmt::Debug for Stream<'_> {
 
 impl<'a> Stream<'a> {
     pub(super) fn new(agent: &'a mut Agent, message: UserMessage) -> Self {
+        let trace = TurnTrace::start(&agent.config, agent.session.id(), Some(&message.text));
         Stream {
             agent,
             phase: Phase::Start(message),
@@ -106,6 +111,7 @@ impl<'a> Stream<'a> {
             overflow_compacted: false,
             compacted_at_step: None,
             output: None,
+            trace,
         }
     }
 
@@ -156,6 +162,7 @@ impl<'a> Stream<'a> {
     pub async fn next(&mut self) -> Result<Option<Event>> {
         loop {
             if let Some(event) = self.queue.pop_front() {
+                self.trace.observe_event(&event);
                 return Ok(Some(event));
             }
             if matches!(self.phase, Phase::Finished) {
@@ -165,14 +172,18 @@ impl<'a> Stream<'a> {
                 return self.finish_cancelled().await;
             }
             let token = self.cancel.clone();
+            let span = self.trace.span().clone();
             let outcome = tokio::select! {
                 biased;
                 _ = token.cancelled() => None,
-                r = self.step() => Some(r),
+                r = self.step().instrument(span) => Some(r),
             };
             match outcome {
                 None => return self.finish_cancelled().await,
-                Some(Ok(Some(event))) => return Ok(Some(event)),
+                Some(Ok(Some(event))) => {
+                    self.trace.observe_event(&event);
+                    return Ok(Some(event));
+                }
                 Some(Ok(None)) => continue,
                 Some(Err(e)) => return Err(e),
             }
@@ -242,13 +253,19 @@ impl<'a> Stream<'a> {
                     require_tool: self.output.is_some(),
                     session_id: self.agent.session.id(),
                 };
+                let request_span = self.trace.request_started(&self.agent.config, self.attempt);
                 let opened = match self.agent.config.provider.http_client() {
-                    Ok(client) => ProviderStream::open(&client, &request, self.agent.config.idle_timeout).await,
+                    Ok(client) => {
+                        ProviderStream::open(&client, &request, self.agent.config.idle_timeout)
+                            .instrument(request_span)
+                            .await
+                    }
                     Err(e) => Err(e),
                 };
                 drop(system);
                 match opened {
                     Ok(stream) => {
+                        self.trace.request_opened(stream.status);
                         self.steps += 1;
                         self.phase = Phase::Streaming(Box::new(stream), PartialMessage::default());
                         self.state = StreamState::Streaming;
@@ -266,6 +283,7 @@ impl<'a> Stream<'a> {
                 })) => self.complete_message(blocks, usage, stop_reason, &rejected).await,
                 Ok(Some(event)) => {
                     partial.observe(&event);
+                    self.trace.response_progress();
                     Ok(Some(match event {
                         ProviderEvent::BlockStart { index, kind, tool } => Event::BlockStart { index, kind, tool },
                         ProviderEvent::Delta { index, delta } => Event::Delta { index, delta },
@@ -340,6 +358,7 @@ impl<'a> Stream<'a> {
         if let Some(u) = &usage {
             self.usage.accumulate(u);
         }
+        self.trace.request_completed(usage.as_ref(), &stop_reason, &blocks);
         let message = Message::assistant(blocks, usage, stop_reason.clone());
         let has_tools = message.tool_uses().next().is_some();
         if has_tools {
@@ -362,6 +381,7 @@ impl<'a> Stream<'a> {
             // The message stays in the conversation and is written by the next flush; the turn
             // stops here because its durability promise is broken.
             self.abandon();
+            self.trace.failed(&e, &self.usage, self.steps);
             self.state = StreamState::Failed;
             return Err(e);
         }
@@ -370,6 +390,7 @@ impl<'a> Stream<'a> {
 
     /// Ends the turn normally and returns its `TurnComplete`.
     fn complete_turn(&mut self, stop_reason: StopReason) -> Event {
+        self.trace.completed(&self.usage, self.steps, &stop_reason);
         self.phase = Phase::Finished;
         self.state = StreamState::Complete;
         Event::TurnComplete {
@@ -382,6 +403,12 @@ impl<'a> Stream<'a> {
     /// Schedules a retry after `error` if it is retryable and attempts remain; otherwise ends the
     /// turn with it.
     async fn retry_or_fail(&mut self, error: Error, seen_partial: bool) -> Result<Option<Event>> {
+        self.trace.request_failed(&error);
+        if matches!(error, Error::ContextOverflow { .. }) {
+            let compact = self.compaction_enabled() && !self.overflow_compacted;
+            let tokens = estimate_context_tokens(&self.agent.conversation);
+            self.trace.context_overflow(&error, tokens, compact);
+        }
         if matches!(error, Error::ContextOverflow { .. }) && self.compaction_enabled() && !self.overflow_compacted {
             self.overflow_compacted = true;
             self.discard_partial();
@@ -392,6 +419,7 @@ impl<'a> Stream<'a> {
             self.attempt += 1;
             let delay = retry::delay(retry, self.attempt, &error);
             self.discard_partial();
+            self.trace.retry(self.attempt, delay, &error, seen_partial);
             self.phase = Phase::Backoff(delay);
             self.state = StreamState::Retrying;
             return Ok(Some(Event::ProviderRetry(RetryInfo {
@@ -415,6 +443,7 @@ impl<'a> Stream<'a> {
     /// Ends the turn with `error`, keeping what is valid of a streaming message, and returns the
     /// error. Messages already completed were persisted as they completed.
     fn fail(&mut self, error: Error) -> Error {
+        self.trace.failed(&error, &self.usage, self.steps);
         self.salvage(StopReason::Other("error".to_owned()));
         self.state = StreamState::Failed;
         error
@@ -426,6 +455,7 @@ impl<'a> Stream<'a> {
         if matches!(self.phase, Phase::Finished) {
             return;
         }
+        self.trace.cancelled(&self.usage, self.steps);
         self.salvage(StopReason::Other("cancelled".to_owned()));
         self.state = StreamState::Cancelled;
     }

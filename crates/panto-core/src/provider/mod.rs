@@ -157,6 +157,8 @@ const DRAIN_BYTES: usize = 64 * 1024;
 
 /// A response being streamed: bytes in, [`ProviderEvent`]s out.
 pub(crate) struct ProviderStream {
+    /// The response's HTTP status (a success), for the request's trace.
+    pub status: u16,
     body: futures_util::stream::BoxStream<'static, reqwest::Result<Bytes>>,
     parser: sse::SseParser,
     decoder: Box<dyn Decoder>,
@@ -180,6 +182,7 @@ impl ProviderStream {
         let (url, headers, body) = build_request(req);
         let response = http::send(client, &url, &headers, &body, idle_timeout).await?;
         Ok(ProviderStream {
+            status: response.status().as_u16(),
             body: response.bytes_stream().boxed(),
             parser: sse::SseParser::new(req.config.max_event_bytes),
             decoder: new_decoder(req.config.api_style, req.messages),
