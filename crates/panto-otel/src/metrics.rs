@@ -90,12 +90,12 @@ impl MetricsLayer {
         let kind = classify(name, fields);
         match kind {
             Kind::Turn => {
-                let attrs = fields.attributes(&[MODEL, PROVIDER, ERROR_TYPE]);
+                let attrs = fields.attributes(&[MODEL, PROVIDER, TURN_OUTCOME, ERROR_TYPE]);
                 self.turns.add(1, &attrs);
                 self.turn_duration.record(seconds, &attrs);
             }
             Kind::Request => {
-                let mut attrs = fields.attributes(&[MODEL, PROVIDER, ERROR_TYPE]);
+                let mut attrs = fields.attributes(&[MODEL, PROVIDER, PURPOSE, ERROR_TYPE]);
                 attrs.push(KeyValue::new(OPERATION, OP_REQUEST));
                 self.requests.add(1, &attrs);
                 self.operation_duration.record(seconds, &attrs);

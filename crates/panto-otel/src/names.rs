@@ -22,6 +22,9 @@ pub(crate) const OVERFLOW_ACTION: &str = "panto.overflow.action";
 pub(crate) const MODEL: &str = "gen_ai.request.model";
 pub(crate) const PROVIDER: &str = "gen_ai.provider.name";
 pub(crate) const TOOL_NAME: &str = "gen_ai.tool.name";
+pub(crate) const TURN_OUTCOME: &str = "panto.turn.outcome";
+pub(crate) const PURPOSE: &str = "panto.request.purpose";
+pub(crate) const STORE_KIND: &str = "panto.store.kind";
 pub(crate) const TOOL_IS_ERROR: &str = "panto.tool.is_error";
 pub(crate) const ERROR_TYPE: &str = "error.type";
 
