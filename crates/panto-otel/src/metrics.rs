@@ -125,7 +125,7 @@ impl MetricsLayer {
             Kind::Compaction => self.compactions.add(1, &fields.attributes(&[ERROR_TYPE])),
             Kind::StoreAppend => self
                 .store_append_duration
-                .record(seconds, &fields.attributes(&[ERROR_TYPE])),
+                .record(seconds, &fields.attributes(&[STORE_KIND, ERROR_TYPE])),
             Kind::Other => {}
         }
     }

@@ -105,6 +105,16 @@ fn assert_the_turn_arrived(receiver: &OtlpReceiver, transport: Transport) {
         .expect("the GenAI duration histogram");
     assert_eq!(duration.unit, "s");
     assert_eq!(duration.count(&[("gen_ai.operation.name", json!("chat"))]), 2);
+    let appends = receiver
+        .metric("panto.store.append.duration")
+        .expect("the store append latency");
+    assert_eq!(appends.unit, "s");
+    assert!(
+        appends.count(&[("panto.store.kind", json!("jsonl"))]) >= 1,
+        "{appends:?}"
+    );
+    let appended = spans.iter().filter(|s| s.name == "panto.store.append").count() as u64;
+    assert_eq!(appends.count(&[]), appended, "one measurement per append span");
 }
 
 /// No export and no file panto wrote holds the API key; the collector's token is nowhere but
