@@ -41,6 +41,7 @@ mod safe;
 mod sessions;
 mod setup;
 mod store;
+mod telemetry;
 mod terminal;
 mod tools;
 
@@ -224,7 +225,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         return completions::print_man().map(|()| ExitCode::SUCCESS);
     }
     let env = config::Env::from_process();
-    log::install(log::requested_layers(cli.log_level.as_deref(), &env)?);
+    // The subscriber is installed once the runtime exists: the OpenTelemetry export, whose
+    // layer joins the file log's, runs on it.
+    let mut layers = log::requested_layers(cli.log_level.as_deref(), &env)?;
     let settings = config::Settings::load(cli.config.as_deref(), &env)?;
     for warning in &settings.warnings {
         safe::eprint_line(&format!("warning: {warning}"));
@@ -241,6 +244,8 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         .enable_all()
         .build()
         .map_err(|e| Failure::runtime(format!("cannot start the async runtime: {e}")))?;
+    let telemetry = start_telemetry(&runtime, &mut layers);
+    log::install(layers);
 
     let outcome = match cli.command {
         // Answered above, before any configuration is read.
@@ -299,9 +304,29 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             }
         }
     };
+    if let Some(warning) = telemetry.finish() {
+        safe::eprint_line(&format!("warning: {warning}"));
+    }
     // A tool that cannot be stopped (a read stuck in the kernel) must not keep panto alive.
     interrupt::shutdown(runtime, tools::running(), interrupt::SHUTDOWN_GRACE);
     outcome
+}
+
+/// Starts the OpenTelemetry export the environment asks for and adds the layer that feeds it to
+/// the process subscriber's `layers` (beside the file log, so both see the same spans).
+fn start_telemetry(runtime: &tokio::runtime::Runtime, layers: &mut Vec<log::BoxedLayer>) -> telemetry::Telemetry {
+    let mut warnings = Vec::new();
+    let (telemetry, layer) = telemetry::Telemetry::start(runtime, &mut warnings);
+    #[cfg(feature = "otel")]
+    if let Some(layer) = layer {
+        layers.push(layer);
+    }
+    #[cfg(not(feature = "otel"))]
+    let _ = (layer, layers);
+    for warning in warnings {
+        safe::eprint_line(&format!("warning: {warning}"));
+    }
+    telemetry
 }
 
 #[cfg(test)]

@@ -36,7 +36,8 @@
 //! Beside the mock server, the support every crate's tests and benches share, so it is written
 //! once: [`store_contract`] (the behaviour every `SessionStore` must show, and
 //! [`store_contract_tests!`] to run it), [`postgres`] (a throwaway PostgreSQL server), [`child`]
-//! (a test binary running itself again as a second process) and [`bench`](mod@bench) (the facts file
+//! (a test binary running itself again as a second process), [`otlp`] (an OpenTelemetry collector
+//! that decodes what panto exports) and [`bench`](mod@bench) (the facts file
 //! `cargo xtask bench` reads).
 #![deny(missing_docs)]
 
@@ -48,6 +49,7 @@ mod events;
 mod fixture;
 mod h2c;
 mod http;
+pub mod otlp;
 pub mod postgres;
 mod recorded;
 mod reply;

@@ -18,9 +18,14 @@
 //! live here resumes it first. Each server-sent event's data is one event in panto's event JSON
 //! (docs/events.md); a turn that fails after it started ends with an event named `error`.
 //!
+//! Each HTTP request runs in a `tracing` span (`http.request`, named `METHOD /route` for
+//! OpenTelemetry, with the GenAI turn spans of a prompt under it), exported over OTLP when the
+//! binary is started with `OTEL_EXPORTER_OTLP_ENDPOINT` (docs/observability.md).
+//!
 //! Every agent is made from one [`Config`], so all of them share its provider's HTTP client (one
 //! connection pool), and an idle session costs its conversation and no descriptor of its own.
 
+mod request_span;
 mod turn;
 
 use std::collections::HashMap;
@@ -108,6 +113,7 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/sessions/{id}/resume", post(resume))
         .route("/sessions/{id}/prompt", post(turn::prompt))
         .route("/sessions/{id}", axum::routing::delete(release))
+        .route_layer(axum::middleware::from_fn(request_span::traced))
         .with_state(service)
 }
 

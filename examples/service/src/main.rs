@@ -9,11 +9,18 @@
 //! - `PANTO_SERVICE_API_STYLE`: `anthropic-messages` (default) or `openai-chat`
 //! - `PANTO_SERVICE_BASE_URL`, `PANTO_SERVICE_MODEL`: the provider (required)
 //! - `PANTO_SERVICE_API_KEY`: its key (default empty)
+//! - `OTEL_EXPORTER_OTLP_ENDPOINT` and the other standard `OTEL_*` variables: export traces
+//!   (a span per HTTP request, parent of the agent's spans) and metrics over OTLP; the service
+//!   name defaults to `panto-service`. Nothing is exported when no endpoint is set.
+//!
+//! Stops on Ctrl-C or SIGTERM: in-flight requests finish, then the last spans and metrics are
+//! flushed (for at most a few seconds).
 //!
 //! Prints `listening on http://ADDRESS` once it accepts connections.
-#![allow(clippy::print_stdout)]
+#![allow(clippy::print_stdout, clippy::print_stderr)]
 
 use std::io::Write as _;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use panto_core::{ApiStyle, Config, ProviderConfig};
@@ -24,8 +31,17 @@ fn var(name: &str) -> Result<String> {
     std::env::var(name).with_context(|| format!("{name} is not set"))
 }
 
+/// How long the last spans and metrics may take to reach the collector at exit.
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(3);
+
 #[tokio::main]
 async fn main() -> Result<()> {
+    let export = panto_otel::Export::from_env("panto-service").context("the OpenTelemetry export")?;
+    if let Some(export) = &export {
+        use tracing_subscriber::layer::SubscriberExt;
+        tracing::subscriber::set_global_default(tracing_subscriber::registry().with(export.layer()))
+            .context("installing the tracing subscriber")?;
+    }
     let database = var("PANTO_SERVICE_DATABASE_URL")?;
     let listen = std::env::var("PANTO_SERVICE_LISTEN").unwrap_or_else(|_| "127.0.0.1:8080".to_owned());
     let style = std::env::var("PANTO_SERVICE_API_STYLE").unwrap_or_else(|_| "anthropic-messages".to_owned());
@@ -50,6 +66,32 @@ async fn main() -> Result<()> {
         .with_context(|| format!("listening on {listen}"))?;
     println!("listening on http://{}", listener.local_addr()?);
     std::io::stdout().flush()?;
-    axum::serve(listener, router(service)).await?;
+    axum::serve(listener, router(service))
+        .with_graceful_shutdown(stopped())
+        .await?;
+    if let Some(export) = export {
+        // Blocking, on a thread of its own: the exporters send on this runtime meanwhile.
+        let flushed = tokio::task::spawn_blocking(move || export.shutdown(FLUSH_TIMEOUT)).await?;
+        if !flushed {
+            eprintln!("warning: not every span and metric reached the OpenTelemetry collector");
+        }
+    }
     Ok(())
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+async fn stopped() {
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let term = async {
+        match terminate.as_mut() {
+            Some(signal) => {
+                signal.recv().await;
+            }
+            None => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
 }

@@ -40,7 +40,9 @@ pub(crate) async fn prompt(
     let (events, mut received) = mpsc::channel::<Result<Event, Error>>(BUFFERED_EVENTS);
     // The turn runs on its own task, so that it is driven while the response streams. A client
     // that goes away closes the channel; the turn's stream is then dropped, which cancels it.
-    tokio::spawn(async move {
+    // The turn's spans are children of this request's span, on the task too.
+    let request_span = tracing::Span::current();
+    let turn = async move {
         let mut stream = agent.run(UserMessage::text(prompt.text));
         loop {
             let next = stream.next().await;
@@ -54,7 +56,8 @@ pub(crate) async fn prompt(
                 break;
             }
         }
-    });
+    };
+    tokio::spawn(tracing::Instrument::instrument(turn, request_span));
 
     // The first outcome decides the status: a session another instance writes is refused with
     // 409 before any event is sent (its first write, the user message, is what finds out).

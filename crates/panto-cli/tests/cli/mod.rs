@@ -9,6 +9,7 @@ mod hooks;
 mod images;
 mod log;
 mod markdown;
+mod otel;
 mod postgres;
 mod print_text;
 mod print_tools;
