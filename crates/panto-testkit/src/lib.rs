@@ -47,6 +47,7 @@ mod error;
 mod events;
 mod fixture;
 mod http;
+pub mod mcp;
 pub mod postgres;
 mod recorded;
 mod reply;
