@@ -52,7 +52,11 @@ async fn a_start_slower_than_the_timeout_is_a_warning_and_its_process_is_killed(
     );
     let pids = pids(&pid_file);
     assert_eq!(pids.len(), 1);
-    assert!(eventually(|| !exists(pids[0])), "the slow server {} is gone", pids[0]);
+    assert!(
+        eventually_async(|| !exists(pids[0])).await,
+        "the slow server {} is gone",
+        pids[0]
+    );
 }
 
 #[tokio::test]
@@ -86,7 +90,10 @@ async fn a_crash_mid_call_is_an_error_naming_the_server_and_the_next_call_restar
     assert_eq!(source.status().await, ServerStatus::Running);
     let pids = pids(&pid_file);
     assert_eq!(pids.len(), 2, "restarted once: {pids:?}");
-    assert!(eventually(|| !exists(pids[0])), "the crashed server was reaped");
+    assert!(
+        eventually_async(|| !exists(pids[0])).await,
+        "the crashed server was reaped"
+    );
 }
 
 #[tokio::test]

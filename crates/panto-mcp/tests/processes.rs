@@ -24,7 +24,10 @@ async fn dropping_the_source_kills_the_server_and_its_children() {
     assert!(pids.iter().all(|&p| exists(p)));
     drop(source);
     for pid in pids {
-        assert!(eventually(|| !exists(pid)), "process {pid} is gone (killed and reaped)");
+        assert!(
+            eventually_async(|| !exists(pid)).await,
+            "process {pid} is gone (killed and reaped)"
+        );
     }
 }
 
@@ -35,7 +38,7 @@ async fn shutdown_kills_the_server_and_a_later_call_starts_it_again() {
     let source = start("stopped", fault(&["--pid-file", pid_file.to_str().unwrap()])).await;
     source.shutdown().await;
     let first = pids(&pid_file)[0];
-    assert!(eventually(|| !exists(first)), "server {first} is gone");
+    assert!(eventually_async(|| !exists(first)).await, "server {first} is gone");
     assert_eq!(text(&call(&source, "echo", json!({"text": "again"})).await), "again");
     assert_eq!(pids(&pid_file).len(), 2);
 }

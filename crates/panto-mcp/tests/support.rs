@@ -63,9 +63,25 @@ pub fn pids(file: &Path) -> Vec<i32> {
         .collect()
 }
 
-/// Whether process `pid` exists at all (a zombie counts: it was not reaped).
+/// Whether process `pid` still runs, or is a zombie this process has not reaped. A zombie of
+/// another parent (the server of a SIGKILLed child test, reparented to an init that may not
+/// reap) has stopped and is not ours to reap.
 pub fn exists(pid: i32) -> bool {
-    Path::new(&format!("/proc/{pid}")).exists()
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // `pid (comm) state ppid ...`; comm may hold spaces and parentheses.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest)
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    let (state, ppid) = (
+        fields.first().copied(),
+        fields.get(1).and_then(|p| p.parse::<u32>().ok()),
+    );
+    !(state == Some("Z") && ppid != Some(std::process::id()))
 }
 
 /// Waits (up to 10 s) until `done` holds; returns whether it did. For effects of other processes
