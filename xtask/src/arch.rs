@@ -35,6 +35,7 @@ const RULES: &[Rule] = &[
             "crates/panto-cli/src",
             "crates/panto-testkit/src",
             "crates/panto-tools/src",
+            "crates/panto-mcp/src",
         ],
         forbidden: &["unsafe ", "unsafe{", "allow(unsafe_code)"],
         allowed: &[CHILD_MODULE],
@@ -47,6 +48,7 @@ const RULES: &[Rule] = &[
             "crates/panto-store-fs/src",
             "crates/panto-store-postgres/src",
             "crates/panto-ffi/src",
+            "crates/panto-mcp/src",
         ],
         forbidden: &[
             "println!",
@@ -90,6 +92,15 @@ const RULES: &[Rule] = &[
         bins: true,
     },
     Rule {
+        // The child-process module puts a server in its own process group, kills the group on
+        // drop and arms PR_SET_PDEATHSIG; a process started any other way could outlive panto.
+        invariant: "MCP servers are started only through panto-tools' child-process module",
+        dirs: &["crates/panto-mcp/src"],
+        forbidden: &[".spawn()", "TokioChildProcess", "kill_on_drop"],
+        allowed: &[],
+        bins: false,
+    },
+    Rule {
         // `Session::create`, `Session::resolve` and `Session::latest` bind a session to the
         // store it was asked of; a session built by hand elsewhere can be bound to another one
         // (a wrapper store handing out its inner store's sessions writes past the wrapper).
@@ -120,6 +131,7 @@ const LINTED_CRATES: &[&str] = &[
     "crates/panto-store-fs",
     "crates/panto-cli",
     "crates/panto-testkit",
+    "crates/panto-mcp",
     "examples/service",
 ];
 

@@ -34,6 +34,7 @@ const BENCHES: &[(&str, &[&str])] = &[
     ("panto-cli", &["process"]),
     ("panto-service-example", &["fleet"]),
     ("panto-tools", &["grep"]),
+    ("panto-mcp", &["mcp"]),
 ];
 
 const BENCH_USAGE: &str = "usage: cargo xtask bench [--cold] [--only <bench>...]
@@ -41,7 +42,7 @@ const BENCH_USAGE: &str = "usage: cargo xtask bench [--cold] [--only <bench>...]
 
 bench:       build the default data sets if needed, run every bench, print the targets table
   --cold     list and resolve with the page cache dropped before each iteration (root only)
-  --only B   run only bench B (sse, turn, cache, append, list, load, process, grep, fleet); repeatable; the
+  --only B   run only bench B (sse, turn, cache, append, list, load, process, grep, mcp, fleet); repeatable; the
              table still shows every target, from the latest results on disk
              (fleet: PANTO_FLEET_SIZES=100,1000 and PANTO_FLEET_STORES=jsonl|postgres narrow it)
 bench-data:  build the data sets under target/bench-data (about 1.3 GB)
@@ -362,6 +363,26 @@ pub(crate) fn library_rows(r: &Results) -> Vec<Row> {
         Bound::AtMost,
         2.0,
         "ratio of medians, rg run as a process on the same tree",
+    ));
+
+    // MCP over stdio: panto's share of a tool call's round trip, and parallel start-up.
+    rows.push(row(
+        "MCP stdio call: panto overhead p50",
+        r.fact("mcp-call/panto", "overhead_p50_us").map(|us| us / 1000.0),
+        "ms",
+        Bound::AtMost,
+        1.0,
+        "p50 through McpSource minus p50 of the same call by hand",
+    ));
+    rows.push(row(
+        "MCP start: 5 servers / 1",
+        r.median_ns("mcp-start/5")
+            .zip(r.median_ns("mcp-start/1"))
+            .map(|(five, one)| five / one),
+        "×",
+        Bound::Info,
+        0.0,
+        "ratio of medians; 5 would be one after another",
     ));
 
     let agent = r.median_ns("turn/agent-100k-deltas");

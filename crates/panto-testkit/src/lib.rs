@@ -50,6 +50,7 @@ mod fixture;
 mod h2c;
 mod http;
 pub mod otlp;
+pub mod mcp;
 pub mod postgres;
 mod recorded;
 mod reply;
