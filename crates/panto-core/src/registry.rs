@@ -108,6 +108,21 @@ fn shorten(wire: &str) -> String {
     format!("{}-{hash:08x}", &wire[..cut])
 }
 
+/// The wire name of `decl` from source `source`, the declaration under it, and the source's own
+/// name for the tool.
+fn wire_decl(source: &str, decl: ToolDecl) -> (String, ToolDecl, String) {
+    let mut wire = encode_source_name(source, &decl.name);
+    if wire.len() > MAX_WIRE_NAME {
+        wire = shorten(&wire);
+    }
+    let original = decl.name.clone();
+    let wire_decl = ToolDecl {
+        name: wire.clone(),
+        ..decl
+    };
+    (wire, wire_decl, original)
+}
+
 /// What a wire name calls.
 #[derive(Clone)]
 pub(crate) enum Target {
@@ -125,12 +140,21 @@ struct Entry {
     source: Option<String>,
 }
 
+/// A registered source and the [`ToolSource::generation`] its entries were read at.
+#[derive(Clone)]
+struct SourceState {
+    source: Arc<dyn ToolSource>,
+    generation: u64,
+}
+
 /// The tools an agent offers, by wire name.
 #[derive(Default, Clone)]
 pub(crate) struct ToolRegistry {
     entries: BTreeMap<String, Entry>,
     /// Registration order, so the manifest sent to the model is stable.
     order: Vec<String>,
+    /// The registered sources by name, to re-read their tools when their generation moves.
+    sources: BTreeMap<String, SourceState>,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -161,23 +185,22 @@ impl ToolRegistry {
                 reason: "a tool source needs a non-empty name".into(),
             });
         }
+        if self.sources.contains_key(&source_name) {
+            return Err(Error::InvalidTool {
+                name: source_name,
+                reason: "a tool source with this name is already registered".into(),
+            });
+        }
+        let generation = source.generation();
         let mut staged = Vec::new();
         for decl in source.tools() {
-            let mut wire = encode_source_name(&source_name, &decl.name);
-            if wire.len() > MAX_WIRE_NAME {
-                wire = shorten(&wire);
-            }
+            let (wire, wire_decl, original) = wire_decl(&source_name, decl);
             if self.entries.contains_key(&wire) || staged.iter().any(|(w, _, _): &(String, _, _)| *w == wire) {
                 return Err(Error::InvalidTool {
-                    name: decl.name,
+                    name: original,
                     reason: format!("wire name {wire:?} is already registered"),
                 });
             }
-            let original = decl.name.clone();
-            let wire_decl = ToolDecl {
-                name: wire.clone(),
-                ..decl
-            };
             staged.push((wire, wire_decl, original));
         }
         // All or nothing: a clash in the middle of a source registers none of it.
@@ -188,7 +211,66 @@ impl ToolRegistry {
                 Some(source_name.clone()),
             )?;
         }
+        self.sources.insert(source_name, SourceState { source, generation });
         Ok(())
+    }
+
+    /// Re-reads the tools of every source whose [`ToolSource::generation`] moved since they were
+    /// last read. The source's tools take the place its first tool held in the order (at the end
+    /// when it had none), in the source's own order, so the manifest before and after them is
+    /// unchanged and a provider's prompt cache still holds for that prefix. A new tool whose wire
+    /// name clashes with a tool of another owner is left out, since the source was accepted
+    /// whole at registration and one clash must not take its other tools away.
+    pub fn refresh_sources(&mut self) {
+        let moved: Vec<String> = self
+            .sources
+            .iter()
+            .filter(|(_, state)| state.source.generation() != state.generation)
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in moved {
+            self.refresh_source(&name);
+        }
+    }
+
+    fn refresh_source(&mut self, name: &str) {
+        let Some(state) = self.sources.get_mut(name) else { return };
+        // Read the generation first: a change during `tools()` then shows at the next refresh.
+        state.generation = state.source.generation();
+        let source = state.source.clone();
+        let at = self
+            .order
+            .iter()
+            .position(|w| self.entries.get(w).and_then(|e| e.source.as_deref()) == Some(name))
+            .unwrap_or(self.order.len());
+        self.entries.retain(|_, e| e.source.as_deref() != Some(name));
+        let before: Vec<String> = self.order[..at]
+            .iter()
+            .filter(|w| self.entries.contains_key(*w))
+            .cloned()
+            .collect();
+        let after: Vec<String> = self.order[at..]
+            .iter()
+            .filter(|w| self.entries.contains_key(*w))
+            .cloned()
+            .collect();
+        let mut fresh = Vec::new();
+        for decl in source.tools() {
+            let (wire, wire_decl, original) = wire_decl(name, decl);
+            if self.entries.contains_key(&wire) {
+                continue;
+            }
+            fresh.push(wire.clone());
+            self.entries.insert(
+                wire,
+                Entry {
+                    decl: wire_decl,
+                    target: Target::Source(source.clone(), original),
+                    source: Some(name.to_owned()),
+                },
+            );
+        }
+        self.order = before.into_iter().chain(fresh).chain(after).collect();
     }
 
     fn insert(&mut self, decl: ToolDecl, target: Target, source: Option<String>) -> Result<()> {
@@ -207,10 +289,11 @@ impl ToolRegistry {
     /// whether anything was removed.
     pub fn unregister(&mut self, name: &str) -> bool {
         let before = self.entries.len();
+        let had_source = self.sources.remove(name).is_some();
         self.entries
             .retain(|wire, e| wire != name && e.source.as_deref() != Some(name));
         self.order.retain(|w| self.entries.contains_key(w));
-        self.entries.len() != before
+        self.entries.len() != before || had_source
     }
 
     /// What `wire` calls, and the name to report for it.

@@ -140,4 +140,12 @@ pub trait ToolSource: Send + Sync {
 
     /// Runs one call; `call.name` is the source's own name for the tool.
     async fn call(&self, call: ToolCall) -> Result<ToolCallResult, ToolError>;
+
+    /// A number that changes whenever [`tools`](ToolSource::tools) would answer differently (an
+    /// MCP server's `notifications/tools/list_changed`, say). The agent compares it before each
+    /// request to the model and re-reads the tools when it moved; a source whose tools never
+    /// change keeps the default, 0. Reading it must be cheap (an atomic load).
+    fn generation(&self) -> u64 {
+        0
+    }
 }

@@ -324,6 +324,69 @@ async fn source_tools_get_encoded_wire_names_and_decode_on_call() {
     assert!(matches!(err, Error::InvalidTool { .. }), "{err}");
 }
 
+/// A source whose tool list grows when its tool is called, as an MCP server's does after
+/// `notifications/tools/list_changed`.
+struct GrowingSource {
+    tools: std::sync::Mutex<Vec<&'static str>>,
+    generation: std::sync::atomic::AtomicU64,
+}
+
+#[async_trait::async_trait]
+impl panto_core::ToolSource for GrowingSource {
+    fn name(&self) -> &str {
+        "srv"
+    }
+    fn tools(&self) -> Vec<panto_core::ToolDecl> {
+        let names = self.tools.lock().unwrap().clone();
+        names
+            .into_iter()
+            .map(|name| panto_core::ToolDecl {
+                name: name.into(),
+                description: format!("{name} tool"),
+                input_schema: serde_json::json!({"type": "object"}),
+            })
+            .collect()
+    }
+    async fn call(&self, _call: panto_core::ToolCall) -> Result<panto_core::ToolCallResult, panto_core::ToolError> {
+        self.tools.lock().unwrap().insert(1, "added");
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        Ok(panto_core::ToolCallResult::text("grew"))
+    }
+    fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+}
+
+#[tokio::test]
+async fn a_source_whose_generation_moves_is_re_read_before_the_next_step_in_a_stable_place() {
+    let style = ApiStyle::AnthropicMessages;
+    let server = MockServer::start().await;
+    let mut agent = agent(style, &server);
+    agent.register_tool(Arc::new(Echo)).unwrap();
+    agent
+        .register_tool_source(Arc::new(GrowingSource {
+            tools: std::sync::Mutex::new(vec!["first", "last"]),
+            generation: 0.into(),
+        }))
+        .unwrap();
+    server.push(Reply::sse(tool_calls(style, &[("g1", "srv__first", "{}")])));
+    server.push(Reply::sse(text(style, "done")));
+    collect(&mut agent, "grow").await.unwrap();
+    let offered = |n: usize| -> Vec<String> {
+        body(&server.requests(), n)["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(offered(0), ["echo", "srv__first", "srv__last"]);
+    // The second request of the same turn offers the new tool in the source's order, after the
+    // tools registered before the source.
+    assert_eq!(offered(1), ["echo", "srv__first", "srv__added", "srv__last"]);
+    assert_eq!(agent.tools().len(), 4);
+}
+
 struct BadName;
 
 #[async_trait::async_trait]

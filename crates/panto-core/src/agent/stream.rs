@@ -233,6 +233,9 @@ impl<'a> Stream<'a> {
                     return Ok(Some(event));
                 }
                 let system = self.agent.conversation.effective_system_blocks();
+                // A source's tools may have changed since the last step (an MCP server's
+                // list_changed); each request offers the current ones.
+                self.agent.registry.refresh_sources();
                 let tools = self.agent.registry.decls();
                 let request = ProviderRequest {
                     config: &self.agent.config.provider,
