@@ -234,7 +234,9 @@ impl ToolRegistry {
     }
 
     fn refresh_source(&mut self, name: &str) {
-        let Some(state) = self.sources.get_mut(name) else { return };
+        let Some(state) = self.sources.get_mut(name) else {
+            return;
+        };
         // Read the generation first: a change during `tools()` then shows at the next refresh.
         state.generation = state.source.generation();
         let source = state.source.clone();

@@ -48,6 +48,7 @@ mod error;
 mod events;
 mod fixture;
 mod http;
+pub mod mcp;
 pub mod postgres;
 pub mod real_mcp;
 mod recorded;

@@ -157,16 +157,7 @@ fn render(stdout: &Captured, stderr: &Captured, ending: &str, cap: usize, notes:
     let mut out = String::new();
     let mut shown = 0usize;
     let out_text = String::from_utf8_lossy(&stdout.head);
-    let take = |text: &str, room: usize| -> String {
-        if text.len() <= room {
-            return text.to_owned();
-        }
-        let mut end = room;
-        while end > 0 && !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text[..end].to_owned()
-    };
+    let take = |text: &str, room: usize| -> String { crate::cut_at(text, room).to_owned() };
     let part = take(&out_text, cap);
     shown += part.len();
     out.push_str(&part);

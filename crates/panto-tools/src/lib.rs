@@ -276,6 +276,19 @@ fn parse_input<T: DeserializeOwned>(tool: ToolName, input: &serde_json::Value) -
     serde_json::from_value(input.clone()).map_err(|e| format!("invalid arguments for {tool}: {e}").into())
 }
 
+/// The longest prefix of `text` of at most `max_bytes` bytes that ends on a character boundary:
+/// how every tool's output cap (bash's, MCP results') cuts text.
+pub fn cut_at(text: &str, max_bytes: usize) -> &str {
+    if text.len() <= max_bytes {
+        return text;
+    }
+    let mut end = max_bytes;
+    while end > 0 && !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
+}
+
 /// A short one-line rendering of `text` for approval prompts and summaries.
 pub fn one_line(text: &str, max_chars: usize) -> String {
     let first = text.lines().next().unwrap_or("");

@@ -1,0 +1,157 @@
+//! Starting one connection to a server: the child process or the HTTP transport, the MCP
+//! initialization (protocol version negotiated by rmcp), and the client side's handler, which
+//! refreshes the tool list on `notifications/tools/list_changed`.
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::{Arc, Weak};
+
+use panto_tools::{ChildSetup, GroupChild, SandboxConfig};
+use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
+use rmcp::service::{NotificationContext, RoleClient, RunningService};
+use rmcp::transport::streamable_http_client::{StreamableHttpClientTransport, StreamableHttpClientTransportConfig};
+use rmcp::ClientHandler;
+
+use crate::config::{ServerConfig, TransportKind};
+use crate::details::ServerDetails;
+use crate::stderr::{self, StderrTail};
+use crate::tools::ToolList;
+
+/// One live session with a server. Dropping it ends the session and kills a stdio server's
+/// whole process group.
+pub(crate) struct Connection {
+    pub service: RunningService<RoleClient, Handler>,
+    /// Kept only to be dropped with the connection: its drop kills the group.
+    _child: Option<GroupChild>,
+}
+
+impl Connection {
+    /// Whether the session has ended (the server exited, closed its output or the HTTP
+    /// transport failed for good).
+    pub fn is_closed(&self) -> bool {
+        self.service.is_closed() || self.service.peer().is_transport_closed()
+    }
+}
+
+/// The client side of the session: says who panto is, and re-lists the tools when the server
+/// says they changed.
+#[derive(Clone)]
+pub(crate) struct Handler {
+    pub tools: Weak<ToolList>,
+}
+
+impl ClientHandler for Handler {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("panto", env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        let Some(tools) = self.tools.upgrade() else { return };
+        // rmcp runs each notification handler on its own task, so this may wait on a request.
+        let _refreshing = tools.refreshing.lock().await;
+        if let Ok(listed) = context.peer.list_all_tools().await {
+            tools.replace(listed);
+        }
+    }
+}
+
+/// Why a start failed, before the server's name and stderr tail are added.
+pub(crate) type StartFailure = String;
+
+/// Connects to the server of `config` (validated), initializes the session and lists its tools
+/// into `tools`. Standard error of a stdio server goes to `tail` and the configured log.
+pub(crate) async fn connect(
+    config: &ServerConfig,
+    bearer_token: Option<&str>,
+    tools: &Arc<ToolList>,
+    tail: &Arc<StderrTail>,
+) -> Result<(Connection, ServerDetails), StartFailure> {
+    let handler = Handler {
+        tools: Arc::downgrade(tools),
+    };
+    let (service, child) = match config.transport()? {
+        TransportKind::Stdio => {
+            let (mut child, log) = spawn(config).await?;
+            let process = child.child();
+            let (Some(stdout), Some(stdin), Some(stderr)) =
+                (process.stdout.take(), process.stdin.take(), process.stderr.take())
+            else {
+                return Err("the child's pipes were not set up".into());
+            };
+            stderr::pump(stderr, log, tail.clone());
+            let service = rmcp::serve_client(handler, (stdout, stdin))
+                .await
+                .map_err(|e| format!("the MCP initialization failed: {e}"))?;
+            (service, Some(child))
+        }
+        TransportKind::Http => {
+            let transport = http_transport(config, bearer_token)?;
+            let service = rmcp::serve_client(handler, transport)
+                .await
+                .map_err(|e| format!("the MCP initialization failed: {e}"))?;
+            (service, None)
+        }
+    };
+    let details = ServerDetails::from_peer(service.peer());
+    let listed = service
+        .peer()
+        .list_all_tools()
+        .await
+        .map_err(|e| format!("listing its tools failed: {e}"))?;
+    tools.replace(listed);
+    Ok((Connection { service, _child: child }, details))
+}
+
+/// Starts a stdio server through the audited child-process module: its own process group,
+/// killed with the group when the connection drops, and by the kernel when panto dies.
+async fn spawn(config: &ServerConfig) -> Result<(GroupChild, Option<tokio::fs::File>), StartFailure> {
+    let program = config.command.as_deref().unwrap_or_default();
+    let log = match &config.stderr_log {
+        Some(path) => Some(
+            stderr::open_log(path)
+                .await
+                .map_err(|e| format!("cannot open its stderr log {}: {e}", path.display()))?,
+        ),
+        None => None,
+    };
+    let mut command = std::process::Command::new(program);
+    command
+        .args(&config.args)
+        .envs(&config.env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(cwd) = &config.cwd {
+        command.current_dir(cwd);
+    }
+    let setup = ChildSetup::new(SandboxConfig::off());
+    let child = panto_tools::spawn(command, &setup)
+        .map_err(|e| format!("cannot run {program:?}: {}", panto_tools::explain_spawn_error(&e)))?;
+    Ok((child, log))
+}
+
+/// The streamable HTTP transport with the configured headers and bearer token.
+fn http_transport(
+    config: &ServerConfig,
+    bearer_token: Option<&str>,
+) -> Result<StreamableHttpClientTransport<crate::http::HttpClient>, StartFailure> {
+    let url = config.url.as_deref().unwrap_or_default();
+    let mut headers = HashMap::new();
+    for (name, value) in &config.headers {
+        let header = http::HeaderName::try_from(name.as_str())
+            .map_err(|_| format!("`headers`: {name:?} is not a valid header name"))?;
+        // The value is not quoted back: it may hold a credential.
+        let value = http::HeaderValue::try_from(value.as_str())
+            .map_err(|_| format!("`headers`: the value of {name:?} is not a valid header value"))?;
+        headers.insert(header, value);
+    }
+    let mut transport = StreamableHttpClientTransportConfig::with_uri(url).custom_headers(headers);
+    if let Some(token) = bearer_token {
+        transport = transport.auth_header(token);
+    }
+    let client = crate::http::HttpClient::new().map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+    Ok(StreamableHttpClientTransport::with_client(client, transport))
+}

@@ -1,0 +1,7 @@
+//! panto-mcp against `mcp-fault-server` (panto-testkit): one integration-test binary.
+
+mod agent;
+mod basics;
+mod faults;
+mod processes;
+mod support;
