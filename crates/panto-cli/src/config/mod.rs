@@ -9,6 +9,7 @@
 mod agent;
 mod aliases;
 pub mod file;
+mod mcp;
 mod model;
 mod paths;
 mod providers;
@@ -24,6 +25,7 @@ use panto_core::{CompactionConfig, RetryConfig};
 
 pub use agent::PromptSource;
 pub use aliases::ModelAlias;
+pub use mcp::McpServer;
 pub use model::Selection;
 pub use paths::Env;
 pub use providers::{default_context_window, default_model_for, Key, Provider};
@@ -65,6 +67,8 @@ pub struct Settings {
     pub max_image_dimension: u32,
     /// Tools.
     pub tools: ToolSettings,
+    /// MCP servers, in file order (disabled ones included: `panto mcp list` shows them).
+    pub mcp_servers: Vec<McpServer>,
     /// What the user should know about the configuration (printed once at start-up).
     pub warnings: Vec<String>,
 }
@@ -144,7 +148,8 @@ fn resolve(file: FileConfig, path: Option<PathBuf>, text: &str, env: &Env) -> Re
     let retry = agent::retry(&file.retry, &source)?;
     let compaction = agent::compaction(&file.compaction, &source)?;
     let limits = agent::limits(&file, &source)?;
-    let tools = tools::resolve(&file.tools, env, &base_dir, &source)?;
+    let mcp_servers = mcp::resolve(&file.mcp, env, &base_dir, &source)?;
+    let tools = tools::resolve(&file.tools, &mcp_servers, env, &base_dir, &source)?;
     let (session_dir, store_url) = sessions::resolve(&file, env, &base_dir, &source)?;
 
     Ok(Settings {
@@ -162,6 +167,7 @@ fn resolve(file: FileConfig, path: Option<PathBuf>, text: &str, env: &Env) -> Re
         idle_timeout: limits.idle_timeout,
         max_image_dimension: limits.max_image_dimension,
         tools,
+        mcp_servers,
         warnings: Vec::new(),
     })
 }
@@ -370,6 +376,8 @@ model = "a"
             [("x-team".to_owned(), "platform".to_owned())]
         );
         assert_eq!(s.store_url.as_deref(), Some("postgres://panto@db.internal/panto"));
+        let git = &s.mcp_servers[0];
+        assert_eq!((git.name.as_str(), git.config.command.as_deref()), ("git", Some("mcp-server-git")));
     }
 
     #[test]

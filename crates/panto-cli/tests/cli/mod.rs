@@ -7,6 +7,7 @@ mod escapes;
 mod formats;
 mod images;
 mod markdown;
+mod mcp;
 mod postgres;
 mod print_text;
 mod print_tools;
