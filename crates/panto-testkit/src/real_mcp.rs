@@ -38,27 +38,35 @@ pub fn dir() -> PathBuf {
 /// # Panics
 /// When it is not installed, with what to run.
 pub fn everything() -> PathBuf {
+    locate_everything().unwrap_or_else(|why| panic!("{why}"))
+}
+
+/// [`everything`], or what to run when it is missing.
+pub fn locate_everything() -> Result<PathBuf, String> {
     installed(
         &dir().join("npm/node_modules/.bin/mcp-server-everything"),
         EVERYTHING_PACKAGE,
     )
 }
 
+/// The variable `cargo xtask ffi-test` passes the everything server's path to C and Go tests in.
+pub const EVERYTHING_ENV: &str = "PANTO_MCP_EVERYTHING";
+
 /// The `mcp-server-git` executable (stdio; `--repository PATH` confines it to one repository).
 ///
 /// # Panics
 /// When it is not installed, with what to run.
 pub fn git() -> PathBuf {
-    installed(&dir().join("venv/bin/mcp-server-git"), GIT_PACKAGE)
+    installed(&dir().join("venv/bin/mcp-server-git"), GIT_PACKAGE).unwrap_or_else(|why| panic!("{why}"))
 }
 
 /// `path` when it exists and the pinned version is the one installed (the stamp `cargo xtask
-/// mcp-servers` writes beside it); a panic saying what to run otherwise.
-fn installed(path: &Path, (package, version): (&str, &str)) -> PathBuf {
+/// mcp-servers` writes beside it); otherwise what to run.
+fn installed(path: &Path, (package, version): (&str, &str)) -> Result<PathBuf, String> {
     let stamp = stamp_file(package);
     let stamped = std::fs::read_to_string(&stamp).unwrap_or_default();
     if !path.exists() || stamped.trim() != version {
-        panic!(
+        return Err(format!(
             "the real MCP server {package} {version} is not installed at {} (found {}): run \
              `cargo xtask mcp-servers` (bash .ci/run does), or set {DIR_ENV} to where it is installed",
             path.display(),
@@ -67,9 +75,9 @@ fn installed(path: &Path, (package, version): (&str, &str)) -> PathBuf {
             } else {
                 "nothing".to_owned()
             },
-        );
+        ));
     }
-    path.to_path_buf()
+    Ok(path.to_path_buf())
 }
 
 /// Where the installed version of `package` is recorded.
