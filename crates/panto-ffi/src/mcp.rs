@@ -147,7 +147,10 @@ pub unsafe extern "C" fn panto_agent_add_mcp_servers(
                             }
                         }
                     }
-                    return Err(Failure::new(PANTO_ERR_TOOL, format!("MCP server `{}`: {e}", source.name())));
+                    return Err(Failure::new(
+                        PANTO_ERR_TOOL,
+                        format!("MCP server `{}`: {e}", source.name()),
+                    ));
                 }
             }
             Ok(())
@@ -171,9 +174,17 @@ mod tests {
         let names: Vec<&str> = options.servers.0.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["zeta", "alpha"]);
         let e = parse(r#"{"servers": {"git": {"command": "x", "bearer_token": "T"}}}"#).unwrap_err();
-        assert!(e.message.contains("servers.git") && e.message.contains("bearer_token"), "{}", e.message);
+        assert!(
+            e.message.contains("servers.git") && e.message.contains("bearer_token"),
+            "{}",
+            e.message
+        );
         let e = parse(r#"{"servers": {"both": {"command": "x", "url": "http://h/mcp"}}}"#).unwrap_err();
-        assert!(e.message.contains("both") && e.message.contains("`command` and `url`"), "{}", e.message);
+        assert!(
+            e.message.contains("both") && e.message.contains("`command` and `url`"),
+            "{}",
+            e.message
+        );
         let e = parse(r#"{"servers": {}, "readonly": true}"#).unwrap_err();
         assert!(e.message.contains("readonly"), "{}", e.message);
     }

@@ -143,7 +143,11 @@ allowed_tools = ["echo", "get-*"]
             e.message
         );
         let e = load("[mcp]\nserver = {}\n").unwrap_err();
-        assert!(e.message.contains(":2:") && e.message.contains("server"), "{}", e.message);
+        assert!(
+            e.message.contains(":2:") && e.message.contains("server"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]
@@ -153,7 +157,10 @@ allowed_tools = ["echo", "get-*"]
                 "\n[mcp.servers.both]\ncommand = \"x\"\nurl = \"http://127.0.0.1/mcp\"\n",
                 "mcp.servers.both: `command` and `url` are both set",
             ),
-            ("\n[mcp.servers.none]\nenabled = true\n", "mcp.servers.none: neither `command`"),
+            (
+                "\n[mcp.servers.none]\nenabled = true\n",
+                "mcp.servers.none: neither `command`",
+            ),
             (
                 "\n[mcp.servers.glob]\ncommand = \"x\"\nallowed_tools = [\"[\"]\n",
                 "mcp.servers.glob: `allowed_tools[0]`",

@@ -377,7 +377,10 @@ model = "a"
         );
         assert_eq!(s.store_url.as_deref(), Some("postgres://panto@db.internal/panto"));
         let git = &s.mcp_servers[0];
-        assert_eq!((git.name.as_str(), git.config.command.as_deref()), ("git", Some("mcp-server-git")));
+        assert_eq!(
+            (git.name.as_str(), git.config.command.as_deref()),
+            ("git", Some("mcp-server-git"))
+        );
     }
 
     #[test]

@@ -25,7 +25,10 @@ pub async fn list_command(settings: &Settings) -> Result<ExitCode, Failure> {
     let gate = Arc::new(Gate::new(Approval::Auto, None, ""));
     let tools = McpTools::start(settings, &gate).await;
     for line in render(&tools, None).await {
-        println!("{}", crate::safe::for_stream(&line, std::io::IsTerminal::is_terminal(&std::io::stdout())));
+        println!(
+            "{}",
+            crate::safe::for_stream(&line, std::io::IsTerminal::is_terminal(&std::io::stdout()))
+        );
     }
     tools.shutdown().await;
     Ok(if tools.failed.is_empty() {

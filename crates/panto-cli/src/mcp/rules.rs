@@ -91,7 +91,10 @@ mod tests {
         assert!(offered.matches("git", "git_status"));
         let all = NameRule::parse("every__*", &servers).unwrap().unwrap();
         assert!(all.matches("every", "echo") && !all.matches("git", "git_log"));
-        assert!(NameRule::parse("bash(ls*)", &servers).is_none(), "built-in rules are not ours");
+        assert!(
+            NameRule::parse("bash(ls*)", &servers).is_none(),
+            "built-in rules are not ours"
+        );
         assert!(NameRule::parse("other__x", &servers).is_none());
         let e = NameRule::parse("git__git_log(*)", &servers).unwrap().unwrap_err();
         assert!(e.contains("name alone"), "{e}");

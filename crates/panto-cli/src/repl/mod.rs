@@ -24,12 +24,12 @@ use crate::attach::{self, Attachment};
 use crate::config::{Selection, Settings};
 use crate::cost::{cache_line, summary_line, thousands};
 use crate::exit::Failure;
+use crate::mcp::McpTools;
 use crate::render::Screen;
 use crate::sessions::{short_ids, table, RECENT};
 use crate::setup::{self, Launch, SessionChoice};
 use crate::store::OpenStore;
 use crate::terminal::TerminalAsker;
-use crate::mcp::McpTools;
 use crate::tools::{Approval, Gate, GatedTool, ToolName, Toolbox};
 use commands::{Command, Parsed};
 use helper::{join_continuations, PantoHelper, RecentIds};
@@ -671,16 +671,14 @@ impl Repl<'_> {
             Some(selection) => setup::ModelChoice::Keep(Box::new(selection)),
             None => setup::ModelChoice::Choose(None),
         };
-        let opened = self
-            .rt
-            .block_on(setup::open(
-                &self.settings,
-                &self.store,
-                &choice,
-                model,
-                &self.toolbox,
-                &self.mcp,
-            ));
+        let opened = self.rt.block_on(setup::open(
+            &self.settings,
+            &self.store,
+            &choice,
+            model,
+            &self.toolbox,
+            &self.mcp,
+        ));
         match opened {
             Ok(ready) => {
                 self.agent = ready.agent;

@@ -84,7 +84,12 @@ impl Gate {
     }
 
     /// [`Gate::check`] for any tool, built-in or from an MCP server.
-    pub async fn check_tool(&self, gated: &GatedTool<'_>, what: &str, cancel: &CancellationToken) -> Result<(), String> {
+    pub async fn check_tool(
+        &self,
+        gated: &GatedTool<'_>,
+        what: &str,
+        cancel: &CancellationToken,
+    ) -> Result<(), String> {
         if !needs_approval(gated) {
             return Ok(());
         }
@@ -119,7 +124,10 @@ impl Gate {
                 match answer {
                     Some(Answer::Yes) => Ok(()),
                     Some(Answer::Always) => {
-                        self.always.lock().unwrap_or_else(|e| e.into_inner()).insert(tool.to_owned());
+                        self.always
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .insert(tool.to_owned());
                         Ok(())
                     }
                     Some(Answer::No | Answer::Feedback) => Err(declined(tool, "the user declined this call")),

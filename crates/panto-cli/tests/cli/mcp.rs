@@ -26,7 +26,12 @@ fn everything_stdio() -> String {
 fn offered(request: &Value) -> Vec<String> {
     request["tools"]
         .as_array()
-        .map(|tools| tools.iter().map(|t| t["name"].as_str().unwrap_or("").to_owned()).collect())
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|t| t["name"].as_str().unwrap_or("").to_owned())
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -66,7 +71,11 @@ async fn a_tool_of_the_everything_server_over_stdio_reaches_the_model() {
     let log = home.home().join("state/panto/mcp/everything.log");
     let logged = std::fs::read_to_string(&log).unwrap_or_else(|e| panic!("{}: {e}", log.display()));
     assert!(logged.contains("Starting default (STDIO) server"), "{logged}");
-    assert!(!out.stderr.contains("STDIO"), "server stderr on the terminal: {}", out.stderr);
+    assert!(
+        !out.stderr.contains("STDIO"),
+        "server stderr on the terminal: {}",
+        out.stderr
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -114,7 +123,10 @@ async fn a_tool_of_mcp_server_git_reaches_the_model() {
     let requests = server.requests();
     let tools = offered(&body(&requests[0]));
     assert!(tools.contains(&"git__git_5fstatus".to_owned()), "{tools:?}");
-    assert!(!tools.contains(&"git__git_5fcommit".to_owned()), "read-only mode: {tools:?}");
+    assert!(
+        !tools.contains(&"git__git_5fcommit".to_owned()),
+        "read-only mode: {tools:?}"
+    );
     let result = last_message_text(&body(&requests[1]));
     assert!(result.contains("the-mango-commit"), "{result}");
 }
@@ -171,7 +183,9 @@ async fn a_server_that_does_not_start_is_a_warning_naming_it_and_its_stderr_and_
         "{}",
         out.stderr
     );
-    assert!(offered(&body(&server.requests()[0])).iter().all(|t| !t.starts_with("broken__")));
+    assert!(offered(&body(&server.requests()[0]))
+        .iter()
+        .all(|t| !t.starts_with("broken__")));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -191,7 +205,9 @@ async fn mcp_list_shows_each_server_its_status_and_tools_and_fails_when_one_does
         out.stdout
     );
     assert!(
-        lines.iter().any(|l| l.trim_start().starts_with("everything__echo ") && l.contains("read-only")),
+        lines
+            .iter()
+            .any(|l| l.trim_start().starts_with("everything__echo ") && l.contains("read-only")),
         "{}",
         out.stdout
     );
@@ -203,7 +219,10 @@ async fn mcp_list_shows_each_server_its_status_and_tools_and_fails_when_one_does
         out.stdout
     );
     let broken = lines.iter().find(|l| l.starts_with("broken  ")).expect(&out.stdout);
-    assert!(broken.contains("failed:") && broken.contains("no-such-thing"), "{broken}");
+    assert!(
+        broken.contains("failed:") && broken.contains("no-such-thing"),
+        "{broken}"
+    );
     let off = lines.iter().find(|l| l.starts_with("off  ")).expect(&out.stdout);
     assert!(off.contains("disabled"), "{off}");
 }
