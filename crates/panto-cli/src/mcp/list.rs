@@ -57,7 +57,9 @@ pub async fn render(tools: &McpTools, mode: Option<Approval>) -> Vec<String> {
             (None, None) => "not started".to_owned(),
         };
         lines.push(format!("{}  {}  {status}", server.name, transport(server)));
-        if let Some(log) = server.config.stderr_log.as_ref().filter(|_| failed.is_some()) {
+        // Only a stdio server has a standard error to log.
+        let stdio = server.config.command.is_some();
+        if let Some(log) = server.config.stderr_log.as_ref().filter(|_| failed.is_some() && stdio) {
             lines.push(format!("  its stderr: {}", log.display()));
         }
         if let Some((source, gated)) = started.and_then(|s| tools.gated_of(s.name()).map(|g| (s, g))) {
@@ -122,7 +124,7 @@ fn tool_lines(source: &McpSource, gated: &GatedSource, mode: Option<Approval>) -
             let summary = tool.description.split(". ").next().unwrap_or("").trim_end_matches('.');
             let summary: String = summary.lines().next().unwrap_or("").chars().take(100).collect();
             format!(
-                "  {:<width$}  {approval}  {summary}",
+                "  {:<width$}  {approval:<18}  {summary}",
                 offered_name(source.name(), &tool.name)
             )
         })
