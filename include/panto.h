@@ -761,6 +761,43 @@ const char *panto_event_tool_input_json(const struct panto_event *event);
 void panto_event_free(struct panto_event *event);
 
 /**
+ * Starts MCP servers and offers their tools to the agent as `<server>__<tool>` (see
+ * docs/mcp.md). `servers_json` is `{"servers": {"NAME": {...}, ...}, "read_only": false,
+ * "max_result_bytes": N}`; each server is an object with the keys of the CLI's
+ * `[mcp.servers.NAME]`: `command`, `args`, `env`, `cwd` (a stdio server) or `url`, `headers`,
+ * `bearer_token_env` (a streamable HTTP server), and `enabled`, `startup_timeout_secs`,
+ * `tool_timeout_secs`, `allowed_tools`, `denied_tools`, `stderr_log` (a file the server's
+ * standard error is appended to; without it, only the last lines are kept, for errors). The
+ * servers start in parallel and their tools are offered in the order written. `read_only`
+ * offers only tools annotated `readOnlyHint`. There is no approval question in the C ABI:
+ * every offered tool runs when the model calls it.
+ *
+ * A server that does not start is not an error: the others are added, and `*warnings_out`
+ * receives one line per server that did not start, naming it and quoting the end of its
+ * standard error. When every enabled server started, `*warnings_out` is NULL.
+ *
+ * Errors: `PANTO_ERR_NULL` (`agent`, `servers_json`), `PANTO_ERR_UTF8`, `PANTO_ERR_CONFIG` (the
+ * JSON does not parse or a server's configuration is wrong, naming the server and the field),
+ * `PANTO_ERR_TOOL` (a server of that name is already added, or a tool name clashes),
+ * `PANTO_ERR_BUSY`, `PANTO_ERR_STATE` (called from inside a tool callback). On error no server
+ * was added (servers that had started are stopped).
+ *
+ * Ownership: `servers_json` is borrowed for the call only. `*warnings_out` (may be NULL: the
+ * warnings are dropped) receives an owned string or NULL, freed with `panto_string_free`. The
+ * servers live as long as the agent: `panto_agent_free` stops them (a stdio server's whole
+ * process group is killed). Thread safety: callable from any thread; blocks while the servers
+ * start (each at most its `startup_timeout_secs`). Not callable from inside a tool callback.
+ *
+ * # Safety
+ * `agent` must be NULL or a live agent; `servers_json` NULL or a NUL-terminated string;
+ * `warnings_out` and `err` NULL or writable.
+ */
+int32_t panto_agent_add_mcp_servers(const struct panto_agent *agent,
+                                    const char *servers_json,
+                                    char **warnings_out,
+                                    struct panto_error **err);
+
+/**
  * Starts a turn: sends `text` as the user's message and streams the model's answer, running
  * tools as the model calls them, until the model ends its turn. Read the events with
  * `panto_run_next_event`.

@@ -19,8 +19,15 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use panto_testkit::real_mcp;
 
 use crate::mock::MockProcess;
+
+/// The everything MCP server the C and Go tests call a tool of (tests/c/mcp.c, the Go binding's
+/// MCP test), or what to run to install it.
+fn everything() -> Result<PathBuf> {
+    real_mcp::locate_everything().map_err(anyhow::Error::msg)
+}
 
 /// Programs in tests/c that other programs run, not the harness (the documented example needs a
 /// provider; `example_driver` gives it the mock).
@@ -129,6 +136,8 @@ pub(crate) fn c(root: &Path) -> Result<()> {
         "--errors-for-leak-kinds=definite",
         "--show-leak-kinds=definite",
         "--trace-children=yes",
+        // The real MCP servers (Node, Python) are not libpanto's memory to check.
+        "--trace-children-skip=*/env,*/node,*/python3*,*mcp-server-*",
     ];
     let scratch = out.join("scratch");
     for (name, exe) in plain.iter().filter(|(n, _)| !DRIVEN.contains(&n.as_str())) {
@@ -348,6 +357,7 @@ fn run_program(
     };
     cmd.env("PANTO_MOCK_URL", mock.url())
         .env("PANTO_TEST_TMP", &tmp)
+        .env(real_mcp::EVERYTHING_ENV, everything()?)
         .envs(env.iter().copied());
     let line = format!("{cmd:?}");
     let mut child = cmd.spawn().with_context(|| format!("could not start {line}"))?;
@@ -415,6 +425,7 @@ pub(crate) fn installed(root: &Path, prefix: &Path) -> Result<()> {
             .env("GOPROXY", "off")
             .env("GOTOOLCHAIN", "local")
             .env("GOFLAGS", "-mod=mod")
+            .env(real_mcp::EVERYTHING_ENV, everything()?)
             .env_remove("PANTO_MOCK_URL"),
     )?;
     println!(
@@ -445,6 +456,7 @@ pub(crate) fn go(root: &Path) -> Result<()> {
             .env("GOTOOLCHAIN", "local")
             .env("GOFLAGS", "-mod=mod")
             .env("PKG_CONFIG_PATH", &pkgconfig)
+            .env(real_mcp::EVERYTHING_ENV, everything()?)
             .env_remove("PANTO_MOCK_URL")
             .envs(env.iter().copied());
         crate::run(&mut cmd)

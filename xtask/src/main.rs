@@ -10,6 +10,7 @@
 //! - `dist`, `install`: the release tree (binary, libpanto, header, pkg-config, man page,
 //!   completions) as a tarball, or installed into a prefix.
 //! - `fuzz`: run a fuzz target of `fuzz/` for a while.
+//! - `mcp-servers`: install the real MCP servers the tests use, from npm and PyPI, pinned.
 
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
@@ -21,6 +22,7 @@ mod dist;
 mod examples;
 mod ffi_tests;
 mod fuzz;
+mod mcp_servers;
 mod mock;
 mod pkgconfig;
 mod postgres;
@@ -48,6 +50,7 @@ fn main() -> Result<()> {
         Some("codegen") => codegen::main(&root, &args[1..]),
         Some("ffi-test") => ffi_tests::main(&root, &args[1..]),
         Some("fuzz") => fuzz::fuzz(&root, &args[1..]),
+        Some("mcp-servers") => mcp_servers::main(&root, &args[1..]),
         Some("postgres") => postgres::run(&root, &args[1..]),
         Some("sdk-check") => sdk_check::run(&root),
         Some(other) => bail!("unknown task {other:?}\n\n{USAGE}"),
@@ -74,6 +77,7 @@ tasks:
   ffi-test   libpanto from C (plain, valgrind, ASan) and Go (also GOGC=1, -race); `c` or `go` alone;
              `installed PREFIX`: C and Go against an installed tree
   fuzz       fuzz TARGET SECONDS: sse_parser or jsonl_loader (cargo-fuzz on nightly, else a driver)
+  mcp-servers install the real MCP servers the tests use (npm and pip, pinned; bash .ci/run does)
   postgres   a throwaway PostgreSQL (prints PANTO_PG_URL; or -- CMD… runs CMD with it set)
   sdk-check  validate the mock LLM server against the official anthropic/openai Python SDKs";
 

@@ -574,5 +574,50 @@ func TestSteerAndFollowUp(t *testing.T) {
 	}
 	if err := run.Steer("too late"); !HasCode(err, CodeState) {
 		t.Errorf("a steer after the end gave %v", err)
+// TestMCPServers calls a tool of a real MCP server (the everything server, installed by `cargo
+// xtask mcp-servers`; `cargo xtask ffi-test go` passes its path in PANTO_MCP_EVERYTHING): its
+// real answer reaches the model, and a server that does not start is a warning naming it.
+func TestMCPServers(t *testing.T) {
+	everything := os.Getenv("PANTO_MCP_EVERYTHING")
+	if everything == "" {
+		t.Fatal("PANTO_MCP_EVERYTHING is not set: run this through `cargo xtask ffi-test go`, after " +
+			"`cargo xtask mcp-servers` installed the real MCP servers")
+	}
+	agent := fixture(t)
+	push(t, `[{"builder": {"name": "anthropic_tool_uses", "args": {"calls": [
+			{"id": "toolu_m1", "name": "everything__get-sum", "input": {"a": 4000, "b": 2}}]}}},
+		{"builder": {"name": "anthropic_text", "args": {"text": "Summed."}}}]`)
+	if _, err := agent.AddMCPServers(MCPOptions{Servers: []MCPServer{{Name: "x", URL: "ftp://nowhere"}}}); !HasCode(err, CodeConfig) ||
+		!strings.Contains(err.Error(), "not an http") {
+		t.Errorf("a bad url gave %v", err)
+	}
+	warnings, err := agent.AddMCPServers(MCPOptions{Servers: []MCPServer{
+		{Name: "everything", Command: everything, Args: []string{"stdio"}},
+		{Name: "broken", Command: "/bin/sh", Args: []string{"-c", "echo go-side-boom >&2; exit 3"}},
+		{Name: "off", Command: "never-run", Disabled: true},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "MCP server `broken`") || !strings.Contains(warnings[0], "go-side-boom") {
+		t.Errorf("warnings %q", warnings)
+	}
+	run, err := agent.Run(context.Background(), "Add them.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := collect(t, run)
+	if err := run.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if text != "Summed." {
+		t.Errorf("text %q", text)
+	}
+	reqs := requests(t)
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	if err := contains(reqs[1].Body, "4002"); err != nil {
+		t.Error(err)
 	}
 }

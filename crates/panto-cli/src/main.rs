@@ -8,18 +8,20 @@
 //!   turn and keeps what already streamed.
 //! - **Print mode** (`panto -p PROMPT`): one turn, the answer on stdout, in `text`, `json` or
 //!   `stream-json` form, for scripts.
-//! - **Commands**: `panto sessions` (list, export), `panto models`, `panto completions SHELL`.
+//! - **Commands**: `panto sessions` (list, export), `panto models`, `panto mcp list`,
+//!   `panto completions SHELL`.
 //!
 //! The code is split by concept: [`config`] reads the TOML file, XDG paths and environment and
 //! picks the model; [`store`] opens the session store; [`setup`] chooses or resumes the session
-//! (the `-r` [`picker`]) and builds the [`panto_core::Agent`] with its system prompt and
-//! [`tools`]; [`print`](mod@print) and [`repl`] drive turns; [`render`] decides about colour and
-//! draws events; [`safe`] neutralises what a model, a tool or a server wrote before it reaches a
-//! terminal; [`sessions`] lists, exports and imports logs; [`models`] lists the models.
-//! The agent persists everything itself: this crate never calls a persist function.
+//! (the `-r` [`picker`]) and builds the [`panto_core::Agent`] with its system prompt, its
+//! [`tools`] and the [`mcp`] servers' tools; [`print`](mod@print) and [`repl`] drive turns;
+//! [`render`] decides about colour and draws events; [`safe`] neutralises what a model, a tool
+//! or a server wrote before it reaches a terminal; [`sessions`] lists, exports and imports logs;
+//! [`models`] lists the models. The agent persists everything itself: this crate never calls a
+//! persist function.
 //!
 //! Startup stays fast: arguments are parsed before anything else happens, and nothing touches the
-//! network until the first turn.
+//! network until the first turn (configured MCP servers are started with the agent, in parallel).
 #![deny(missing_docs)]
 // Printing is the point of a command-line front end.
 #![allow(clippy::print_stdout, clippy::print_stderr)]
@@ -31,6 +33,7 @@ mod cost;
 mod exit;
 mod interrupt;
 mod log;
+mod mcp;
 mod models;
 mod picker;
 mod print;
@@ -158,6 +161,11 @@ enum Command {
     Sessions(SessionsArgs),
     /// List the configured model aliases and the default.
     Models,
+    /// MCP servers: `panto mcp list` starts each configured one and lists its status and tools.
+    Mcp {
+        #[command(subcommand)]
+        command: McpCommand,
+    },
     /// Print shell completions.
     Completions {
         /// The shell.
@@ -166,6 +174,15 @@ enum Command {
     },
     /// Print the manual page (roff), e.g. `panto man > panto.1`.
     Man,
+}
+
+/// `panto mcp …`.
+#[derive(Debug, Subcommand)]
+enum McpCommand {
+    /// Start every configured MCP server and list it: how it is reached, whether it runs (or
+    /// why not), and its tools by the names the model is offered. Exit code 1 when an enabled
+    /// server does not start.
+    List,
 }
 
 /// `panto sessions`.
@@ -254,6 +271,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             models::print_models(&settings);
             Ok(ExitCode::SUCCESS)
         }
+        Some(Command::Mcp {
+            command: McpCommand::List,
+        }) => runtime.block_on(mcp::list_command(&settings)),
         Some(Command::Sessions(args)) => runtime.block_on(async {
             // Import opens the PostgreSQL store it imports into itself; the others read the store.
             if let Some(SessionsCommand::Import { dir }) = &args.command {

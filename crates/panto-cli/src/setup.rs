@@ -8,6 +8,7 @@ use panto_core::{Agent, ApiStyle, Conversation, LoadedBranch, Session};
 
 use crate::config::{Env, Selection, Settings};
 use crate::exit::Failure;
+use crate::mcp::McpTools;
 use crate::store::{OpenStore, StoreLocation};
 use crate::tools::{Approval, Gate, Sandbox, ToolName, Toolbox};
 
@@ -123,6 +124,7 @@ async fn build_agent(
     branch: Option<LoadedBranch>,
     selection: &Selection,
     toolbox: &Toolbox,
+    mcp: &McpTools,
     notes: &mut Vec<String>,
 ) -> Result<Agent, Failure> {
     let config = settings.agent_config(selection)?;
@@ -137,6 +139,7 @@ async fn build_agent(
     // Deny rules, then the command hooks, before a call reaches its tool (whose policy then
     // applies the allow rules and approval).
     agent.add_hook(Arc::new(toolbox.policy_hook(settings.hooks.clone())));
+    mcp.register(&mut agent)?;
     let prompt = crate::prompt::compose(settings, toolbox.cwd())?;
     if !resumed {
         if !prompt.is_empty() {
@@ -170,10 +173,10 @@ fn unsendable_reasoning_note(conversation: &Conversation, style: ApiStyle) -> Op
 }
 
 /// Opens the session of `launch` and builds its agent, with tools working in the current
-/// directory: what print mode runs.
-pub async fn start(launch: &Launch, store: &OpenStore, toolbox: &Toolbox) -> Result<Ready, Failure> {
+/// directory and the started MCP servers' tools: what print mode runs.
+pub async fn start(launch: &Launch, store: &OpenStore, toolbox: &Toolbox, mcp: &McpTools) -> Result<Ready, Failure> {
     let model = ModelChoice::Choose(launch.model.as_deref());
-    open(&launch.settings, store, &launch.choice, model, toolbox).await
+    open(&launch.settings, store, &launch.choice, model, toolbox, mcp).await
 }
 
 /// How `open` picks the model.
@@ -192,6 +195,7 @@ pub async fn open(
     choice: &SessionChoice,
     model: ModelChoice<'_>,
     toolbox: &Toolbox,
+    mcp: &McpTools,
 ) -> Result<Ready, Failure> {
     let (session, branch) = open_session(store, choice).await?;
     let resumed = branch.is_some();
@@ -200,7 +204,7 @@ pub async fn open(
         ModelChoice::Keep(selection) => *selection,
         ModelChoice::Choose(flag) => choose_model(settings, &session, resumed, flag, &mut notes)?,
     };
-    let agent = build_agent(settings, session, branch, &selection, toolbox, &mut notes).await?;
+    let agent = build_agent(settings, session, branch, &selection, toolbox, mcp, &mut notes).await?;
     Ok(Ready {
         agent,
         selection,

@@ -20,7 +20,10 @@ pub(crate) struct Rt {
 impl Rt {
     fn new(worker_threads: u32) -> Result<Arc<Rt>, Failure> {
         let mut builder = tokio::runtime::Builder::new_multi_thread();
-        builder.enable_all().thread_name("panto-runtime");
+        builder
+            .enable_all()
+            .thread_name("panto-runtime")
+            .on_thread_start(block_sigpipe);
         if worker_threads > 0 {
             builder.worker_threads(worker_threads as usize);
         }
@@ -60,6 +63,22 @@ impl Drop for Rt {
                 drop(runtime);
             }
         }
+    }
+}
+
+/// Blocks SIGPIPE on the calling thread (every runtime thread calls it as it starts). A write to a
+/// pipe whose reader is gone (an MCP server that exited, a bash command that closed its stdin)
+/// then fails with `EPIPE`, which panto handles, instead of raising SIGPIPE, whose default action
+/// kills the whole process: Rust programs ignore SIGPIPE, but a C or Go program hosting libpanto
+/// usually does not. Only libpanto's own threads are changed; the embedder's keep their mask.
+fn block_sigpipe() {
+    // SAFETY: `set` is a local signal set initialised by sigemptyset before use; pthread_sigmask
+    // only changes the calling thread's mask, and a NULL old-set pointer is allowed.
+    unsafe {
+        let mut set = std::mem::MaybeUninit::<libc::sigset_t>::uninit();
+        libc::sigemptyset(set.as_mut_ptr());
+        libc::sigaddset(set.as_mut_ptr(), libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, set.as_ptr(), std::ptr::null_mut());
     }
 }
 

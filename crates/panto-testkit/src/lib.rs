@@ -35,10 +35,11 @@
 //!
 //! Beside the mock server, the support every crate's tests and benches share, so it is written
 //! once: [`store_contract`] (the behaviour every `SessionStore` must show, and
-//! [`store_contract_tests!`] to run it), [`postgres`] (a throwaway PostgreSQL server), [`child`]
-//! (a test binary running itself again as a second process), [`otlp`] (an OpenTelemetry collector
-//! that decodes what panto exports) and [`bench`](mod@bench) (the facts file
-//! `cargo xtask bench` reads).
+//! [`store_contract_tests!`] to run it), [`postgres`] (a throwaway PostgreSQL server),
+//! [`real_mcp`] (the real MCP servers the tests use, installed by `cargo xtask mcp-servers`),
+//! [`child`] (a test binary running itself again as a second process), [`otlp`] (an
+//! OpenTelemetry collector that decodes what panto exports) and [`bench`](mod@bench) (the facts
+//! file `cargo xtask bench` reads).
 #![deny(missing_docs)]
 
 pub mod bench;
@@ -52,6 +53,7 @@ mod http;
 pub mod otlp;
 pub mod mcp;
 pub mod postgres;
+pub mod real_mcp;
 mod recorded;
 mod reply;
 pub mod script;

@@ -63,6 +63,19 @@ pub struct FileConfig {
     pub hooks: super::hooks::HooksEntry,
     /// What Enter does in the REPL while a turn runs.
     pub typeahead: Option<super::hooks::Typeahead>,
+    /// MCP servers.
+    #[serde(default)]
+    pub mcp: McpEntry,
+}
+
+/// `[mcp]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpEntry {
+    /// `[mcp.servers.NAME]`: each one as `panto-mcp` reads it (unknown keys refused), spanned so
+    /// the servers keep the file's order and their errors point at their table.
+    #[serde(default)]
+    pub servers: BTreeMap<String, Spanned<panto_mcp::ServerConfig>>,
 }
 
 /// `[cache]`: the prompt caching every provider gets unless its own table says otherwise.

@@ -10,6 +10,7 @@ mod agent;
 mod aliases;
 pub mod file;
 mod hooks;
+mod mcp;
 mod model;
 mod paths;
 mod providers;
@@ -26,6 +27,7 @@ use panto_core::{CompactionConfig, RetryConfig};
 pub use agent::PromptSource;
 pub use aliases::ModelAlias;
 pub use hooks::Typeahead;
+pub use mcp::McpServer;
 pub use model::Selection;
 pub use paths::Env;
 pub use providers::{default_context_window, default_model_for, Key, Provider};
@@ -73,6 +75,8 @@ pub struct Settings {
     pub hooks: Vec<panto_tools::CommandHook>,
     /// What Enter does in the REPL while a turn runs.
     pub typeahead: Typeahead,
+    /// MCP servers, in file order (disabled ones included: `panto mcp list` shows them).
+    pub mcp_servers: Vec<McpServer>,
     /// What the user should know about the configuration (printed once at start-up).
     pub warnings: Vec<String>,
 }
@@ -152,7 +156,8 @@ fn resolve(file: FileConfig, path: Option<PathBuf>, text: &str, env: &Env) -> Re
     let retry = agent::retry(&file.retry, &source)?;
     let compaction = agent::compaction(&file.compaction, &source)?;
     let limits = agent::limits(&file, &source)?;
-    let tools = tools::resolve(&file.tools, env, &base_dir, &source)?;
+    let mcp_servers = mcp::resolve(&file.mcp, env, &base_dir, &source)?;
+    let tools = tools::resolve(&file.tools, &mcp_servers, env, &base_dir, &source)?;
     let (session_dir, store_url) = sessions::resolve(&file, env, &base_dir, &source)?;
     let hooks = hooks::resolve(&file.hooks, &source)?;
 
@@ -174,6 +179,7 @@ fn resolve(file: FileConfig, path: Option<PathBuf>, text: &str, env: &Env) -> Re
         tools,
         hooks,
         typeahead: file.typeahead.unwrap_or_default(),
+        mcp_servers,
         warnings: Vec::new(),
     })
 }
@@ -382,6 +388,11 @@ model = "a"
             [("x-team".to_owned(), "platform".to_owned())]
         );
         assert_eq!(s.store_url.as_deref(), Some("postgres://panto@db.internal/panto"));
+        let git = &s.mcp_servers[0];
+        assert_eq!(
+            (git.name.as_str(), git.config.command.as_deref()),
+            ("git", Some("mcp-server-git"))
+        );
     }
 
     #[test]

@@ -59,16 +59,15 @@ impl Env {
             .map(|d| d.join("panto").join("sessions"))
     }
 
-    /// `$XDG_STATE_HOME`, else `~/.local/state` (the REPL history and the log file live under
-    /// its `panto/`).
-    pub fn state_dir(&self) -> Option<PathBuf> {
-        self.xdg("XDG_STATE_HOME", ".local/state")
-    }
-
     /// `$XDG_STATE_HOME/panto/history`, else `~/.local/state/panto/history`.
     pub fn history_path(&self) -> Option<PathBuf> {
-        self.xdg("XDG_STATE_HOME", ".local/state")
-            .map(|d| d.join("panto").join("history"))
+        self.state_dir().map(|d| d.join("history"))
+    }
+
+    /// `$XDG_STATE_HOME/panto`, else `~/.local/state/panto`: what panto keeps between runs that
+    /// is neither config nor data (history, the log file, MCP server logs).
+    pub fn state_dir(&self) -> Option<PathBuf> {
+        self.xdg("XDG_STATE_HOME", ".local/state").map(|d| d.join("panto"))
     }
 
     /// Expands a leading `~` or `~/` with `$HOME`, as a shell would, for paths that reach panto

@@ -6,12 +6,13 @@ use std::time::Duration;
 use toml::Spanned;
 
 use super::file::{Source, ToolsEntry};
-use super::{roots, Env};
+use super::{roots, Env, McpServer};
 use crate::exit::Failure;
+use crate::mcp::NameRule;
 use crate::tools::{Approval, Roots, Sandbox, ToolName};
 
 /// Built-in tool settings.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ToolSettings {
     /// The REPL's approval mode, when configured.
     pub approval: Option<Approval>,
@@ -23,10 +24,14 @@ pub struct ToolSettings {
     pub max_output_bytes: usize,
     /// The directories the file tools may use (`read_roots`); unrestricted by default.
     pub read_roots: Roots,
-    /// `allow` rules, each checked to parse.
+    /// `allow` rules of built-in tools, each checked to parse.
     pub allow: Vec<String>,
-    /// `deny` rules, each checked to parse.
+    /// `deny` rules of built-in tools, each checked to parse.
     pub deny: Vec<String>,
+    /// `allow` rules that name MCP tools (`server__tool`).
+    pub mcp_allow: Vec<NameRule>,
+    /// `deny` rules that name MCP tools.
+    pub mcp_deny: Vec<NameRule>,
     /// The configured sandbox; `None` leaves it to the front end's default.
     pub sandbox: Option<Sandbox>,
     /// Whether sandboxed commands may use the network.
@@ -39,7 +44,16 @@ pub use panto_tools::{DEFAULT_BASH_TIMEOUT, DEFAULT_MAX_OUTPUT_BYTES};
 
 /// `[tools]` over the defaults: every tool, no approval mode (the front end's default), the
 /// default limits, file tools unrestricted.
-pub fn resolve(section: &ToolsEntry, env: &Env, base_dir: &Path, source: &Source<'_>) -> Result<ToolSettings, Failure> {
+pub fn resolve(
+    section: &ToolsEntry,
+    mcp_servers: &[McpServer],
+    env: &Env,
+    base_dir: &Path,
+    source: &Source<'_>,
+) -> Result<ToolSettings, Failure> {
+    let servers: Vec<&str> = mcp_servers.iter().map(|s| s.name.as_str()).collect();
+    let (allow, mcp_allow) = rules(section.allow.as_deref(), "tools.allow", &servers, source)?;
+    let (deny, mcp_deny) = rules(section.deny.as_deref(), "tools.deny", &servers, source)?;
     let enabled = match &section.enabled {
         Some(list) => {
             let mut out = Vec::new();
@@ -66,22 +80,34 @@ pub fn resolve(section: &ToolsEntry, env: &Env, base_dir: &Path, source: &Source
         read_roots: roots::resolve(section.read_roots.as_ref(), env, base_dir, |span, message| {
             source.error(span, message)
         })?,
-        allow: rules(section.allow.as_deref(), "tools.allow", source)?,
-        deny: rules(section.deny.as_deref(), "tools.deny", source)?,
+        allow,
+        deny,
+        mcp_allow,
+        mcp_deny,
         sandbox: section.sandbox,
         sandbox_network: section.sandbox_network.unwrap_or(false),
         writable_roots: writable_roots(section.writable_roots.as_deref(), env, base_dir, source)?,
     })
 }
 
-/// The rules of `allow` or `deny`, each parsed now so a bad one is an error at its line.
-fn rules(list: Option<&[Spanned<String>]>, key: &str, source: &Source<'_>) -> Result<Vec<String>, Failure> {
-    let mut out = Vec::new();
+/// The rules of `allow` or `deny`, each parsed now so a bad one is an error at its line: those
+/// of built-in tools, and those naming a tool of a configured MCP server (`server__tool`).
+fn rules(
+    list: Option<&[Spanned<String>]>,
+    key: &str,
+    servers: &[&str],
+    source: &Source<'_>,
+) -> Result<(Vec<String>, Vec<NameRule>), Failure> {
+    let (mut builtin, mut mcp) = (Vec::new(), Vec::new());
     for rule in list.unwrap_or_default() {
+        if let Some(parsed) = NameRule::parse(rule.get_ref(), servers) {
+            mcp.push(parsed.map_err(|e| source.error(rule.span(), format!("{key}: {e}")))?);
+            continue;
+        }
         panto_tools::Rule::parse(rule.get_ref()).map_err(|e| source.error(rule.span(), format!("{key}: {e}")))?;
-        out.push(rule.get_ref().clone());
+        builtin.push(rule.get_ref().clone());
     }
-    Ok(out)
+    Ok((builtin, mcp))
 }
 
 /// `writable_roots`: each expanded (`~/`, relative to the config file's directory) and resolved;

@@ -71,7 +71,7 @@ pub fn file_layer(path: &Path, filter: EnvFilter) -> Result<BoxedLayer, Failure>
 
 /// Where the log goes: `$XDG_STATE_HOME/panto/panto.log`, else `~/.local/state/panto/panto.log`.
 pub fn default_path(env: &Env) -> Option<PathBuf> {
-    env.state_dir().map(|d| d.join("panto").join("panto.log"))
+    env.state_dir().map(|d| d.join("panto.log"))
 }
 
 /// The layers the command line and environment ask for: the file log when `--log-level` (else

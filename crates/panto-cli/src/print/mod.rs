@@ -22,6 +22,7 @@ use serde::Serialize;
 
 use crate::attach;
 use crate::exit::Failure;
+use crate::mcp::McpTools;
 use crate::setup::{self, Launch};
 use crate::tools::{Approval, Gate};
 use crate::OutputFormat;
@@ -92,8 +93,11 @@ pub async fn run(
     let read_only_hint = " (print mode is read-only unless --approve auto is given)";
     let gate = Arc::new(Gate::new(approval, None, read_only_hint));
     let sandbox = setup::sandbox_for(&launch, true, approval);
-    let toolbox = setup::toolbox(&launch, approval, sandbox, gate, read_only_hint, None)?;
-    let ready = setup::start(&launch, &store, &toolbox).await?;
+    let toolbox = setup::toolbox(&launch, approval, sandbox, gate.clone(), read_only_hint, None)?;
+    // The MCP servers start with the agent; one that does not start is a warning, not a failure.
+    let mcp = McpTools::start(&launch.settings, &gate).await;
+    mcp.print_warnings();
+    let ready = setup::start(&launch, &store, &toolbox, &mcp).await?;
     for note in &ready.notes {
         crate::safe::eprint_line(note);
     }

@@ -76,6 +76,7 @@ slash_commands! {
     Tree = "/tree", "", Nothing, "show the session's branches, the active one marked";
     System = "/system", "[TEXT]", Nothing, "show the system prompt, or replace it";
     Tools = "/tools", "", Nothing, "list the tools and their approval";
+    Mcp = "/mcp", "", Nothing, "list the MCP servers: status, tools and approval, or why one is not running";
     Cost = "/cost", "", Nothing, "tokens and cost so far, and how full the context is";
     Quit = "/quit", "", Nothing, "exit (Ctrl-D does too)";
 }

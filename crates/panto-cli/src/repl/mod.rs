@@ -24,12 +24,13 @@ use crate::attach::{self, Attachment};
 use crate::config::{Selection, Settings};
 use crate::cost::{cache_line, summary_line, thousands};
 use crate::exit::Failure;
+use crate::mcp::McpTools;
 use crate::render::Screen;
 use crate::sessions::{short_ids, table, RECENT};
 use crate::setup::{self, Launch, SessionChoice};
 use crate::store::OpenStore;
 use crate::terminal::TerminalAsker;
-use crate::tools::{Approval, Gate, ToolName, Toolbox};
+use crate::tools::{Approval, Gate, GatedTool, ToolName, Toolbox};
 use commands::{Command, Parsed};
 use helper::{join_continuations, PantoHelper, RecentIds};
 
@@ -87,6 +88,8 @@ struct Repl<'r> {
     store: OpenStore,
     gate: Arc<Gate>,
     toolbox: Toolbox,
+    /// The MCP servers started with the REPL, shared by every session it opens.
+    mcp: Arc<McpTools>,
     agent: Agent,
     selection: Selection,
     pricing: PricingRegistry,
@@ -163,8 +166,18 @@ pub fn run(
         read_only_hint,
         Some(live_tail),
     )?;
+    // The MCP servers start with the agent; one that does not start is a warning, not a failure.
+    let mcp = Arc::new(rt.block_on(McpTools::start(&launch.settings, &gate)));
+    notes_before.extend(mcp.warnings());
     let model = setup::ModelChoice::Choose(launch.model.as_deref());
-    let ready = rt.block_on(setup::open(&launch.settings, &store, &launch.choice, model, &toolbox))?;
+    let ready = rt.block_on(setup::open(
+        &launch.settings,
+        &store,
+        &launch.choice,
+        model,
+        &toolbox,
+        &mcp,
+    ))?;
     let history = launch.env.history_path();
     let aliases = launch.settings.models.iter().map(|m| m.name.clone()).collect();
     let pricing = launch.settings.pricing();
@@ -172,6 +185,7 @@ pub fn run(
     let mut repl = Repl {
         rt,
         toolbox,
+        mcp,
         pricing: pricing.clone(),
         settings: launch.settings,
         saving: launch.store.persists(),
@@ -417,9 +431,11 @@ impl Repl<'_> {
             images: images.into_iter().map(|a| a.bytes).collect(),
         };
         let wire = self.selection.wire();
-        let gate = self.gate.clone();
-        let asks: crate::render::AsksFirst =
-            Box::new(move |name| ToolName::parse(name).is_ok_and(|tool| gate.asks(tool)));
+        let (gate, mcp) = (self.gate.clone(), self.mcp.clone());
+        let asks: crate::render::AsksFirst = Box::new(move |name| match ToolName::parse(name) {
+            Ok(tool) => gate.asks(&GatedTool::Builtin(tool)),
+            Err(_) => mcp.asks(name) == Some(true),
+        });
         let outcome = self.rt.block_on(turn::run(
             &mut self.agent,
             message,
@@ -553,6 +569,7 @@ impl Repl<'_> {
                     }
                     Command::System => self.system(&args),
                     Command::Tools => self.list_tools(),
+                    Command::Mcp => self.list_mcp(),
                     Command::Cost => self.cost(),
                     Command::Rewind => self.rewind(&args),
                     Command::Fork => self.fork(),
@@ -658,9 +675,14 @@ impl Repl<'_> {
             Some(selection) => setup::ModelChoice::Keep(Box::new(selection)),
             None => setup::ModelChoice::Choose(None),
         };
-        let opened = self
-            .rt
-            .block_on(setup::open(&self.settings, &self.store, &choice, model, &self.toolbox));
+        let opened = self.rt.block_on(setup::open(
+            &self.settings,
+            &self.store,
+            &choice,
+            model,
+            &self.toolbox,
+            &self.mcp,
+        ));
         match opened {
             Ok(ready) => {
                 self.agent = ready.agent;
@@ -688,6 +710,20 @@ impl Repl<'_> {
         }
     }
 
+    /// `/mcp`: the configured MCP servers, their status and tools.
+    fn list_mcp(&self) {
+        let lines = self.rt.block_on(crate::mcp::render(&self.mcp, Some(self.gate.mode())));
+        if lines.is_empty() {
+            self.note(&format!(
+                "no MCP servers configured (add [mcp.servers.NAME] tables to {})",
+                self.settings.config_path_display()
+            ));
+        }
+        for line in lines {
+            self.note(&line);
+        }
+    }
+
     fn list_tools(&self) {
         let decls = self.agent.tools();
         if decls.is_empty() {
@@ -699,10 +735,19 @@ impl Repl<'_> {
                 Ok(t) => match self.gate.mode() {
                     Approval::Auto => "runs without asking (--approve auto)".to_owned(),
                     Approval::ReadOnly => "refused (read-only)".to_owned(),
-                    Approval::Ask if self.gate.always_allowed(t) => "always allowed".to_owned(),
+                    Approval::Ask if self.gate.always_allowed(t.as_str()) => "always allowed".to_owned(),
                     Approval::Ask => "asks first".to_owned(),
                 },
-                Err(_) => String::new(),
+                Err(_) => match self.mcp.tool(&decl.name) {
+                    Some((_, tool)) if tool.annotations.is_read_only() => "runs freely (read-only)".to_owned(),
+                    Some(_) => match self.gate.mode() {
+                        Approval::Auto => "runs without asking (--approve auto)".to_owned(),
+                        Approval::ReadOnly => "refused (read-only)".to_owned(),
+                        Approval::Ask if self.mcp.asks(&decl.name) == Some(false) => "always allowed".to_owned(),
+                        Approval::Ask => "asks first".to_owned(),
+                    },
+                    None => String::new(),
+                },
             };
             let summary = decl.description.split(". ").next().unwrap_or("").trim_end_matches('.');
             self.note(&format!("  {:<6} {summary} — {approval}", decl.name));

@@ -1,4 +1,5 @@
-//! The approval gate: whether `write`, `edit` and `bash` may run.
+//! The approval gate: whether `write`, `edit`, `bash` and MCP tools not annotated read-only may
+//! run. Which tools need approval is one predicate, [`needs_approval`].
 //!
 //! Tool calls of one assistant message run concurrently, so two calls may want approval at the
 //! same time; the gate asks one question at a time, and re-checks "always" after waiting its turn
@@ -39,7 +40,8 @@ pub trait Asker: Send + Sync + fmt::Debug {
 #[derive(Debug)]
 pub struct Gate {
     mode: Approval,
-    always: Mutex<HashSet<ToolName>>,
+    /// The tools (by offered name) allowed for good with "always".
+    always: Mutex<HashSet<String>>,
     /// Held while a question is on screen, so questions never interleave.
     asking: tokio::sync::Mutex<()>,
     asker: Option<Arc<dyn Asker>>,
@@ -64,23 +66,34 @@ impl Gate {
         self.mode
     }
 
-    /// Whether `tool` was allowed for good with "always".
-    pub fn always_allowed(&self, tool: ToolName) -> bool {
-        self.always.lock().unwrap_or_else(|e| e.into_inner()).contains(&tool)
+    /// Whether the tool offered as `tool` was allowed for good with "always".
+    pub fn always_allowed(&self, tool: &str) -> bool {
+        self.always.lock().unwrap_or_else(|e| e.into_inner()).contains(tool)
     }
 
     /// Whether a call of `tool` will be asked about before it runs (so the question, not the
     /// tool line, is where the call is shown in full).
-    pub fn asks(&self, tool: ToolName) -> bool {
-        tool.needs_approval() && self.mode == Approval::Ask && self.asker.is_some() && !self.always_allowed(tool)
+    pub fn asks(&self, tool: &GatedTool<'_>) -> bool {
+        needs_approval(tool) && self.mode == Approval::Ask && self.asker.is_some() && !self.always_allowed(tool.name())
     }
 
-    /// Whether `tool` may run this call. `what` describes the call for the question (the command,
-    /// the path). `Err` holds the text of the error result the model gets.
+    /// Whether built-in `tool` may run this call. `what` describes the call for the question (the
+    /// command, the path). `Err` holds the text of the error result the model gets.
     pub async fn check(&self, tool: ToolName, what: &str, cancel: &CancellationToken) -> Result<(), String> {
-        if !tool.needs_approval() {
+        self.check_tool(&GatedTool::Builtin(tool), what, cancel).await
+    }
+
+    /// [`Gate::check`] for any tool, built-in or from an MCP server.
+    pub async fn check_tool(
+        &self,
+        gated: &GatedTool<'_>,
+        what: &str,
+        cancel: &CancellationToken,
+    ) -> Result<(), String> {
+        if !needs_approval(gated) {
             return Ok(());
         }
+        let tool = gated.name();
         match self.mode() {
             Approval::Auto => Ok(()),
             Approval::ReadOnly => Err(format!(
@@ -111,7 +124,10 @@ impl Gate {
                 match answer {
                     Some(Answer::Yes) => Ok(()),
                     Some(Answer::Always) => {
-                        self.always.lock().unwrap_or_else(|e| e.into_inner()).insert(tool);
+                        self.always
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .insert(tool.to_owned());
                         Ok(())
                     }
                     Some(Answer::No | Answer::Feedback) => Err(declined(tool, "the user declined this call")),
@@ -134,7 +150,41 @@ impl panto_tools::Prompt for Gate {
     }
 }
 
-fn declined(tool: ToolName, why: &str) -> String {
+/// A tool the gate decides about.
+#[derive(Debug, Clone, Copy)]
+pub enum GatedTool<'a> {
+    /// A built-in tool.
+    Builtin(ToolName),
+    /// A tool of an MCP server, by the name the model is offered, and whether the server
+    /// annotated it `readOnlyHint` (an untrusted claim, trusted only to skip the question).
+    Mcp {
+        /// The offered name (`<server>__<tool>`).
+        name: &'a str,
+        /// The tool's `readOnlyHint` annotation.
+        read_only: bool,
+    },
+}
+
+impl GatedTool<'_> {
+    /// The name the model calls it by.
+    pub fn name(&self) -> &str {
+        match self {
+            GatedTool::Builtin(tool) => tool.as_str(),
+            GatedTool::Mcp { name, .. } => name,
+        }
+    }
+}
+
+/// Whether a call of `tool` needs approval: the built-in tools that change things (`write`,
+/// `edit`, `bash`), and every MCP tool its server did not annotate read-only.
+pub fn needs_approval(tool: &GatedTool<'_>) -> bool {
+    match tool {
+        GatedTool::Builtin(tool) => tool.needs_approval(),
+        GatedTool::Mcp { read_only, .. } => !read_only,
+    }
+}
+
+fn declined(tool: &str, why: &str) -> String {
     format!("the {tool} call did not run: {why}")
 }
 

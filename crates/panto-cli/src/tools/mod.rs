@@ -3,7 +3,7 @@
 
 mod approval;
 
-pub use approval::{parse_answer as approval_answer, Answer, Asker, Gate};
+pub use approval::{parse_answer as approval_answer, Answer, Asker, Gate, GatedTool};
 pub use panto_tools::{
     file_kind, open_regular, parse_list, read_bounded, running, Approval, OpenRefusal, Roots, Running, Sandbox,
     ToolName, Toolbox,

@@ -10,6 +10,7 @@ mod images;
 mod log;
 mod markdown;
 mod otel;
+mod mcp;
 mod postgres;
 mod print_text;
 mod print_tools;
