@@ -773,8 +773,9 @@ void panto_event_free(struct panto_event *event);
  * every offered tool runs when the model calls it.
  *
  * A server that does not start is not an error: the others are added, and `*warnings_out`
- * receives one line per server that did not start, naming it and quoting the end of its
- * standard error. When every enabled server started, `*warnings_out` is NULL.
+ * receives a JSON array of strings, one per server that did not start, naming it and quoting
+ * the end of its standard error (which may span lines). When every enabled server started,
+ * `*warnings_out` is NULL.
  *
  * Errors: `PANTO_ERR_NULL` (`agent`, `servers_json`), `PANTO_ERR_UTF8`, `PANTO_ERR_CONFIG` (the
  * JSON does not parse or a server's configuration is wrong, naming the server and the field),
