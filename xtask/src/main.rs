@@ -134,6 +134,9 @@ fn ci(root: &Path) -> Result<()> {
                 )
             }),
         ),
+        // The real MCP servers the tests use (pinned; nothing to do once installed), so this one
+        // command runs every test on a fresh machine.
+        ("mcp-servers", Box::new(mcp_servers::install)),
         ("test", Box::new(|| cargo(root, &["test", "--workspace"]))),
         ("codegen-check", Box::new(|| codegen::run(root, true))),
         ("ffi-c", Box::new(|| ffi_tests::c(root))),

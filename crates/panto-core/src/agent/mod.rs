@@ -3,8 +3,8 @@
 mod branch;
 mod compaction;
 mod dispatch;
-mod hooks;
 mod files;
+mod hooks;
 mod partial;
 mod retry;
 mod steer;
@@ -21,9 +21,9 @@ use crate::store::{seam::PersistentMessage, session::Session};
 use crate::tool::{Tool, ToolDecl, ToolSource};
 
 pub use compaction::CompactionResult;
+pub use files::FileRestore;
 pub use hooks::{AfterTool, BeforeTool, Hook, DEFAULT_HOOK_TIMEOUT};
 pub use steer::{QueueMode, RunControl};
-pub use files::FileRestore;
 pub use stream::{Stream, StreamState};
 
 /// The text of the synthetic result given to a tool call that never got one: the process died or
