@@ -574,6 +574,9 @@ func TestSteerAndFollowUp(t *testing.T) {
 	}
 	if err := run.Steer("too late"); !HasCode(err, CodeState) {
 		t.Errorf("a steer after the end gave %v", err)
+	}
+}
+
 // TestMCPServers calls a tool of a real MCP server (the everything server, installed by `cargo
 // xtask mcp-servers`; `cargo xtask ffi-test go` passes its path in PANTO_MCP_EVERYTHING): its
 // real answer reaches the model, and a server that does not start is a warning naming it.
