@@ -30,6 +30,7 @@ impl Rt {
         let runtime = builder
             .build()
             .map_err(|e| Failure::new(PANTO_ERR_OTHER, format!("cannot start the runtime: {e}")))?;
+        sigchld_on_alternate_stack(&runtime);
         Ok(Arc::new(Rt { runtime: Some(runtime) }))
     }
 
@@ -79,6 +80,32 @@ fn block_sigpipe() {
         libc::sigemptyset(set.as_mut_ptr());
         libc::sigaddset(set.as_mut_ptr(), libc::SIGPIPE);
         libc::pthread_sigmask(libc::SIG_BLOCK, set.as_ptr(), std::ptr::null_mut());
+    }
+}
+
+/// Installs tokio's SIGCHLD handler now and adds `SA_ONSTACK` to it. tokio reaps the children it
+/// spawns (bash, MCP servers, hooks) through a SIGCHLD handler that signal-hook-registry installs
+/// once, on first use, without `SA_ONSTACK`; the Go runtime aborts the whole process ("non-Go code
+/// set up signal handler without SA_ONSTACK flag") when such a signal lands on one of its threads,
+/// which a child's exit sometimes does. The handler is installed once per process and never
+/// replaced, so the flag added here stays.
+fn sigchld_on_alternate_stack(runtime: &tokio::runtime::Runtime) {
+    let _inside = runtime.enter();
+    // Registering a listener makes tokio install its process-wide handler; the listener itself is
+    // not needed.
+    drop(tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child()));
+    // SAFETY: `action` is a zeroed, then kernel-filled `sigaction`; the first call only reads the
+    // current disposition, and the second re-installs the same handler and mask with one more flag.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(libc::SIGCHLD, std::ptr::null(), &mut action) != 0 {
+            return;
+        }
+        let installed = action.sa_sigaction != libc::SIG_DFL && action.sa_sigaction != libc::SIG_IGN;
+        if installed && action.sa_flags & libc::SA_ONSTACK == 0 {
+            action.sa_flags |= libc::SA_ONSTACK;
+            libc::sigaction(libc::SIGCHLD, &action, std::ptr::null_mut());
+        }
     }
 }
 
