@@ -1,7 +1,7 @@
 //! The one error type of panto-otel.
 
-/// Why the OpenTelemetry export could not be set up. Returned by [`Export::from_env`]
-/// (crate::Export::from_env); none is retryable: each names a setting to fix. A program
+/// Why the OpenTelemetry export could not be set up. Returned by
+/// [`Export::from_env`](crate::Export::from_env); none is retryable: each names a setting to fix. A program
 /// should report it and run on without export.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
