@@ -155,26 +155,16 @@ pub(crate) fn install(root: &Path, args: &[String]) -> Result<()> {
 /// (`libpanto.so.<PANTO_ABI_VERSION>`) here, so debug builds keep linking as `libpanto.so`.
 pub(crate) fn build_release(root: &Path) -> Result<Release> {
     let abi = abi_version(root)?;
-    crate::cargo(
-        root,
-        &["build", "--release", "--locked", "-p", "panto-cli", "--bin", "panto"],
-    )?;
-    let soname = format!("-Wl,-soname,libpanto.so.{abi}");
-    crate::cargo(
-        root,
-        &[
-            "rustc",
-            "--release",
-            "--locked",
-            "-p",
-            "panto-ffi",
-            "--lib",
-            "--crate-type",
-            "cdylib,staticlib",
-            "--",
-            "-C",
-            &format!("link-arg={soname}"),
-        ],
+    // One invocation, so `panto` and libpanto share one feature resolution and the dependency
+    // graph compiles once (two invocations resolved features apart and built most of it twice).
+    // The SONAME reaches the cdylib's link through panto-ffi's build script.
+    crate::run(
+        crate::cargo_command(root)
+            .args([
+                "build", "--release", "--locked", "-p", "panto-cli", "--bin", "panto", "-p",
+                "panto-ffi", "--lib",
+            ])
+            .env("PANTO_SONAME", format!("libpanto.so.{abi}")),
     )?;
     let dir = crate::target_dir(root).join("release");
     for file in ["panto", "libpanto.so", "libpanto.a"] {

@@ -122,6 +122,9 @@ pub(crate) fn run(cmd: &mut Command) -> Result<()> {
 type Step<'a> = (&'static str, Box<dyn Fn() -> Result<()> + 'a>);
 
 fn ci(root: &Path) -> Result<()> {
+    // CI builds once from a clean tree: incremental state would only cost disk (gigabytes under
+    // target/debug/incremental) and time. Every cargo the steps start inherits this.
+    std::env::set_var("CARGO_INCREMENTAL", "0");
     let steps: Vec<Step<'_>> = vec![
         ("fmt", Box::new(|| cargo(root, &["fmt", "--all", "--", "--check"]))),
         ("arch", Box::new(|| arch::check(root))),
