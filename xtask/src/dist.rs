@@ -161,8 +161,16 @@ pub(crate) fn build_release(root: &Path) -> Result<Release> {
     crate::run(
         crate::cargo_command(root)
             .args([
-                "build", "--release", "--locked", "-p", "panto-cli", "--bin", "panto", "-p",
-                "panto-ffi", "--lib",
+                "build",
+                "--release",
+                "--locked",
+                "-p",
+                "panto-cli",
+                "--bin",
+                "panto",
+                "-p",
+                "panto-ffi",
+                "--lib",
             ])
             .env("PANTO_SONAME", format!("libpanto.so.{abi}")),
     )?;
