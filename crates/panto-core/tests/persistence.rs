@@ -243,3 +243,89 @@ async fn session_load_of_a_never_written_session_is_not_found() {
     let session = Session::create(store.clone());
     assert!(matches!(session.load().await, Err(Error::SessionNotFound(_))));
 }
+
+/// A `MemoryStore` whose appends take a while, as a disk's or a database's do.
+#[derive(Debug)]
+struct SlowAppends(Arc<MemoryStore>);
+
+#[async_trait::async_trait]
+impl SessionStore for SlowAppends {
+    async fn list(&self) -> panto_core::Result<Vec<panto_core::SessionInfo>> {
+        self.0.list().await
+    }
+    async fn load_branch(&self, id: &str) -> panto_core::Result<Option<panto_core::LoadedBranch>> {
+        self.0.load_branch(id).await
+    }
+    async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> panto_core::Result<Vec<String>> {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        self.0.append(id, messages).await
+    }
+}
+
+/// `stored`: answers whether the assistant message that called it is already in the store.
+#[derive(Debug)]
+struct SeesItsCaller {
+    store: Arc<MemoryStore>,
+    session: String,
+}
+
+#[async_trait::async_trait]
+impl panto_core::Tool for SeesItsCaller {
+    fn declaration(&self) -> panto_core::ToolDecl {
+        panto_core::ToolDecl {
+            name: "stored".into(),
+            description: "Whether the call is stored".into(),
+            input_schema: json!({"type": "object"}),
+        }
+    }
+    async fn call(&self, call: panto_core::ToolCall) -> Result<panto_core::ToolCallResult, panto_core::ToolError> {
+        let stored = self
+            .store
+            .records(&self.session)
+            .iter()
+            .any(|r| r.message.role == Role::Assistant && r.message.tool_uses().any(|(id, _, _)| id == call.id));
+        Ok(panto_core::ToolCallResult::text(if stored {
+            "stored"
+        } else {
+            "not stored"
+        }))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tool_runs_only_once_the_message_that_called_it_is_stored() {
+    // A tool records its file checkpoints as the calling message's, and a new session exists
+    // only from its first assistant message on: tools that started while that message was
+    // still being written found no session (parallel `write` and `edit` in `panto -p`).
+    for style in STYLES {
+        let server = MockServer::start().await;
+        server.push(Reply::sse(tool_calls(
+            style,
+            &[("t1", "stored", "{}"), ("t2", "stored", "{}")],
+        )));
+        server.push(Reply::sse(text(style, "done")));
+        let memory = MemoryStore::new();
+        let session = Session::create(Arc::new(SlowAppends(memory.clone())));
+        let id = session.id().to_owned();
+        let mut agent = agent_on(style, &server, session);
+        agent
+            .register_tool(Arc::new(SeesItsCaller {
+                store: memory.clone(),
+                session: id.clone(),
+            }))
+            .unwrap();
+        collect(&mut agent, "check").await.unwrap();
+        let records = memory.records(&id);
+        let results: Vec<&ToolResultContent> = records[2]
+            .message
+            .content
+            .iter()
+            .flat_map(|block| match block {
+                ContentBlock::ToolResult { content, .. } => content.iter(),
+                _ => [].iter(),
+            })
+            .collect();
+        let stored = ToolResultContent::Text { text: "stored".into() };
+        assert_eq!(results, vec![&stored, &stored], "{style}");
+    }
+}

@@ -349,9 +349,15 @@ impl Inner {
     }
 
     fn record_checkpoint(&self, id: &str, record: &CheckpointRecord) -> Result<()> {
-        // Only an existing session takes a record: opening a writer would create the file.
-        if self.info(id)?.is_none() {
-            return Err(Error::SessionNotFound(id.to_owned()));
+        // Only an existing session takes a record: opening a writer would create the file. Only
+        // whether the file exists is asked: reading the session (`info`) would cost the whole
+        // file on every change a tool makes, and could meet a line that another call of the same
+        // turn is appending at that moment (parallel `write` and `edit` failed that way).
+        let path = self.path_of(id);
+        match std::fs::symlink_metadata(&path) {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(Error::SessionNotFound(id.to_owned())),
+            Err(e) => return Err(io_error("opening", &path, e)),
         }
         let change = CheckpointOnDisk {
             path: record.path.clone(),

@@ -35,12 +35,14 @@ pub(crate) struct Dispatch {
     results: Vec<Option<Outcome>>,
     tasks: JoinSet<(usize, Outcome)>,
     cancel: CancellationToken,
+    /// Set by [`Dispatch::launch`]; the calls wait for it (see there).
+    go: tokio::sync::watch::Sender<bool>,
 }
 
 impl Dispatch {
-    /// Starts every tool call of `message` on the runtime, except the `rejected` ones, which get
-    /// their error result without running. Returns the dispatch and one `ToolDispatchStart`
-    /// event per call, in call order.
+    /// Sets up every tool call of `message` on the runtime, except the `rejected` ones, which get
+    /// their error result without running; the calls run once [`Dispatch::launch`] is called.
+    /// Returns the dispatch and one `ToolDispatchStart` event per call, in call order.
     pub fn start(
         registry: &ToolRegistry,
         message: &Message,
@@ -55,6 +57,7 @@ impl Dispatch {
             results: Vec::new(),
             tasks: JoinSet::new(),
             cancel,
+            go: tokio::sync::watch::Sender::new(false),
         };
         let mut events = Vec::new();
         for (index, (id, wire_name, input)) in message.tool_uses().enumerate() {
@@ -97,7 +100,17 @@ impl Dispatch {
                 checkpoints: checkpoints.clone(),
             };
             let hooks = hooks.clone();
+            let mut go = dispatch.go.subscribe();
+            let stop = dispatch.cancel.clone();
             let task = async move {
+                tokio::select! {
+                    launched = go.wait_for(|go| *go) => {
+                        if launched.is_err() {
+                            return (index, (vec![text(INTERRUPTED_RESULT.to_owned())], true));
+                        }
+                    }
+                    () = stop.cancelled() => return (index, (vec![text(INTERRUPTED_RESULT.to_owned())], true)),
+                }
                 let invoke = |call: ToolCall| async move {
                     let run = async {
                         match &target {
@@ -122,6 +135,14 @@ impl Dispatch {
             dispatch.tasks.spawn(task.instrument(span).with_current_subscriber());
         }
         (dispatch, events)
+    }
+
+    /// Lets the calls run. The agent calls it once the assistant message that made them is
+    /// stored: a tool's file checkpoint is recorded as that message's, and a new session's file
+    /// only exists from its first assistant message on, so a tool that ran earlier could change a
+    /// file with no session yet to keep its previous content in.
+    pub fn launch(&self) {
+        self.go.send_replace(true);
     }
 
     /// Waits for the next call to finish and returns its `ToolDispatchComplete` event; `None` once

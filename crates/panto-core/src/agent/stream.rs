@@ -417,12 +417,18 @@ impl<'a> Stream<'a> {
         }
         self.agent.conversation.messages.push(message);
         if let Err(e) = self.agent.flush().await {
-            // The message stays in the conversation and is written by the next flush; the turn
-            // stops here because its durability promise is broken.
+            // The message stays in the conversation and is written by the next flush; its tool
+            // calls, never launched, get the interrupted closer. The turn stops here because its
+            // durability promise is broken.
             self.abandon();
             self.trace.failed(&e, &self.usage, self.steps);
             self.state = StreamState::Failed;
             return Err(e);
+        }
+        // Only now, with the message that called them stored, may the tools run
+        // (`Dispatch::launch` says why).
+        if let Phase::Tools(dispatch) = &self.phase {
+            dispatch.launch();
         }
         Ok(Some(Event::MessageComplete { usage, stop_reason }))
     }
