@@ -25,7 +25,12 @@ pub struct ToolDecl {
 }
 
 /// One call of a tool by the model.
+///
+/// The agent makes these; a tool reads them. Outside an agent (a test, a benchmark, an embedder
+/// calling a tool directly) build one with [`ToolCall::new`]: the struct is `#[non_exhaustive]` so
+/// that a field added later does not break such code.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ToolCall {
     /// The provider's call id.
     pub id: String,
@@ -40,6 +45,31 @@ pub struct ToolCall {
     /// can restore the files (see [`FileCheckpoints`]). Set by the agent; `None` for a call made
     /// outside an agent.
     pub checkpoints: Option<FileCheckpoints>,
+}
+
+impl ToolCall {
+    /// A call of `name` with `input`, a fresh cancel token and no checkpoint sink.
+    pub fn new(id: impl Into<String>, name: impl Into<String>, input: serde_json::Value) -> Self {
+        ToolCall {
+            id: id.into(),
+            name: name.into(),
+            input,
+            cancel: CancellationToken::new(),
+            checkpoints: None,
+        }
+    }
+
+    /// This call, cancelled by `cancel`.
+    pub fn with_cancel(mut self, cancel: CancellationToken) -> Self {
+        self.cancel = cancel;
+        self
+    }
+
+    /// This call, recording file changes in `checkpoints`.
+    pub fn with_checkpoints(mut self, checkpoints: FileCheckpoints) -> Self {
+        self.checkpoints = Some(checkpoints);
+        self
+    }
 }
 
 /// One part of what a tool returns.

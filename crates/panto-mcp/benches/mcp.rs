@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use panto_core::{CancellationToken, ToolCall, ToolSource};
+use panto_core::{ToolCall, ToolSource};
 use panto_mcp::{start_all, McpSource, ServerConfig};
 use panto_testkit::bench::Facts;
 
@@ -97,13 +97,7 @@ impl Drop for RawClient {
 }
 
 fn echo_call() -> ToolCall {
-    ToolCall {
-        id: "b".into(),
-        name: "echo".into(),
-        input: serde_json::json!({"text": "ping"}),
-        cancel: CancellationToken::new(),
-        checkpoints: None,
-    }
+    ToolCall::new("b", "echo", serde_json::json!({"text": "ping"}))
 }
 
 fn bench(c: &mut Criterion) {

@@ -29,18 +29,9 @@ pub async fn call_with(
     input: serde_json::Value,
     cancel: CancellationToken,
 ) -> ToolCallResult {
-    ToolSource::call(
-        source,
-        ToolCall {
-            id: "c1".into(),
-            name: tool.into(),
-            input,
-            cancel,
-            checkpoints: None,
-        },
-    )
-    .await
-    .expect("an MCP source returns results, not errors")
+    ToolSource::call(source, ToolCall::new("c1", tool, input).with_cancel(cancel))
+        .await
+        .expect("an MCP source returns results, not errors")
 }
 
 /// The text parts of a result, joined.

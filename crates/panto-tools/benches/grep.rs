@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use panto_core::{CancellationToken, ResultPart, ToolCall};
+use panto_core::{ResultPart, ToolCall};
 use panto_testkit::bench::{target_dir, Facts};
 use panto_tools::{Options, ToolName};
 
@@ -83,13 +83,7 @@ fn bench(c: &mut Criterion) {
     options.tools = Some(vec![ToolName::Grep]);
     let grep = panto_tools::builtin(&options).unwrap().remove(0);
     let run_tool = || {
-        let call = ToolCall {
-            id: "b".into(),
-            name: "grep".into(),
-            input: serde_json::json!({ "pattern": PATTERN }),
-            cancel: CancellationToken::new(),
-            checkpoints: None,
-        };
+        let call = ToolCall::new("b", "grep", serde_json::json!({ "pattern": PATTERN }));
         let result = rt.block_on(grep.call(call)).unwrap();
         match &result.parts[0] {
             ResultPart::Text(t) => t.len(),

@@ -187,10 +187,7 @@ fn current_content(path: &Path) -> Result<Current, String> {
 mod tests {
     use std::sync::Arc;
 
-    use panto_core::{
-        CancellationToken, Conversation, MemoryStore, Message, PersistentMessage, Role, SessionStore, Tool,
-        ToolCallResult,
-    };
+    use panto_core::{Conversation, MemoryStore, Message, PersistentMessage, Role, SessionStore, Tool, ToolCallResult};
     use serde_json::json;
 
     use super::*;
@@ -199,13 +196,7 @@ mod tests {
     use crate::Approval;
 
     async fn call_in(tool: &dyn Tool, checkpoints: FileCheckpoints, input: serde_json::Value) -> ToolCallResult {
-        let call = ToolCall {
-            id: "t1".into(),
-            name: tool.declaration().name,
-            input,
-            cancel: CancellationToken::new(),
-            checkpoints: Some(checkpoints),
-        };
+        let call = ToolCall::new("t1", tool.declaration().name, input).with_checkpoints(checkpoints);
         tool.call(call)
             .await
             .unwrap_or_else(|e| ToolCallResult::error(e.to_string()))

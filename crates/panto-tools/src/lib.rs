@@ -336,13 +336,7 @@ pub(crate) mod testing {
 
     /// Calls `tool` with `input` and a cancel token.
     pub async fn call_with(tool: &dyn Tool, input: serde_json::Value, cancel: CancellationToken) -> ToolCallResult {
-        let call = ToolCall {
-            id: "t1".into(),
-            name: tool.declaration().name,
-            input,
-            cancel,
-            checkpoints: None,
-        };
+        let call = ToolCall::new("t1", tool.declaration().name, input).with_cancel(cancel);
         tool.call(call)
             .await
             .unwrap_or_else(|e| ToolCallResult::error(e.to_string()))

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use panto_core::{CancellationToken, ResultPart, Tool, ToolCall, ToolCallResult};
+use panto_core::{ResultPart, Tool, ToolCall, ToolCallResult};
 use panto_tools::{Options, ToolName};
 
 /// The built-in tool `name` as `options` configure it.
@@ -16,13 +16,7 @@ pub fn tool(options: &Options, name: ToolName) -> Arc<dyn Tool> {
 
 /// Calls `tool` with `input`: whether the result is an error, and its text parts joined.
 pub async fn call(tool: &dyn Tool, input: serde_json::Value) -> (bool, String) {
-    let call = ToolCall {
-        id: "t1".into(),
-        name: tool.declaration().name,
-        input,
-        cancel: CancellationToken::new(),
-        checkpoints: None,
-    };
+    let call = ToolCall::new("t1", tool.declaration().name, input);
     let r = tool
         .call(call)
         .await
