@@ -37,16 +37,11 @@ pub(crate) fn main(root: &Path, args: &[String]) -> Result<()> {
 
 /// Builds and runs every example; with `prefix`, against the libpanto installed there.
 pub(crate) fn run(root: &Path, prefix: Option<&Path>) -> Result<()> {
-    crate::cargo(
-        root,
-        &["build", "--quiet", "-p", "panto-testkit", "--bin", "panto-mock"],
-    )?;
-    crate::cargo(root, &["build", "--quiet", "-p", "panto-example"])?;
+    crate::build_debug(root)?;
     let debug = crate::target_dir(root).join("debug");
     let pkgconfig = match prefix {
         Some(prefix) => prefix.join("lib/pkgconfig"),
         None => {
-            crate::cargo(root, &["build", "--quiet", "-p", "panto-ffi", "--lib"])?;
             let dir = crate::target_dir(root).join("ffi-tests").join("pkgconfig");
             crate::pkgconfig::write_for_build_tree(root, &debug, &dir)?;
             dir

@@ -64,20 +64,7 @@ struct Built {
 }
 
 fn build(root: &Path) -> Result<Built> {
-    crate::cargo(
-        root,
-        &[
-            "build",
-            "--quiet",
-            "-p",
-            "panto-ffi",
-            "-p",
-            "panto-testkit",
-            "--lib",
-            "--bin",
-            "panto-mock",
-        ],
-    )?;
+    crate::build_debug(root)?;
     let lib_dir = crate::target_dir(root).join("debug");
     let built = Built {
         mock: lib_dir.join("panto-mock"),
@@ -389,10 +376,7 @@ fn run_program(
 /// `prefix` the way docs/ffi.md tells a user to: `$(pkg-config --cflags --libs panto)` with
 /// `PKG_CONFIG_PATH=<prefix>/lib/pkgconfig`, and nothing else (no -L, -I or rpath of our own).
 pub(crate) fn installed(root: &Path, prefix: &Path) -> Result<()> {
-    crate::cargo(
-        root,
-        &["build", "--quiet", "-p", "panto-testkit", "--bin", "panto-mock"],
-    )?;
+    crate::build_debug(root)?;
     let built = Built {
         lib_dir: prefix.join("lib"),
         mock: crate::target_dir(root).join("debug").join("panto-mock"),

@@ -95,6 +95,27 @@ pub(crate) fn target_dir(root: &Path) -> PathBuf {
     root.join(std::env::var_os("CARGO_TARGET_DIR").unwrap_or_else(|| "target".into()))
 }
 
+/// Builds, in debug, every library, binary, test and example of the workspace: what the C, Go,
+/// example and crash checks run (libpanto, `panto`, `panto-mock`, the example programs). Always
+/// the whole workspace with its tests, so that Cargo resolves the dependencies' features exactly
+/// as `cargo test --workspace` does and every such build after the test step finds everything
+/// already compiled; a build of a few packages resolves them apart and compiles much of the
+/// graph again (CI paid minutes for each).
+pub(crate) fn build_debug(root: &Path) -> Result<()> {
+    cargo(
+        root,
+        &[
+            "build",
+            "--quiet",
+            "--workspace",
+            "--lib",
+            "--bins",
+            "--tests",
+            "--examples",
+        ],
+    )
+}
+
 /// A `cargo` command (the one running xtask, per `CARGO`, else `cargo` from `PATH`) that runs
 /// in the workspace root.
 pub(crate) fn cargo_command(root: &Path) -> Command {

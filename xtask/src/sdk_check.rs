@@ -20,10 +20,7 @@ pub fn run(workspace_root: &Path) -> Result<()> {
     let target = crate::target_dir(workspace_root);
     let python = ensure_venv(&target.join("sdk-venv"))?;
 
-    crate::cargo(
-        workspace_root,
-        &["build", "--quiet", "-p", "panto-testkit", "--bin", "panto-mock"],
-    )?;
+    crate::build_debug(workspace_root)?;
 
     let fixtures = workspace_root.join("crates/panto-testkit/fixtures/wire");
     let binary = target

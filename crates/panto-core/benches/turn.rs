@@ -95,6 +95,37 @@ async fn bare_read(client: &reqwest::Client, url: &str, body: &[u8]) -> usize {
     n
 }
 
+/// The file log at `debug`, as `PANTO_LOG=debug` writes it (into a file that is thrown away).
+fn debug_log_subscriber() -> impl tracing::Subscriber + Send + Sync {
+    let log_file = tempfile::tempfile().unwrap_or_else(|e| panic!("{e}"));
+    tracing_subscriber::fmt()
+        .with_writer(std::sync::Mutex::new(log_file))
+        .with_ansi(false)
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+        .with_max_level(tracing::Level::DEBUG)
+        .finish()
+}
+
+/// `PANTO_TURN_COUNT=VARIANT:N` (`agent` or `debug-log`): run N agent turns and exit, without
+/// criterion. Under `valgrind --tool=callgrind` two such runs (N = 1 and N = 3) give the
+/// instructions of one turn, a count that does not move with whatever else the machine is
+/// doing; docs/performance.md ("Tracing") compares the variants, and a build with the `tracing`
+/// crate's `max_level_off` feature, which compiles every span out, that way.
+fn counted_run() -> Option<(String, u32)> {
+    let spec = std::env::var("PANTO_TURN_COUNT").ok()?;
+    let (variant, turns) = spec
+        .split_once(':')
+        .unwrap_or_else(|| panic!("PANTO_TURN_COUNT={spec:?}: expected VARIANT:N"));
+    assert!(
+        variant == "agent" || variant == "debug-log",
+        "PANTO_TURN_COUNT={spec:?}: the variant is agent or debug-log"
+    );
+    let turns = turns
+        .parse()
+        .unwrap_or_else(|e| panic!("PANTO_TURN_COUNT={spec:?}: N: {e}"));
+    Some((variant.to_owned(), turns))
+}
+
 fn turn(c: &mut Criterion) {
     let rt: Runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -127,6 +158,15 @@ fn turn(c: &mut Criterion) {
     );
     if let Some(rejected) = server.requests().iter().find_map(|r| r.validation.clone()) {
         panic!("the mock server rejected a request: {rejected}");
+    }
+    if let Some((variant, turns)) = counted_run() {
+        // Run exactly `turns` turns of one variant and stop, for instruction counting (below).
+        let _logging = (variant == "debug-log").then(|| tracing::subscriber::set_default(debug_log_subscriber()));
+        for _ in 0..turns {
+            server.push(Reply::sse(body.clone()));
+            assert_eq!(rt.block_on(agent_turn(&mut agent)).deltas, DELTAS);
+        }
+        std::process::exit(0);
     }
 
     let mut facts = Facts::new("turn");
@@ -161,15 +201,7 @@ fn turn(c: &mut Criterion) {
         })
     });
     // The turn runs on this thread (`block_on`), so a thread-default subscriber sees its spans.
-    let log_dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let log_file = std::fs::File::create(log_dir.path().join("panto.log")).unwrap_or_else(|e| panic!("{e}"));
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(std::sync::Mutex::new(log_file))
-        .with_ansi(false)
-        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
-        .with_max_level(tracing::Level::DEBUG)
-        .finish();
-    let logging = tracing::subscriber::set_default(subscriber);
+    let logging = tracing::subscriber::set_default(debug_log_subscriber());
     group.bench_function("agent-100k-deltas-debug-log", |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
