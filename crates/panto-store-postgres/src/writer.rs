@@ -18,8 +18,9 @@ use tokio_postgres::{GenericClient, Statement};
 
 use crate::db::{bigint, invalid, pg, pg_text, preview_text, wire_columns};
 use crate::pool::Pool;
-use crate::read::{info_from_row, replay, VIEW_ENTRIES};
+use crate::read::info_from_row;
 use crate::tools::{canonical_json, ToolHash};
+use crate::tree::{last_switch, Tree, NEXT_EVENT};
 use crate::view::{compact_at, ViewEntry};
 
 /// What a store knows of a session it has open for writing. Valid only while the store holds
@@ -38,6 +39,8 @@ pub(crate) struct OpenSession {
     pub ids: HashSet<String>,
     /// The next entry's position.
     pub next_seq: i64,
+    /// The next branch event's position.
+    pub next_event: i64,
 }
 
 /// One entry row, as written by an append or an import.
@@ -73,6 +76,14 @@ pub(crate) struct NewSession<'a> {
     pub writer: Option<&'a str>,
 }
 
+impl NewSession<'_> {
+    /// The working directory of this process, when PostgreSQL text can hold it.
+    pub fn this_cwd() -> Option<String> {
+        let cwd = std::env::current_dir().ok()?;
+        cwd.to_str().filter(|p| !p.contains('\0')).map(str::to_owned)
+    }
+}
+
 /// The role column's value.
 pub(crate) fn role_str(role: Role) -> &'static str {
     match role {
@@ -102,11 +113,13 @@ pub(crate) fn metadata_json(metadata: Option<&str>) -> Option<&str> {
 }
 
 const INSERT_SESSION: &str = "insert into panto.sessions (id, created, modified, last_prompt_at, message_count, \
-     last_user_message, wire_api_style, wire_base_url, wire_model, wire_reasoning, metadata, metadata_json, cwd, writer) \
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::text::jsonb, $13, $14) \
+     last_user_message, wire_api_style, wire_base_url, wire_model, wire_reasoning, metadata, metadata_json, cwd, writer, \
+     forked_from_session, forked_from_entry) \
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::text::jsonb, $13, $14, $15, $16) \
      on conflict (id) do nothing";
 
-const UPDATE_SESSION: &str = "update panto.sessions set modified = $2, last_prompt_at = $3, message_count = $4, \
+pub(crate) const UPDATE_SESSION: &str =
+    "update panto.sessions set modified = $2, last_prompt_at = $3, message_count = $4, \
      last_user_message = $5, wire_api_style = $6, wire_base_url = $7, wire_model = $8, wire_reasoning = $9 \
      where id = $1 and writer = $10";
 
@@ -163,6 +176,8 @@ pub(crate) async fn insert_session<C: GenericClient + Sync>(
                 &json,
                 &new.cwd,
                 &new.writer,
+                &info.forked_from.as_ref().map(|f| f.session.as_str()),
+                &info.forked_from.as_ref().map(|f| f.entry.as_str()),
             ],
         )
         .await
@@ -234,25 +249,30 @@ pub(crate) async fn open(pool: &Pool, id: &str, token: &str) -> Result<OpenSessi
             last_id: None,
             ids: HashSet::new(),
             next_seq: 0,
+            next_event: 0,
         });
     };
     let info = info_from_row(&row)?;
     txn.execute(CLAIM_SESSION, &[&id, &token])
         .await
         .map_err(|e| pg(context.clone(), e))?;
-    let rows = txn
-        .query(VIEW_ENTRIES, &[&id])
+    let tree = Tree::read(&txn, &context, id).await?;
+    let switch = last_switch(&txn, &context, id).await?;
+    let next_event: i64 = txn
+        .query_one(NEXT_EVENT, &[&id])
         .await
-        .map_err(|e| pg(context.clone(), e))?;
+        .map_err(|e| pg(context.clone(), e))?
+        .get(0);
     txn.commit().await.map_err(|e| pg(context.clone(), e))?;
-    let replayed = replay(id, &rows)?;
+    let tip = tree.tip(switch.as_ref())?;
     Ok(OpenSession {
         exists: true,
         info,
-        view: replayed.view,
-        next_seq: replayed.last.as_ref().map_or(0, |(seq, _)| seq + 1),
-        last_id: replayed.last.map(|(_, id)| id),
-        ids: replayed.ids,
+        view: tree.view(&tree.path(tip))?,
+        next_seq: tree.next_seq(),
+        last_id: tip.map(|i| tree.nodes[i].id.clone()),
+        ids: tree.ids(),
+        next_event,
     })
 }
 
@@ -394,6 +414,54 @@ impl From<Error> for CommitError {
     }
 }
 
+/// Updates the listing columns of the session row to `info`, under the fencing token:
+/// [`CommitError::Fenced`] when another store claimed the session, [`CommitError::Gone`] when
+/// the row was deleted.
+pub(crate) async fn update_row<C: GenericClient + Sync>(
+    txn: &C,
+    context: &str,
+    update: &Statement,
+    info: &SessionInfo,
+    token: &str,
+) -> Result<(), CommitError> {
+    let failed = |what: &str, e| CommitError::Failed(pg(format!("{context}: {what}"), e));
+    let id = info.id.as_str();
+    let preview = info.last_user_message.as_deref().map(preview_text);
+    let count = bigint(context, "the message count", info.message_count as u64)?;
+    let wire = wire_columns(context, info.wire.as_ref())?;
+    let n = txn
+        .execute(
+            update,
+            &[
+                &id,
+                &info.modified,
+                &info.last_prompt_at,
+                &count,
+                &preview,
+                &wire.0,
+                &wire.1,
+                &wire.2,
+                &wire.3,
+                &token,
+            ],
+        )
+        .await
+        .map_err(|e| failed("updating the session row", e))?;
+    if n == 0 {
+        // Not ours any more: find out whether it was taken over or deleted.
+        let writer = txn
+            .query_opt(WRITER_OF, &[&id])
+            .await
+            .map_err(|e| failed("checking the session's writer", e))?;
+        return Err(if writer.is_some() {
+            CommitError::Fenced
+        } else {
+            CommitError::Gone
+        });
+    }
+    Ok(())
+}
+
 /// Writes a staged batch in one transaction: the session row (created or updated under the
 /// fencing token), the tools not yet known to be stored, and the entries. `open` is the state
 /// after staging; `known` filters tools this store has already seen committed.
@@ -421,46 +489,13 @@ pub(crate) async fn commit(
         .map_err(|e| failed("starting the transaction", e))?;
 
     if open.exists {
-        let info = &open.info;
-        let preview = info.last_user_message.as_deref().map(preview_text);
-        let count = bigint(context, "the message count", info.message_count as u64)?;
-        let wire = wire_columns(context, info.wire.as_ref())?;
-        let n = txn
-            .execute(
-                &update,
-                &[
-                    &id,
-                    &info.modified,
-                    &info.last_prompt_at,
-                    &count,
-                    &preview,
-                    &wire.0,
-                    &wire.1,
-                    &wire.2,
-                    &wire.3,
-                    &token,
-                ],
-            )
-            .await
-            .map_err(|e| failed("updating the session row", e))?;
-        if n == 0 {
-            // Not ours any more: find out whether it was taken over or deleted.
-            let writer = txn
-                .query_opt(WRITER_OF, &[&id])
-                .await
-                .map_err(|e| failed("checking the session's writer", e))?;
-            return Err(if writer.is_some() {
-                CommitError::Fenced
-            } else {
-                CommitError::Gone
-            });
-        }
+        update_row(&txn, context, &update, &open.info, token).await?;
     } else {
-        let cwd = std::env::current_dir().ok();
+        let cwd = NewSession::this_cwd();
         let new = NewSession {
             info: &open.info,
             metadata: staged.metadata,
-            cwd: cwd.as_deref().and_then(|p| p.to_str()).filter(|p| !p.contains('\0')),
+            cwd: cwd.as_deref(),
             writer: Some(token),
         };
         if !insert_session(&txn, context, &new).await? {
