@@ -18,8 +18,8 @@
 //!   addresses into `panto.tools`, which holds one row per distinct tool ([`ToolHash`]). The
 //!   [`AUDIT_QUERY`] (and [`PostgresStore::tools_offered`]) answers "which tools did the model
 //!   see at entry X".
-//! - **Atomic appends**: an append is one transaction; after an error none of the batch is
-//!   stored.
+//! - **Atomic appends**: an append is one statement (one round trip, one transaction); after an
+//!   error none of the batch is stored.
 //! - **One writer per session**, across processes and hosts: the first append takes a
 //!   PostgreSQL advisory lock on the session and holds it while the session's
 //!   [`Agent`](panto_core::Agent) lives (dropping the agent releases it, as do
@@ -75,6 +75,7 @@ macro_rules! info_columns {
     };
 }
 
+mod append_sql;
 mod branch;
 mod checkpoint;
 mod db;
