@@ -371,13 +371,22 @@ impl Inner {
     }
 
     fn fork(&self, from: &str, at: &str, new_id: &str) -> Result<()> {
-        let (metadata, lines) = fork_lines(&self.path_of(from), from, at)?;
+        let source = fork_lines(&self.path_of(from), from, at)?;
+        // The checkpoints the carried file changes name go first, so that once the fork exists a
+        // rewind with files finds them. Each is read back checked against its address.
+        for change in &source.changes {
+            for address in change.checkpoint.before.iter().chain(&change.checkpoint.after) {
+                if let Some(content) = checkpoint::get(&self.dir, from, address)? {
+                    checkpoint::put(&self.dir, new_id, &content)?;
+                }
+            }
+        }
         let origin = ForkOnDisk {
             session: from.to_owned(),
             entry: at.to_owned(),
         };
         self.with_writer(new_id, |writer| {
-            writer.write_fork(&origin, metadata.as_deref(), &lines, Utc::now(), self.durability)
+            writer.write_fork(&origin, &source, Utc::now(), self.durability)
         })
     }
 

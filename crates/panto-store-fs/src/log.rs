@@ -478,10 +478,37 @@ pub(crate) fn load_checkpoints(path: &Path, id: &str) -> Result<Vec<StoredCheckp
     Ok(records)
 }
 
-/// What a fork of session `id` at entry `at` copies: the source's metadata bag and the lines of
-/// the path to `at` (each with its `\n`), read from the file at `path` and checked against the
-/// scan, so a file changed between the passes is an error rather than a mixed log.
-pub(crate) fn fork_lines(path: &Path, id: &str, at: &str) -> Result<(Option<String>, Vec<u8>)> {
+/// A file change a fork carries: recorded on the forked path (or at the empty start every path
+/// begins at), with the listing activity of the entry it belongs to.
+#[derive(Debug)]
+pub(crate) struct CarriedChange {
+    /// The entry it belongs to.
+    pub tip: Option<String>,
+    /// The change.
+    pub checkpoint: CheckpointOnDisk,
+    /// The activity of the path to `tip`.
+    pub activity: Activity,
+}
+
+/// What a fork of a session copies.
+#[derive(Debug)]
+pub(crate) struct ForkSource {
+    /// The source's metadata bag.
+    pub metadata: Option<String>,
+    /// The lines of the path to the fork point, each with its `\n`.
+    pub lines: Vec<u8>,
+    /// Every entry id on the path.
+    pub ids: Vec<String>,
+    /// The file changes recorded on the path, in the order recorded.
+    pub changes: Vec<CarriedChange>,
+    /// The activity of the path to the fork point.
+    pub activity: Activity,
+}
+
+/// What a fork of session `id` at entry `at` copies (see [`ForkSource`]), read from the file at
+/// `path` and checked against the scan, so a file changed between the passes is an error rather
+/// than a mixed log.
+pub(crate) fn fork_lines(path: &Path, id: &str, at: &str) -> Result<ForkSource> {
     let not_found = || panto_core::Error::SessionNotFound(id.to_owned());
     let Some((file, _)) = open_for_reading(path)? else {
         return Err(not_found());
@@ -514,6 +541,26 @@ pub(crate) fn fork_lines(path: &Path, id: &str, at: &str) -> Result<(Option<Stri
             .and_then(|p| by_id.get(p).copied());
     }
     chain.reverse();
+    let ids: Vec<String> = chain.iter().map(|&i| log.entries[i].entry.id.clone()).collect();
+    let empty_start = Activity::of(&panto_core::SessionInfo::new(id, log.header.created));
+    let changes = log
+        .entries
+        .iter()
+        .filter_map(|logged| {
+            let checkpoint = logged.entry.checkpoint.clone()?;
+            let activity = match logged.entry.tip.as_deref() {
+                None => empty_start.clone(),
+                Some(tip) if ids.iter().any(|i| i == tip) => log.entries[by_id[tip]].entry.activity.clone(),
+                Some(_) => return None,
+            };
+            Some(CarriedChange {
+                tip: logged.entry.tip.clone(),
+                checkpoint,
+                activity,
+            })
+        })
+        .collect();
+    let activity = log.entries[end].entry.activity.clone();
     let mut lines = Vec::new();
     for i in chain {
         let logged = &log.entries[i];
@@ -528,7 +575,13 @@ pub(crate) fn fork_lines(path: &Path, id: &str, at: &str) -> Result<(Option<Stri
         }
         lines.push(b'\n');
     }
-    Ok((log.header.metadata, lines))
+    Ok(ForkSource {
+        metadata: log.header.metadata,
+        lines,
+        ids,
+        changes,
+        activity,
+    })
 }
 
 fn entry_ref(entry: &Skeleton) -> EntryRef {

@@ -16,7 +16,7 @@ use crate::format::{
     Activity, BranchOut, CheckpointOnDisk, CompactionOnDisk, EntryOut, ForkOnDisk, HeaderOut, BRANCH_TYPE, HEADER_TYPE,
     MAX_LINE, MESSAGE_TYPE, VERSION,
 };
-use crate::log::{scan_log, ParsedLog, Scanned};
+use crate::log::{scan_log, ForkSource, ParsedLog, Scanned};
 use crate::open::open_for_append;
 use crate::scan::io_error;
 
@@ -293,17 +293,20 @@ impl Writer {
         Ok(())
     }
 
-    /// Writes a new session's first batch as a fork: the header (with `forked_from`) and the
-    /// source's `lines` as they are, in one write. The writer must be for a session not yet
-    /// written; on failure the file is removed again.
+    /// Writes a new session's first batch as a fork: the header (with `forked_from`), the
+    /// source's path lines as they are, then a branch entry for each file change recorded on the
+    /// path (each belonging to its entry, as in the source) and, when the last of them belongs to
+    /// an earlier entry, a branch entry back to the fork point; all in one write. The writer
+    /// must be for a session not yet written; on failure the file is removed again.
     pub fn write_fork(
         &mut self,
         forked_from: &ForkOnDisk,
-        metadata: Option<&str>,
-        lines: &[u8],
+        source: &ForkSource,
         now: DateTime<Utc>,
         durability: Durability,
     ) -> Result<()> {
+        let metadata = source.metadata.as_deref();
+        let lines = &source.lines;
         if !self.needs_header {
             return Err(Error::store(
                 format!("forking into {}", self.path.display()),
@@ -325,6 +328,46 @@ impl Writer {
         self.check_line_size(buf.len(), "the session header")?;
         buf.push(b'\n');
         buf.extend_from_slice(lines);
+        self.ids = source.ids.iter().cloned().collect();
+        let mut tip = source.ids.last().map(String::as_str);
+        let branch_line = |buf: &mut Vec<u8>,
+                           ids: &mut HashSet<String>,
+                           parent: Option<&str>,
+                           to: Option<&str>,
+                           checkpoint: Option<&CheckpointOnDisk>,
+                           activity: &Activity|
+         -> Result<()> {
+            let id = mint_unused(ids);
+            let entry = BranchOut {
+                kind: BRANCH_TYPE,
+                id: &id,
+                parent_id: parent,
+                tip: to,
+                checkpoint,
+                timestamp: now,
+                activity,
+            };
+            crate::json::to_writer(&mut *buf, &entry).map_err(|e| Error::store("serialising a branch entry", e))?;
+            buf.push(b'\n');
+            ids.insert(id);
+            Ok(())
+        };
+        for change in &source.changes {
+            let at = change.tip.as_deref();
+            branch_line(
+                &mut buf,
+                &mut self.ids,
+                tip,
+                at,
+                Some(&change.checkpoint),
+                &change.activity,
+            )?;
+            tip = at;
+        }
+        let end = source.ids.last().map(String::as_str);
+        if tip != end {
+            branch_line(&mut buf, &mut self.ids, tip, end, None, &source.activity)?;
+        }
         if let Err(e) = self.commit(&buf, durability) {
             let _ = std::fs::remove_file(&self.path);
             self.broken = true;
@@ -482,15 +525,7 @@ impl Writer {
 
     /// A new entry id: 8 hex digits from the random tail of a UUIDv7, unique within the file.
     fn mint_id(&self) -> String {
-        loop {
-            let bytes = uuid::Uuid::now_v7().into_bytes();
-            // Bytes 12..16 are random in every UUIDv7 the uuid crate mints (its counter lives in
-            // the bits before them).
-            let id = format!("{:02x}{:02x}{:02x}{:02x}", bytes[12], bytes[13], bytes[14], bytes[15]);
-            if !self.ids.contains(&id) {
-                return id;
-            }
-        }
+        mint_unused(&self.ids)
     }
 
     fn restore(&mut self, undo: Undo) {
@@ -604,6 +639,19 @@ pub(crate) fn commit_batch<T: BatchTarget>(
                 })
                 .err();
             Err(CommitFailure { error, rollback })
+        }
+    }
+}
+
+/// A new entry id: 8 hex digits from the random tail of a UUIDv7, not in `ids`.
+fn mint_unused(ids: &HashSet<String>) -> String {
+    loop {
+        let bytes = uuid::Uuid::now_v7().into_bytes();
+        // Bytes 12..16 are random in every UUIDv7 the uuid crate mints (its counter lives in
+        // the bits before them).
+        let id = format!("{:02x}{:02x}{:02x}{:02x}", bytes[12], bytes[13], bytes[14], bytes[15]);
+        if !ids.contains(&id) {
+            return id;
         }
     }
 }

@@ -18,8 +18,8 @@
 //!   addresses into `panto.tools`, which holds one row per distinct tool ([`ToolHash`]). The
 //!   [`AUDIT_QUERY`] (and [`PostgresStore::tools_offered`]) answers "which tools did the model
 //!   see at entry X".
-//! - **Atomic appends**: an append is one transaction; after an error none of the batch is
-//!   stored.
+//! - **Atomic appends**: an append is one statement (one round trip, one transaction); after an
+//!   error none of the batch is stored.
 //! - **One writer per session**, across processes and hosts: the first append takes a
 //!   PostgreSQL advisory lock on the session and holds it while the session's
 //!   [`Agent`](panto_core::Agent) lives (dropping the agent releases it, as do
@@ -71,10 +71,13 @@
 macro_rules! info_columns {
     () => {
         "id, created, modified, last_prompt_at, message_count, last_user_message, \
-         wire_api_style, wire_base_url, wire_model, wire_reasoning"
+         wire_api_style, wire_base_url, wire_model, wire_reasoning, forked_from_session, forked_from_entry"
     };
 }
 
+mod append_sql;
+mod branch;
+mod checkpoint;
 mod db;
 mod import;
 mod lock;
@@ -85,6 +88,7 @@ mod redact;
 mod tls;
 mod tools;
 mod trace;
+mod tree;
 mod view;
 mod writer;
 
@@ -94,7 +98,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use panto_core::store::validate_session_id;
-use panto_core::{Error, LoadedBranch, PersistentMessage, Result, SessionInfo, SessionStore};
+use panto_core::{
+    CheckpointRecord, Error, LoadedBranch, PersistentMessage, Result, SessionInfo, SessionStore, SessionTree,
+    StoredCheckpoint,
+};
 use tokio::sync::OwnedMutexGuard;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Config, Row};
@@ -341,6 +348,98 @@ impl PostgresStore {
 }
 
 impl PostgresStore {
+    /// Appends the branch event `event` to session `id` under its lock, as an append does.
+    /// [`Error::SessionNotFound`] when the session is not stored (nothing is then created).
+    async fn branch_event(&self, id: &str, context: String, event: branch::Event<'_>) -> Result<()> {
+        let mut slot = self.slot(id).await;
+        let held = slot.lock.is_some();
+        if let Err(e) = self.ensure_locked(id, &mut slot).await {
+            self.retire_locked(id, &mut slot).await;
+            return Err(e);
+        }
+        let mut open = match slot.open.take() {
+            Some(open) => open,
+            None => match writer::open(&self.pool, id, &self.token).await {
+                Ok(open) => open,
+                Err(e) => {
+                    self.retire_locked(id, &mut slot).await;
+                    return Err(e);
+                }
+            },
+        };
+        if !open.exists {
+            if held {
+                slot.open = Some(open);
+            } else {
+                // This store took the lock only to find there is no session: let it go.
+                self.retire_locked(id, &mut slot).await;
+            }
+            return Err(Error::SessionNotFound(id.to_owned()));
+        }
+        match branch::commit_event(&self.pool, &context, &mut open, &self.token, event).await {
+            Ok(()) => {
+                slot.open = Some(open);
+                Ok(())
+            }
+            Err(CommitError::Fenced) => {
+                self.retire_locked(id, &mut slot).await;
+                Err(Error::SessionInUse { id: id.to_owned() })
+            }
+            Err(CommitError::Gone) => Err(Error::SessionNotFound(id.to_owned())),
+            // `open` is dropped: the next write rebuilds it from the database.
+            Err(CommitError::Failed(e)) => Err(e),
+        }
+    }
+
+    /// [`SessionStore::append`], in its span `span`.
+    async fn append_traced(
+        &self,
+        id: &str,
+        messages: &[PersistentMessage<'_>],
+        span: &tracing::Span,
+    ) -> Result<Vec<String>> {
+        let context = format!("appending to session {id}");
+        let mut slot = self.slot(id).await;
+        // A store that cannot write a session (another writer has it, or the database cannot
+        // be reached) keeps nothing of it.
+        if let Err(e) = self.ensure_locked(id, &mut slot).await {
+            self.retire_locked(id, &mut slot).await;
+            return Err(e);
+        }
+        let mut open = match slot.open.take() {
+            Some(open) => open,
+            None => match writer::open(&self.pool, id, &self.token).await {
+                Ok(open) => open,
+                Err(e) => {
+                    self.retire_locked(id, &mut slot).await;
+                    return Err(e);
+                }
+            },
+        };
+        // From here on `open` is put back only if the batch commits: a failed batch leaves the
+        // slot empty, and the next append rebuilds the state from the database.
+        let staged = writer::stage(&mut open, &context, messages, db::now())?;
+        let known = |h: &ToolHash| lock(&self.known_tools).contains(h);
+        trace::record_bytes(span, &staged);
+        let started = std::time::Instant::now();
+        let committed = writer::commit(&self.pool, &context, &open, &self.token, &staged, &known).await;
+        trace::record_commit(span, started.elapsed());
+        match committed {
+            Ok(()) => {
+                lock(&self.known_tools).extend(staged.tools.keys().copied());
+                open.exists = true;
+                slot.open = Some(open);
+                Ok(staged.rows.iter().map(|row| row.id.clone()).collect())
+            }
+            Err(CommitError::Fenced) => {
+                self.retire_locked(id, &mut slot).await;
+                Err(Error::SessionInUse { id: id.to_owned() })
+            }
+            Err(CommitError::Gone) => Err(Error::SessionNotFound(id.to_owned())),
+            Err(CommitError::Failed(e)) => Err(e),
+        }
+    }
+
     /// The rows `query` returns, on a connection of the pool; `doing` names the work in an error.
     async fn rows(&self, query: &str, params: &[&(dyn ToSql + Sync)], doing: impl Into<String>) -> Result<Vec<Row>> {
         let conn = self.pool.get().await?;
@@ -380,48 +479,50 @@ impl SessionStore for PostgresStore {
 
     async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> Result<Vec<String>> {
         validate_session_id(id)?;
-        let context = format!("appending to session {id}");
-        let mut slot = self.slot(id).await;
-        // A store that cannot write a session (another writer has it, or the database cannot
-        // be reached) keeps nothing of it.
-        if let Err(e) = self.ensure_locked(id, &mut slot).await {
-            self.retire_locked(id, &mut slot).await;
-            return Err(e);
-        }
-        let mut open = match slot.open.take() {
-            Some(open) => open,
-            None => match writer::open(&self.pool, id, &self.token).await {
-                Ok(open) => open,
-                Err(e) => {
-                    self.retire_locked(id, &mut slot).await;
-                    return Err(e);
-                }
-            },
-        };
-        // From here on `open` is put back only if the batch commits: a failed batch leaves the
-        // slot empty, and the next append rebuilds the state from the database.
-        let staged = writer::stage(&mut open, &context, messages, db::now())?;
-        let known = |h: &ToolHash| lock(&self.known_tools).contains(h);
-        let span = trace::append_span(id, &staged);
+        // The span covers the whole append: waiting for the session's slot, taking its lock,
+        // rebuilding its state after a failure, staging and the transaction.
+        let span = trace::append_span(id, messages.len());
         let started = std::time::Instant::now();
-        let committed = writer::commit(&self.pool, &context, &open, &self.token, &staged, &known)
-            .instrument(span.clone())
-            .await;
-        trace::finished(&span, started, committed.is_ok());
-        match committed {
-            Ok(()) => {
-                lock(&self.known_tools).extend(staged.tools.keys().copied());
-                open.exists = true;
-                slot.open = Some(open);
-                Ok(staged.rows.iter().map(|row| row.id.clone()).collect())
-            }
-            Err(CommitError::Fenced) => {
-                self.retire_locked(id, &mut slot).await;
-                Err(Error::SessionInUse { id: id.to_owned() })
-            }
-            Err(CommitError::Gone) => Err(Error::SessionNotFound(id.to_owned())),
-            Err(CommitError::Failed(e)) => Err(e),
-        }
+        let result = self.append_traced(id, messages, &span).instrument(span.clone()).await;
+        trace::finished(&span, started, result)
+    }
+
+    async fn switch_branch(&self, id: &str, tip: Option<&str>) -> Result<()> {
+        validate_session_id(id)?;
+        let context = format!("switching the branch of session {id}");
+        self.branch_event(id, context, branch::Event::Switch(tip)).await
+    }
+
+    async fn fork(&self, from: &str, at: &str, new_id: &str) -> Result<()> {
+        validate_session_id(from)?;
+        validate_session_id(new_id)?;
+        branch::fork(&self.pool, from, at, new_id).await
+    }
+
+    async fn put_checkpoint(&self, id: &str, content: &[u8]) -> Result<String> {
+        validate_session_id(id)?;
+        checkpoint::put(&self.pool, id, content).await
+    }
+
+    async fn get_checkpoint(&self, id: &str, address: &str) -> Result<Option<Vec<u8>>> {
+        validate_session_id(id)?;
+        checkpoint::get(&self.pool, id, address).await
+    }
+
+    async fn record_checkpoint(&self, id: &str, record: &CheckpointRecord) -> Result<()> {
+        validate_session_id(id)?;
+        let context = format!("recording a change of {:?} in session {id}", record.path);
+        self.branch_event(id, context, branch::Event::Checkpoint(record)).await
+    }
+
+    async fn checkpoints(&self, id: &str) -> Result<Vec<StoredCheckpoint>> {
+        validate_session_id(id)?;
+        read::checkpoints(&self.pool, id).await
+    }
+
+    async fn tree(&self, id: &str) -> Result<Option<SessionTree>> {
+        validate_session_id(id)?;
+        read::tree(&self.pool, id).await
     }
 
     /// Forgets the session and releases its advisory lock when its agent is dropped. The

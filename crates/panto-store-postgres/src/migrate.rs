@@ -22,14 +22,21 @@ pub(crate) struct Migration {
 }
 
 /// Every schema version this build knows, oldest first.
-pub(crate) const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "initial",
-    sql: include_str!("../migrations/0001_initial.sql"),
-}];
+pub(crate) const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "initial",
+        sql: include_str!("../migrations/0001_initial.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "session tree",
+        sql: include_str!("../migrations/0002_session_tree.sql"),
+    },
+];
 
 /// The newest schema version this build knows.
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// Brings the schema to [`SCHEMA_VERSION`]. Holds the migration lock while it works.
 pub(crate) async fn migrate(client: &mut Client) -> Result<()> {

@@ -1,18 +1,20 @@
 //! The read side: listings from the sessions table, the model's view and the full history from
 //! the entries, and the audit of the tools offered with an entry.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
+use panto_core::store::validate_checkpoint_address;
 use panto_core::{
-    Conversation, EntryRef, Error, LoadedBranch, Message, Result, SessionInfo, ToolDecl, Usage, WireIdentity,
+    CheckpointRecord, Conversation, EntryRef, Error, ForkOrigin, LoadedBranch, Message, Result, SessionInfo,
+    SessionTree, StoredCheckpoint, ToolDecl, TreeEntry, Usage, WireIdentity,
 };
 use tokio_postgres::{IsolationLevel, Row, Transaction};
 
 use crate::db::{pg, unsigned, wire_from_columns};
 use crate::pool::Pool;
 use crate::tools::ToolHash;
-use crate::view::{compact_recorded, ViewEntry};
+use crate::tree::{last_switch, Tree};
 
 /// Every session, newest first by recency (the last human prompt, else creation), ties broken
 /// by the newer id: the order of `SessionInfo::recency` and `sort_by_recency`, served by the
@@ -38,14 +40,21 @@ pub(crate) const BY_ID: &str = concat!("select ", info_columns!(), " from panto.
 pub(crate) const IDS_BY_PREFIX: &str =
     "select id from panto.sessions where id >= $1::text and id < $1::text || '~' order by id";
 
-/// The columns the view is replayed from, oldest first.
-pub(crate) const VIEW_ENTRIES: &str = "select seq, id, role = 'system', compaction_first_kept, \
-     compaction_tokens_before is not null from panto.entries where session_id = $1 order by seq";
-
 const MESSAGES_AT: &str = "select seq, coalesce(message_raw, message::text), parent_id from panto.entries \
      where session_id = $1 and seq = any($2)";
 
 const METADATA: &str = "select metadata from panto.sessions where id = $1";
+
+/// What a load reads of the session row besides the listing: the metadata bag and the origin.
+const BRANCH_ROW: &str = "select metadata, forked_from_session, forked_from_entry from panto.sessions where id = $1";
+
+/// Every file change recorded in session `$1`, in the order recorded.
+const CHECKPOINTS: &str = "select seq, tip, checkpoint_path, checkpoint_before, checkpoint_after, checkpoint_restore \
+     from panto.branch_events where session_id = $1 and checkpoint_path is not null order by seq";
+
+/// Every message of session `$1`, oldest first, for the tree's previews.
+const TREE_MESSAGES: &str = "select seq, coalesce(message_raw, message::text) from panto.entries \
+     where session_id = $1 order by seq";
 
 const HISTORY: &str = "select seq, id, parent_id, ts, coalesce(message_raw, message::text), usage::text, \
      wire_api_style, wire_base_url, wire_model, wire_reasoning, compaction_first_kept, \
@@ -70,9 +79,8 @@ pub(crate) fn info_from_row(row: &Row) -> Result<SessionInfo> {
     let location = || format!("panto.sessions row {id}");
     let count = unsigned(&location, "message_count", row.get(4))?;
     let wire = wire_from_columns(&location, row.get(6), row.get(7), row.get(8), row.get(9))?;
-    // Forks are not kept by this store yet.
     Ok(SessionInfo {
-        forked_from: None,
+        forked_from: fork_origin(row.get(10), row.get(11)),
         created: row.get(1),
         modified: row.get(2),
         last_prompt_at: row.get(3),
@@ -86,44 +94,12 @@ pub(crate) fn info_from_row(row: &Row) -> Result<SessionInfo> {
     })
 }
 
-/// The view and ids replayed from [`VIEW_ENTRIES`] rows.
-#[derive(Debug, Default)]
-pub(crate) struct Replayed {
-    /// What the model sees.
-    pub view: Vec<ViewEntry>,
-    /// Every entry id.
-    pub ids: HashSet<String>,
-    /// The newest entry's position and id.
-    pub last: Option<(i64, String)>,
-}
-
-/// Replays the history of session `session` from its [`VIEW_ENTRIES`] rows.
-pub(crate) fn replay(session: &str, rows: &[Row]) -> Result<Replayed> {
-    let mut out = Replayed {
-        ids: HashSet::with_capacity(rows.len()),
-        ..Replayed::default()
-    };
-    for row in rows {
-        let seq: i64 = row.get(0);
-        let id: String = row.get(1);
-        let entry = ViewEntry {
-            id: id.clone(),
-            system: row.get(2),
-            seq,
-        };
-        if row.get::<_, bool>(4) {
-            let first_kept: Option<String> = row.get(3);
-            compact_recorded(&mut out.view, first_kept.as_deref(), entry).map_err(|message| Error::CorruptSession {
-                location: entry_location(session, &id, seq),
-                message,
-            })?;
-        } else {
-            out.view.push(entry);
-        }
-        out.ids.insert(id.clone());
-        out.last = Some((seq, id));
-    }
-    Ok(out)
+/// A fork origin from its two columns (both set, or neither: a check constraint).
+pub(crate) fn fork_origin(session: Option<String>, entry: Option<String>) -> Option<ForkOrigin> {
+    Some(ForkOrigin {
+        session: session?,
+        entry: entry?,
+    })
 }
 
 /// Where an entry is, for errors.
@@ -132,7 +108,7 @@ pub(crate) fn entry_location(session: &str, id: &str, seq: i64) -> String {
 }
 
 /// Parses a stored message.
-fn parse_message(location: impl Fn() -> String, text: &str) -> Result<Message> {
+pub(crate) fn parse_message(location: impl Fn() -> String, text: &str) -> Result<Message> {
     serde_json::from_str(text).map_err(|e| Error::CorruptSession {
         location: location(),
         message: format!("the message is not a panto message: {e}"),
@@ -141,7 +117,7 @@ fn parse_message(location: impl Fn() -> String, text: &str) -> Result<Message> {
 
 /// A read-only transaction on one snapshot, so that a session's row and entries agree even
 /// while its writer appends.
-async fn snapshot<'a>(conn: &'a mut tokio_postgres::Client, context: &str) -> Result<Transaction<'a>> {
+pub(crate) async fn snapshot<'a>(conn: &'a mut tokio_postgres::Client, context: &str) -> Result<Transaction<'a>> {
     conn.build_transaction()
         .isolation_level(IsolationLevel::RepeatableRead)
         .read_only(true)
@@ -150,27 +126,28 @@ async fn snapshot<'a>(conn: &'a mut tokio_postgres::Client, context: &str) -> Re
         .map_err(|e| pg(context.to_owned(), e))
 }
 
-/// The conversation of session `id` as the model sees it.
+/// The active branch of session `id`: the conversation the model sees on it, each message's
+/// entry, and the fork origin.
 pub(crate) async fn load(pool: &Pool, id: &str) -> Result<Option<LoadedBranch>> {
     let context = format!("loading session {id}");
     let mut conn = pool.get().await?;
     let txn = snapshot(&mut conn.client, &context).await?;
     let Some(row) = txn
-        .query_opt(METADATA, &[&id])
+        .query_opt(BRANCH_ROW, &[&id])
         .await
         .map_err(|e| pg(context.clone(), e))?
     else {
         return Ok(None);
     };
     let metadata: Option<String> = row.get(0);
-    let rows = txn
-        .query(VIEW_ENTRIES, &[&id])
-        .await
-        .map_err(|e| pg(context.clone(), e))?;
-    let view = replay(id, &rows)?.view;
+    let forked_from = fork_origin(row.get(1), row.get(2));
+    let tree = Tree::read(&txn, &context, id).await?;
+    let switch = last_switch(&txn, &context, id).await?;
+    let path = tree.path(tree.tip(switch.as_ref())?);
+    let view = tree.view(&path)?;
     let seqs: Vec<i64> = view.iter().map(|v| v.seq).collect();
-    // Only the messages in the view are fetched: a long history that compaction hid is not
-    // read again.
+    // Only the messages in the view are fetched: a long history that compaction hid, and the
+    // other branches, are not read.
     let bodies = txn
         .query(MESSAGES_AT, &[&id, &seqs])
         .await
@@ -191,12 +168,98 @@ pub(crate) async fn load(pool: &Pool, id: &str) -> Result<Option<LoadedBranch>> 
             parent,
         });
     }
-    // This store keeps one chain per session: branches and forks are not supported yet.
     Ok(Some(LoadedBranch {
         conversation: Conversation { messages, metadata },
         entries,
-        forked_from: None,
+        forked_from,
     }))
+}
+
+/// Every message entry of session `id`, all branches, in append order, and the active tip.
+pub(crate) async fn tree(pool: &Pool, id: &str) -> Result<Option<SessionTree>> {
+    let context = format!("reading the tree of session {id}");
+    let mut conn = pool.get().await?;
+    let txn = snapshot(&mut conn.client, &context).await?;
+    if txn
+        .query_opt(METADATA, &[&id])
+        .await
+        .map_err(|e| pg(context.clone(), e))?
+        .is_none()
+    {
+        return Ok(None);
+    }
+    let tree = Tree::read(&txn, &context, id).await?;
+    let switch = last_switch(&txn, &context, id).await?;
+    let tip = tree.tip(switch.as_ref())?;
+    let bodies = txn
+        .query(TREE_MESSAGES, &[&id])
+        .await
+        .map_err(|e| pg(context.clone(), e))?;
+    txn.commit().await.map_err(|e| pg(context.clone(), e))?;
+    if bodies.len() != tree.nodes.len() {
+        return Err(Error::CorruptSession {
+            location: format!("panto.entries of session {id}"),
+            message: "the entries changed while the session was read".to_owned(),
+        });
+    }
+    let mut entries = Vec::with_capacity(tree.nodes.len());
+    for (i, (node, row)) in tree.nodes.iter().zip(&bodies).enumerate() {
+        let location = || entry_location(id, &node.id, node.seq);
+        let message = parse_message(location, row.get(1))?;
+        let entry = EntryRef {
+            id: node.id.clone(),
+            parent: tree.parent_id(i),
+        };
+        entries.push(TreeEntry::of(entry, &message));
+    }
+    Ok(Some(SessionTree {
+        entries,
+        tip: tip.map(|i| tree.nodes[i].id.clone()),
+    }))
+}
+
+/// Every file change recorded in session `id`, in order, with the tip each belongs to. A row
+/// whose path or addresses could not be one is corrupt data naming the row (the database's
+/// checks keep them out; a rewind must never write where a damaged row points).
+pub(crate) async fn checkpoints(pool: &Pool, id: &str) -> Result<Vec<StoredCheckpoint>> {
+    let context = format!("reading the file checkpoints of session {id}");
+    let conn = pool.get().await?;
+    let rows = conn
+        .client
+        .query(CHECKPOINTS, &[&id])
+        .await
+        .map_err(|e| pg(context, e))?;
+    rows.iter()
+        .map(|row| {
+            let seq: i64 = row.get(0);
+            let bad = |message: String| Error::CorruptSession {
+                location: format!("panto.branch_events session {id} position {seq}"),
+                message,
+            };
+            let path: String = row.get(2);
+            if !path.starts_with('/') {
+                return Err(bad(format!("the checkpoint's path {path:?} is not absolute")));
+            }
+            let before: Option<String> = row.get(3);
+            let after: Option<String> = row.get(4);
+            for address in before.iter().chain(&after) {
+                validate_checkpoint_address(address).map_err(|_| {
+                    bad(format!(
+                        "the checkpoint's address {address:?} is not 64 lowercase hex digits"
+                    ))
+                })?;
+            }
+            Ok(StoredCheckpoint {
+                entry: row.get(1),
+                record: CheckpointRecord {
+                    path,
+                    before,
+                    after,
+                    restore: row.get(5),
+                },
+            })
+        })
+        .collect()
 }
 
 /// A compaction as its summary entry records it.

@@ -1,50 +1,61 @@
 //! The `panto.store.append` span of each append (docs/observability.md), as the file store
-//! emits it: messages, bytes, and how long the transaction took to commit (PostgreSQL's
-//! equivalent of the file store's fsync). The store only emits it.
+//! emits it: messages, bytes, how long the transaction took to commit (PostgreSQL's equivalent
+//! of the file store's fsync) and how long the whole append took, from taking the session's lock
+//! and rebuilding its state to the commit. The store only emits it.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use panto_core::Result;
 use tracing::field::Empty;
 use tracing::Span;
 
 use crate::writer::Staged;
 
-/// The span of committing `staged` to session `id`, a child of the current span.
-pub(crate) fn append_span(id: &str, staged: &Staged<'_>) -> Span {
-    let span = tracing::info_span!(
+/// The span of one append of `messages` messages to session `id`, a child of the current span
+/// (the turn's when the agent persists during a turn).
+pub(crate) fn append_span(id: &str, messages: usize) -> Span {
+    tracing::info_span!(
         "panto.store.append",
         panto.store.kind = "postgres",
         gen_ai.conversation.id = id,
-        panto.store.messages = staged.rows.len() as u64,
+        panto.store.messages = messages as u64,
         panto.store.bytes = Empty,
         panto.store.commit_ms = Empty,
         panto.duration_ms = Empty,
         error.type = Empty,
-    );
-    if !span.is_disabled() {
-        // The message, usage and wire columns: what the batch adds besides ids and tools.
-        let bytes: usize = staged
-            .rows
-            .iter()
-            .map(|row| {
-                row.message.as_ref().or(row.message_raw.as_ref()).map_or(0, String::len)
-                    + row.usage.as_ref().map_or(0, String::len)
-            })
-            .sum();
-        span.record("panto.store.bytes", bytes as u64);
-    }
-    span
+    )
 }
 
-/// Records how long the commit took, and `error.type` when it failed.
-pub(crate) fn finished(span: &Span, started: Instant, committed: bool) {
+/// Records the bytes `staged` writes: the message, usage and wire columns, what the batch adds
+/// besides ids and tools.
+pub(crate) fn record_bytes(span: &Span, staged: &Staged<'_>) {
     if span.is_disabled() {
         return;
     }
-    let took = started.elapsed().as_secs_f64() * 1_000.0;
-    span.record("panto.store.commit_ms", took);
-    span.record("panto.duration_ms", took);
-    if !committed {
-        span.record("error.type", "store");
+    let bytes: usize = staged
+        .rows
+        .iter()
+        .map(|row| {
+            row.message.as_ref().or(row.message_raw.as_ref()).map_or(0, String::len)
+                + row.usage.as_ref().map_or(0, String::len)
+        })
+        .sum();
+    span.record("panto.store.bytes", bytes as u64);
+}
+
+/// Records how long the transaction took, from its first statement to the commit.
+pub(crate) fn record_commit(span: &Span, took: Duration) {
+    span.record("panto.store.commit_ms", took.as_secs_f64() * 1_000.0);
+}
+
+/// Records the whole append's duration, and the class of its error if it failed; returns
+/// `result`.
+pub(crate) fn finished<T>(span: &Span, started: Instant, result: Result<T>) -> Result<T> {
+    if !span.is_disabled() {
+        span.record("panto.duration_ms", started.elapsed().as_secs_f64() * 1_000.0);
+        if result.is_err() {
+            span.record("error.type", "store");
+        }
     }
+    result
 }

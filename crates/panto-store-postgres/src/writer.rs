@@ -1,12 +1,12 @@
 //! The write side of one session: the state a store keeps while it has the session open, the
-//! rows an append writes, and the transaction that writes them.
+//! rows an append writes, and the statement that writes them (one round trip; `append_sql.rs`).
 //!
 //! # Fencing
 //! The advisory lock (see `lock.rs`) keeps a second writer out, but it lives on a connection
 //! that can die, and with it the lock, while this store still believes it writes. So the
 //! session row also carries a *fencing token*: the writer column names the store that opened
 //! the session last. Opening a session claims the row; every append updates the row only
-//! `where writer = <this store's token>`, in the same transaction as its entries. A store that
+//! `where writer = <this store's token>`, in the same statement as its entries. A store that
 //! lost its lock to another writer therefore fails its next append with `SessionInUse` instead
 //! of interleaving with the other writer.
 
@@ -14,12 +14,15 @@ use std::collections::{BTreeMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use panto_core::{Error, Message, PersistentMessage, Result, Role, SessionInfo, ToolDecl};
+use tokio_postgres::types::ToSql;
 use tokio_postgres::{GenericClient, Statement};
 
+use crate::append_sql::{append_existing, append_new, TAIL_PARAMS};
 use crate::db::{bigint, invalid, pg, pg_text, preview_text, wire_columns};
 use crate::pool::Pool;
-use crate::read::{info_from_row, replay, VIEW_ENTRIES};
+use crate::read::info_from_row;
 use crate::tools::{canonical_json, ToolHash};
+use crate::tree::{last_switch, Tree, NEXT_EVENT};
 use crate::view::{compact_at, ViewEntry};
 
 /// What a store knows of a session it has open for writing. Valid only while the store holds
@@ -38,6 +41,8 @@ pub(crate) struct OpenSession {
     pub ids: HashSet<String>,
     /// The next entry's position.
     pub next_seq: i64,
+    /// The next branch event's position.
+    pub next_event: i64,
 }
 
 /// One entry row, as written by an append or an import.
@@ -73,6 +78,14 @@ pub(crate) struct NewSession<'a> {
     pub writer: Option<&'a str>,
 }
 
+impl NewSession<'_> {
+    /// The working directory of this process, when PostgreSQL text can hold it.
+    pub fn this_cwd() -> Option<String> {
+        let cwd = std::env::current_dir().ok()?;
+        cwd.to_str().filter(|p| !p.contains('\0')).map(str::to_owned)
+    }
+}
+
 /// The role column's value.
 pub(crate) fn role_str(role: Role) -> &'static str {
     match role {
@@ -102,11 +115,13 @@ pub(crate) fn metadata_json(metadata: Option<&str>) -> Option<&str> {
 }
 
 const INSERT_SESSION: &str = "insert into panto.sessions (id, created, modified, last_prompt_at, message_count, \
-     last_user_message, wire_api_style, wire_base_url, wire_model, wire_reasoning, metadata, metadata_json, cwd, writer) \
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::text::jsonb, $13, $14) \
+     last_user_message, wire_api_style, wire_base_url, wire_model, wire_reasoning, metadata, metadata_json, cwd, writer, \
+     forked_from_session, forked_from_entry) \
+     values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::text::jsonb, $13, $14, $15, $16) \
      on conflict (id) do nothing";
 
-const UPDATE_SESSION: &str = "update panto.sessions set modified = $2, last_prompt_at = $3, message_count = $4, \
+pub(crate) const UPDATE_SESSION: &str =
+    "update panto.sessions set modified = $2, last_prompt_at = $3, message_count = $4, \
      last_user_message = $5, wire_api_style = $6, wire_base_url = $7, wire_model = $8, wire_reasoning = $9 \
      where id = $1 and writer = $10";
 
@@ -117,11 +132,6 @@ pub(crate) const INSERT_ENTRY: &str =
      usage, wire_api_style, wire_base_url, wire_model, wire_reasoning, compaction_first_kept, \
      compaction_tokens_before, compaction_tokens_after, tool_hashes) \
      values ($1, $2, $3, $4, $5, $6, $7::text::jsonb, $8, $9::text::jsonb, $10, $11, $12, $13, $14, $15, $16, $17)";
-
-const INSERT_TOOLS: &str = "insert into panto.tools (hash, name, description, schema) \
-     select h, n, d, s::jsonb from unnest($1::bytea[], $2::text[], $3::text[], $4::text[]) as t(h, n, d, s) \
-     order by h \
-     on conflict (hash) do nothing";
 
 const OPEN_SESSION: &str = concat!(
     "select ",
@@ -163,6 +173,8 @@ pub(crate) async fn insert_session<C: GenericClient + Sync>(
                 &json,
                 &new.cwd,
                 &new.writer,
+                &info.forked_from.as_ref().map(|f| f.session.as_str()),
+                &info.forked_from.as_ref().map(|f| f.entry.as_str()),
             ],
         )
         .await
@@ -234,25 +246,30 @@ pub(crate) async fn open(pool: &Pool, id: &str, token: &str) -> Result<OpenSessi
             last_id: None,
             ids: HashSet::new(),
             next_seq: 0,
+            next_event: 0,
         });
     };
     let info = info_from_row(&row)?;
     txn.execute(CLAIM_SESSION, &[&id, &token])
         .await
         .map_err(|e| pg(context.clone(), e))?;
-    let rows = txn
-        .query(VIEW_ENTRIES, &[&id])
+    let tree = Tree::read(&txn, &context, id).await?;
+    let switch = last_switch(&txn, &context, id).await?;
+    let next_event: i64 = txn
+        .query_one(NEXT_EVENT, &[&id])
         .await
-        .map_err(|e| pg(context.clone(), e))?;
+        .map_err(|e| pg(context.clone(), e))?
+        .get(0);
     txn.commit().await.map_err(|e| pg(context.clone(), e))?;
-    let replayed = replay(id, &rows)?;
+    let tip = tree.tip(switch.as_ref())?;
     Ok(OpenSession {
         exists: true,
         info,
-        view: replayed.view,
-        next_seq: replayed.last.as_ref().map_or(0, |(seq, _)| seq + 1),
-        last_id: replayed.last.map(|(_, id)| id),
-        ids: replayed.ids,
+        view: tree.view(&tree.path(tip))?,
+        next_seq: tree.next_seq(),
+        last_id: tip.map(|i| tree.nodes[i].id.clone()),
+        ids: tree.ids(),
+        next_event,
     })
 }
 
@@ -394,9 +411,58 @@ impl From<Error> for CommitError {
     }
 }
 
-/// Writes a staged batch in one transaction: the session row (created or updated under the
-/// fencing token), the tools not yet known to be stored, and the entries. `open` is the state
-/// after staging; `known` filters tools this store has already seen committed.
+/// Updates the listing columns of the session row to `info`, under the fencing token:
+/// [`CommitError::Fenced`] when another store claimed the session, [`CommitError::Gone`] when
+/// the row was deleted.
+pub(crate) async fn update_row<C: GenericClient + Sync>(
+    txn: &C,
+    context: &str,
+    update: &Statement,
+    info: &SessionInfo,
+    token: &str,
+) -> Result<(), CommitError> {
+    let failed = |what: &str, e| CommitError::Failed(pg(format!("{context}: {what}"), e));
+    let id = info.id.as_str();
+    let preview = info.last_user_message.as_deref().map(preview_text);
+    let count = bigint(context, "the message count", info.message_count as u64)?;
+    let wire = wire_columns(context, info.wire.as_ref())?;
+    let n = txn
+        .execute(
+            update,
+            &[
+                &id,
+                &info.modified,
+                &info.last_prompt_at,
+                &count,
+                &preview,
+                &wire.0,
+                &wire.1,
+                &wire.2,
+                &wire.3,
+                &token,
+            ],
+        )
+        .await
+        .map_err(|e| failed("updating the session row", e))?;
+    if n == 0 {
+        // Not ours any more: find out whether it was taken over or deleted.
+        let writer = txn
+            .query_opt(WRITER_OF, &[&id])
+            .await
+            .map_err(|e| failed("checking the session's writer", e))?;
+        return Err(if writer.is_some() {
+            CommitError::Fenced
+        } else {
+            CommitError::Gone
+        });
+    }
+    Ok(())
+}
+
+/// Writes a staged batch with one statement (one round trip; see `append_sql.rs`): the session
+/// row (created, or updated under the fencing token), the tools not yet known to be stored, and
+/// the entries. `open` is the state after staging; `known` filters tools this store has already
+/// seen committed.
 pub(crate) async fn commit(
     pool: &Pool,
     context: &str,
@@ -406,81 +472,130 @@ pub(crate) async fn commit(
     known: &(dyn Fn(&ToolHash) -> bool + Sync),
 ) -> Result<(), CommitError> {
     let id = open.info.id.as_str();
+    let info = &open.info;
     let mut conn = pool.get().await?;
     let failed = |what: &str, e| CommitError::Failed(pg(format!("{context}: {what}"), e));
-    let update = conn
-        .statement(UPDATE_SESSION)
-        .await
-        .map_err(|e| failed("preparing", e))?;
-    let insert_entry = conn.statement(INSERT_ENTRY).await.map_err(|e| failed("preparing", e))?;
-    let insert_tools = conn.statement(INSERT_TOOLS).await.map_err(|e| failed("preparing", e))?;
-    let txn = conn
-        .client
-        .transaction()
-        .await
-        .map_err(|e| failed("starting the transaction", e))?;
+    let sql = if open.exists { append_existing() } else { append_new() };
+    let statement = conn.statement(sql).await.map_err(|e| failed("preparing", e))?;
 
+    // The session row's columns.
+    let preview = info.last_user_message.as_deref().map(preview_text);
+    let count = bigint(context, "the message count", info.message_count as u64)?;
+    let wire = wire_columns(context, info.wire.as_ref())?;
+    let cwd = NewSession::this_cwd();
+    if let Some(m) = staged.metadata {
+        pg_text(context, "the conversation metadata", m)?;
+    }
+    let metadata_json = metadata_json(staged.metadata);
+    let mut params: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(14 + TAIL_PARAMS);
     if open.exists {
-        let info = &open.info;
-        let preview = info.last_user_message.as_deref().map(preview_text);
-        let count = bigint(context, "the message count", info.message_count as u64)?;
-        let wire = wire_columns(context, info.wire.as_ref())?;
-        let n = txn
-            .execute(
-                &update,
-                &[
-                    &id,
-                    &info.modified,
-                    &info.last_prompt_at,
-                    &count,
-                    &preview,
-                    &wire.0,
-                    &wire.1,
-                    &wire.2,
-                    &wire.3,
-                    &token,
-                ],
-            )
-            .await
-            .map_err(|e| failed("updating the session row", e))?;
-        if n == 0 {
-            // Not ours any more: find out whether it was taken over or deleted.
-            let writer = txn
-                .query_opt(WRITER_OF, &[&id])
-                .await
-                .map_err(|e| failed("checking the session's writer", e))?;
-            return Err(if writer.is_some() {
-                CommitError::Fenced
-            } else {
-                CommitError::Gone
-            });
-        }
+        params.extend([
+            &id as &(dyn ToSql + Sync),
+            &info.modified,
+            &info.last_prompt_at,
+            &count,
+            &preview,
+            &wire.0,
+            &wire.1,
+            &wire.2,
+            &wire.3,
+            &token,
+        ]);
     } else {
-        let cwd = std::env::current_dir().ok();
-        let new = NewSession {
-            info: &open.info,
-            metadata: staged.metadata,
-            cwd: cwd.as_deref().and_then(|p| p.to_str()).filter(|p| !p.contains('\0')),
-            writer: Some(token),
-        };
-        if !insert_session(&txn, context, &new).await? {
+        params.extend([
+            &id as &(dyn ToSql + Sync),
+            &info.created,
+            &info.modified,
+            &info.last_prompt_at,
+            &count,
+            &preview,
+            &wire.0,
+            &wire.1,
+            &wire.2,
+            &wire.3,
+            &staged.metadata,
+            &metadata_json,
+            &cwd,
+            &token,
+        ]);
+    }
+
+    // The tools not yet known to be stored, sorted by hash (a `BTreeMap`).
+    let new_tools: Vec<(&ToolHash, &&ToolDecl)> = staged.tools.iter().filter(|(h, _)| !known(h)).collect();
+    let hashes: Vec<&[u8]> = new_tools.iter().map(|(h, _)| h.0.as_slice()).collect();
+    let names: Vec<&str> = new_tools.iter().map(|(_, t)| t.name.as_str()).collect();
+    let descriptions: Vec<&str> = new_tools.iter().map(|(_, t)| t.description.as_str()).collect();
+    let schemas: Vec<String> = new_tools.iter().map(|(_, t)| canonical_json(&t.input_schema)).collect();
+
+    // The entries, as parallel arrays.
+    let rows = &staged.rows;
+    let ts = rows.first().map_or(info.modified, |r| r.ts);
+    let seqs: Vec<i64> = rows.iter().map(|r| r.seq).collect();
+    let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
+    let parents: Vec<Option<&str>> = rows.iter().map(|r| r.parent_id.as_deref()).collect();
+    let roles: Vec<&str> = rows.iter().map(|r| r.role).collect();
+    let messages: Vec<Option<&str>> = rows.iter().map(|r| r.message.as_deref()).collect();
+    let raws: Vec<Option<&str>> = rows.iter().map(|r| r.message_raw.as_deref()).collect();
+    let usages: Vec<Option<&str>> = rows.iter().map(|r| r.usage.as_deref()).collect();
+    let styles: Vec<Option<&str>> = rows.iter().map(|r| r.wire.0).collect();
+    let urls: Vec<Option<&str>> = rows.iter().map(|r| r.wire.1.as_deref()).collect();
+    let models: Vec<Option<&str>> = rows.iter().map(|r| r.wire.2.as_deref()).collect();
+    let efforts: Vec<Option<&str>> = rows.iter().map(|r| r.wire.3).collect();
+    let kept: Vec<Option<&str>> = rows.iter().map(|r| r.compaction_first_kept.as_deref()).collect();
+    let before: Vec<Option<i64>> = rows.iter().map(|r| r.compaction_tokens.map(|t| t.0)).collect();
+    let after: Vec<Option<i64>> = rows.iter().map(|r| r.compaction_tokens.map(|t| t.1)).collect();
+    let tools: Vec<Vec<u8>> = rows
+        .iter()
+        .map(|r| r.tool_hashes.iter().flatten().flatten().copied().collect())
+        .collect();
+    params.extend([
+        &hashes as &(dyn ToSql + Sync),
+        &names,
+        &descriptions,
+        &schemas,
+        &ts,
+        &seqs,
+        &ids,
+        &parents,
+        &roles,
+        &messages,
+        &raws,
+        &usages,
+        &styles,
+        &urls,
+        &models,
+        &efforts,
+        &kept,
+        &before,
+        &after,
+        &tools,
+    ]);
+
+    let row = conn
+        .client
+        .query_one(&statement, &params)
+        .await
+        .map_err(|e| failed("writing the batch", e))?;
+    let (sessions, entries): (i64, i64) = (row.get(0), row.get(1));
+    if sessions == 0 {
+        if !open.exists {
             // Someone created the session while this store believed it held the lock.
             return Err(CommitError::Fenced);
         }
-    }
-
-    let new_tools: Vec<(&ToolHash, &&ToolDecl)> = staged.tools.iter().filter(|(h, _)| !known(h)).collect();
-    if !new_tools.is_empty() {
-        let hashes: Vec<&[u8]> = new_tools.iter().map(|(h, _)| h.0.as_slice()).collect();
-        let names: Vec<&str> = new_tools.iter().map(|(_, t)| t.name.as_str()).collect();
-        let descriptions: Vec<&str> = new_tools.iter().map(|(_, t)| t.description.as_str()).collect();
-        let schemas: Vec<String> = new_tools.iter().map(|(_, t)| canonical_json(&t.input_schema)).collect();
-        txn.execute(&insert_tools, &[&hashes, &names, &descriptions, &schemas])
+        // Not ours any more: find out whether it was taken over or deleted.
+        let writer = conn
+            .client
+            .query_opt(WRITER_OF, &[&id])
             .await
-            .map_err(|e| failed("recording the tools offered", e))?;
+            .map_err(|e| failed("checking the session's writer", e))?;
+        return Err(if writer.is_some() {
+            CommitError::Fenced
+        } else {
+            CommitError::Gone
+        });
     }
-
-    insert_entries(&txn, &insert_entry, context, id, &staged.rows).await?;
-    txn.commit().await.map_err(|e| failed("committing", e))?;
+    // The entries are written exactly when the session row is (both depend on the `session`
+    // CTE), so a written row means the whole batch is stored.
+    debug_assert_eq!(entries, rows.len() as i64);
     Ok(())
 }

@@ -14,5 +14,7 @@ mod pg {
     mod processes;
     mod redaction;
     mod tls;
+    mod trace;
+    mod tree;
     mod values;
 }

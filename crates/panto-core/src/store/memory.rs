@@ -300,6 +300,34 @@ impl SessionStore for MemoryStore {
                 source: "a session with the new id already exists".into(),
             });
         }
+        // The file changes recorded on the path (and at the empty start every path begins at)
+        // come along, with the checkpoints they name, so a rewind with files works in the fork.
+        let on_path: Vec<&str> = path.iter().map(|&i| source.nodes[i].id.as_str()).collect();
+        let carried: Vec<StoredCheckpoint> = lock(&self.changes)
+            .get(from)
+            .map(|changes| {
+                changes
+                    .iter()
+                    .filter(|c| c.entry.as_deref().is_none_or(|e| on_path.contains(&e)))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        {
+            let mut blobs = lock(&self.checkpoints);
+            let named: HashMap<String, Vec<u8>> = blobs
+                .get(from)
+                .map(|kept| {
+                    carried
+                        .iter()
+                        .flat_map(|c| c.record.before.iter().chain(&c.record.after))
+                        .filter_map(|a| kept.get(a).map(|content| (a.clone(), content.clone())))
+                        .collect()
+                })
+                .unwrap_or_default();
+            blobs.entry(new_id.to_owned()).or_default().extend(named);
+        }
+        lock(&self.changes).insert(new_id.to_owned(), carried);
         sessions.insert(new_id.to_owned(), fork);
         Ok(())
     }

@@ -8,9 +8,7 @@ use panto_testkit::store_contract;
 
 use super::common::fresh_store;
 
-// Branches and forks are not built for PostgreSQL yet (issue 19 left them for a schema migration):
-// the suite holds the store to saying so.
-panto_testkit::store_contract_tests!(|| async { fresh_store().await.0 }, without_branches);
+panto_testkit::store_contract_tests!(|| async { fresh_store().await.0 });
 
 #[tokio::test]
 async fn the_contract_holds_on_a_current_thread_runtime_too() {

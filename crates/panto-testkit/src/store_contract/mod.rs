@@ -59,9 +59,9 @@ pub use messages::{
     anthropic_wire, assistant, local_openai_wire, reply, summary, system, tool_result, tools, user, PNG_1X1,
 };
 pub use tree::{
-    a_branch_switch_rewinds_and_keeps_the_log, a_fork_copies_the_path_and_records_its_origin,
-    branch_errors_name_the_entry, branches_are_reported_unsupported, checkpoint_records_belong_to_the_tip,
-    checkpoints_are_reported_unsupported, checkpoints_round_trip_byte_for_byte,
+    a_branch_switch_rewinds_and_keeps_the_log, a_fork_carries_the_file_changes_of_its_path,
+    a_fork_copies_the_path_and_records_its_origin, branch_errors_name_the_entry, branches_are_reported_unsupported,
+    checkpoint_records_belong_to_the_tip, checkpoints_are_reported_unsupported, checkpoints_round_trip_byte_for_byte,
     compaction_on_one_branch_leaves_the_other,
 };
 
@@ -111,6 +111,7 @@ macro_rules! store_contract_tests {
             branch_errors_name_the_entry
             checkpoints_round_trip_byte_for_byte
             checkpoint_records_belong_to_the_tip
+            a_fork_carries_the_file_changes_of_its_path
         );
     };
     // A store that keeps one chain per session and no file checkpoints: every case but the

@@ -457,6 +457,123 @@ pub async fn checkpoint_records_belong_to_the_tip(store: Arc<dyn SessionStore>) 
     );
 }
 
+/// A fork carries the file changes recorded on the forked path, and the checkpoints they name,
+/// so that a rewind with files works in the fork: the changes belonging to entries on the path
+/// (up to and including the fork point), in their order, and none of those after the fork point
+/// or on another branch. The fork's own records then go to the fork alone.
+pub async fn a_fork_carries_the_file_changes_of_its_path(store: Arc<dyn SessionStore>) {
+    const CASE: &str = "a_fork_carries_the_file_changes_of_its_path";
+    let mut d = Driver::new(&store, None);
+    let id = d.id();
+    // A change after each exchange: "a.rs" at "1", "b.rs" at "2", "c.rs" at "3".
+    let mut ids = d.append(vec![user("one"), reply("1")]).await;
+    let a = change(&store, &id, "/work/a.rs", b"a before\0\xff", CASE).await;
+    ids.extend(d.append(vec![user("two"), reply("2")]).await);
+    let b = change(&store, &id, "/work/b.rs", b"b before", CASE).await;
+    ids.extend(d.append(vec![user("three"), reply("3")]).await);
+    let c = change(&store, &id, "/work/c.rs", b"c before", CASE).await;
+    // Back at "1", a change there (after the fork point's), then another branch from "1" with
+    // its own change.
+    must_switch(&store, &id, Some(&ids[1]), CASE).await;
+    let again = change(&store, &id, "/work/r.rs", b"r before", CASE).await;
+    d.reload().await;
+    d.append(vec![user("two'"), reply("2'")]).await;
+    let elsewhere = change(&store, &id, "/work/d.rs", b"d before", CASE).await;
+
+    let fork = match d.session.fork(&ids[3]).await {
+        Ok(fork) => fork,
+        Err(e) => panic!("{CASE}: fork failed: {e}"),
+    };
+    let carried = match store.checkpoints(fork.id()).await {
+        Ok(records) => records,
+        Err(e) => panic!("{CASE}: checkpoints of the fork failed: {e}"),
+    };
+    assert_eq!(
+        carried,
+        [
+            StoredCheckpoint {
+                entry: Some(ids[1].clone()),
+                record: a.0.clone(),
+            },
+            StoredCheckpoint {
+                entry: Some(ids[3].clone()),
+                record: b.0.clone(),
+            },
+            StoredCheckpoint {
+                entry: Some(ids[1].clone()),
+                record: again.0.clone(),
+            },
+        ],
+        "{CASE}: the fork holds the changes of its path, in order, each with its entry"
+    );
+    for (record, content) in [&a, &b, &again] {
+        let address = record.before.as_deref().unwrap_or_default();
+        assert_eq!(
+            store.get_checkpoint(fork.id(), address).await.ok(),
+            Some(Some(content.clone())),
+            "{CASE}: the fork reads the checkpoint of {}",
+            record.path
+        );
+    }
+    let loaded = must_branch(&store, fork.id(), CASE).await;
+    assert_eq!(
+        ids_of(&loaded),
+        ids[..4],
+        "{CASE}: carrying changes keeps the fork's tip"
+    );
+    assert_eq!(fork.info.message_count, 4, "{CASE}: and its listing");
+
+    // The fork's own change stays in the fork; the source keeps exactly what it had.
+    let own = CheckpointRecord {
+        path: "/work/e.rs".to_owned(),
+        before: None,
+        after: Some(panto_core::store::checkpoint_address(b"e")),
+        restore: false,
+    };
+    if let Err(e) = store.record_checkpoint(fork.id(), &own).await {
+        panic!("{CASE}: record_checkpoint in the fork failed: {e}");
+    }
+    let in_fork = store.checkpoints(fork.id()).await.map(|r| r.len()).ok();
+    assert_eq!(in_fork, Some(4), "{CASE}: the fork's own record");
+    let in_source: Vec<String> = store
+        .checkpoints(&id)
+        .await
+        .unwrap_or_else(|e| panic!("{CASE}: {e}"))
+        .into_iter()
+        .map(|r| r.record.path)
+        .collect();
+    assert_eq!(
+        in_source,
+        [&a.0.path, &b.0.path, &c.0.path, &again.0.path, &elsewhere.0.path].map(String::clone),
+        "{CASE}: the source is untouched"
+    );
+}
+
+/// Keeps `before` as a checkpoint of session `id` and records a change of `path` from it at the
+/// tip; returns the record and the content.
+async fn change(
+    store: &Arc<dyn SessionStore>,
+    id: &str,
+    path: &str,
+    before: &[u8],
+    case: &str,
+) -> (CheckpointRecord, Vec<u8>) {
+    let address = match store.put_checkpoint(id, before).await {
+        Ok(a) => a,
+        Err(e) => panic!("{case}: put_checkpoint failed: {e}"),
+    };
+    let record = CheckpointRecord {
+        path: path.to_owned(),
+        before: Some(address),
+        after: Some(panto_core::store::checkpoint_address(path.as_bytes())),
+        restore: false,
+    };
+    if let Err(e) = store.record_checkpoint(id, &record).await {
+        panic!("{case}: record_checkpoint of {path} failed: {e}");
+    }
+    (record, before.to_vec())
+}
+
 fn restore_of() -> CheckpointRecord {
     CheckpointRecord {
         path: "/x".to_owned(),
