@@ -184,7 +184,6 @@ static void free_agent_under_run(panto_session *session) {
 }
 
 int main(void) {
-    panto_error *err = NULL;
     mock_agent m = mock_agent_new(2, "");
     panto_agent *agent = m.agent;
 
