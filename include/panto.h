@@ -105,6 +105,38 @@
 #define PANTO_EVENT_FOLLOW_UP_START 14
 
 /**
+ * `panto_log_set_callback`: no logging (also what a NULL callback means).
+ */
+#define PANTO_LOG_OFF 0
+
+/**
+ * Errors only.
+ */
+#define PANTO_LOG_ERROR 1
+
+/**
+ * Warnings (retries, context overflows) and errors.
+ */
+#define PANTO_LOG_WARN 2
+
+/**
+ * The spans of turns, provider requests, tool calls, compactions and store appends, as they
+ * close, and warnings.
+ */
+#define PANTO_LOG_INFO 3
+
+/**
+ * Also the content events (prompts, answers, tool calls and results) when the agent's config
+ * has `log_content`.
+ */
+#define PANTO_LOG_DEBUG 4
+
+/**
+ * Everything panto emits.
+ */
+#define PANTO_LOG_TRACE 5
+
+/**
  * Success.
  */
 #define PANTO_OK 0
@@ -291,6 +323,16 @@ typedef struct panto_tool panto_tool;
  * Where a tool call writes its outcome. Only valid during the `call` callback it was passed to.
  */
 typedef struct panto_tool_result panto_tool_result;
+
+/**
+ * The C function that receives each log record: `userdata` as given to
+ * `panto_log_set_callback`, the record's `level` (`PANTO_LOG_ERROR` … `PANTO_LOG_TRACE`), its
+ * `message` and its `fields_json` (a JSON object). Both strings are borrowed for the call only.
+ */
+typedef void (*panto_log_fn)(void *userdata,
+                             int32_t level,
+                             const char *message,
+                             const char *fields_json);
 
 /**
  * The C function that runs a tool call: `context` is the pointer given to `panto_tool_new`,
@@ -759,6 +801,55 @@ const char *panto_event_tool_input_json(const struct panto_event *event);
  * `event` must be NULL or an event from `panto_run_next_event` not yet freed.
  */
 void panto_event_free(struct panto_event *event);
+
+/**
+ * Sets (or replaces, or with a NULL `callback` removes) the process-wide log callback: from now
+ * on `callback(userdata, level, message, fields_json)` is called for every tracing event panto
+ * emits at `level` or more severe and for every span as it closes (turns, provider requests,
+ * tool calls, compactions, store appends; their fields are listed in docs/observability.md),
+ * from libpanto's crates; other libraries' records (HTTP, TLS) only at `PANTO_LOG_WARN` or more
+ * severe. `level` is `PANTO_LOG_OFF` … `PANTO_LOG_TRACE`; `PANTO_LOG_OFF` or a NULL `callback`
+ * turns logging off.
+ *
+ * A record: `level` is its own level; for an event `message` is the event's message (e.g.
+ * "retrying the provider request"), for a span the span's name (`chat`, `invoke_agent`, …).
+ * `fields_json` is a JSON object of the record's fields (`"gen_ai.request.model": "…"`,
+ * `"gen_ai.usage.input_tokens": 120`, counts as numbers) plus `"log.kind"` (`"event"` or
+ * `"span"`), `"log.name"` (the event's name such as `panto.retry`, or the span's name),
+ * `"log.target"` (the Rust module) and, for an event inside a span, `"log.span"` (that span's
+ * name).
+ *
+ * Never in a record: the API key or any configured header value (text fields are scrubbed to
+ * `[redacted]` before they are recorded); message and tool content only for agents whose config
+ * sets `"log_content": true`, as the `panto` CLI's log file.
+ *
+ * The first call with a callback installs libpanto's subscriber as the process's global
+ * `tracing` default; later calls only change the callback and level.
+ *
+ * Errors: `PANTO_ERR_INVALID_ARGUMENT` (`level` out of range), `PANTO_ERR_STATE` (called from
+ * inside the log callback; or another `tracing` subscriber is already the process's global
+ * default, e.g. one a Rust host installed, so libpanto's cannot be).
+ *
+ * Ownership: `message` and `fields_json` are borrowed for the duration of one call of
+ * `callback`; copy what you keep. libpanto never dereferences `userdata`. When this function
+ * returns, no call of the previous callback is running or will be made, so the previous
+ * `userdata` may be freed then.
+ *
+ * Thread safety: this function is callable from any thread. `callback` is called on libpanto's
+ * runtime threads (and on the threads of the calls that emit, such as `panto_agent_compact`),
+ * possibly on several at once: it must be thread-safe. It must not call any libpanto function
+ * (it runs inside libpanto: a blocking function would deadlock or fail with `PANTO_ERR_STATE`,
+ * and this one fails with `PANTO_ERR_STATE`), should return quickly (the turn waits for it),
+ * and must not unwind (no C++ exception or longjmp out of it).
+ *
+ * # Safety
+ * `callback` must be NULL or a function with the `panto_log_fn` signature, callable as above
+ * until it is replaced; `err` NULL or writable.
+ */
+int32_t panto_log_set_callback(int32_t level,
+                               panto_log_fn callback,
+                               void *userdata,
+                               struct panto_error **err);
 
 /**
  * Starts MCP servers and offers their tools to the agent as `<server>__<tool>` (see

@@ -184,29 +184,19 @@ static void free_agent_under_run(panto_session *session) {
 }
 
 int main(void) {
-    panto_error *err = NULL;
-    panto_runtime *rt = NULL;
-    CHECK_OK(panto_runtime_new(2, &rt, &err), err);
-    panto_store *store = NULL;
-    CHECK_OK(panto_store_new_null(rt, &store, &err), err);
-    panto_session *session = NULL;
-    CHECK_OK(panto_session_create(store, &session, &err), err);
-    panto_config *config = mock_config("");
-    panto_agent *agent = NULL;
-    CHECK_OK(panto_agent_new(config, session, &agent, &err), err);
-    panto_config_free(config);
+    mock_agent m = mock_agent_new(2, "");
+    panto_agent *agent = m.agent;
 
     cancel_mid_stream(agent);
     expect_next_turn_works(agent, "Resumed after the cancel.");
     cancel_during_tool(agent);
     expect_next_turn_works(agent, "Resumed after the tool.");
     panto_agent_free(agent);
+    m.agent = NULL;
 
-    free_agent_under_run(session);
+    free_agent_under_run(m.session);
 
-    panto_session_free(session);
-    panto_store_free(store);
-    panto_runtime_free(rt);
+    mock_agent_free(&m);
     printf("cancel ok\n");
     return 0;
 }

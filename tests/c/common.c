@@ -242,6 +242,29 @@ panto_config *mock_config(const char *extra) {
     return config;
 }
 
+mock_agent mock_agent_new(uint32_t worker_threads, const char *extra) {
+    mock_agent m = {NULL, NULL, NULL, NULL};
+    panto_error *err = NULL;
+    CHECK_OK(panto_runtime_new(worker_threads, &m.rt, &err), err);
+    CHECK_OK(panto_store_new_null(m.rt, &m.store, &err), err);
+    CHECK_OK(panto_session_create(m.store, &m.session, &err), err);
+    panto_config *config = mock_config(extra);
+    CHECK_OK(panto_agent_new(config, m.session, &m.agent, &err), err);
+    panto_config_free(config);
+    return m;
+}
+
+void mock_agent_free(mock_agent *m) {
+    panto_agent_free(m->agent);
+    panto_session_free(m->session);
+    panto_store_free(m->store);
+    panto_runtime_free(m->rt);
+    m->agent = NULL;
+    m->session = NULL;
+    m->store = NULL;
+    m->rt = NULL;
+}
+
 size_t count_of(const char *haystack, const char *needle) {
     size_t n = 0;
     size_t step = strlen(needle);

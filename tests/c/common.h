@@ -66,6 +66,21 @@ void mock_check_events(const char *json_array);
  * members (may be "") appended at the top level. Free with panto_config_free. */
 panto_config *mock_config(const char *extra);
 
+/* The handles of an agent on a null store, as most tests start. */
+typedef struct {
+    panto_runtime *rt;
+    panto_store *store;
+    panto_session *session;
+    panto_agent *agent;
+} mock_agent;
+
+/* A runtime of `worker_threads` threads (0: one per core), a null store, a new session on it and
+ * an agent with mock_config(extra) (the config is freed again: the agent copied it). A test may
+ * free any handle early and set it to NULL; mock_agent_free frees the rest. */
+mock_agent mock_agent_new(uint32_t worker_threads, const char *extra);
+/* Frees the agent, session, store and runtime that are not NULL, in that order. */
+void mock_agent_free(mock_agent *m);
+
 /* How many times `needle` occurs in `haystack`. */
 size_t count_of(const char *haystack, const char *needle);
 

@@ -23,15 +23,8 @@ int main(void) {
     mock_push("{\"builder\": {\"name\": \"anthropic_text\", \"args\": {\"text\": \"Echoed.\"}}}");
 
     panto_error *err = NULL;
-    panto_runtime *rt = NULL;
-    CHECK_OK(panto_runtime_new(0, &rt, &err), err);
-    panto_store *store = NULL;
-    CHECK_OK(panto_store_new_null(rt, &store, &err), err);
-    panto_session *session = NULL;
-    CHECK_OK(panto_session_create(store, &session, &err), err);
-    panto_config *config = mock_config("");
-    panto_agent *agent = NULL;
-    CHECK_OK(panto_agent_new(config, session, &agent, &err), err);
+    mock_agent m = mock_agent_new(0, "");
+    panto_agent *agent = m.agent;
 
     char *warnings = NULL;
     CHECK_ERROR(panto_agent_add_mcp_servers(agent, "{\"servers\": {\"git\": {\"command\": \"x\", \"token\": 1}}}",
@@ -69,10 +62,6 @@ int main(void) {
     free(second);
 
     /* Freeing the agent stops the server. */
-    panto_agent_free(agent);
-    panto_config_free(config);
-    panto_session_free(session);
-    panto_store_free(store);
-    panto_runtime_free(rt);
+    mock_agent_free(&m);
     return 0;
 }

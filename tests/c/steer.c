@@ -44,16 +44,8 @@ int main(void) {
     mock_push("{\"builder\": {\"name\": \"anthropic_text\", \"args\": {\"text\": \" About 70F.\"}}}");
 
     panto_error *err = NULL;
-    panto_runtime *rt = NULL;
-    CHECK_OK(panto_runtime_new(0, &rt, &err), err);
-    panto_store *store = NULL;
-    CHECK_OK(panto_store_new_null(rt, &store, &err), err);
-    panto_session *session = NULL;
-    CHECK_OK(panto_session_create(store, &session, &err), err);
-    panto_config *config = mock_config("");
-    panto_agent *agent = NULL;
-    CHECK_OK(panto_agent_new(config, session, &agent, &err), err);
-    panto_config_free(config);
+    mock_agent m = mock_agent_new(0, "");
+    panto_agent *agent = m.agent;
     panto_tool *tool = NULL;
     CHECK_OK(panto_tool_new("weather", "The weather.", "{\"type\":\"object\"}", NULL, steering_call, NULL, &tool, &err),
              err);
@@ -113,10 +105,7 @@ int main(void) {
     CHECK(stored_result != NULL && strstr(stored_result, "Use Celsius.") != NULL, "kept: %s", json);
     panto_string_free(json);
 
-    panto_agent_free(agent);
-    panto_session_free(session);
-    panto_store_free(store);
-    panto_runtime_free(rt);
+    mock_agent_free(&m);
     printf("steer ok\n");
     return 0;
 }

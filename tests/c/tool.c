@@ -91,15 +91,8 @@ int main(void) {
     tool_state silent = {"silent", 0, 0, ""};
 
     panto_error *err = NULL;
-    panto_runtime *rt = NULL;
-    CHECK_OK(panto_runtime_new(0, &rt, &err), err);
-    panto_store *store = NULL;
-    CHECK_OK(panto_store_new_null(rt, &store, &err), err);
-    panto_session *session = NULL;
-    CHECK_OK(panto_session_create(store, &session, &err), err);
-    panto_config *config = mock_config("");
-    panto_agent *agent = NULL;
-    CHECK_OK(panto_agent_new(config, session, &agent, &err), err);
+    mock_agent m = mock_agent_new(0, "");
+    panto_agent *agent = m.agent;
 
     panto_tool *tools[3] = {make_tool(&weather, weather_call), make_tool(&broken, broken_call),
                             make_tool(&silent, silent_call)};
@@ -152,13 +145,11 @@ int main(void) {
 
     CHECK(weather.drops == 0, "dropped before the agent was freed");
     panto_agent_free(agent);
+    m.agent = NULL;
     CHECK(weather.drops == 1 && broken.drops == 1 && silent.drops == 1, "drops after free: %d %d %d",
           weather.drops, broken.drops, silent.drops);
 
-    panto_config_free(config);
-    panto_session_free(session);
-    panto_store_free(store);
-    panto_runtime_free(rt);
+    mock_agent_free(&m);
     printf("tool ok\n");
     return 0;
 }

@@ -14,18 +14,12 @@ int main(void) {
     mock_push("{\"builder\": {\"name\": \"anthropic_text\", \"args\": {\"text\": \"Second answer.\"}}}");
 
     panto_error *err = NULL;
-    panto_runtime *rt = NULL;
-    CHECK_OK(panto_runtime_new(2, &rt, &err), err);
-    panto_store *store = NULL;
-    CHECK_OK(panto_store_new_null(rt, &store, &err), err);
-    panto_session *session = NULL;
-    CHECK_OK(panto_session_create(store, &session, &err), err);
-    panto_config *config = mock_config("");
-    panto_agent *agent = NULL;
-    CHECK_OK(panto_agent_new(config, session, &agent, &err), err);
-    /* The agent copied both; freeing them now must not matter. */
-    panto_config_free(config);
-    panto_session_free(session);
+    mock_agent m = mock_agent_new(2, "");
+    panto_agent *agent = m.agent;
+    /* The agent copied the session (and the config, which mock_agent_new freed); freeing it now
+     * must not matter. */
+    panto_session_free(m.session);
+    m.session = NULL;
 
     CHECK_OK(panto_agent_add_system_message(agent, "You are a test.", &err), err);
 
@@ -85,9 +79,7 @@ int main(void) {
           "the second request lacks the history: %s", second);
     free(second);
 
-    panto_agent_free(agent);
-    panto_store_free(store);
-    panto_runtime_free(rt);
+    mock_agent_free(&m);
     printf("turn ok\n");
     return 0;
 }

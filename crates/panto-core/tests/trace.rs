@@ -242,6 +242,64 @@ async fn a_context_overflow_is_an_event_and_the_compaction_a_span_with_its_reque
 }
 
 #[tokio::test]
+async fn a_retried_compaction_summary_is_a_retry_event_between_two_request_spans() {
+    let capture = Capture::new();
+    let _guard = capture.set_default();
+    let style = ApiStyle::AnthropicMessages;
+    let server = MockServer::start().await;
+    let mut config = config(style, &server);
+    config.compaction.keep_recent_tokens = 30;
+    let mut agent = Agent::new(config, Session::create(MemoryStore::new()), None).unwrap();
+    for i in 0..3 {
+        server.push(Reply::sse(text(
+            style,
+            &format!("answer number {i} with some words in it"),
+        )));
+        collect(&mut agent, &format!("question number {i} about the project"))
+            .await
+            .unwrap();
+    }
+    let before = capture.spans().len();
+    server.push(
+        Reply::json(
+            529,
+            &json!({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}),
+        )
+        .header("retry-after", "0.01"),
+    );
+    server.push(Reply::sse(text(style, "SUMMARY after a retry")));
+    let result = agent.compact(None, None).await.unwrap();
+    assert_eq!(result.summary, "SUMMARY after a retry");
+
+    let spans = &capture.spans()[before..];
+    let compaction = spans.iter().find(|s| s.name == "panto.compaction").unwrap();
+    let chats: Vec<_> = spans
+        .iter()
+        .filter(|s| s.name == "chat" && s.parent == Some(compaction.index))
+        .collect();
+    assert_eq!(chats.len(), 2, "{:?}", capture.tree());
+    assert_eq!(chats[0].field("panto.request.attempt"), Some("1"));
+    assert_eq!(chats[0].field("error.type"), Some("http_5xx"));
+    assert_eq!(chats[1].field("panto.request.attempt"), Some("2"));
+    assert_eq!(chats[1].field("panto.request.purpose"), Some("compaction"));
+
+    let retries = capture.events_named("panto.retry");
+    assert_eq!(retries.len(), 1, "{:?}", capture.events());
+    let retry = &retries[0];
+    assert_eq!(retry.level, "WARN");
+    assert_eq!(
+        retry.span,
+        Some(compaction.index),
+        "the retry is an event of the compaction"
+    );
+    assert_eq!(retry.field("panto.retry.attempt"), Some("2"));
+    assert_eq!(retry.field("panto.retry.delay_ms"), Some("10.0"));
+    assert_eq!(retry.field("panto.retry.discard_partial"), Some("false"));
+    assert_eq!(retry.field("error.type"), Some("http_5xx"));
+    assert!(retry.field("panto.retry.reason").unwrap().contains("529"));
+}
+
+#[tokio::test]
 async fn no_key_reaches_a_field_even_with_content_on() {
     const SECRET: &str = "sk-ant-api03-SECRET-0123456789abcdef";
     const HEADER_SECRET: &str = "gw-token-SECRET-fedcba9876";

@@ -32,6 +32,7 @@ mod cstr;
 mod error;
 mod event;
 mod guard;
+mod log;
 mod mcp;
 mod run;
 mod runtime;
@@ -47,6 +48,10 @@ pub use control::{panto_run_follow_up, panto_run_steer};
 pub use cstr::panto_string_free;
 pub use error::{panto_error, panto_error_code, panto_error_free, panto_error_message};
 pub use event::*;
+pub use log::{
+    panto_log_fn, panto_log_set_callback, PANTO_LOG_DEBUG, PANTO_LOG_ERROR, PANTO_LOG_INFO, PANTO_LOG_OFF,
+    PANTO_LOG_TRACE, PANTO_LOG_WARN,
+};
 pub use mcp::panto_agent_add_mcp_servers;
 pub use run::*;
 pub use runtime::{panto_runtime, panto_runtime_free, panto_runtime_new};

@@ -13,9 +13,9 @@ use tracing_subscriber::filter::filter_fn;
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
 
+use crate::arrays::StringArrays;
 use crate::config::{Settings, Signal};
 use crate::http_client::RuntimeClient;
-use crate::numbers::NumericAttributes;
 use crate::{Error, MetricsLayer, Protocol};
 
 /// The instrumentation scope of everything panto exports.
@@ -162,7 +162,7 @@ fn tracer_provider(
     .map_err(exporter_error("traces"))?;
     let batch = opentelemetry_sdk::trace::BatchSpanProcessor::builder(exporter).build();
     Ok(SdkTracerProvider::builder()
-        .with_span_processor(NumericAttributes::new(batch))
+        .with_span_processor(StringArrays::new(batch))
         .with_resource(resource)
         .build())
 }

@@ -48,13 +48,13 @@
 //! costs the program nothing but the bounded wait of [`Export::shutdown`].
 #![deny(missing_docs)]
 
+mod arrays;
 mod config;
 mod error;
 mod export;
 mod http_client;
 mod metrics;
 mod names;
-mod numbers;
 
 pub use config::Protocol;
 pub use error::Error;

@@ -12,7 +12,8 @@ use serde_json::json;
 use tracing::field::Empty;
 use tracing_subscriber::layer::SubscriberExt;
 
-/// A turn as panto-core describes it: a request, a retry, a tool call.
+/// A turn as panto-core records it (counts as `i64`, the finish reason as one string): a
+/// request, a retry, a tool call.
 fn emit_a_turn() {
     let turn = tracing::info_span!(
         target: "panto_core",
@@ -22,7 +23,14 @@ fn emit_a_turn() {
         gen_ai.request.model = "claude-test",
     );
     let _turn = turn.enter();
-    tracing::event!(name: "panto.retry", target: "panto_core", tracing::Level::WARN, error.type = "http_429", "retrying");
+    tracing::event!(
+        name: "panto.retry",
+        target: "panto_core",
+        tracing::Level::WARN,
+        panto.retry.attempt = 2i64,
+        error.type = "http_429",
+        "retrying"
+    );
     let chat = tracing::info_span!(
         target: "panto_core",
         "chat",
@@ -32,10 +40,13 @@ fn emit_a_turn() {
         gen_ai.usage.input_tokens = Empty,
         gen_ai.usage.output_tokens = Empty,
         gen_ai.usage.cache_read.input_tokens = Empty,
+        gen_ai.response.finish_reasons = Empty,
+        panto.request.attempt = 1i64,
     );
-    chat.record("gen_ai.usage.input_tokens", 120u64);
-    chat.record("gen_ai.usage.output_tokens", 7u64);
-    chat.record("gen_ai.usage.cache_read.input_tokens", 100u64);
+    chat.record("gen_ai.usage.input_tokens", 120i64);
+    chat.record("gen_ai.usage.output_tokens", 7i64);
+    chat.record("gen_ai.usage.cache_read.input_tokens", 100i64);
+    chat.record("gen_ai.response.finish_reasons", "end_turn");
     drop(chat);
     let tool = tracing::info_span!(
         target: "panto_core",
@@ -99,6 +110,13 @@ async fn a_turn_reaches_an_otlp_receiver_over_http_and_grpc() {
         assert_eq!(tool.parent_span_id, turn.span_id);
         assert_eq!(chat.trace_id, turn.trace_id);
         assert_eq!(chat.attributes["gen_ai.usage.input_tokens"], json!(120));
+        assert_eq!(chat.attributes["gen_ai.usage.cache_read.input_tokens"], json!(100));
+        assert_eq!(chat.attributes["panto.request.attempt"], json!(1));
+        assert_eq!(
+            chat.attributes["gen_ai.response.finish_reasons"],
+            json!(["end_turn"]),
+            "the GenAI conventions' string[]"
+        );
         assert_eq!(chat.attributes["gen_ai.request.model"], json!("claude-test"));
         assert_eq!(turn.service_name, "panto-otel-test");
         assert!(

@@ -14,7 +14,7 @@ pub(crate) fn append_span(id: &str, messages: usize) -> Span {
         "panto.store.append",
         panto.store.kind = "jsonl",
         gen_ai.conversation.id = id,
-        panto.store.messages = messages as u64,
+        panto.store.messages = count(messages),
         panto.store.bytes = Empty,
         panto.store.fsync_ms = Empty,
         panto.duration_ms = Empty,
@@ -22,10 +22,16 @@ pub(crate) fn append_span(id: &str, messages: usize) -> Span {
     )
 }
 
+/// A count as a field value: `i64`, which an OpenTelemetry export carries as an int (a `u64`
+/// reaches it as a string).
+fn count(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
 /// Records the bytes of the batch being written on the current span (the append's, entered by
 /// the thread that writes).
 pub(crate) fn record_bytes(bytes: usize) {
-    Span::current().record("panto.store.bytes", bytes as u64);
+    Span::current().record("panto.store.bytes", count(bytes));
 }
 
 /// Records how long the batch's fsync took on the current span.

@@ -2,115 +2,21 @@
 //! against the mock LLM server: a session live in one instance is refused by the other with a
 //! 409 until the first lets go of it; then the other resumes it with its whole history.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+mod common;
+
 use std::time::{Duration, Instant};
 
+use common::{start_instance, streamed_text, Client};
 use panto_testkit::postgres::server;
-use panto_testkit::{check_events, script, MockServer, Reply};
-use serde_json::{json, Value};
-
-/// A running instance; killed when dropped.
-struct Instance {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Instance {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_instance(database: &str, mock: &MockServer) -> Instance {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_panto-service"))
-        .env("PANTO_SERVICE_DATABASE_URL", database)
-        .env("PANTO_SERVICE_LISTEN", "127.0.0.1:0")
-        .env("PANTO_SERVICE_BASE_URL", mock.anthropic_base_url())
-        .env("PANTO_SERVICE_MODEL", "claude-sonnet-4-5")
-        .env("PANTO_SERVICE_API_KEY", "test-key")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("starting panto-service");
-    let stdout = child.stdout.take().expect("its stdout");
-    let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .expect("reading its first line");
-    let Some(base) = line.trim().strip_prefix("listening on ") else {
-        panic!("panto-service did not start: it said {line:?}");
-    };
-    Instance {
-        base: base.to_owned(),
-        child,
-    }
-}
-
-struct Client(reqwest::Client);
-
-impl Client {
-    fn new() -> Self {
-        Client(panto_core::http_client_builder().build().unwrap())
-    }
-
-    /// The status and body (JSON, or the raw text as a JSON string) of `method url`.
-    async fn call(&self, method: reqwest::Method, url: String, body: Option<Value>) -> (u16, Value) {
-        let mut request = self.0.request(method, &url);
-        if let Some(body) = body {
-            request = request
-                .header("content-type", "application/json")
-                .body(body.to_string());
-        }
-        let response = request.send().await.unwrap_or_else(|e| panic!("{url}: {e}"));
-        let status = response.status().as_u16();
-        let text = response.text().await.unwrap();
-        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
-        (status, value)
-    }
-
-    /// Sends a prompt; the status, and for a 200 the events of the turn (the data of each
-    /// server-sent event, checked against the event schema), else the error body.
-    async fn prompt(&self, instance: &Instance, id: &str, text: &str) -> (u16, Vec<Value>) {
-        let url = format!("{}/sessions/{id}/prompt", instance.base);
-        let response = self
-            .0
-            .post(&url)
-            .header("content-type", "application/json")
-            .body(json!({ "text": text }).to_string())
-            .send()
-            .await
-            .unwrap();
-        let status = response.status().as_u16();
-        let body = response.text().await.unwrap();
-        if status != 200 {
-            return (status, vec![serde_json::from_str(&body).unwrap_or(Value::String(body))]);
-        }
-        let events: Vec<Value> = body
-            .lines()
-            .filter_map(|line| line.strip_prefix("data:"))
-            .map(|data| serde_json::from_str(data.trim()).unwrap_or_else(|e| panic!("event {data:?}: {e}")))
-            .collect();
-        check_events(&events).unwrap();
-        (status, events)
-    }
-}
-
-fn streamed_text(events: &[Value]) -> String {
-    events
-        .iter()
-        .filter(|e| e["type"] == "text_delta")
-        .map(|e| e["text"].as_str().unwrap_or_default())
-        .collect()
-}
+use panto_testkit::{script, MockServer, Reply};
+use serde_json::Value;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_instances_on_one_database_never_write_the_same_session() {
     let database = server().create_database().await;
     let mock = MockServer::start().await;
-    let a = start_instance(&database, &mock);
-    let b = start_instance(&database, &mock);
+    let a = start_instance(&database, &mock, &[]);
+    let b = start_instance(&database, &mock, &[]);
     let http = Client::new();
 
     let (status, started) = http

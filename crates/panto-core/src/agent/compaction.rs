@@ -305,19 +305,32 @@ impl Agent {
             require_tool: false,
             session_id: self.session.id(),
         };
+        // The compaction's span: the summary request's attempts and retries are recorded in it.
+        let parent = tracing::Span::current();
+        let redactor = if parent.is_disabled() {
+            trace::Redactor::default()
+        } else {
+            trace::Redactor::new(&self.config.provider)
+        };
         let mut attempt = 1;
         loop {
-            let traced = RequestTrace::start(&tracing::Span::current(), &self.config.provider, attempt, "compaction");
+            let traced = RequestTrace::start(&parent, &self.config.provider, attempt, "compaction");
             let attempted = self.summary_attempt(&request).instrument(traced.span().clone()).await;
             match &attempted {
                 Ok((_, usage)) => traced.completed(usage.as_ref(), &crate::StopReason::EndTurn, None),
-                Err(e) => traced.failed(e, &trace::Redactor::new(&self.config.provider)),
+                Err(e) => traced.failed(e, &redactor),
             }
             match attempted {
                 Ok(summary) => return Ok(summary),
                 Err(e) if e.is_retryable() && attempt < self.config.retry.max_attempts => {
                     attempt += 1;
-                    tokio::time::sleep(retry::delay(&self.config.retry, attempt, &e)).await;
+                    let delay = retry::delay(&self.config.retry, attempt, &e);
+                    // As a turn's request does: the summary is not streamed to anyone, so there is
+                    // no partial output to discard.
+                    if !parent.is_disabled() {
+                        trace::retry_event(&parent, attempt, delay, &e, false, &redactor);
+                    }
+                    tokio::time::sleep(delay).await;
                 }
                 Err(e) => return Err(e),
             }

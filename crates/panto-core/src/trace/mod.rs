@@ -37,6 +37,14 @@ pub(crate) fn provider_name(style: ApiStyle) -> &'static str {
     }
 }
 
+/// A count or a size as a field value. Counts are recorded as `i64`: OpenTelemetry has only
+/// signed integers, and a `u64` field reaches tracing-opentelemetry as a string (a collector
+/// would then see `gen_ai.usage.input_tokens = "120"`, which dashboards cannot sum). No count
+/// panto records comes near `i64::MAX`; one that did would saturate.
+pub(crate) fn count(n: impl TryInto<i64>) -> i64 {
+    n.try_into().unwrap_or(i64::MAX)
+}
+
 /// Milliseconds as a float, the unit of every `*_ms` field.
 pub(crate) fn millis(duration: Duration) -> f64 {
     duration.as_secs_f64() * 1_000.0
@@ -85,10 +93,13 @@ pub(crate) fn error_status(error: &Error) -> Option<u16> {
 /// `gen_ai.usage.input_tokens` counts every input token, cached or not, as the conventions
 /// define it; the cached shares have their own fields.
 pub(crate) fn record_usage(span: &Span, usage: &Usage) {
-    span.record("gen_ai.usage.input_tokens", usage.total_input_tokens());
-    span.record("gen_ai.usage.output_tokens", usage.output_tokens);
-    span.record("gen_ai.usage.cache_read.input_tokens", usage.cache_read_tokens);
-    span.record("gen_ai.usage.cache_creation.input_tokens", usage.cache_write_tokens);
+    span.record("gen_ai.usage.input_tokens", count(usage.total_input_tokens()));
+    span.record("gen_ai.usage.output_tokens", count(usage.output_tokens));
+    span.record("gen_ai.usage.cache_read.input_tokens", count(usage.cache_read_tokens));
+    span.record(
+        "gen_ai.usage.cache_creation.input_tokens",
+        count(usage.cache_write_tokens),
+    );
 }
 
 /// The span of one tool call (`execute_tool`), a child of the current span (the turn's).
@@ -125,7 +136,7 @@ pub(crate) fn tool_finished(span: &Span, started: Instant, content: &[ToolResult
         })
         .sum();
     span.record("panto.tool.is_error", is_error);
-    span.record("panto.tool.result_bytes", bytes as u64);
+    span.record("panto.tool.result_bytes", count(bytes));
     span.record("panto.duration_ms", millis(started.elapsed()));
     if is_error {
         span.record("error.type", "tool_error");
@@ -137,7 +148,7 @@ pub(crate) fn tool_finished(span: &Span, started: Instant, content: &[ToolResult
 pub(crate) fn compaction_span(tokens_before: u64) -> Span {
     tracing::info_span!(
         "panto.compaction",
-        panto.compaction.tokens_before = tokens_before,
+        panto.compaction.tokens_before = count(tokens_before),
         panto.compaction.tokens_after = Empty,
         panto.compaction.messages_summarized = Empty,
         panto.compaction.messages_kept = Empty,
@@ -154,15 +165,38 @@ pub(crate) fn compaction_finished(span: &Span, result: &crate::agent::Compaction
     if span.is_disabled() {
         return;
     }
-    span.record("panto.compaction.tokens_after", result.tokens_after);
+    span.record("panto.compaction.tokens_after", count(result.tokens_after));
     span.record(
         "panto.compaction.messages_summarized",
-        result.messages_summarized as u64,
+        count(result.messages_summarized),
     );
-    span.record("panto.compaction.messages_kept", result.messages_kept as u64);
+    span.record("panto.compaction.messages_kept", count(result.messages_kept));
     if let Some(usage) = &result.usage {
         record_usage(span, usage);
     }
+}
+
+/// A `panto.retry` event on `parent` (a turn's span, or a compaction's for its summary request):
+/// attempt `attempt` follows after `delay` because of `error` (its text scrubbed by `redactor`).
+pub(crate) fn retry_event(
+    parent: &Span,
+    attempt: u32,
+    delay: Duration,
+    error: &Error,
+    discard_partial: bool,
+    redactor: &Redactor,
+) {
+    tracing::event!(
+        name: "panto.retry",
+        parent: parent,
+        tracing::Level::WARN,
+        panto.retry.attempt = i64::from(attempt),
+        panto.retry.delay_ms = millis(delay),
+        panto.retry.reason = %redactor.clean(&error.to_string()),
+        panto.retry.discard_partial = discard_partial,
+        error.type = error_type(error),
+        "retrying the provider request"
+    );
 }
 
 /// Records on `span` the class of the error that ended it.

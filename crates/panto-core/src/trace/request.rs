@@ -32,10 +32,10 @@ impl RequestTrace {
             gen_ai.provider.name = provider,
             gen_ai.system = provider,
             gen_ai.request.model = config.model.as_str(),
-            gen_ai.request.max_tokens = config.max_tokens,
+            gen_ai.request.max_tokens = i64::from(config.max_tokens),
             panto.api_style = config.api_style.as_str(),
             panto.request.purpose = purpose,
-            panto.request.attempt = attempt,
+            panto.request.attempt = i64::from(attempt),
             http.response.status_code = Empty,
             panto.time_to_first_byte_ms = Empty,
             panto.time_to_first_token_ms = Empty,
@@ -68,7 +68,7 @@ impl RequestTrace {
         if self.span.is_disabled() {
             return;
         }
-        self.span.record("http.response.status_code", status);
+        self.span.record("http.response.status_code", i64::from(status));
         self.span
             .record("panto.time_to_first_byte_ms", millis(self.started.elapsed()));
     }
@@ -119,7 +119,7 @@ impl RequestTrace {
             return;
         }
         if let Some(status) = error_status(error) {
-            self.span.record("http.response.status_code", status);
+            self.span.record("http.response.status_code", i64::from(status));
         }
         self.span.record("error.type", error_type(error));
         self.span

@@ -5,7 +5,7 @@ use std::time::Duration;
 use tracing::field::Empty;
 use tracing::Span;
 
-use super::{error_type, millis, provider_name, record_usage, Redactor, RequestTrace};
+use super::{count, error_type, provider_name, record_usage, retry_event, Redactor, RequestTrace};
 use crate::config::Config;
 use crate::conversation::{ContentBlock, StopReason, ToolResultContent, Usage};
 use crate::error::Error;
@@ -116,17 +116,7 @@ impl TurnTrace {
         if self.span.is_disabled() {
             return;
         }
-        tracing::event!(
-            name: "panto.retry",
-            parent: &self.span,
-            tracing::Level::WARN,
-            panto.retry.attempt = attempt,
-            panto.retry.delay_ms = millis(delay),
-            panto.retry.reason = %self.redactor.clean(&error.to_string()),
-            panto.retry.discard_partial = discard_partial,
-            error.type = error_type(error),
-            "retrying the provider request"
-        );
+        retry_event(&self.span, attempt, delay, error, discard_partial, &self.redactor);
     }
 
     /// A `panto.context_overflow` event: the request did not fit the context window; `compact`
@@ -140,7 +130,7 @@ impl TurnTrace {
             parent: &self.span,
             tracing::Level::WARN,
             panto.overflow.action = if compact { "compact" } else { "fail" },
-            panto.context.estimated_tokens = estimated_tokens,
+            panto.context.estimated_tokens = count(estimated_tokens),
             panto.error.message = %self.redactor.clean(&error.to_string()),
             "the request exceeded the context window"
         );
@@ -190,7 +180,7 @@ impl TurnTrace {
             return;
         }
         record_usage(&self.span, usage);
-        self.span.record("panto.turn.steps", steps);
+        self.span.record("panto.turn.steps", i64::from(steps));
         self.span.record("panto.turn.outcome", "complete");
         self.span.record("gen_ai.response.finish_reasons", stop_reason.as_str());
     }
@@ -202,7 +192,7 @@ impl TurnTrace {
             return;
         }
         record_usage(&self.span, usage);
-        self.span.record("panto.turn.steps", steps);
+        self.span.record("panto.turn.steps", i64::from(steps));
         self.span.record("panto.turn.outcome", "failed");
         self.span.record("error.type", error_type(error));
     }
@@ -214,7 +204,7 @@ impl TurnTrace {
             return;
         }
         record_usage(&self.span, usage);
-        self.span.record("panto.turn.steps", steps);
+        self.span.record("panto.turn.steps", i64::from(steps));
         self.span.record("panto.turn.outcome", "cancelled");
         self.span.record("error.type", "cancelled");
     }
