@@ -133,12 +133,9 @@ async fn build_agent(
         Some(branch) => Agent::with_branch(config, session, branch)?,
         None => Agent::new(config, session, None)?,
     };
-    for tool in toolbox.tools() {
-        agent.register_tool(tool)?;
-    }
-    // Deny rules, then the command hooks, before a call reaches its tool (whose policy then
-    // applies the allow rules and approval).
-    agent.add_hook(Arc::new(toolbox.policy_hook(settings.hooks.clone())));
+    // Every call, built-in or MCP, passes the same hooks: deny rules, command hooks, allow
+    // rules, approval (the gate asks in `ask` mode).
+    crate::tools::install_policy(&mut agent, toolbox, mcp.sources(), settings.hooks.clone())?;
     mcp.register(&mut agent)?;
     let prompt = crate::prompt::compose(settings, toolbox.cwd())?;
     if !resumed {
@@ -232,7 +229,8 @@ pub fn sandbox_for(launch: &Launch, print_mode: bool, approval: Approval) -> San
 }
 
 /// The built-in tools of a run, working in the current directory: `[tools]` with the approval
-/// mode, the gate that asks in `ask` mode, and the sandbox. A sandbox this system cannot apply
+/// mode, the gate that asks in `ask` mode (the approval hook asks it, see
+/// `ApprovalHook` in `tools/hook.rs`), and the sandbox. A sandbox this system cannot apply
 /// is an error naming the flag that turns it off. `bash_progress` sees bash's output as it runs
 /// (the REPL's live tail; print mode has none).
 pub fn toolbox(

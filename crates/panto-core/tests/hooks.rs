@@ -98,6 +98,20 @@ async fn a_denied_call_does_not_run_and_the_model_reads_the_reason() {
 }
 
 #[tokio::test]
+async fn a_response_is_the_result_word_for_word_and_the_tool_does_not_run() {
+    let (hook, result, _) = echo_through(Scripted {
+        before: Some(BeforeTool::Respond(ToolCallResult::error(
+            "old_string was not found in f",
+        ))),
+        ..Scripted::default()
+    })
+    .await;
+    // Not "the call was denied: …", and not the echo of "original": the hook's result alone.
+    assert_eq!(result, ("old_string was not found in f".to_owned(), true));
+    assert_eq!(hook.seen.lock().unwrap().len(), 1);
+}
+
+#[tokio::test]
 async fn a_rewrite_changes_what_the_tool_gets_and_a_replace_what_the_model_reads() {
     let (_, result, _) = echo_through(Scripted {
         before: Some(BeforeTool::Rewrite(serde_json::json!({"text":"rewritten"}))),

@@ -17,6 +17,7 @@ use serde_json::json;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use crate::child::{self, ChildSetup};
+use crate::preview::Preview;
 use crate::{one_line, parse_input, processes, running, ToolContext, ToolName};
 
 /// The longest timeout the model may ask for.
@@ -215,20 +216,7 @@ impl Tool for BashTool {
     }
 
     async fn call(&self, call: ToolCall) -> Result<ToolCallResult, ToolError> {
-        let input: Input = parse_input(ToolName::Bash, &call.input)?;
-        if input.command.trim().is_empty() {
-            return Err("the command is empty".into());
-        }
-        let timeout = match input.timeout_secs {
-            Some(0) => return Err("timeout_secs must be at least 1".into()),
-            Some(s) => Duration::from_secs(s.min(MAX_TIMEOUT_SECS)),
-            None => self.ctx.bash_timeout,
-        };
-        // The whole command: the question must show every character that will run (the asker
-        // makes them all visible).
-        self.ctx
-            .allowed(ToolName::Bash, &input.command, &input.command, &call.cancel)
-            .await?;
+        let (input, timeout) = prepare(&self.ctx, &call.input)?;
 
         let _running = running::global().start(format!("bash {}", one_line(&input.command, 80)));
         let marker = processes::new_marker();
@@ -297,6 +285,31 @@ impl Tool for BashTool {
     }
 }
 
+/// A bash call's arguments checked as the tool checks them, with the timeout it runs under.
+fn prepare(ctx: &ToolContext, raw: &serde_json::Value) -> Result<(Input, Duration), ToolError> {
+    let input: Input = parse_input(ToolName::Bash, raw)?;
+    if input.command.trim().is_empty() {
+        return Err("the command is empty".into());
+    }
+    let timeout = match input.timeout_secs {
+        Some(0) => return Err("timeout_secs must be at least 1".into()),
+        Some(s) => Duration::from_secs(s.min(MAX_TIMEOUT_SECS)),
+        None => ctx.bash_timeout,
+    };
+    Ok((input, timeout))
+}
+
+/// What a bash call would run ([`crate::Toolbox::preview`]): the whole command, so a question
+/// shows every character that will run (the CLI's asker makes them all visible). `Err` is the
+/// error the call would end with.
+pub(crate) fn preview(ctx: &ToolContext, raw: &serde_json::Value) -> Result<Preview, String> {
+    let (input, _) = prepare(ctx, raw).map_err(|e| e.to_string())?;
+    Ok(Preview {
+        summary: input.command,
+        change: None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Instant;
@@ -305,10 +318,10 @@ mod tests {
 
     use super::*;
     use crate::testing::{call, call_with, context, text};
-    use crate::Approval;
+    use crate::{Approval, ToolName as Name};
 
     fn tool(dir: &std::path::Path) -> BashTool {
-        BashTool::new(context(dir, Approval::Auto))
+        BashTool::new(context(dir))
     }
 
     #[tokio::test]
@@ -421,7 +434,7 @@ mod tests {
     async fn the_progress_hook_sees_both_streams_uncapped() {
         let dir = tempfile::tempdir().unwrap();
         let seen = Arc::new(Seen::default());
-        let mut ctx = context(dir.path(), Approval::Auto);
+        let mut ctx = context(dir.path());
         ctx.bash_progress = Some(seen.clone());
         let r = call(
             &BashTool::new(ctx),
@@ -437,8 +450,8 @@ mod tests {
     #[tokio::test]
     async fn read_only_refuses_to_run() {
         let dir = tempfile::tempdir().unwrap();
-        let t = BashTool::new(context(dir.path(), Approval::ReadOnly));
-        let r = call(&t, json!({"command": "touch made"})).await;
+        let t = crate::testing::guarded(Name::Bash, dir.path(), Approval::ReadOnly);
+        let r = call(t.as_ref(), json!({"command": "touch made"})).await;
         assert!(r.is_error && text(&r).contains("read-only"));
         assert!(!dir.path().join("made").exists());
     }

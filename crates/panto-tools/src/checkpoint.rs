@@ -193,7 +193,6 @@ mod tests {
     use super::*;
     use crate::testing::{context, text};
     use crate::write::WriteTool;
-    use crate::Approval;
 
     async fn call_in(tool: &dyn Tool, checkpoints: FileCheckpoints, input: serde_json::Value) -> ToolCallResult {
         let call = ToolCall::new("t1", tool.declaration().name, input).with_checkpoints(checkpoints);
@@ -215,7 +214,7 @@ mod tests {
             .append(&id, &[PersistentMessage::new(&message, &conversation)])
             .await
             .unwrap();
-        let tool = WriteTool::new(context(dir.path(), Approval::Auto));
+        let tool = WriteTool::new(context(dir.path()));
         let r = call_in(
             &tool,
             FileCheckpoints::new(store.clone(), id.clone()),
@@ -245,7 +244,7 @@ mod tests {
         std::fs::write(&file, "old").unwrap();
         // A session the store does not hold takes no record.
         let store: Arc<dyn SessionStore> = MemoryStore::new();
-        let tool = WriteTool::new(context(dir.path(), Approval::Auto));
+        let tool = WriteTool::new(context(dir.path()));
         let r = call_in(
             &tool,
             FileCheckpoints::new(store, panto_core::store::new_session_id()),

@@ -4,11 +4,14 @@
 //! the wrong place; when it does not, the error says which case it is so the model can fix its
 //! call.
 
+use std::path::PathBuf;
+
 use async_trait::async_trait;
 use panto_core::{Tool, ToolCall, ToolCallResult, ToolDecl, ToolError};
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::preview::{FileChange, Preview};
 use crate::{checkpoint, files, parse_input, running, ToolContext, ToolName};
 
 /// The `edit` tool.
@@ -79,6 +82,15 @@ fn plan(content: &str, input: &Input) -> Result<Plan, String> {
     })
 }
 
+/// What an `edit` call with `input` makes of a file holding `content`, by the tool's own matching
+/// (the old text exactly once, or every occurrence with `replace_all`); `Err` is the error the
+/// tool gives (bad arguments, old text missing or ambiguous). For a front end that draws an edit
+/// from text it already has; [`crate::Toolbox::preview`] reads the file itself.
+pub fn edited(content: &str, input: &serde_json::Value) -> Result<String, String> {
+    let input: Input = parse_input(ToolName::Edit, input).map_err(|e| e.to_string())?;
+    Ok(plan(content, &input)?.content)
+}
+
 #[async_trait]
 impl Tool for EditTool {
     fn declaration(&self) -> ToolDecl {
@@ -103,37 +115,15 @@ impl Tool for EditTool {
     }
 
     async fn call(&self, call: ToolCall) -> Result<ToolCallResult, ToolError> {
-        let input: Input = parse_input(ToolName::Edit, &call.input)?;
-        let path = self.ctx.file_path(&input.path)?;
-        let read = || {
-            let (path, roots) = (path.clone(), self.ctx.roots.clone());
-            running::blocking(format!("edit {}", input.path), move || {
-                let bytes = files::read_capped(&path, &roots, crate::read::MAX_FILE_BYTES)?;
-                String::from_utf8(bytes).map_err(|e| {
-                    format!(
-                        "{} is not UTF-8 text (invalid byte at offset {}); edit changes text files only",
-                        path.display(),
-                        e.utf8_error().valid_up_to()
-                    )
-                })
-            })
-        };
-        // Check before asking, so the user is never asked about an edit that cannot apply.
-        let first = plan(&read().await?, &input)?;
-        let what = format!(
-            "edit {} at line {} ({} occurrence{})",
-            input.path,
-            first.first_line,
-            first.count,
-            if first.count == 1 { "" } else { "s" }
-        );
-        self.ctx
-            .allowed(ToolName::Edit, &input.path, &what, &call.cancel)
-            .await?;
-        self.ctx.sandbox.check_write(&path)?;
-        // The file may have changed while the question was open: plan again on what is there now.
-        let current = read().await?;
-        let done = plan(&current, &input)?;
+        // Planned on the file as it is now: after any approval question, whose preview planned the
+        // same way on what was there then.
+        let planned = prepare(&self.ctx, &call.input).await?;
+        let Planned {
+            input,
+            path,
+            current,
+            plan: done,
+        } = planned;
         checkpoint::record(&call, &path, Some(current.as_bytes()), done.content.as_bytes()).await?;
         let (target, roots, content) = (path.clone(), self.ctx.roots.clone(), done.content);
         running::blocking(format!("edit {}", input.path), move || {
@@ -150,6 +140,66 @@ impl Tool for EditTool {
     }
 }
 
+/// An edit worked out on the file as it is, not yet applied: what the tool writes and what its
+/// preview shows.
+struct Planned {
+    input: Input,
+    path: PathBuf,
+    current: String,
+    plan: Plan,
+}
+
+/// Reads the file and plans the edit, failing as the tool fails: bad arguments, a path outside
+/// the read roots, a file that is not UTF-8 text, old text missing or ambiguous, a write the
+/// sandbox forbids.
+async fn prepare(ctx: &ToolContext, raw: &serde_json::Value) -> Result<Planned, ToolError> {
+    let input: Input = parse_input(ToolName::Edit, raw)?;
+    let path = ctx.file_path(&input.path)?;
+    let current = {
+        let (path, roots) = (path.clone(), ctx.roots.clone());
+        running::blocking(format!("edit {}", input.path), move || {
+            let bytes = files::read_capped(&path, &roots, crate::read::MAX_FILE_BYTES)?;
+            String::from_utf8(bytes).map_err(|e| {
+                format!(
+                    "{} is not UTF-8 text (invalid byte at offset {}); edit changes text files only",
+                    path.display(),
+                    e.utf8_error().valid_up_to()
+                )
+            })
+        })
+        .await?
+    };
+    let plan = plan(&current, &input)?;
+    ctx.sandbox.check_write(&path)?;
+    Ok(Planned {
+        input,
+        path,
+        current,
+        plan,
+    })
+}
+
+/// What an edit call would change ([`crate::Toolbox::preview`]); `Err` is the error the call
+/// would end with.
+pub(crate) async fn preview(ctx: &ToolContext, raw: &serde_json::Value) -> Result<Preview, String> {
+    let planned = prepare(ctx, raw).await.map_err(|e| e.to_string())?;
+    let (input, plan) = (&planned.input, &planned.plan);
+    Ok(Preview {
+        summary: format!(
+            "edit {} at line {} ({} occurrence{})",
+            input.path,
+            plan.first_line,
+            plan.count,
+            if plan.count == 1 { "" } else { "s" }
+        ),
+        change: Some(FileChange {
+            path: planned.path,
+            before: Some(planned.current),
+            after: planned.plan.content,
+        }),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,7 +207,7 @@ mod tests {
     use crate::Approval;
 
     async fn edit(dir: &std::path::Path, input: serde_json::Value) -> (bool, String) {
-        let tool = EditTool::new(context(dir, Approval::Auto));
+        let tool = EditTool::new(context(dir));
         let r = call(&tool, input).await;
         (r.is_error, text(&r))
     }
@@ -206,8 +256,12 @@ mod tests {
     async fn refused_in_read_only_mode() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("f"), "a").unwrap();
-        let tool = EditTool::new(context(dir.path(), Approval::ReadOnly));
-        let r = call(&tool, json!({"path": "f", "old_string": "a", "new_string": "b"})).await;
+        let tool = crate::testing::guarded(ToolName::Edit, dir.path(), Approval::ReadOnly);
+        let r = call(
+            tool.as_ref(),
+            json!({"path": "f", "old_string": "a", "new_string": "b"}),
+        )
+        .await;
         assert!(r.is_error && text(&r).contains("read-only"));
         assert_eq!(std::fs::read_to_string(dir.path().join("f")).unwrap(), "a");
     }

@@ -93,7 +93,6 @@ impl Tool for FindTool {
         let raw = input.path.clone().unwrap_or_else(|| ".".into());
         let root = self.ctx.file_path(&raw)?;
         let what = format!("find {} in {raw}", input.pattern);
-        self.ctx.allowed(ToolName::Find, &raw, &what, &call.cancel).await?;
         let cwd = self.ctx.cwd.clone();
         let max_bytes = self.ctx.max_output_bytes;
         let (paths, total) = running::blocking(what, move || {

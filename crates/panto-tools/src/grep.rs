@@ -155,7 +155,6 @@ impl Tool for GrepTool {
         let raw = input.path.clone().unwrap_or_else(|| ".".into());
         let root = self.ctx.file_path(&raw)?;
         let what = format!("grep {} in {raw}", input.pattern);
-        self.ctx.allowed(ToolName::Grep, &raw, &what, &call.cancel).await?;
         let cwd = self.ctx.cwd.clone();
         let max_bytes = self.ctx.max_output_bytes;
         let found = running::blocking(what, move || {

@@ -1,10 +1,10 @@
 //! Command hooks and the policy hook: the user's own programs asked about a tool call before it
-//! runs, and the one [`panto_core::Hook`] a front end registers to apply them.
+//! runs, and the first [`panto_core::Hook`] a front end registers, which applies them.
 //!
 //! The order for every call is deny rules, hooks, allow rules, approval. The deny rules and the
-//! command hooks run here, before the tool; the allow rules and the approval mode are the tool's
-//! [`Policy`](crate::Policy), which the tool asks once the call reaches it. A denied call never
-//! reaches a hook, and a call a hook denies never reaches approval.
+//! command hooks run here ([`PolicyHook`], registered first); the allow rules and the approval
+//! mode are [`crate::ApprovalHook`], registered last. A denied call never reaches a hook, and a
+//! call a hook denies never reaches approval.
 //!
 //! A command hook gets the call as JSON on stdin (`{"tool", "input", "cwd"}`) and answers on
 //! stdout with `{"decision": "allow"}`, `{"decision": "deny", "reason": "..."}` or

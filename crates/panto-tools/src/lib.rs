@@ -30,9 +30,15 @@
 //!
 //! `builtin` fails when a rule does not parse or the sandbox was asked for on a system that
 //! cannot provide it (see [`Sandbox`]): it fails closed, never runs unconfined.
+//!
+//! The tools `builtin` returns apply the policy in front of each call themselves. A front end that
+//! hooks tool calls registers [`Toolbox::bare_tools`] instead, then the policy as hooks in the
+//! order deny rules, hooks, allow rules, approval: [`Toolbox::policy_hook`], its own hooks, and
+//! [`Toolbox::approval_hook`] (see [`ApprovalHook`]).
 
 #![deny(missing_docs)]
 
+mod approval;
 mod bash;
 mod checkpoint;
 mod child;
@@ -45,6 +51,7 @@ mod hooks;
 mod ls;
 mod options;
 mod policy;
+mod preview;
 mod processes;
 mod read;
 mod roots;
@@ -62,14 +69,17 @@ use panto_core::{Tool, ToolError};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+pub use approval::ApprovalHook;
 pub use bash::BashProgress;
 pub use checkpoint::{FileOutcome, RestoredFile, MAX_CHECKPOINT_BYTES};
 pub use child::{explain_spawn_error, spawn, ChildSetup, GroupChild};
+pub use edit::edited;
 pub use error::Error;
 pub use files::{image_format, kind as file_kind, open_regular, read_bounded, OpenRefusal};
 pub use hooks::{main_argument, CommandHook, HookVerdict, PolicyHook, DEFAULT_HOOK_TIMEOUT};
 pub use options::{Options, DEFAULT_BASH_TIMEOUT, DEFAULT_MAX_OUTPUT_BYTES};
 pub use policy::{rule_subjects, Approval, Policy, Prompt, Rule};
+pub use preview::{FileChange, Preview};
 pub use roots::Roots;
 pub use running::{global as running, Running};
 pub use sandbox::{Sandbox, SandboxConfig};
@@ -169,8 +179,6 @@ pub fn parse_list(items: &[String]) -> Result<Vec<ToolName>, String> {
 pub(crate) struct ToolContext {
     /// The working directory relative paths and commands use.
     pub cwd: PathBuf,
-    /// Rules and approval.
-    pub policy: Arc<Policy>,
     /// Default bash timeout.
     pub bash_timeout: Duration,
     /// Cap on a tool's text output.
@@ -199,23 +207,11 @@ impl ToolContext {
         };
         self.roots.check(&absolute)
     }
-
-    /// The policy's verdict on a call of `tool` whose main argument is `argument`; `what`
-    /// describes it for an approval question.
-    pub async fn allowed(
-        &self,
-        tool: ToolName,
-        argument: &str,
-        what: &str,
-        cancel: &panto_core::CancellationToken,
-    ) -> Result<(), String> {
-        let subjects = policy::rule_subjects(tool, argument, &self.cwd);
-        self.policy.check(tool, &subjects, what, cancel).await
-    }
 }
 
 /// The built-in tools an [`Options`] selects, configured and ready to register: panto's coding
-/// tools in one call. See the crate example.
+/// tools in one call, each with the policy (rules and approval mode) in front of it. See the
+/// crate example.
 pub fn builtin(options: &Options) -> Result<Vec<Arc<dyn Tool>>, Error> {
     Ok(Toolbox::new(options)?.tools())
 }
@@ -225,18 +221,37 @@ pub fn builtin(options: &Options) -> Result<Vec<Arc<dyn Tool>>, Error> {
 #[derive(Debug, Clone)]
 pub struct Toolbox {
     ctx: ToolContext,
+    policy: Arc<Policy>,
     names: Vec<ToolName>,
 }
 
 impl Toolbox {
     /// Checks `options` (rules parse, the sandbox is available) and prepares the tools.
     pub fn new(options: &Options) -> Result<Toolbox, Error> {
-        let (ctx, names) = options.prepare()?;
-        Ok(Toolbox { ctx, names })
+        let (ctx, policy, names) = options.prepare()?;
+        Ok(Toolbox { ctx, policy, names })
     }
 
-    /// A fresh set of the selected tools.
+    /// A fresh set of the selected tools, each with the policy in front of it (deny rules, allow
+    /// rules, approval mode): for an agent that registers no hooks. A front end that registers
+    /// [`Toolbox::policy_hook`] and an approval hook uses [`Toolbox::bare_tools`] instead.
     pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        let deny = self.policy_hook(Vec::new());
+        let approve = self.approval_hook();
+        self.names
+            .iter()
+            .zip(self.bare_tools())
+            .map(|(name, tool)| -> Arc<dyn Tool> {
+                Arc::new(approval::Guarded::new(tool, *name, deny.clone(), approve.clone()))
+            })
+            .collect()
+    }
+
+    /// A fresh set of the selected tools with no policy of their own: every call runs. For an
+    /// agent that applies the policy with hooks, registered in this order: [`Toolbox::policy_hook`]
+    /// (deny rules, command hooks), the embedder's own hooks, then [`Toolbox::approval_hook`] (or
+    /// a front end's own approval hook built on it, as the CLI's is).
+    pub fn bare_tools(&self) -> Vec<Arc<dyn Tool>> {
         self.names
             .iter()
             .map(|name| -> Arc<dyn Tool> {
@@ -264,15 +279,28 @@ impl Toolbox {
         &self.ctx.cwd
     }
 
-    /// The hook that puts `hooks` between these tools' deny and allow rules: register it on the
-    /// agent the tools go to (see [`PolicyHook`] for the order).
+    /// The first hook of the order: the deny rules, then the command `hooks` (see [`PolicyHook`]).
     pub fn policy_hook(&self, hooks: Vec<CommandHook>) -> PolicyHook {
-        PolicyHook::new(self.ctx.policy.deny_rules().to_vec(), hooks, self.ctx.cwd.clone())
+        PolicyHook::new(self.policy.deny_rules().to_vec(), hooks, self.ctx.cwd.clone())
+    }
+
+    /// The last hook of the order: the allow rules and the approval mode, asking the options'
+    /// [`Prompt`] in `ask` mode about the call's [`Toolbox::preview`] (see [`ApprovalHook`]).
+    pub fn approval_hook(&self) -> ApprovalHook {
+        ApprovalHook::new(self.policy.clone(), self.ctx.clone())
+    }
+
+    /// What a call of `tool` with `input` would do, worked out without doing it (the file is
+    /// read, nothing is written): the summary an approval question shows and, for `write` and
+    /// `edit`, the file's text before and after. `Err` is the error the call would end with (old
+    /// text not found, a path outside the read roots, bad arguments), word for word.
+    pub async fn preview(&self, tool: ToolName, input: &serde_json::Value) -> Result<Preview, String> {
+        preview::preview(&self.ctx, tool, input).await
     }
 
     /// The policy in front of the tools.
     pub fn policy(&self) -> &Policy {
-        &self.ctx.policy
+        &self.policy
     }
 
     /// The sandbox bash runs in.
@@ -316,17 +344,25 @@ pub(crate) mod testing {
     use super::*;
     use panto_core::{CancellationToken, ResultPart, ToolCall, ToolCallResult};
 
-    /// A context over `dir` with approval `mode`, no sandbox and no terminal.
-    pub fn context(dir: &Path, mode: Approval) -> ToolContext {
+    /// A context over `dir`, no sandbox and no terminal.
+    pub fn context(dir: &Path) -> ToolContext {
         ToolContext {
             cwd: dir.to_path_buf(),
-            policy: Arc::new(Policy::new(mode)),
             bash_timeout: Duration::from_secs(10),
             max_output_bytes: 4_096,
             roots: Roots::unrestricted(),
             sandbox: Arc::new(SandboxConfig::off()),
             bash_progress: None,
         }
+    }
+
+    /// Built-in `tool` as [`crate::builtin`] makes it for `dir` in approval `mode`: behind the
+    /// policy.
+    pub fn guarded(tool: ToolName, dir: &Path, mode: Approval) -> Arc<dyn Tool> {
+        let mut options = Options::new(dir);
+        options.tools = Some(vec![tool]);
+        options.approval = mode;
+        builtin(&options).unwrap().remove(0)
     }
 
     /// Calls `tool` with `input`, turning an `Err` into an error result as the agent does.

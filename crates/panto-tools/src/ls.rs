@@ -89,7 +89,6 @@ impl Tool for LsTool {
         let raw = input.path.unwrap_or_else(|| ".".into());
         let dir = self.ctx.file_path(&raw)?;
         let what = format!("ls {raw}");
-        self.ctx.allowed(ToolName::Ls, &raw, &what, &call.cancel).await?;
         let max_bytes = self.ctx.max_output_bytes;
         let (lines, more) = running::blocking(what, move || list(&dir)).await?;
         if lines.is_empty() {

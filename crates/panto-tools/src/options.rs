@@ -109,7 +109,7 @@ impl Options {
     }
 
     /// Parses the rules, resolves the paths and probes the sandbox.
-    pub(crate) fn prepare(&self) -> Result<(ToolContext, Vec<ToolName>), Error> {
+    pub(crate) fn prepare(&self) -> Result<(ToolContext, Arc<Policy>, Vec<ToolName>), Error> {
         let parse = |list: &[String]| list.iter().map(|r| Rule::parse(r)).collect::<Result<Vec<_>, _>>();
         let cwd = match &self.cwd {
             Some(cwd) => cwd.clone(),
@@ -148,7 +148,6 @@ impl Options {
         sandbox.probe()?;
         let ctx = ToolContext {
             cwd,
-            policy: Arc::new(policy),
             bash_timeout: Duration::from_secs(self.bash_timeout_secs.max(1)),
             max_output_bytes: self.max_output_bytes.max(1024),
             roots,
@@ -161,7 +160,7 @@ impl Options {
                 names.push(name);
             }
         }
-        Ok((ctx, names))
+        Ok((ctx, Arc::new(policy), names))
     }
 }
 

@@ -3,9 +3,12 @@
 //!
 //! Rules have one syntax, `TOOL` or `TOOL(GLOB)`, where the glob is matched against the call's
 //! main argument: the command for `bash`, the path for the file and search tools (see
-//! [`crate::main_argument`]). Hooks come between deny and allow and reuse [`Rule`]: a front end
-//! registers [`crate::PolicyHook`], which applies the deny rules and then the hooks before the
-//! call reaches the tool, whose policy then applies the allow rules and the approval mode.
+//! [`crate::main_argument`]). The order for every call is deny rules, hooks, allow rules,
+//! approval, and it is kept by two hooks on the agent: [`crate::PolicyHook`] (the deny rules and
+//! the command hooks) first, [`crate::ApprovalHook`] (the allow rules and the approval mode)
+//! last, with the embedder's own hooks between. The tools themselves ask nothing: the tools
+//! [`crate::builtin`] makes run both hooks' checks in front of each call, for an agent that
+//! registers no hooks (the C ABI's).
 
 use std::fmt;
 use std::path::Path;
@@ -212,6 +215,11 @@ impl Policy {
         self.approval
     }
 
+    /// Whether the front end asks in `ask` mode: a prompt was set (without one `ask` refuses).
+    pub fn asks(&self) -> bool {
+        self.approval == Approval::Ask && self.prompt.is_some()
+    }
+
     /// Whether `tool` may run this call. `subjects` are the forms of its main argument (from
     /// [`rule_subjects`]); `what` describes the call for a question. In order: the first deny rule
     /// that matches refuses; an allow rule that matches runs it without asking (in every approval
@@ -227,9 +235,22 @@ impl Policy {
         if let Some(rule) = self.deny.iter().find(|r| r.matches(tool, subjects)) {
             return Err(format!("the {tool} call is denied by the rule `{rule}` ([tools] deny)"));
         }
-        if self.allow.iter().any(|r| r.matches(tool, subjects)) || !tool.needs_approval() {
+        if self.runs_freely(tool, subjects) {
             return Ok(());
         }
+        self.approve(tool, what, cancel).await
+    }
+
+    /// Whether a call of `tool` runs without approval: an allow rule matches it, or the tool
+    /// changes nothing.
+    pub fn runs_freely(&self, tool: ToolName, subjects: &[String]) -> bool {
+        !tool.needs_approval() || self.allow.iter().any(|r| r.matches(tool, subjects))
+    }
+
+    /// The approval mode's answer for a call no rule decided: run it (`auto`), refuse it
+    /// (`read-only`), or ask the prompt (`ask`) about `what`. `Err` is the text of the error
+    /// result.
+    pub async fn approve(&self, tool: ToolName, what: &str, cancel: &CancellationToken) -> Result<(), String> {
         match self.approval {
             Approval::Auto => Ok(()),
             Approval::ReadOnly => Err(format!(

@@ -5,6 +5,7 @@ use panto_core::{Tool, ToolCall, ToolCallResult, ToolDecl, ToolError};
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::preview::{FileChange, Preview};
 use crate::{checkpoint, files, parse_input, running, ToolContext, ToolName};
 
 /// The `write` tool.
@@ -49,22 +50,7 @@ impl Tool for WriteTool {
     }
 
     async fn call(&self, call: ToolCall) -> Result<ToolCallResult, ToolError> {
-        let input: Input = parse_input(ToolName::Write, &call.input)?;
-        let path = self.ctx.file_path(&input.path)?;
-        let existed = {
-            let path = path.clone();
-            running::blocking(format!("write {}", input.path), move || files::existing_regular(&path)).await?
-        };
-        let what = format!(
-            "{} {} ({} bytes)",
-            if existed { "overwrite" } else { "create" },
-            input.path,
-            input.content.len()
-        );
-        self.ctx
-            .allowed(ToolName::Write, &input.path, &what, &call.cancel)
-            .await?;
-        self.ctx.sandbox.check_write(&path)?;
+        let Planned { input, path, existed } = prepare(&self.ctx, &call.input).await?;
         let previous = {
             let (path, ctx) = (path.clone(), self.ctx.clone());
             running::blocking(format!("write {}", input.path), move || {
@@ -107,6 +93,57 @@ impl Tool for WriteTool {
     }
 }
 
+/// A write checked and not yet done.
+struct Planned {
+    input: Input,
+    path: std::path::PathBuf,
+    existed: bool,
+}
+
+/// Checks a write as the tool does before writing: its arguments, the path (read roots, not a
+/// FIFO or device), and that the sandbox lets it write there.
+async fn prepare(ctx: &ToolContext, raw: &serde_json::Value) -> Result<Planned, ToolError> {
+    let input: Input = parse_input(ToolName::Write, raw)?;
+    let path = ctx.file_path(&input.path)?;
+    let existed = {
+        let path = path.clone();
+        running::blocking(format!("write {}", input.path), move || files::existing_regular(&path)).await?
+    };
+    ctx.sandbox.check_write(&path)?;
+    Ok(Planned { input, path, existed })
+}
+
+/// What a write call would change ([`crate::Toolbox::preview`]): the file's text before (when it
+/// exists and is UTF-8 text of a size `read` takes) and after. `Err` is the error the call would
+/// end with.
+pub(crate) async fn preview(ctx: &ToolContext, raw: &serde_json::Value) -> Result<Preview, String> {
+    let Planned { input, path, existed } = prepare(ctx, raw).await.map_err(|e| e.to_string())?;
+    let before = if existed {
+        let (path, roots) = (path.clone(), ctx.roots.clone());
+        running::blocking(format!("write {}", input.path), move || {
+            Ok(files::read_capped(&path, &roots, crate::read::MAX_FILE_BYTES)
+                .ok()
+                .and_then(|bytes| String::from_utf8(bytes).ok()))
+        })
+        .await?
+    } else {
+        None
+    };
+    Ok(Preview {
+        summary: format!(
+            "{} {} ({} bytes)",
+            if existed { "overwrite" } else { "create" },
+            input.path,
+            input.content.len()
+        ),
+        change: Some(FileChange {
+            path,
+            before,
+            after: input.content,
+        }),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,7 +153,7 @@ mod tests {
     #[tokio::test]
     async fn creates_parents_and_reports_what_it_did() {
         let dir = tempfile::tempdir().unwrap();
-        let tool = WriteTool::new(context(dir.path(), Approval::Auto));
+        let tool = WriteTool::new(context(dir.path()));
         let r = call(&tool, json!({"path": "a/b/c.txt", "content": "hi\nthere\n"})).await;
         assert!(!r.is_error, "{}", text(&r));
         assert_eq!(
@@ -131,8 +168,8 @@ mod tests {
     #[tokio::test]
     async fn read_only_leaves_the_disk_alone() {
         let dir = tempfile::tempdir().unwrap();
-        let tool = WriteTool::new(context(dir.path(), Approval::ReadOnly));
-        let r = call(&tool, json!({"path": "x.txt", "content": "x"})).await;
+        let tool = crate::testing::guarded(ToolName::Write, dir.path(), Approval::ReadOnly);
+        let r = call(tool.as_ref(), json!({"path": "x.txt", "content": "x"})).await;
         assert!(r.is_error && text(&r).contains("read-only"), "{}", text(&r));
         assert!(!dir.path().join("x.txt").exists());
     }
@@ -142,7 +179,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let fifo = dir.path().join("pipe");
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
-        let tool = WriteTool::new(context(dir.path(), Approval::Auto));
+        let tool = WriteTool::new(context(dir.path()));
         let r = call(&tool, json!({"path": "pipe", "content": "x"})).await;
         assert!(
             r.is_error && text(&r).contains("is a FIFO (named pipe)"),

@@ -1,11 +1,14 @@
-//! One MCP server's tools behind the CLI's approval: `[tools] deny` rules, then `allow` rules,
-//! then the gate (which asks, in `ask` mode, for every tool its server did not annotate
-//! `readOnlyHint`). In read-only mode only tools annotated read-only, or matched by an `allow`
-//! rule (which runs a call in every mode, as for built-in tools), are offered.
+//! One MCP server's tools under the CLI's rules and approval. The calls themselves pass straight
+//! through ([`GatedSource`]'s `call`): every call of every tool, built-in or MCP, goes through the
+//! same hooks on the agent in the order deny rules ([`McpDenyRules`] for MCP tools), command
+//! hooks, allow rules, approval (the CLI's `ApprovalHook` in `tools/hook.rs`, which asks the gate,
+//! in `ask` mode, about every tool its server did not annotate `readOnlyHint`). What stays here
+//! is what is offered: in read-only mode only tools annotated read-only, or matched by an `allow`
+//! rule (which runs a call in every mode, as for built-in tools).
 
 use std::sync::Arc;
 
-use panto_core::{ToolCall, ToolCallResult, ToolDecl, ToolError, ToolSource};
+use panto_core::{BeforeTool, CancellationToken, Hook, ToolCall, ToolCallResult, ToolDecl, ToolError, ToolSource};
 use panto_mcp::McpSource;
 
 use super::rules::{offered_name, NameRule};
@@ -14,7 +17,7 @@ use crate::tools::{Approval, Gate, GatedTool};
 /// The longest description of a call's arguments in an approval question.
 const MAX_WHAT: usize = 300;
 
-/// An [`McpSource`] whose calls pass the CLI's rules and approval gate first.
+/// An [`McpSource`] offered under the CLI's rules and approval mode.
 #[derive(Debug)]
 pub struct GatedSource {
     source: Arc<McpSource>,
@@ -59,24 +62,74 @@ impl GatedSource {
             })
     }
 
-    /// Whether the call may run: `Err` is the error result the model reads.
-    async fn admit(&self, call: &ToolCall) -> Result<(), String> {
+    /// The refusal of a `deny` rule that matches tool `tool` (the server's name for it): the
+    /// error result the model reads.
+    pub fn denial(&self, tool: &str) -> Option<String> {
         let server = self.source.name();
-        let offered = offered_name(server, &call.name);
-        if let Some(rule) = self.deny.iter().find(|r| r.matches(server, &call.name)) {
-            return Err(format!(
-                "the {offered} call did not run: it is denied by the rule {:?} of [tools] deny",
-                rule.as_str()
-            ));
-        }
-        if self.allowed(&call.name) {
+        let rule = self.deny.iter().find(|r| r.matches(server, tool))?;
+        Some(format!(
+            "the {} call did not run: it is denied by the rule {:?} of [tools] deny",
+            offered_name(server, tool),
+            rule.as_str()
+        ))
+    }
+
+    /// Whether a call of `tool` with `input` may run as far as the allow rules and the approval
+    /// mode are concerned (the gate asks in `ask` mode): `Err` is the error result the model
+    /// reads.
+    pub async fn approve(
+        &self,
+        tool: &str,
+        input: &serde_json::Value,
+        cancel: &CancellationToken,
+    ) -> Result<(), String> {
+        if self.allowed(tool) {
             return Ok(());
         }
-        let tool = GatedTool::Mcp {
+        let offered = offered_name(self.source.name(), tool);
+        let gated = GatedTool::Mcp {
             name: &offered,
-            read_only: self.source.is_read_only(&call.name),
+            read_only: self.source.is_read_only(tool),
         };
-        self.gate.check_tool(&tool, &describe(&call.input), &call.cancel).await
+        self.gate.check_tool(&gated, &describe(input), cancel).await
+    }
+}
+
+/// The server and the server's own name of the MCP tool a hook sees as `name`: hooks see a
+/// source's tool as `<source>/<tool>` (panto-core's display name).
+pub fn find<'a>(sources: &'a [Arc<GatedSource>], name: &'a str) -> Option<(&'a GatedSource, &'a str)> {
+    let (server, tool) = name.split_once('/')?;
+    sources
+        .iter()
+        .find(|s| s.name() == server)
+        .map(|source| (source.as_ref(), tool))
+}
+
+/// The deny rules of `[tools] deny` that name MCP tools, as the first hook on the agent: a denied
+/// call is never shown to a hook or asked about.
+#[derive(Debug)]
+pub struct McpDenyRules {
+    sources: Vec<Arc<GatedSource>>,
+}
+
+impl McpDenyRules {
+    /// The deny rules of these servers.
+    pub fn new(sources: Vec<Arc<GatedSource>>) -> McpDenyRules {
+        McpDenyRules { sources }
+    }
+}
+
+#[panto_core::async_trait]
+impl Hook for McpDenyRules {
+    fn name(&self) -> &str {
+        "mcp deny rules"
+    }
+
+    async fn before_tool(&self, call: &ToolCall) -> BeforeTool {
+        match find(&self.sources, &call.name).and_then(|(source, tool)| source.denial(tool)) {
+            Some(refusal) => BeforeTool::Respond(ToolCallResult::error(refusal)),
+            None => BeforeTool::Allow,
+        }
     }
 }
 
@@ -110,10 +163,8 @@ impl ToolSource for GatedSource {
         self.source.generation()
     }
 
+    /// Rules and approval were applied by the hooks before the call got here.
     async fn call(&self, call: ToolCall) -> Result<ToolCallResult, ToolError> {
-        match self.admit(&call).await {
-            Ok(()) => self.source.call(call).await,
-            Err(refusal) => Ok(ToolCallResult::error(refusal)),
-        }
+        self.source.call(call).await
     }
 }

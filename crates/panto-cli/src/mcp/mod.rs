@@ -1,5 +1,5 @@
 //! MCP servers in the CLI: started (in parallel) when the agent starts, in the REPL and in print
-//! mode; their tools offered behind the approval gate ([`gated`]); listed by `panto mcp list`
+//! mode; their tools offered under the rules and approval mode ([`gated`]); listed by `panto mcp list`
 //! and `/mcp` ([`list`]).
 //!
 //! A server that does not start is a warning naming it and quoting the end of its standard
@@ -15,7 +15,7 @@ use std::sync::Arc;
 use panto_core::{Agent, ToolSource};
 use panto_mcp::McpSource;
 
-pub use gated::GatedSource;
+pub use gated::{find as find_gated, GatedSource, McpDenyRules};
 pub use list::{list_command, render};
 pub use rules::{offered_name, NameRule};
 
@@ -110,6 +110,11 @@ impl McpTools {
                 .map_err(|e| Failure::runtime(format!("MCP server `{}`: {e}", source.name())))?;
         }
         Ok(())
+    }
+
+    /// The started servers under the CLI's rules and approval, for the hooks that apply them.
+    pub fn sources(&self) -> Vec<Arc<GatedSource>> {
+        self.gated.clone()
     }
 
     /// Whether the call of the tool offered as `wire` will be asked about first (`None`: not an

@@ -23,18 +23,13 @@ pub fn preview(tool: &str, input: &serde_json::Value, style: Style) -> Option<Ve
     match tool {
         "edit" => {
             let (old, new) = (text("old_string")?, text("new_string")?);
-            let all = input.get("replace_all").and_then(serde_json::Value::as_bool) == Some(true);
-            // Against the file, so hunks carry its line numbers; the strings alone when the
-            // file cannot be read or does not hold them (the tool will say so).
-            let lines = match existing(text("path")?).filter(|f| !old.is_empty() && f.contains(old)) {
-                Some(file) => {
-                    let changed = if all {
-                        file.replace(old, new)
-                    } else {
-                        file.replacen(old, new, 1)
-                    };
-                    diff_lines(&file, &changed, style)
-                }
+            // Against the file, by the edit tool's own matching, so hunks carry its line
+            // numbers; the strings alone when the file cannot be read or the edit would not
+            // apply (the tool will say why).
+            let planned = existing(text("path")?)
+                .and_then(|file| panto_tools::edited(&file, input).ok().map(|changed| (file, changed)));
+            let lines = match planned {
+                Some((file, changed)) => diff_lines(&file, &changed, style),
                 None => diff_lines(old, new, style),
             };
             Some(lines)

@@ -1,5 +1,6 @@
 //! The approval gate: whether `write`, `edit`, `bash` and MCP tools not annotated read-only may
-//! run. Which tools need approval is one predicate, [`needs_approval`].
+//! run, asked by the approval hook (`ApprovalHook` in `hook.rs`, the last hook every call passes).
+//! Which tools need approval is one predicate, [`needs_approval`].
 //!
 //! Tool calls of one assistant message run concurrently, so two calls may want approval at the
 //! same time; the gate asks one question at a time, and re-checks "always" after waiting its turn

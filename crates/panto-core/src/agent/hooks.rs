@@ -34,6 +34,11 @@ pub enum BeforeTool {
     /// The call runs with this input instead (later hooks see it too). The conversation keeps
     /// the model's original call; only the tool sees the new input.
     Rewrite(serde_json::Value),
+    /// The call does not run, and the model gets this result as the tool's, word for word (no
+    /// "denied" wording): a hook that already knows how the call would end, such as an approval
+    /// hook whose preview of the call failed as the tool would, or one that answers from a cache.
+    /// Later hooks are not asked, and `after_tool` does not run.
+    Respond(ToolCallResult),
 }
 
 /// What a [`Hook::after_tool`] decides about a result.
@@ -156,6 +161,7 @@ impl Hooks {
                 Ok(BeforeTool::Allow) => {}
                 Ok(BeforeTool::Rewrite(input)) => seen.input = input,
                 Ok(BeforeTool::Deny(reason)) => return denied(&reason),
+                Ok(BeforeTool::Respond(result)) => return result,
                 Err(failure) => return denied(&failure.describe(hook.name(), "before_tool")),
             }
         }

@@ -1,0 +1,276 @@
+//! The CLI's approval as one hook on the agent, the last one every tool call passes: the order
+//! is deny rules ([`crate::mcp::McpDenyRules`] and panto-tools' `PolicyHook`), command hooks,
+//! allow rules, approval. Built-in tools are decided by panto-tools' [`panto_tools::ApprovalHook`]
+//! (allow rules, approval mode, and in `ask` mode the tool's preview, then the
+//! [`Gate`](super::Gate) as the tools' `Prompt`); MCP tools by their server's allow rules and the
+//! same gate. So one gate asks every question, one at a time, and remembers "always" for every
+//! tool.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use panto_core::{Agent, BeforeTool, Hook, ToolCall, ToolCallResult};
+use panto_tools::{CommandHook, ToolName, Toolbox};
+
+use crate::mcp::{find_gated, GatedSource, McpDenyRules};
+
+/// The last hook on an agent of the CLI: allow rules and approval, for every tool.
+#[derive(Debug)]
+pub struct ApprovalHook {
+    builtin: panto_tools::ApprovalHook,
+    mcp: Vec<Arc<GatedSource>>,
+}
+
+impl ApprovalHook {
+    /// Approval for the built-in tools of `toolbox` (whose options hold the gate as their
+    /// prompt) and the tools of the `mcp` servers (whose sources hold the same gate).
+    pub fn new(toolbox: &Toolbox, mcp: Vec<Arc<GatedSource>>) -> ApprovalHook {
+        ApprovalHook {
+            builtin: toolbox.approval_hook(),
+            mcp,
+        }
+    }
+}
+
+#[panto_core::async_trait]
+impl Hook for ApprovalHook {
+    fn name(&self) -> &str {
+        "approval"
+    }
+
+    /// A question takes as long as the person answering it.
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
+
+    async fn before_tool(&self, call: &ToolCall) -> BeforeTool {
+        if ToolName::parse(&call.name).is_ok() {
+            return self.builtin.before_tool(call).await;
+        }
+        let Some((source, tool)) = find_gated(&self.mcp, &call.name) else {
+            // A tool of neither kind (an embedder's) has no rules to apply.
+            return BeforeTool::Allow;
+        };
+        match source.approve(tool, &call.input, &call.cancel).await {
+            Ok(()) => BeforeTool::Allow,
+            Err(refusal) => BeforeTool::Respond(ToolCallResult::error(refusal)),
+        }
+    }
+}
+
+/// Registers the built-in tools of `toolbox` and the hooks that put the CLI's policy in front of
+/// every tool, in the order deny rules, command `hooks`, allow rules, approval. The MCP servers'
+/// tools are registered by the caller, after these.
+pub fn install(
+    agent: &mut Agent,
+    toolbox: &Toolbox,
+    mcp: Vec<Arc<GatedSource>>,
+    hooks: Vec<CommandHook>,
+) -> Result<(), panto_core::Error> {
+    for tool in toolbox.bare_tools() {
+        agent.register_tool(tool)?;
+    }
+    agent.add_hook(Arc::new(McpDenyRules::new(mcp.clone())));
+    agent.add_hook(Arc::new(toolbox.policy_hook(hooks)));
+    agent.add_hook(Arc::new(ApprovalHook::new(toolbox, mcp)));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use panto_core::{ApiStyle, CancellationToken, Config, NullStore, ProviderConfig, Session};
+    use panto_testkit::{script, MockServer, Reply};
+    use serde_json::json;
+
+    use super::*;
+    use crate::tools::{Answer, Approval, Asker, Gate};
+
+    /// Records every question and answers no.
+    #[derive(Debug, Default)]
+    struct Questions {
+        asked: Mutex<Vec<String>>,
+    }
+
+    impl Asker for Questions {
+        fn ask(&self, question: &str, _cancel: &CancellationToken) -> Option<Answer> {
+            self.asked.lock().unwrap().push(question.to_owned());
+            Some(Answer::No)
+        }
+    }
+
+    impl Questions {
+        fn sorted(&self) -> Vec<String> {
+            let mut asked = self.asked.lock().unwrap().clone();
+            asked.sort();
+            asked
+        }
+    }
+
+    /// An embedder's hook: records the calls it is shown and denies those that mention
+    /// "blocked".
+    #[derive(Default)]
+    struct Blocker {
+        seen: Mutex<Vec<String>>,
+    }
+
+    #[panto_core::async_trait]
+    impl Hook for Blocker {
+        async fn before_tool(&self, call: &ToolCall) -> BeforeTool {
+            let input = call.input.to_string();
+            self.seen.lock().unwrap().push(input.clone());
+            if input.contains("blocked") {
+                BeforeTool::Deny("blocked by the test hook".into())
+            } else {
+                BeforeTool::Allow
+            }
+        }
+    }
+
+    /// The gate in `ask` mode with `questions` as the terminal, and the built-in tools in `dir`
+    /// with a deny rule, asking that gate.
+    fn gate_and_toolbox(dir: &std::path::Path, questions: &Arc<Questions>) -> (Arc<Gate>, Toolbox) {
+        let gate = Arc::new(Gate::new(Approval::Ask, Some(questions.clone() as Arc<dyn Asker>), ""));
+        let mut options = panto_tools::Options::new(dir);
+        options.approval = Approval::Ask;
+        options.deny = vec!["bash(sudo *)".into()];
+        options.prompt = Some(gate.clone());
+        (gate, Toolbox::new(&options).unwrap())
+    }
+
+    fn agent(server: &MockServer) -> Agent {
+        let provider = ProviderConfig::new(
+            ApiStyle::AnthropicMessages,
+            server.anthropic_base_url(),
+            "key",
+            "claude-sonnet-4-5",
+        );
+        Agent::new(Config::new(provider), Session::create(NullStore::shared()), None).unwrap()
+    }
+
+    /// Runs one turn whose first answer makes `calls` and returns each call's result text by id.
+    async fn results_of(agent: &mut Agent, server: &MockServer) -> Vec<(String, String)> {
+        let mut stream = agent.run("go".into());
+        while stream.next().await.unwrap().is_some() {}
+        drop(stream);
+        let second = server.requests()[1].json().unwrap();
+        let last = second["messages"].as_array().unwrap().last().unwrap().clone();
+        last["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|block| {
+                let text = block["content"].as_array().map_or(String::new(), |parts| {
+                    parts
+                        .iter()
+                        .filter_map(|p| p["text"].as_str())
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                });
+                (block["tool_use_id"].as_str().unwrap().to_owned(), text)
+            })
+            .collect()
+    }
+
+    fn result<'a>(results: &'a [(String, String)], id: &str) -> &'a str {
+        &results.iter().find(|(i, _)| i == id).unwrap().1
+    }
+
+    #[tokio::test]
+    async fn deny_rules_then_hooks_then_approval_and_a_failing_preview_is_not_asked_about() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f.txt"), "one\n").unwrap();
+        let server = MockServer::start().await;
+        let edit = json!({"path": "f.txt", "old_string": "two", "new_string": "three"}).to_string();
+        server.push(Reply::sse(script::anthropic_tool_uses(&[
+            ("t1", "bash", r#"{"command":"sudo rm -rf /"}"#),
+            ("t2", "bash", r#"{"command":"echo blocked"}"#),
+            ("t3", "bash", r#"{"command":"echo asked"}"#),
+            ("t4", "edit", &edit),
+        ])));
+        server.push(Reply::sse(script::anthropic_text("done")));
+        let questions = Arc::new(Questions::default());
+        let (_gate, toolbox) = gate_and_toolbox(dir.path(), &questions);
+        let mut agent = agent(&server);
+        for tool in toolbox.bare_tools() {
+            agent.register_tool(tool).unwrap();
+        }
+        // The order install() keeps, with an embedder's hook where hooks go: before approval.
+        let blocker = Arc::new(Blocker::default());
+        agent.add_hook(Arc::new(toolbox.policy_hook(Vec::new())));
+        agent.add_hook(blocker.clone());
+        agent.add_hook(Arc::new(ApprovalHook::new(&toolbox, Vec::new())));
+        let results = results_of(&mut agent, &server).await;
+
+        // The deny rule decided before the hook saw the call; the hook's denial before any
+        // question; only the call both let through was asked about.
+        let r1 = result(&results, "t1");
+        assert!(r1.contains("denied by the rule `bash(sudo *)`"), "{r1}");
+        assert_eq!(result(&results, "t2"), "the call was denied: blocked by the test hook");
+        assert_eq!(
+            result(&results, "t3"),
+            "the bash call did not run: the user declined this call"
+        );
+        let mut seen = blocker.seen.lock().unwrap().clone();
+        seen.sort();
+        assert_eq!(
+            seen,
+            [
+                r#"{"command":"echo asked"}"#,
+                r#"{"command":"echo blocked"}"#,
+                edit.as_str()
+            ]
+        );
+        // The edit whose text is not in the file is not asked about: it fails as the tool does.
+        let r4 = result(&results, "t4");
+        assert!(r4.starts_with("old_string was not found in f.txt;"), "{r4}");
+        assert_eq!(questions.sorted(), ["allow bash: echo asked"]);
+        assert_eq!(std::fs::read_to_string(dir.path().join("f.txt")).unwrap(), "one\n");
+    }
+
+    #[tokio::test]
+    async fn an_mcp_tool_and_a_built_in_tool_are_asked_about_by_the_same_hook() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = panto_mcp::ServerConfig::stdio(panto_testkit::mcp::fault_server().to_string_lossy());
+        let source = Arc::new(panto_mcp::McpSource::start("faults", config).await.unwrap());
+        let server = MockServer::start().await;
+        let sleep = crate::mcp::offered_name("faults", "sleep");
+        let echo = crate::mcp::offered_name("faults", "echo");
+        server.push(Reply::sse(script::anthropic_tool_uses(&[
+            ("t1", "bash", r#"{"command":"echo built-in"}"#),
+            ("t2", &sleep, r#"{"ms":1}"#),
+            ("t3", &echo, r#"{"text":"read-only, so not asked"}"#),
+        ])));
+        server.push(Reply::sse(script::anthropic_text("done")));
+        let questions = Arc::new(Questions::default());
+        let (gate, toolbox) = gate_and_toolbox(dir.path(), &questions);
+        let gated = Arc::new(GatedSource::new(source.clone(), gate, Vec::new(), Vec::new()));
+        let mut agent = agent(&server);
+        install(&mut agent, &toolbox, vec![gated.clone()], Vec::new()).unwrap();
+        agent.register_tool_source(gated).unwrap();
+        let results = results_of(&mut agent, &server).await;
+        source.shutdown().await;
+
+        assert_eq!(
+            questions.sorted(),
+            [
+                "allow bash: echo built-in".to_owned(),
+                format!("allow {sleep}: {{\"ms\":1}}")
+            ]
+        );
+        assert_eq!(
+            result(&results, "t1"),
+            "the bash call did not run: the user declined this call"
+        );
+        // Declined, so the server never slept; the read-only tool ran without a question.
+        assert_eq!(
+            result(&results, "t2"),
+            format!("the {sleep} call did not run: the user declined this call")
+        );
+        assert!(
+            result(&results, "t3").contains("read-only, so not asked"),
+            "{results:?}"
+        );
+    }
+}

@@ -1,0 +1,194 @@
+//! [`ApprovalHook`]: the allow rules and the approval mode, the last of the two hooks that keep
+//! the order deny rules, hooks, allow rules, approval (see [`crate::policy`]); and [`Guarded`],
+//! which runs the same checks in front of a tool for an agent that registers no hooks.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use panto_core::{BeforeTool, CancellationToken, Hook, Tool, ToolCall, ToolCallResult, ToolDecl, ToolError};
+use serde_json::Value;
+
+use crate::hooks::{main_argument, HookVerdict, PolicyHook};
+use crate::policy::{rule_subjects, Policy};
+use crate::{preview, ToolContext, ToolName};
+
+/// The hook that applies the allow rules and the approval mode to every call of a built-in tool
+/// ([`crate::Toolbox::approval_hook`]); register it after [`PolicyHook`] and the embedder's own
+/// hooks. In `ask` mode the call's preview ([`crate::Toolbox::preview`]) is worked out first: a
+/// call whose preview fails is not asked about and ends with the error the tool would have
+/// given; else the policy's [`crate::Prompt`] is asked about the preview's summary. A refusal is
+/// the result the model reads, word for word.
+#[derive(Debug, Clone)]
+pub struct ApprovalHook {
+    policy: Arc<Policy>,
+    ctx: ToolContext,
+}
+
+impl ApprovalHook {
+    pub(crate) fn new(policy: Arc<Policy>, ctx: ToolContext) -> ApprovalHook {
+        ApprovalHook { policy, ctx }
+    }
+
+    /// Whether a call of `tool` with `input` may run as far as the allow rules and the approval
+    /// mode are concerned. `Err` is the text of the error result the model gets.
+    pub async fn decide(&self, tool: ToolName, input: &Value, cancel: &CancellationToken) -> Result<(), String> {
+        let argument = main_argument(tool, input);
+        let subjects = rule_subjects(tool, &argument, &self.ctx.cwd);
+        if self.policy.runs_freely(tool, &subjects) {
+            return Ok(());
+        }
+        let what = if self.policy.asks() {
+            preview::preview(&self.ctx, tool, input).await?.summary
+        } else {
+            argument
+        };
+        self.policy.approve(tool, &what, cancel).await
+    }
+}
+
+#[async_trait]
+impl Hook for ApprovalHook {
+    fn name(&self) -> &str {
+        "approval"
+    }
+
+    /// A question takes as long as the person answering it.
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
+
+    async fn before_tool(&self, call: &ToolCall) -> BeforeTool {
+        // Only built-in tools have allow rules and previews; other tools pass.
+        let Ok(tool) = ToolName::parse(&call.name) else {
+            return BeforeTool::Allow;
+        };
+        match self.decide(tool, &call.input, &call.cancel).await {
+            Ok(()) => BeforeTool::Allow,
+            Err(refusal) => BeforeTool::Respond(ToolCallResult::error(refusal)),
+        }
+    }
+}
+
+/// A built-in tool with the policy in front of it: the deny rules, then the allow rules and the
+/// approval mode, as the two hooks apply them. What [`crate::builtin`] and
+/// [`crate::Toolbox::tools`] return, for an agent that registers no hooks; a refusal is the
+/// call's error, as the tool's own errors are.
+pub(crate) struct Guarded {
+    tool: Arc<dyn Tool>,
+    name: ToolName,
+    deny: PolicyHook,
+    approval: ApprovalHook,
+}
+
+impl Guarded {
+    pub(crate) fn new(tool: Arc<dyn Tool>, name: ToolName, deny: PolicyHook, approval: ApprovalHook) -> Guarded {
+        Guarded {
+            tool,
+            name,
+            deny,
+            approval,
+        }
+    }
+}
+
+impl std::fmt::Debug for Guarded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Guarded")
+            .field("tool", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+#[async_trait]
+impl Tool for Guarded {
+    fn declaration(&self) -> ToolDecl {
+        self.tool.declaration()
+    }
+
+    async fn call(&self, call: ToolCall) -> Result<ToolCallResult, ToolError> {
+        let input = match self.deny.decide(self.name, &call.input).await {
+            HookVerdict::Allow => call.input.clone(),
+            HookVerdict::Rewrite(input) => input,
+            HookVerdict::Deny(reason) => return Err(reason.into()),
+        };
+        self.approval.decide(self.name, &input, &call.cancel).await?;
+        self.tool.call(ToolCall { input, ..call }).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::testing::{call, text};
+    use crate::{Approval, Options, Prompt, Toolbox};
+
+    /// A prompt that records each question and answers no with the same words.
+    #[derive(Debug, Default)]
+    struct Recorder {
+        asked: Mutex<Vec<String>>,
+    }
+
+    #[async_trait]
+    impl Prompt for Recorder {
+        async fn approve(&self, tool: ToolName, what: &str, _cancel: &CancellationToken) -> Result<(), String> {
+            self.asked.lock().unwrap().push(format!("{tool}: {what}"));
+            Err("the user said no".into())
+        }
+    }
+
+    fn toolbox(dir: &std::path::Path, prompt: Arc<Recorder>) -> Toolbox {
+        let mut options = Options::new(dir);
+        options.approval = Approval::Ask;
+        options.allow = vec!["bash(git status*)".into()];
+        options.prompt = Some(prompt);
+        Toolbox::new(&options).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_call_whose_preview_fails_is_not_asked_about_and_fails_as_the_tool_would() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f"), "a\n").unwrap();
+        let prompt = Arc::new(Recorder::default());
+        let hook = toolbox(dir.path(), prompt.clone()).approval_hook();
+        let cancel = CancellationToken::new();
+        let missing = json!({"path": "f", "old_string": "zzz", "new_string": "b"});
+        let refusal = hook.decide(ToolName::Edit, &missing, &cancel).await.unwrap_err();
+        // The bare edit tool's own error, word for word.
+        let bare = crate::edit::EditTool::new(crate::testing::context(&dir.path().canonicalize().unwrap()));
+        assert_eq!(refusal, text(&call(&bare, missing).await));
+        assert!(prompt.asked.lock().unwrap().is_empty());
+
+        let good = json!({"path": "f", "old_string": "a", "new_string": "b"});
+        let refusal = hook.decide(ToolName::Edit, &good, &cancel).await.unwrap_err();
+        assert_eq!(refusal, "the user said no");
+        // An allow rule and a tool that changes nothing are not asked about.
+        hook.decide(ToolName::Bash, &json!({"command": "git status"}), &cancel)
+            .await
+            .unwrap();
+        hook.decide(ToolName::Read, &json!({"path": "f"}), &cancel)
+            .await
+            .unwrap();
+        assert_eq!(
+            prompt.asked.lock().unwrap().clone(),
+            ["edit: edit f at line 1 (1 occurrence)"]
+        );
+    }
+
+    #[tokio::test]
+    async fn guarded_tools_ask_the_prompt_and_a_refusal_is_the_result() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f"), "a\n").unwrap();
+        let prompt = Arc::new(Recorder::default());
+        let tools = toolbox(dir.path(), prompt.clone()).tools();
+        let write = tools.iter().find(|t| t.declaration().name == "write").unwrap();
+        let r = call(write.as_ref(), json!({"path": "f", "content": "changed"})).await;
+        assert!(r.is_error && text(&r) == "the user said no", "{}", text(&r));
+        assert_eq!(std::fs::read_to_string(dir.path().join("f")).unwrap(), "a\n");
+        assert_eq!(prompt.asked.lock().unwrap().clone(), ["write: overwrite f (7 bytes)"]);
+    }
+}
