@@ -18,12 +18,18 @@ pub(crate) fn append_span(id: &str, messages: usize) -> Span {
         "panto.store.append",
         panto.store.kind = "postgres",
         gen_ai.conversation.id = id,
-        panto.store.messages = messages as u64,
+        panto.store.messages = count(messages),
         panto.store.bytes = Empty,
         panto.store.commit_ms = Empty,
         panto.duration_ms = Empty,
         error.type = Empty,
     )
+}
+
+/// A count as a field value: `i64`, which an OpenTelemetry export carries as an int (a `u64`
+/// reaches it as a string).
+fn count(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 /// Records the bytes `staged` writes: the message, usage and wire columns, what the batch adds
@@ -40,7 +46,7 @@ pub(crate) fn record_bytes(span: &Span, staged: &Staged<'_>) {
                 + row.usage.as_ref().map_or(0, String::len)
         })
         .sum();
-    span.record("panto.store.bytes", bytes as u64);
+    span.record("panto.store.bytes", count(bytes));
 }
 
 /// Records how long the transaction took, from its first statement to the commit.
