@@ -113,7 +113,9 @@ impl Tool for Guarded {
             HookVerdict::Deny(reason) => return Err(reason.into()),
         };
         self.approval.decide(self.name, &input, &call.cancel).await?;
-        self.tool.call(ToolCall { input, ..call }).await
+        let mut call = call;
+        call.input = input;
+        self.tool.call(call).await
     }
 }
 
