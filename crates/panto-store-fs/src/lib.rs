@@ -370,9 +370,17 @@ impl Inner {
             session: from.to_owned(),
             entry: at.to_owned(),
         };
-        self.with_writer(new_id, |writer| {
-            writer.write_fork(&origin, metadata.as_deref(), &lines, Utc::now(), self.durability)
-        })
+        Writer::write_fork(
+            &self.dir,
+            new_id,
+            &origin,
+            metadata.as_deref(),
+            &lines,
+            Utc::now(),
+            self.durability,
+        )?;
+        // Hold the fork's lock from now on, as after any first append.
+        self.with_writer(new_id, |_| Ok(()))
     }
 
     /// Closes session `id`'s writer, if open, and forgets its slot. The slot stays locked
