@@ -370,7 +370,11 @@ pub fn run_with(root: &Path, options: &Options) -> Result<()> {
             ops,
             dir: base.join(format!("trial-{n}")),
         };
-        let then: Vec<String> = plan.ops.iter().map(|(op, kill)| format!(", {} {kill}", op.name())).collect();
+        let then: Vec<String> = plan
+            .ops
+            .iter()
+            .map(|(op, kill)| format!(", {} {kill}", op.name()))
+            .collect();
         let label = format!(
             "trial {n:>4}/{} {:<9} {:<30}",
             options.trials,
@@ -465,7 +469,10 @@ fn check_script_shape(style: Style, run: &trial::Passed) -> Result<()> {
             run.ops.len() == 2 && run.ops.iter().all(|(_, _, killed)| !killed),
             "the rewind and fork runs did not both run".to_owned(),
         ),
-        (run.blobs >= 2, format!("{} checkpoint blobs checked, expected at least 2", run.blobs)),
+        (
+            run.blobs >= 2,
+            format!("{} checkpoint blobs checked, expected at least 2", run.blobs),
+        ),
     ]
     .into_iter()
     .filter(|(ok, _)| !ok)
@@ -524,7 +531,8 @@ mod tests {
             assert!((100..=300).contains(&hook_ms), "{hook_ms}");
             for (_, kill) in &ops {
                 assert!(
-                    matches!(kill, Kill::AfterLines(1..=2)) || matches!(kill, Kill::AfterDelay(d) if *d <= Duration::from_millis(330)),
+                    matches!(kill, Kill::AfterLines(1..=2))
+                        || matches!(kill, Kill::AfterDelay(d) if *d <= Duration::from_millis(330)),
                     "{kill:?}"
                 );
             }
@@ -538,7 +546,10 @@ mod tests {
             by_lines > 30 && by_delay > 80 && by_event > 30 && by_steer > 30,
             "{by_lines} / {by_delay} / {by_event} / {by_steer}"
         );
-        assert!(plain > 60 && rewinds > 60 && forks > 60, "{plain} / {rewinds} / {forks}");
+        assert!(
+            plain > 60 && rewinds > 60 && forks > 60,
+            "{plain} / {rewinds} / {forks}"
+        );
         let differs = (1..=20).any(|n| kill_for(1, n, &c) != kill_for(2, n, &c));
         assert!(differs, "another seed gives other kill points");
     }

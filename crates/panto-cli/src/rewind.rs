@@ -28,17 +28,12 @@ pub struct Target {
     pub text: String,
 }
 
-/// The prompts of the agent's active branch a rewind can go back to, newest first: number `n`
-/// (1-based) of a rewind is `targets[n - 1]`. Saves what the agent holds unstored first, so
-/// every prompt sent so far has its id.
-///
-/// Errors: the store's, as a sentence.
-pub async fn targets(agent: &mut Agent) -> Result<Vec<Target>, String> {
+/// The stored prompts of the agent's active branch a rewind can go back to, newest first:
+/// number `n` (1-based) of a rewind is `targets[n - 1]`. A prompt the agent holds unstored has
+/// no id yet: the REPL saves first ([`Agent::flush`]); print mode, fresh from a resume, has
+/// nothing unstored that is a prompt, and saves nothing before the number is known to be good.
+pub fn targets(agent: &Agent) -> Vec<Target> {
     agent
-        .flush()
-        .await
-        .map_err(|e| format!("cannot save the session before rewinding: {e}"))?;
-    Ok(agent
         .prompts()
         .into_iter()
         .rev()
@@ -46,7 +41,7 @@ pub async fn targets(agent: &mut Agent) -> Result<Vec<Target>, String> {
             entry: id.to_owned(),
             text: agent.conversation().messages[i].text(),
         })
-        .collect())
+        .collect()
 }
 
 /// The target of a rewind `n` prompts back, or an error saying which numbers there are.

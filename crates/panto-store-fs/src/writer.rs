@@ -326,7 +326,10 @@ impl Writer {
         if buf.len() > MAX_LINE {
             return Err(Error::store(
                 format!("forking into {}", path.display()),
-                format!("the session header would be a line of {} bytes, over the maximum line size of {MAX_LINE} bytes", buf.len()),
+                format!(
+                    "the session header would be a line of {} bytes, over the maximum line size of {MAX_LINE} bytes",
+                    buf.len()
+                ),
             ));
         }
         buf.push(b'\n');

@@ -423,7 +423,12 @@ fn check_checkpoint(c: &Object) -> Result<Checkpoint, String> {
     let restore = match c.get("restore") {
         None => false,
         Some(Value::Bool(true)) => true,
-        other => return Err(format!("checkpoint.restore must be true or absent, got {}", show(other))),
+        other => {
+            return Err(format!(
+                "checkpoint.restore must be true or absent, got {}",
+                show(other)
+            ))
+        }
     };
     Ok(Checkpoint {
         path,
@@ -713,7 +718,14 @@ mod tests {
 
     /// A branch line: `parent` the old tip, `tip` the new, `n` and `prompt` the new tip's
     /// activity, `extra` more fields.
-    fn branch(id: &str, parent: &str, tip: Option<&str>, n: usize, prompt: Option<(&str, &str)>, extra: &str) -> String {
+    fn branch(
+        id: &str,
+        parent: &str,
+        tip: Option<&str>,
+        n: usize,
+        prompt: Option<(&str, &str)>,
+        extra: &str,
+    ) -> String {
         let tip = tip.map_or("null".to_owned(), |t| format!("\"{t}\""));
         let (at, text) = prompt.map_or(("null".to_owned(), "null".to_owned()), |(t, m)| {
             (format!("\"{t}\""), format!("\"{m}\""))
@@ -743,16 +755,22 @@ mod tests {
         // and a branch line with the old tip's activity are each named.
         let mut bad = lines.clone();
         bad[5] = entry("00000004", Some("00000003"), HI, 4, Some((AT, "hi")), "");
-        assert!(check(&file(&bad), ID).unwrap_err().starts_with("line 6: parent_id must be the tip"));
+        assert!(check(&file(&bad), ID)
+            .unwrap_err()
+            .starts_with("line 6: parent_id must be the tip"));
         let mut bad = lines.clone();
         bad[4] = branch("0000000a", "00000003", Some("0000000f"), 1, None, "");
         assert!(check(&file(&bad), ID).unwrap_err().contains("names no earlier entry"));
         let mut bad = lines.clone();
         bad.insert(5, branch("0000000b", "00000001", Some("0000000a"), 1, None, ""));
-        assert!(check(&file(&bad), ID).unwrap_err().contains("names a branch entry, not a message"));
+        assert!(check(&file(&bad), ID)
+            .unwrap_err()
+            .contains("names a branch entry, not a message"));
         let mut bad = lines;
         bad[4] = branch("0000000a", "00000003", Some("00000001"), 3, Some((AT, "hi")), "");
-        assert!(check(&file(&bad), ID).unwrap_err().contains("activity.message_count is 3"));
+        assert!(check(&file(&bad), ID)
+            .unwrap_err()
+            .contains("activity.message_count is 3"));
 
         // The empty start: tip null, everything zero.
         let mut lines = good();
@@ -766,7 +784,14 @@ mod tests {
     fn checkpoints_keep_the_tip_and_name_whole_blobs() {
         let record = format!(r#","checkpoint":{{"path":"/w/out/plan.txt","before":"{ADDRESS_A}","after":null}}"#);
         let mut lines = good();
-        lines.push(branch("0000000c", "00000003", Some("00000003"), 3, Some((AT, "hi")), &record));
+        lines.push(branch(
+            "0000000c",
+            "00000003",
+            Some("00000003"),
+            3,
+            Some((AT, "hi")),
+            &record,
+        ));
         let log = check(&file(&lines), ID).unwrap();
         let records: Vec<_> = log.checkpoints().collect();
         assert_eq!(records.len(), 1);
@@ -776,21 +801,27 @@ mod tests {
 
         let dir = tempfile::tempdir().unwrap();
         let err = check_blobs(&log, dir.path()).unwrap_err();
-        assert!(err.starts_with("line 5: the checkpoint names blob") && err.contains("cannot be read"), "{err}");
+        assert!(
+            err.starts_with("line 5: the checkpoint names blob") && err.contains("cannot be read"),
+            "{err}"
+        );
         let content = b"whole content";
         let address = panto_core::store::checkpoint_address(content);
-        let log = check(&file(&{
-            let mut l = good();
-            l.push(branch(
-                "0000000c",
-                "00000003",
-                Some("00000003"),
-                3,
-                Some((AT, "hi")),
-                &record.replace(ADDRESS_A, &address),
-            ));
-            l
-        }), ID)
+        let log = check(
+            &file(&{
+                let mut l = good();
+                l.push(branch(
+                    "0000000c",
+                    "00000003",
+                    Some("00000003"),
+                    3,
+                    Some((AT, "hi")),
+                    &record.replace(ADDRESS_A, &address),
+                ));
+                l
+            }),
+            ID,
+        )
         .unwrap();
         std::fs::write(dir.path().join(&address), &content[..5]).unwrap();
         assert!(check_blobs(&log, dir.path()).unwrap_err().contains("torn or damaged"));
@@ -799,7 +830,14 @@ mod tests {
 
         // A record must keep the tip, and its fields have their shapes.
         let mut bad = good();
-        bad.push(branch("0000000c", "00000003", Some("00000002"), 2, Some((AT, "hi")), &record));
+        bad.push(branch(
+            "0000000c",
+            "00000003",
+            Some("00000002"),
+            2,
+            Some((AT, "hi")),
+            &record,
+        ));
         assert!(check(&file(&bad), ID).unwrap_err().contains("must keep the tip"));
         for (field, wrong) in [
             (ADDRESS_A, "not-an-address"),

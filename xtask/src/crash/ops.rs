@@ -94,7 +94,10 @@ fn expected_plan(runs: &TrialRuns<'_>, log: &LogFile, id: &str, target: &str) ->
 /// The `before` of the newest checkpoint record of `out/plan.txt`: what the file holds when a
 /// kill landed between recording its last change and making it.
 fn newest_before(runs: &TrialRuns<'_>, log: &LogFile, id: &str) -> Option<Vec<u8>> {
-    let (_, newest) = log.checkpoints().filter(|(_, c)| c.path.ends_with(script::PLAN_PATH)).last()?;
+    let (_, newest) = log
+        .checkpoints()
+        .filter(|(_, c)| c.path.ends_with(script::PLAN_PATH))
+        .last()?;
     let address = newest.before.as_ref()?;
     std::fs::read(runs.sessions.join(format!("{id}.blobs")).join(address)).ok()
 }
@@ -130,7 +133,15 @@ pub fn rewind(
     if prompts.is_empty() {
         // Compaction can hide every prompt: then there is nothing to rewind to, and the refusal
         // must change nothing.
-        let args = ["-r", &id, "--rewind", "1", "--rewind-files", "-p", script::REWIND_PROMPT];
+        let args = [
+            "-r",
+            &id,
+            "--rewind",
+            "1",
+            "--rewind-files",
+            "-p",
+            script::REWIND_PROMPT,
+        ];
         let (out, _, _) = runs.run(ev, tag, &replies, &args, Kill::Never, &Feed::Nothing)?;
         if out.code != Some(2) || !out.stderr.contains("no earlier prompt") {
             return Err(anyhow!(
@@ -160,7 +171,10 @@ pub fn rewind(
     let args = ["-r", &id, "--rewind", &n, "--rewind-files", "-p", script::REWIND_PROMPT];
     let (out, t, _) = runs.run(ev, tag, &replies, &args, kill, &Feed::Nothing)?;
     if out.killed.is_none() && (out.code != Some(0) || !t.succeeded()) {
-        return Err(anyhow!("the rewind run was not killed but failed (exit {:?})", out.code));
+        return Err(anyhow!(
+            "the rewind run was not killed but failed (exit {:?})",
+            out.code
+        ));
     }
     let (bytes, log, mut blobs) = runs.inspect(&id)?;
     if !bytes.starts_with(&session.bytes[..session.log.committed_bytes]) {
@@ -178,7 +192,9 @@ pub fn rewind(
     let restored_text = |now: &Option<Vec<u8>>| if *now == want { "restored" } else { "not restored" };
     let (phase, note, log, bytes) = if let Some(line) = &t.rewind {
         if !switched {
-            return Err(anyhow!("the run reported its rewind, but the log has no switch to before the prompt"));
+            return Err(anyhow!(
+                "the run reported its rewind, but the log has no switch to before the prompt"
+            ));
         }
         let outcomes = outcomes(line);
         let outside = outcomes.iter().any(|o| o == "changed_outside");
@@ -186,7 +202,13 @@ pub fn rewind(
             // The first run was killed after recording its last change and before making it:
             // the file holds that change's `before`, which the rewind takes for a change made
             // outside panto. Reported, never overwritten: safe, but the file is not restored.
-            ("after the rewind", "FINDING: rewind left a file an interrupted change never touched, as 'changed outside panto'".to_owned(), log, bytes)
+            (
+                "after the rewind",
+                "FINDING: rewind left a file an interrupted change never touched, as 'changed outside panto'"
+                    .to_owned(),
+                log,
+                bytes,
+            )
         } else {
             if now != want {
                 return Err(anyhow!(
@@ -197,8 +219,17 @@ pub fn rewind(
                 ));
             }
             check_committed(&t, &log, script::REWIND_PROMPT, script::OP_ANSWER, out.killed.is_some())?;
-            let phase = if out.killed.is_some() { "after the rewind" } else { "not killed" };
-            (phase, format!("rewound {n} prompt(s), file {}", restored_text(&now)), log, bytes)
+            let phase = if out.killed.is_some() {
+                "after the rewind"
+            } else {
+                "not killed"
+            };
+            (
+                phase,
+                format!("rewound {n} prompt(s), file {}", restored_text(&now)),
+                log,
+                bytes,
+            )
         }
     } else if !switched {
         if now != plan_before {
@@ -237,7 +268,10 @@ pub fn rewind(
         let note = if interrupted {
             "FINDING: rewind left a file an interrupted change never touched, as 'changed outside panto'".to_owned()
         } else {
-            format!("rewind killed before its switch; run again: file {}", restored_text(&now2))
+            format!(
+                "rewind killed before its switch; run again: file {}",
+                restored_text(&now2)
+            )
         };
         ("before the rewind's branch switch", note, log2, bytes2)
     } else {
@@ -308,7 +342,10 @@ pub fn fork(
     }
     let (forks, temporary) = other_sessions(runs, id)?;
     if forks.len() > 1 {
-        return Err(anyhow!("one fork run left {} new session files: {forks:?}", forks.len()));
+        return Err(anyhow!(
+            "one fork run left {} new session files: {forks:?}",
+            forks.len()
+        ));
     }
     if let Some(reported) = &t.session_id {
         if forks.first() != Some(reported) {
@@ -404,7 +441,14 @@ pub fn resume(
     let view = session.log.view().map_err(|e| anyhow!(e))?;
     let pending = format::unanswered_calls(&view);
     let args = ["-r", id, "-p", script::RESUME_PROMPT];
-    let (out, t, requests) = runs.run(ev, tag, &script::resume(runs.plan.style), &args, Kill::Never, &Feed::Nothing)?;
+    let (out, t, requests) = runs.run(
+        ev,
+        tag,
+        &script::resume(runs.plan.style),
+        &args,
+        Kill::Never,
+        &Feed::Nothing,
+    )?;
     if out.code != Some(0) || !t.succeeded() {
         return Err(anyhow!("the resume of {id} failed (exit {:?})", out.code));
     }
@@ -428,7 +472,9 @@ pub fn resume(
         .map_err(|e| anyhow!("the resume's own messages: {e:#}"))?;
     check_closer_logged(&session.log, &log, &pending)?;
     if log.path().last().is_some_and(|e| e.message.role != Role::Assistant) {
-        return Err(anyhow!("after a clean resume the active branch does not end with an answer"));
+        return Err(anyhow!(
+            "after a clean resume the active branch does not end with an answer"
+        ));
     }
     Ok(Resumed {
         pending: pending.len(),

@@ -109,7 +109,11 @@ impl Launcher {
             .env_clear()
             .envs(env)
             .current_dir(&self.cwd)
-            .stdin(if *feed == Feed::Nothing { Stdio::null() } else { Stdio::piped() })
+            .stdin(if *feed == Feed::Nothing {
+                Stdio::null()
+            } else {
+                Stdio::piped()
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::from(stderr))
             .spawn()

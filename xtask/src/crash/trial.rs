@@ -205,14 +205,18 @@ impl TrialRuns<'_> {
         all.extend_from_slice(args);
         self.ctx.mock.reset()?;
         self.ctx.mock.push(replies)?;
-        let outcome = self.launcher.run(&all, kill, feed, &dir.join(format!("{tag}.stderr")))?;
+        let outcome = self
+            .launcher
+            .run(&all, kill, feed, &dir.join(format!("{tag}.stderr")))?;
         ev.runs.push((tag.to_owned(), outcome.clone()));
         let requests = self.ctx.mock.requests()?;
         ev.requests.extend(requests.iter().cloned());
         check_requests_valid(&requests)?;
         let t = stream::parse(&outcome.stdout).map_err(|e| anyhow!("the {tag} run: {e}"))?;
         if outcome.killed.is_none() && t.torn_tail.is_some() {
-            return Err(anyhow!("the {tag} run exited by itself but left a torn stream-json line"));
+            return Err(anyhow!(
+                "the {tag} run exited by itself but left a torn stream-json line"
+            ));
         }
         Ok((outcome, t, requests))
     }
@@ -292,7 +296,9 @@ fn run_inner(ctx: &Harness<'_>, plan: &Plan, ev: &mut Evidence) -> Result<Passed
         ));
     }
     let in_hook = killed_in_hook(&dir.join("hook.log"), first.killed_wall_ms);
-    let phase = first.killed.map(|_| if in_hook { "inside the bash hook" } else { t1.phase() });
+    let phase = first
+        .killed
+        .map(|_| if in_hook { "inside the bash hook" } else { t1.phase() });
     let mut passed = Passed {
         summary: String::new(),
         first: t1.clone(),
@@ -490,7 +496,11 @@ fn check_steer(t: &Transcript, run: &Outcome, log: &LogFile, requests: &[Value])
     }
     if let Some(e) = holding.first() {
         if e.message.role != Role::User {
-            return Err(anyhow!("line {}: the steer is in a {:?} message", e.line, e.message.role));
+            return Err(anyhow!(
+                "line {}: the steer is in a {:?} message",
+                e.line,
+                e.message.role
+            ));
         }
     }
     if t.steers.iter().any(|s| s != script::STEER) {
@@ -503,7 +513,9 @@ fn check_steer(t: &Transcript, run: &Outcome, log: &LogFile, requests: &[Value])
         ));
     }
     if t.steer_committed && !requests.iter().any(|r| r["body"].to_string().contains(script::STEER)) {
-        return Err(anyhow!("the steer joined the turn, but no request carried it to the model"));
+        return Err(anyhow!(
+            "the steer joined the turn, but no request carried it to the model"
+        ));
     }
     Ok(())
 }

@@ -14,10 +14,11 @@ use crate::tools::Toolbox;
 /// stderr: what was rewound and, with files, one line per file (a file left alone as an error
 /// line, but the run goes on).
 ///
-/// Errors: a number past the prompts there are is a usage error (exit 2) and changes nothing;
-/// a store failure is exit 1.
+/// Errors: a number past the prompts there are is a usage error (exit 2) and writes nothing
+/// (not even the closers of an interrupted turn, which the rewind itself would save first); a
+/// store failure is exit 1.
 pub async fn apply(agent: &mut Agent, toolbox: &Toolbox, request: RewindRequest) -> Result<Value, Failure> {
-    let targets = rewind::targets(agent).await.map_err(Failure::runtime)?;
+    let targets = rewind::targets(agent);
     let target = rewind::nth(&targets, request.prompts_back)
         .map_err(|e| Failure::usage(format!("--rewind {}: {e}", request.prompts_back)))?
         .clone();

@@ -10,13 +10,11 @@ impl Repl<'_> {
     /// `--files`, the files the built-in tools changed since are put back too.
     pub(super) fn rewind(&mut self, args: &str) {
         let (number, files) = rewind_args(args);
-        let targets = match self.rt.block_on(rewind::targets(&mut self.agent)) {
-            Ok(targets) => targets,
-            Err(e) => {
-                self.error(&e);
-                return;
-            }
-        };
+        if let Err(e) = self.rt.block_on(self.agent.flush()) {
+            self.error(&format!("cannot save the session before rewinding: {e}"));
+            return;
+        }
+        let targets = rewind::targets(&self.agent);
         if targets.is_empty() {
             self.note("no earlier prompt to rewind to");
             return;
