@@ -1,29 +1,42 @@
 //! `cargo xtask crash-test [--trials N] [--seed S] [--trial K] [--release] [--keep]`: the kill-9
 //! crash harness (docs/robustness.md).
 //!
-//! Each trial runs `panto -p … --output-format stream-json --approve auto` against `panto-mock`
-//! with a scripted turn that streams text, calls tools (a slow `bash`, `read`, `write`) and
-//! compacts, and SIGKILLs it at a random moment: after a random number of stdout lines, or after
-//! a random delay. Then it checks that:
+//! Each trial runs `panto -p … --input-format stream-json --output-format stream-json --approve
+//! auto` against `panto-mock` with a scripted turn that streams text, calls tools (a slow `bash`
+//! behind a slow command hook, `read`, a `write` and an `edit` of an existing file, so file
+//! checkpoints are recorded mid-turn) and compacts, sends it a steer on stdin at a random
+//! moment, and SIGKILLs it at a random moment: after a random number of stdout lines, after a
+//! random delay, right after a boundary line, or shortly after the steer. Then it checks that:
 //!
 //! 1. every request the killed run sent was valid for the API;
 //! 2. the session file passes an independent format check (every line but a torn last one parses,
-//!    the header is right, entry ids are unique and chain by `parent_id`, each entry's activity is
-//!    right) and the store loads exactly the view the specification's replay gives;
+//!    the header is right, entry ids are unique, messages follow the tip, `branch` lines and
+//!    their checkpoints are right, each entry's activity is its path's), every checkpoint names a
+//!    whole blob, and the store loads exactly the view the specification's replay gives;
 //! 3. every message the run reported as committed (`message_complete`, tool results the run
-//!    went on past, `compaction_complete`) is in the log, by content;
-//! 4. `panto -r ID -p continue` succeeds, its requests are valid, the first one closes every tool
+//!    went on past, `compaction_complete`) is in the log, by content; the steer is there once
+//!    when a message came after it, and a request carried it; the edited file holds what the
+//!    newest checkpoint says panto left there (or, killed in between, what it held before);
+//! 4. then, in a third of the trials each, a rewind with files (`-r ID --rewind N
+//!    --rewind-files`) or a fork (`-r ID --fork`) is run and killed at a random moment: the
+//!    original is never rewritten (a fork leaves it byte for byte), a fork is absent or whole
+//!    and resumable, and a rewind either did not switch yet (then run again it restores the
+//!    file byte for byte) or restores it;
+//! 5. `panto -r ID -p continue` succeeds, its requests are valid, the first one closes every tool
 //!    call the kill left pending with the interrupted-turn closer, the closer is persisted, and
 //!    no committed byte of the file was rewritten.
 //!
 //! Trials alternate between the Anthropic and OpenAI API styles. Two calibration runs (one per
-//! style, not killed) first check that the script still does what it should and measure how many
-//! lines and milliseconds a whole run takes, which bound the random kill points. Every trial's
-//! randomness comes from the seed and its number, so `--seed S --trial K` replays trial K (a kill
-//! by line count lands at the same place; one by delay lands at about the same time).
+//! style, not killed, each followed by an unkilled rewind and fork) first check that the script
+//! still does what it should and measure how many lines and milliseconds a whole run takes,
+//! which bound the random kill points. Every trial's randomness comes from the seed and its
+//! number, so `--seed S --trial K` replays trial K (a kill by line count lands at the same place;
+//! one by delay lands at about the same time).
 
+mod checks;
 mod format;
 mod mock;
+mod ops;
 mod run;
 mod script;
 mod stream;
@@ -36,6 +49,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::target_dir;
 use mock::Mock;
+use ops::Op;
 use run::Kill;
 use script::Style;
 use trial::Plan;
@@ -156,6 +170,8 @@ struct Calibration {
     elapsed: Duration,
     /// How many lines of each boundary type ([`BOUNDARIES`]) the run wrote.
     boundaries: Vec<(&'static str, usize)>,
+    /// How long a whole rewind run and a whole fork run take.
+    ops: Vec<(Op, Duration)>,
 }
 
 /// The lines after which panto is about to persist something or start work: a kill right
@@ -169,23 +185,67 @@ const BOUNDARIES: &[&str] = &[
 ];
 
 /// The kill point of trial `n`: 40% by delay (uniform over the run's duration and a little
-/// past it), 30% by line count (uniform over its lines), 30% right after a boundary line.
+/// past it), 20% by line count (uniform over its lines), 20% right after a boundary line, 20%
+/// shortly (0 to 300 ms) after the steer was sent.
 fn kill_for(seed: u64, n: u64, calibration: &Calibration) -> Kill {
     let mut rng = SplitMix64(seed ^ n.wrapping_mul(0xd1b5_4a32_d192_ed03));
-    let boundaries: Vec<(&'static str, usize)> =
-        calibration.boundaries.iter().copied().filter(|(_, c)| *c > 0).collect();
+    let boundaries = nonzero_boundaries(calibration);
     match rng.range(0, 9) {
         0..=3 => {
             // A little past the end, so some runs finish before the kill.
             let max = calibration.elapsed.as_millis() as u64 * 11 / 10;
             Kill::AfterDelay(Duration::from_millis(rng.range(0, max)))
         }
-        4..=6 if !boundaries.is_empty() => {
+        4..=5 if !boundaries.is_empty() => {
             let (kind, count) = boundaries[rng.range(0, boundaries.len() as u64 - 1) as usize];
             Kill::AfterEvent(kind, rng.range(1, count as u64) as usize)
         }
+        6..=7 => Kill::AfterSteer(Duration::from_millis(rng.range(0, 300))),
         _ => Kill::AfterLines(rng.range(1, calibration.lines as u64) as usize),
     }
+}
+
+fn nonzero_boundaries(calibration: &Calibration) -> Vec<(&'static str, usize)> {
+    calibration.boundaries.iter().copied().filter(|(_, c)| *c > 0).collect()
+}
+
+/// The rest of trial `n`'s plan, from its own random stream: when the steer is sent (right
+/// after a random boundary line), how long the hook takes (100 to 300 ms), and the operation
+/// after the killed run (none, a rewind with files or a fork, a third each) with its kill: 70%
+/// after a delay uniform over a whole run of that operation and a little past it, 30% right
+/// after its first or second stdout line (the fork is written before the first, the rewind
+/// right after it).
+fn rest_of_plan(seed: u64, n: u64, calibration: &Calibration) -> ((&'static str, usize), u64, Vec<(Op, Kill)>) {
+    let mut rng = SplitMix64(seed.rotate_left(17) ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let boundaries = nonzero_boundaries(calibration);
+    let steer = if boundaries.is_empty() {
+        ("tool_start", 1)
+    } else {
+        let (kind, count) = boundaries[rng.range(0, boundaries.len() as u64 - 1) as usize];
+        (kind, rng.range(1, count as u64) as usize)
+    };
+    let hook_ms = rng.range(100, 300);
+    let op = match rng.range(0, 2) {
+        0 => None,
+        1 => Some(Op::Rewind),
+        _ => Some(Op::Fork),
+    };
+    let ops = op
+        .map(|op| {
+            let whole = calibration
+                .ops
+                .iter()
+                .find(|(o, _)| *o == op)
+                .map_or(Duration::from_millis(500), |(_, d)| *d);
+            let kill = if rng.range(0, 9) < 7 {
+                Kill::AfterDelay(Duration::from_millis(rng.range(0, whole.as_millis() as u64 * 11 / 10)))
+            } else {
+                Kill::AfterLines(rng.range(1, 2) as usize)
+            };
+            vec![(op, kill)]
+        })
+        .unwrap_or_default();
+    (steer, hook_ms, ops)
 }
 
 fn build(root: &Path, release: bool) -> Result<PathBuf> {
@@ -238,6 +298,9 @@ pub fn run_with(root: &Path, options: &Options) -> Result<()> {
             n: 0,
             style,
             kill: Kill::Never,
+            steer: ("tool_start", 1),
+            hook_ms: 200,
+            ops: vec![(Op::Rewind, Kill::Never), (Op::Fork, Kill::Never)],
             dir: base.join(format!("calibrate-{}", style.name())),
         };
         let passed = match trial::run(&ctx, &plan) {
@@ -260,12 +323,19 @@ pub fn run_with(root: &Path, options: &Options) -> Result<()> {
                 .iter()
                 .map(|&kind| (kind, passed.first.counts.get(kind).copied().unwrap_or(0)))
                 .collect(),
+            ops: passed.ops.iter().map(|(op, d, _)| (*op, *d)).collect(),
         };
+        let ops: Vec<String> = calibration
+            .ops
+            .iter()
+            .map(|(op, d)| format!("{} {} ms", op.name(), d.as_millis()))
+            .collect();
         println!(
-            "calibration {:<9} {} lines in {} ms; {}",
+            "calibration {:<9} {} lines in {} ms ({}); {}",
             style.name(),
             calibration.lines,
             calibration.elapsed.as_millis(),
+            ops.join(", "),
             passed.summary
         );
         let _ = std::fs::remove_dir_all(&plan.dir);
@@ -276,6 +346,9 @@ pub fn run_with(root: &Path, options: &Options) -> Result<()> {
     // Where the kills landed, for the closing summary: coverage is the point of random kills.
     let mut phases: Vec<(&'static str, u64)> = Vec::new();
     let mut closed = 0u64;
+    let (mut in_hook, mut blobs) = (0u64, 0usize);
+    let mut op_phases: Vec<(String, u64)> = Vec::new();
+    let mut findings: Vec<u64> = Vec::new();
     let trials: Vec<u64> = match options.only {
         Some(k) => vec![k],
         None => (1..=options.trials).collect(),
@@ -287,17 +360,26 @@ pub fn run_with(root: &Path, options: &Options) -> Result<()> {
             .find(|(s, _)| *s == style)
             .map(|(_, c)| c)
             .context("a style without calibration")?;
+        let (steer, hook_ms, ops) = rest_of_plan(seed, n, calibration);
         let plan = Plan {
             n,
             style,
             kill: kill_for(seed, n, calibration),
+            steer,
+            hook_ms,
+            ops,
             dir: base.join(format!("trial-{n}")),
         };
+        let then: Vec<String> = plan
+            .ops
+            .iter()
+            .map(|(op, kill)| format!(", {} {kill}", op.name()))
+            .collect();
         let label = format!(
             "trial {n:>4}/{} {:<9} {:<30}",
             options.trials,
             style.name(),
-            plan.kill.to_string()
+            format!("{}{}", plan.kill, then.join(""))
         );
         match trial::run(&ctx, &plan) {
             Ok(ok) => {
@@ -308,6 +390,18 @@ pub fn run_with(root: &Path, options: &Options) -> Result<()> {
                     None => phases.push((phase, 1)),
                 }
                 closed += u64::from(ok.pending > 0);
+                in_hook += u64::from(ok.in_hook);
+                blobs += ok.blobs;
+                for ((op, _, _), phase) in ok.ops.iter().zip(&ok.op_phases) {
+                    let key = format!("{} {phase}", op.name());
+                    match op_phases.iter_mut().find(|(p, _)| *p == key) {
+                        Some((_, count)) => *count += 1,
+                        None => op_phases.push((key, 1)),
+                    }
+                }
+                if ok.summary.contains("FINDING") {
+                    findings.push(n);
+                }
                 println!("{label} ok    {}", ok.summary);
                 if !options.keep {
                     let _ = std::fs::remove_dir_all(&plan.dir);
@@ -329,6 +423,13 @@ pub fn run_with(root: &Path, options: &Options) -> Result<()> {
     let phases: Vec<String> = phases.iter().map(|(p, n)| format!("{p} {n}")).collect();
     println!("crash-test: kills landed: {}", phases.join(", "));
     println!("crash-test: {closed} resume(s) closed tool calls the kill left pending");
+    println!("crash-test: {in_hook} kill(s) landed inside the bash hook; {blobs} checkpoint blob(s) checked whole");
+    op_phases.sort_by_key(|p| std::cmp::Reverse(p.1));
+    let op_phases: Vec<String> = op_phases.iter().map(|(p, n)| format!("{p} {n}")).collect();
+    println!("crash-test: operations: {}", op_phases.join(", "));
+    if !findings.is_empty() {
+        println!("crash-test: trials with a FINDING (not failures; see their lines): {findings:?}");
+    }
     println!(
         "crash-test: {passed} passed, {} failed (seed {seed}, {:.1} s)",
         failed.len(),
@@ -360,6 +461,18 @@ fn check_script_shape(style: Style, run: &trial::Passed) -> Result<()> {
             format!("{} requests, expected 5", run.first_requests),
         ),
         (t.tools.iter().all(|o| !o.is_error), "a tool call failed".to_owned()),
+        (
+            t.steers == [script::STEER],
+            format!("steers taken {:?}, expected the one sent", t.steers),
+        ),
+        (
+            run.ops.len() == 2 && run.ops.iter().all(|(_, _, killed)| !killed),
+            "the rewind and fork runs did not both run".to_owned(),
+        ),
+        (
+            run.blobs >= 2,
+            format!("{} checkpoint blobs checked, expected at least 2", run.blobs),
+        ),
     ]
     .into_iter()
     .filter(|(ok, _)| !ok)
@@ -386,8 +499,10 @@ mod tests {
             lines: 100,
             elapsed: Duration::from_millis(1000),
             boundaries: vec![("tool_start", 4), ("compaction_start", 1), ("retry", 0)],
+            ops: vec![(Op::Rewind, Duration::from_millis(300))],
         };
-        let (mut by_lines, mut by_delay, mut by_event) = (0, 0, 0);
+        let (mut by_lines, mut by_delay, mut by_event, mut by_steer) = (0, 0, 0, 0);
+        let (mut plain, mut rewinds, mut forks) = (0, 0, 0);
         for n in 1..=300 {
             let k = kill_for(42, n, &c);
             assert_eq!(k, kill_for(42, n, &c), "the same seed and trial give the same kill");
@@ -405,12 +520,35 @@ mod tests {
                     assert!(kind != "retry" && (1..=bound).contains(&nth), "{kind} {nth}");
                     by_event += 1;
                 }
+                Kill::AfterSteer(d) => {
+                    assert!(d <= Duration::from_millis(300), "{d:?}");
+                    by_steer += 1;
+                }
                 Kill::Never => panic!("every trial kills"),
+            }
+            let (steer, hook_ms, ops) = rest_of_plan(42, n, &c);
+            assert!(steer.0 != "retry" && steer.1 >= 1, "{steer:?}");
+            assert!((100..=300).contains(&hook_ms), "{hook_ms}");
+            for (_, kill) in &ops {
+                assert!(
+                    matches!(kill, Kill::AfterLines(1..=2))
+                        || matches!(kill, Kill::AfterDelay(d) if *d <= Duration::from_millis(330)),
+                    "{kill:?}"
+                );
+            }
+            match ops.first().map(|(op, _)| *op) {
+                None => plain += 1,
+                Some(Op::Rewind) => rewinds += 1,
+                Some(Op::Fork) => forks += 1,
             }
         }
         assert!(
-            by_lines > 50 && by_delay > 80 && by_event > 50,
-            "{by_lines} / {by_delay} / {by_event}"
+            by_lines > 30 && by_delay > 80 && by_event > 30 && by_steer > 30,
+            "{by_lines} / {by_delay} / {by_event} / {by_steer}"
+        );
+        assert!(
+            plain > 60 && rewinds > 60 && forks > 60,
+            "{plain} / {rewinds} / {forks}"
         );
         let differs = (1..=20).any(|n| kill_for(1, n, &c) != kill_for(2, n, &c));
         assert!(differs, "another seed gives other kill points");

@@ -40,6 +40,7 @@ mod print;
 mod prompt;
 mod render;
 mod repl;
+mod rewind;
 mod safe;
 mod sessions;
 mod setup;
@@ -74,6 +75,25 @@ pub struct Cli {
     /// Output of print mode.
     #[arg(long, value_enum, default_value_t = OutputFormat::Text, requires = "print")]
     output_format: OutputFormat,
+
+    /// Input of print mode besides PROMPT: none, or (with `--output-format stream-json`) JSON
+    /// lines on stdin while the run goes on: `{"type":"steer","text":…}` joins the running turn
+    /// at its next step boundary, `{"type":"follow_up","text":…}` starts a turn after it. The run
+    /// ends when stdin is closed and the last turn is over.
+    #[arg(long, value_enum, default_value_t = InputFormat::Text, requires = "print")]
+    input_format: InputFormat,
+
+    /// With `-r ID` or `-c` in print mode: first go back to before the Nth last prompt of the
+    /// session's active branch (1 = the last), like the REPL's `/rewind N`; PROMPT then starts a
+    /// new branch there, and the abandoned branch stays in the log.
+    #[arg(long, value_name = "N", requires = "print", value_parser = clap::value_parser!(u32).range(1..))]
+    rewind: Option<u32>,
+
+    /// With `--rewind N`: also put back the files panto's write and edit tools changed since that
+    /// prompt, byte for byte (like `/rewind N --files`); a file changed outside panto since is
+    /// reported, not overwritten.
+    #[arg(long, requires = "rewind")]
+    rewind_files: bool,
 
     /// Attach an image (PNG, JPEG, GIF or WebP) to the print-mode prompt; repeatable.
     #[arg(long = "image", value_name = "FILE", requires = "print")]
@@ -151,6 +171,15 @@ pub enum OutputFormat {
     /// One JSON result object.
     Json,
     /// One JSON object per event, one per line.
+    StreamJson,
+}
+
+/// What print mode reads from stdin while it runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum InputFormat {
+    /// Nothing (stdin is read only for `-p -`).
+    Text,
+    /// Steer and follow-up messages, one JSON object per line.
     StreamJson,
 }
 
@@ -314,8 +343,14 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             };
             match cli.print {
                 Some(prompt) => {
-                    let approval = print::approval(cli.approve)?;
-                    runtime.block_on(print::run(launch, &prompt, &cli.images, cli.output_format, approval))
+                    let options = print::Options {
+                        approval: print::approval(cli.approve)?,
+                        images: cli.images,
+                        output: cli.output_format,
+                        input: cli.input_format,
+                        rewind: print::rewind_request(cli.rewind, cli.rewind_files, &launch.choice)?,
+                    };
+                    runtime.block_on(print::run(launch, &prompt, options))
                 }
                 None => {
                     let approval = cli.approve.or(launch.settings.tools.approval).unwrap_or(Approval::Ask);

@@ -76,14 +76,15 @@ async fn open_session(opened: &OpenStore, choice: &SessionChoice) -> Result<(Ses
         }
         SessionChoice::Fork(id) => {
             let source = opened.resolve(id).await?;
-            let branch = source.load_branch().await?;
-            let Some(at) = branch.entries.last() else {
+            // The end of the active branch is its tip, not the last message the model sees:
+            // after a compaction that is the kept tail, and the summary comes after it.
+            let Some(at) = source.tree().await?.tip else {
                 return Err(Failure::usage(format!(
                     "session {} holds no messages on its active branch: nothing to fork",
                     source.id()
                 )));
             };
-            source.fork(&at.id).await?
+            source.fork(&at).await?
         }
     };
     let branch = session.load_branch().await?;

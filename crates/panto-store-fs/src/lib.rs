@@ -385,9 +385,9 @@ impl Inner {
             session: from.to_owned(),
             entry: at.to_owned(),
         };
-        self.with_writer(new_id, |writer| {
-            writer.write_fork(&origin, &source, Utc::now(), self.durability)
-        })
+        Writer::write_fork(&self.dir, new_id, &origin, &source, Utc::now(), self.durability)?;
+        // Hold the fork's lock from now on, as after any first append.
+        self.with_writer(new_id, |_| Ok(()))
     }
 
     /// Closes session `id`'s writer, if open, and forgets its slot. The slot stays locked

@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 use std::fs::{DirBuilder, File};
 use std::io::{self, Seek, SeekFrom, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
@@ -293,13 +293,19 @@ impl Writer {
         Ok(())
     }
 
-    /// Writes a new session's first batch as a fork: the header (with `forked_from`), the
-    /// source's path lines as they are, then a branch entry for each file change recorded on the
-    /// path (each belonging to its entry, as in the source) and, when the last of them belongs to
-    /// an earlier entry, a branch entry back to the fork point; all in one write. The writer
-    /// must be for a session not yet written; on failure the file is removed again.
+    /// Writes a new session as a fork: the header (with `forked_from`), the source's path lines
+    /// as they are, then a branch entry for each file change recorded on the path (each
+    /// belonging to its entry, as in the source) and, when the last of them belongs to an
+    /// earlier entry, a branch entry back to the fork point.
+    ///
+    /// The whole file is written beside the session's path under a temporary name, synced, and
+    /// linked to the session's path, so the fork appears whole or not at all: a process killed at
+    /// any moment leaves no session file, or a complete one (and at worst a `.<id>.fork.*.tmp`
+    /// file, which no reader looks at). The link fails if the session already exists. The
+    /// writer is opened by the next append, from the file.
     pub fn write_fork(
-        &mut self,
+        dir: &Path,
+        id: &str,
         forked_from: &ForkOnDisk,
         source: &ForkSource,
         now: DateTime<Utc>,
@@ -307,17 +313,12 @@ impl Writer {
     ) -> Result<()> {
         let metadata = source.metadata.as_deref();
         let lines = &source.lines;
-        if !self.needs_header {
-            return Err(Error::store(
-                format!("forking into {}", self.path.display()),
-                "a session with the new id already exists",
-            ));
-        }
+        let path = dir.join(format!("{id}.jsonl"));
         let cwd = std::env::current_dir().ok();
         let header = HeaderOut {
             kind: HEADER_TYPE,
             version: VERSION,
-            id: &self.id,
+            id,
             created: now,
             cwd: cwd.as_deref().and_then(Path::to_str),
             metadata,
@@ -325,10 +326,18 @@ impl Writer {
         };
         let mut buf = Vec::with_capacity(lines.len() + 512);
         crate::json::to_writer(&mut buf, &header).map_err(|e| Error::store("serialising a session header", e))?;
-        self.check_line_size(buf.len(), "the session header")?;
+        if buf.len() > MAX_LINE {
+            return Err(Error::store(
+                format!("forking into {}", path.display()),
+                format!(
+                    "the session header would be a line of {} bytes, over the maximum line size of {MAX_LINE} bytes",
+                    buf.len()
+                ),
+            ));
+        }
         buf.push(b'\n');
         buf.extend_from_slice(lines);
-        self.ids = source.ids.iter().cloned().collect();
+        let mut ids: HashSet<String> = source.ids.iter().cloned().collect();
         let mut tip = source.ids.last().map(String::as_str);
         let branch_line = |buf: &mut Vec<u8>,
                            ids: &mut HashSet<String>,
@@ -354,29 +363,42 @@ impl Writer {
         };
         for change in &source.changes {
             let at = change.tip.as_deref();
-            branch_line(
-                &mut buf,
-                &mut self.ids,
-                tip,
-                at,
-                Some(&change.checkpoint),
-                &change.activity,
-            )?;
+            branch_line(&mut buf, &mut ids, tip, at, Some(&change.checkpoint), &change.activity)?;
             tip = at;
         }
         let end = source.ids.last().map(String::as_str);
         if tip != end {
-            branch_line(&mut buf, &mut self.ids, tip, end, None, &source.activity)?;
+            branch_line(&mut buf, &mut ids, tip, end, None, &source.activity)?;
         }
-        if let Err(e) = self.commit(&buf, durability) {
-            let _ = std::fs::remove_file(&self.path);
-            self.broken = true;
-            return Err(e);
+        let temporary = dir.join(format!(".{id}.fork.{}.tmp", uuid::Uuid::now_v7().simple()));
+        let written = (|| -> io::Result<()> {
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&temporary)?;
+            Write::write_all(&mut file, &buf)?;
+            if durability == Durability::Fsync {
+                file.sync_data()?;
+            }
+            std::fs::hard_link(&temporary, &path)
+        })();
+        let _ = std::fs::remove_file(&temporary);
+        match written {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                return Err(Error::store(
+                    format!("forking into {}", path.display()),
+                    "a session with the new id already exists",
+                ))
+            }
+            Err(e) => return Err(io_error("forking into", &path, e)),
         }
-        self.len = buf.len() as u64;
-        self.needs_header = false;
-        let log = self.rescan()?.ok_or_else(|| Error::SessionNotFound(self.id.clone()))?;
-        self.adopt(log);
+        if durability == Durability::Fsync {
+            File::open(dir)
+                .and_then(|d| d.sync_all())
+                .map_err(|e| io_error("syncing", dir, e))?;
+        }
         Ok(())
     }
 

@@ -1,11 +1,11 @@
 //! Running `panto` once, and SIGKILLing it at a chosen moment.
 
 use std::fs::File;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
 
@@ -21,6 +21,27 @@ pub enum Kill {
     /// SIGKILL as soon as the `nth` stdout line of this `type` has arrived: right at a boundary
     /// where the process is about to persist or run something.
     AfterEvent(&'static str, usize),
+    /// SIGKILL this long after the steer was written to stdin (never, if it was not).
+    AfterSteer(Duration),
+}
+
+/// What the run reads on stdin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Feed {
+    /// Nothing: stdin is `/dev/null`.
+    Nothing,
+    /// A pipe closed at once (end of input before the run starts).
+    Closed,
+    /// A pipe that gets `line` (and then its end) right after the `nth` stdout line of type
+    /// `kind`, or after the first `turn_complete`, whichever comes first.
+    Steer {
+        /// The event type.
+        kind: &'static str,
+        /// Which one of them.
+        nth: usize,
+        /// The stdin line, without its line end.
+        line: String,
+    },
 }
 
 impl std::fmt::Display for Kill {
@@ -30,6 +51,7 @@ impl std::fmt::Display for Kill {
             Kill::AfterLines(n) => write!(f, "kill after {n} lines"),
             Kill::AfterDelay(d) => write!(f, "kill after {} ms", d.as_millis()),
             Kill::AfterEvent(kind, n) => write!(f, "kill at {kind} #{n}"),
+            Kill::AfterSteer(d) => write!(f, "kill {} ms after the steer", d.as_millis()),
         }
     }
 }
@@ -48,6 +70,10 @@ pub struct Outcome {
     pub code: Option<i32>,
     /// How long the process lived.
     pub elapsed: Duration,
+    /// When the steer was written to stdin (time since the start), if it was.
+    pub steered: Option<Duration>,
+    /// The wall clock (milliseconds since the Unix epoch) when the kill was sent.
+    pub killed_wall_ms: Option<u128>,
 }
 
 /// How `panto` is started: the binary, the working directory and a private home, so nothing of
@@ -67,7 +93,7 @@ const HANG: Duration = Duration::from_secs(60);
 
 impl Launcher {
     /// Runs `panto args`, killing it as `kill` says. Stderr goes to `stderr_file`.
-    pub fn run(&self, args: &[&str], kill: Kill, stderr_file: &Path) -> Result<Outcome> {
+    pub fn run(&self, args: &[&str], kill: Kill, feed: &Feed, stderr_file: &Path) -> Result<Outcome> {
         let stderr = File::create(stderr_file).with_context(|| format!("creating {}", stderr_file.display()))?;
         let env = [
             ("PATH", std::env::var("PATH").unwrap_or_default()),
@@ -83,11 +109,22 @@ impl Launcher {
             .env_clear()
             .envs(env)
             .current_dir(&self.cwd)
-            .stdin(Stdio::null())
+            .stdin(if *feed == Feed::Nothing {
+                Stdio::null()
+            } else {
+                Stdio::piped()
+            })
             .stdout(Stdio::piped())
             .stderr(Stdio::from(stderr))
             .spawn()
             .with_context(|| format!("could not start {}", self.binary.display()))?;
+        let mut stdin = child.stdin.take();
+        if *feed == Feed::Closed {
+            stdin = None;
+        }
+        let mut steered: Option<Duration> = None;
+        let mut steer_events = 0usize;
+        let mut killed_wall_ms = None;
         let mut stdout = child.stdout.take().context("panto has no stdout pipe")?;
         let (tx, rx) = mpsc::channel::<Vec<u8>>();
         let reader = std::thread::spawn(move || {
@@ -111,9 +148,23 @@ impl Launcher {
         loop {
             let elapsed = started.elapsed();
             while let Some(end) = out[scanned..].iter().position(|&b| b == b'\n') {
+                let kind_of_line = line_type(&out[scanned..scanned + end]);
                 if let Kill::AfterEvent(kind, _) = kill {
-                    if line_type(&out[scanned..scanned + end]) == Some(kind) {
+                    if kind_of_line == Some(kind) {
                         events += 1;
+                    }
+                }
+                if let Feed::Steer { kind, nth, line } = feed {
+                    if kind_of_line == Some(*kind) {
+                        steer_events += 1;
+                    }
+                    let due = steer_events >= *nth || kind_of_line == Some("turn_complete");
+                    if due && steered.is_none() {
+                        if let Some(mut pipe) = stdin.take() {
+                            // A run that already ended cannot take it; that is no failure.
+                            let _ = pipe.write_all(format!("{line}\n").as_bytes());
+                            steered = Some(started.elapsed());
+                        }
                     }
                 }
                 lines += 1;
@@ -125,6 +176,7 @@ impl Launcher {
                     Kill::AfterLines(n) => lines >= n,
                     Kill::AfterDelay(d) => elapsed >= d,
                     Kill::AfterEvent(_, n) => events >= n,
+                    Kill::AfterSteer(d) => steered.is_some_and(|at| elapsed >= at + d),
                 };
             if due || (elapsed >= HANG && killed.is_none()) {
                 hung = !due;
@@ -132,6 +184,7 @@ impl Launcher {
                 // child is an error, on an unreaped zombie it is harmless.
                 if child.try_wait().ok().flatten().is_none() {
                     let _ = child.kill();
+                    killed_wall_ms = SystemTime::now().duration_since(UNIX_EPOCH).ok().map(|d| d.as_millis());
                     killed = Some((elapsed, lines));
                 } else {
                     killed = None;
@@ -142,6 +195,9 @@ impl Launcher {
             }
             let wait = match kill {
                 Kill::AfterDelay(d) if killed.is_none() => d.saturating_sub(elapsed).min(Duration::from_millis(50)),
+                Kill::AfterSteer(d) if killed.is_none() => steered
+                    .map_or(Duration::from_millis(50), |at| (at + d).saturating_sub(elapsed))
+                    .min(Duration::from_millis(50)),
                 _ => Duration::from_millis(50),
             };
             match rx.recv_timeout(wait) {
@@ -150,6 +206,7 @@ impl Launcher {
                 Err(mpsc::RecvTimeoutError::Disconnected) => break,
             }
         }
+        drop(stdin);
         let status = child.wait().context("waiting for panto")?;
         let elapsed = started.elapsed();
         while let Ok(chunk) = rx.recv() {
@@ -166,6 +223,8 @@ impl Launcher {
             killed: if status.code().is_some() { None } else { killed },
             code: status.code(),
             elapsed,
+            steered,
+            killed_wall_ms: if status.code().is_some() { None } else { killed_wall_ms },
         })
     }
 }

@@ -3,15 +3,18 @@
 //! The first run is one turn of four model requests and a compaction:
 //!
 //! 1. text, then two parallel tool calls: `bash` running `sleep 0.3` (the slow tool) and `read`;
-//! 2. text and a `write` call, reporting enough input tokens to cross the compaction threshold
-//!    of the tiny context window the config sets;
+//! 2. text and a `write` that overwrites the existing `out/plan.txt` (a file checkpoint is
+//!    recorded mid-turn), reporting enough input tokens to cross the compaction threshold of the
+//!    tiny context window the config sets;
 //! 3. the compaction summary (the agent summarises before its next request);
-//! 4. text and a `read` of the file just written;
-//! 5. the final text.
+//! 4. text and an `edit` of the same file (a second checkpoint);
+//! 5. the final text;
+//! 6. (only when a steer came after the final text and became a follow-up turn) a short answer.
 //!
-//! Every `bash` call first goes through a command hook (`[[hooks.before_tool]]`) that takes 0.2 s
-//! to allow it, so kills also land while a hook runs (the hook's process dies with panto, and the
-//! call it was asked about is closed as interrupted on resume).
+//! While it runs, the harness sends a steer on stdin (`--input-format stream-json`). Every
+//! `bash` call first goes through a command hook (`[[hooks.before_tool]]`) that takes 100 to
+//! 300 ms to allow it, so kills also land while a hook runs (the hook's process outlives panto,
+//! and the call it was asked about is closed as interrupted on resume).
 //!
 //! Every reply streams in small pieces with a short pause between them, so a kill at a random
 //! moment lands anywhere: mid-stream, between a message and its tools, inside a hook, inside the
@@ -85,6 +88,31 @@ pub const RESUME_PROMPT: &str = "continue";
 pub const SUMMARY: &str =
     "SUMMARY: the user asked for the crash drill; the notes were read and a two-step plan was written to out/plan.txt.";
 
+/// The steer the harness sends while the first run goes on.
+pub const STEER: &str = "STEER: keep the plan to two steps.";
+
+/// The prompt of a rewind run (`-r ID --rewind N --rewind-files`).
+pub const REWIND_PROMPT: &str = "try again from there";
+
+/// The prompt of a fork run (`-r ID --fork`).
+pub const FORK_PROMPT: &str = "carry on in the fork";
+
+/// The answer of every rewind and fork reply.
+pub const OP_ANSWER: &str = "Carried on from where you took me.";
+
+/// The file the script's `write` and `edit` change, relative to the working directory.
+pub const PLAN_PATH: &str = "out/plan.txt";
+
+/// What `out/plan.txt` holds before the first run: no final newline, a CR, a tab and a
+/// non-ASCII character, so a restore that is not byte for byte shows.
+pub const PLAN_BEFORE: &str = "the old plan\r\n\tcafé, no final newline";
+
+/// What the script's `write` leaves in `out/plan.txt`.
+pub const PLAN_WRITTEN: &str = "step one: keep every committed message\nstep two: close what a crash left open\n";
+
+/// What the script's `edit` leaves in `out/plan.txt`.
+pub const PLAN_EDITED: &str = "step one: keep every committed message\nstep 2: close what a crash left open\n";
+
 /// The content of `notes.txt` in each trial's working directory.
 pub const NOTES: &str = "The notes say: keep every committed message, and close what a crash left open.\n";
 
@@ -94,7 +122,9 @@ pub const RUN_HEADER: &str = "x-crash-run";
 
 /// The config file of a trial. The context window is tiny so that the second request's usage
 /// crosses the compaction threshold; retries are off so that a problem shows at once.
-pub fn config(style: Style, port: u16, run_tag: &str) -> String {
+/// `hook_ms` is how long the `bash` hook takes; it appends `start MS` and `end MS` (the
+/// wall clock in milliseconds) to `hook_log`, so the harness can tell a kill inside it.
+pub fn config(style: Style, port: u16, run_tag: &str, hook_ms: u64, hook_log: &str) -> String {
     format!(
         r#"default_model = "crash"
 system_prompt = "You are the crash-test agent. Be brief."
@@ -127,12 +157,13 @@ bash_timeout_secs = 20
 
 [[hooks.before_tool]]
 match = "bash"
-command = "cat >/dev/null; sleep 0.2; echo '{{\"decision\": \"allow\"}}'"
+command = "cat >/dev/null; echo start $(date +%s%3N) >> '{hook_log}'; sleep {hook_secs}; echo end $(date +%s%3N) >> '{hook_log}'; echo '{{\"decision\": \"allow\"}}'"
 timeout_secs = 10
 "#,
         api_style = style.api_style(),
         base_url = style.base_url(port),
         model = style.model(),
+        hook_secs = format_args!("{}.{:03}", hook_ms / 1000, hook_ms % 1000),
     )
 }
 
@@ -191,23 +222,34 @@ pub fn first_run(style: Style) -> Value {
             &[(
                 style.call_id("write", 2),
                 "write",
-                json!({"path": "out/plan.txt", "content": "step one: keep every committed message\nstep two: close what a crash left open\n"}),
+                json!({"path": PLAN_PATH, "content": PLAN_WRITTEN}),
             )],
             usage(640, 40),
         ),
         text_reply(style, SUMMARY, None),
         tool_reply(
             style,
-            "Let me read the plan back to check that it was written correctly.",
-            &[(style.call_id("read", 3), "read", json!({"path": "out/plan.txt"}))],
+            "Let me number the second step of the plan.",
+            &[(
+                style.call_id("edit", 3),
+                "edit",
+                json!({"path": PLAN_PATH, "old_string": "step two", "new_string": "step 2"}),
+            )],
             usage(120, 20),
         ),
         text_reply(
             style,
-            "All done: the plan is written to out/plan.txt and I checked that it reads back correctly.",
+            "All done: the plan is written to out/plan.txt and its steps are numbered.",
             Some(usage(180, 25)),
         ),
+        text_reply(style, "Noted: the plan keeps two steps.", Some(usage(200, 10))),
     ])
+}
+
+/// The replies of a rewind or fork run: a plain answer, three times, as for [`resume`].
+pub fn op_run(style: Style) -> Value {
+    let reply = text_reply(style, OP_ANSWER, Some(usage(90, 10)));
+    json!([reply.clone(), reply.clone(), reply])
 }
 
 /// The answer of every resume reply (and so the summary, when the resume compacts).
@@ -230,7 +272,7 @@ mod tests {
         assert_eq!(Style::of_trial(1), Style::of_trial(3));
         let a = first_run(Style::Anthropic);
         let o = first_run(Style::OpenAi);
-        assert_eq!(a.as_array().map(Vec::len), Some(5));
+        assert_eq!(a.as_array().map(Vec::len), Some(6));
         assert_eq!(a[0]["builder"]["name"], "anthropic_tool_uses");
         assert_eq!(
             o[0]["builder"]["args"]["calls"][0]["arguments"]["command"],
@@ -241,9 +283,10 @@ mod tests {
 
     #[test]
     fn config_points_at_the_mock_and_tags_the_run() {
-        let c = config(Style::OpenAi, 4242, "t7-first");
+        let c = config(Style::OpenAi, 4242, "t7-first", 150, "/tmp/hook.log");
+        assert!(c.contains("sleep 0.150;"), "{c}");
         assert!(c.contains("base_url = \"http://127.0.0.1:4242/v1\""), "{c}");
         assert!(c.contains("\"x-crash-run\" = \"t7-first\""), "{c}");
-        assert!(config(Style::Anthropic, 1, "x").contains("base_url = \"http://127.0.0.1:1\""));
+        assert!(config(Style::Anthropic, 1, "x", 100, "h").contains("base_url = \"http://127.0.0.1:1\""));
     }
 }

@@ -60,6 +60,13 @@ pub struct Transcript {
     pub counts: BTreeMap<String, usize>,
     /// The bytes of an unterminated last line, if the run was killed while writing one.
     pub torn_tail: Option<String>,
+    /// The texts of the `steer` and `follow_up_start` lines: messages sent on stdin that joined.
+    pub steers: Vec<String>,
+    /// Whether a `message_complete` came after the first of them: the message that carries it
+    /// was persisted before that request was sent.
+    pub steer_committed: bool,
+    /// The `rewind` line, if the run rewound.
+    pub rewind: Option<Value>,
 }
 
 impl Transcript {
@@ -83,6 +90,7 @@ impl Transcript {
                 _ => "after the last message",
             },
             Some("tool_start" | "tool_complete") => "running tools",
+            Some("steer" | "follow_up_start") => "as the steer joined",
             Some("compaction_start") => "compacting",
             Some("compaction_complete") => "after a compaction",
             Some("turn_complete" | "result") => "after the turn",
@@ -113,8 +121,15 @@ pub const EVENT_TYPES: &[&str] = &[
     "compaction_start",
     "compaction_complete",
     "turn_complete",
+    "steer",
+    "follow_up_start",
+    "rewind",
+    "input_error",
     "result",
 ];
+
+/// Lines print mode writes itself rather than panto-core's event JSON.
+const CLI_LINES: &[&str] = &["session", "rewind", "input_error", "result"];
 
 /// Lines that can only appear once the turn has moved past a batch of tool calls, which means
 /// the batch's result message was persisted first.
@@ -172,7 +187,7 @@ pub fn parse(stdout: &[u8]) -> Result<Transcript, String> {
                 .get(name)
                 .ok_or_else(|| format!("stream-json line {line_no} ({kind}) lacks \"{name}\": {line}"))
         };
-        if !matches!(kind.as_str(), "session" | "result") {
+        if !CLI_LINES.contains(&kind.as_str()) {
             // Every event line must read as panto-core's Event (docs/events.md, this version).
             serde_json::from_value::<Event>(value.clone())
                 .map_err(|e| format!("stream-json line {line_no} is not an event of this version ({e}): {line}"))?;
@@ -223,6 +238,9 @@ pub fn parse(stdout: &[u8]) -> Result<Transcript, String> {
                 message.usage = usage;
                 message.stop_reason = Some(stop_reason);
                 t.committed.push(message);
+                if !t.steers.is_empty() {
+                    t.steer_committed = true;
+                }
             }
             "tool_start" => {
                 let id = str_field(field("id")?, line_no, "id")?;
@@ -250,6 +268,8 @@ pub fn parse(stdout: &[u8]) -> Result<Transcript, String> {
                     committed: false,
                 });
             }
+            "steer" | "follow_up_start" => t.steers.push(str_field(field("text")?, line_no, "text")?),
+            "rewind" => t.rewind = Some(value.clone()),
             "compaction_start" => t.compaction_starts += 1,
             "compaction_complete" => t.compactions += 1,
             "turn_complete" => t.turn_complete = true,

@@ -1,21 +1,22 @@
-//! One trial: a run killed at a random moment, the checks on what it left, and the resume.
+//! One trial: a run killed at a random moment (with a steer sent on its stdin, a slow hook and
+//! file checkpoints), the checks on what it left, then the operations the plan asks for (a
+//! rewind with files or a fork, each killed at a random moment), and resumes.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
-use panto_core::{ContentBlock, Message, Role, Session, SessionStore, ToolResultContent};
+use panto_core::{Role, Session};
 use panto_store_fs::JsonlStore;
 use serde_json::Value;
 
+use super::checks::{check_committed, check_load, check_requests_valid, run_tag};
 use super::format::{self, LogFile};
 use super::mock::Mock;
-use super::run::{Kill, Launcher, Outcome};
+use super::ops::{self, Op, Session as Sess};
+use super::run::{Feed, Kill, Launcher, Outcome};
 use super::script::{self, Style};
 use super::stream::{self, Transcript};
-
-/// The text every interrupted-turn closer starts with (panto-core's `INTERRUPTED_RESULT`).
-const CLOSER_PREFIX: &str = "interrupted:";
 
 /// What the harness shares between trials.
 pub struct Harness<'a> {
@@ -36,6 +37,13 @@ pub struct Plan {
     pub style: Style,
     /// When the first run is killed.
     pub kill: Kill,
+    /// When the steer is sent: right after the `nth` stdout line of this type (or at the end of
+    /// the turn, if that comes first).
+    pub steer: (&'static str, usize),
+    /// How long the `bash` hook takes, in milliseconds.
+    pub hook_ms: u64,
+    /// The operations after the first run, each with its kill, in order.
+    pub ops: Vec<(Op, Kill)>,
     /// The trial's directory (created fresh).
     pub dir: PathBuf,
 }
@@ -48,13 +56,21 @@ pub struct Passed {
     /// The first run, for calibration.
     pub first: Transcript,
     /// How long the first run lived.
-    pub first_elapsed: std::time::Duration,
+    pub first_elapsed: Duration,
     /// How many provider requests the first run made.
     pub first_requests: usize,
     /// Where the kill landed ([`Transcript::phase`]), or `None` when the run finished first.
     pub phase: Option<&'static str>,
     /// How many tool calls the kill left pending (closed by the resume).
     pub pending: usize,
+    /// How long each operation's run lived, and whether it was killed.
+    pub ops: Vec<(Op, Duration, bool)>,
+    /// Where each operation's kill landed.
+    pub op_phases: Vec<&'static str>,
+    /// Whether the first run's kill landed while the hook ran.
+    pub in_hook: bool,
+    /// How many checkpoint blobs were checked.
+    pub blobs: usize,
 }
 
 /// A failed trial: what was wrong, and everything needed to see why.
@@ -68,11 +84,11 @@ pub struct Failed {
 
 /// Everything a trial collects, for the failure report.
 #[derive(Default)]
-struct Evidence {
-    session_file: Option<PathBuf>,
-    first_session_bytes: Option<Vec<u8>>,
-    runs: Vec<(&'static str, Outcome)>,
-    requests: Vec<Value>,
+pub struct Evidence {
+    pub(super) session_file: Option<PathBuf>,
+    pub(super) first_session_bytes: Option<Vec<u8>>,
+    pub(super) runs: Vec<(String, Outcome)>,
+    pub(super) requests: Vec<Value>,
 }
 
 impl Evidence {
@@ -133,70 +149,167 @@ pub fn run(ctx: &Harness<'_>, plan: &Plan) -> Result<Passed, Failed> {
     }
 }
 
+/// A trial's directories, binaries and runs: what every run of it needs.
+pub struct TrialRuns<'a> {
+    /// The harness.
+    pub ctx: &'a Harness<'a>,
+    /// The plan.
+    pub plan: &'a Plan,
+    /// Starts panto in the trial's working directory.
+    pub launcher: Launcher,
+    /// The session directory.
+    pub sessions: PathBuf,
+    /// The working directory.
+    pub work: PathBuf,
+    /// The store over `sessions`.
+    pub store: std::sync::Arc<JsonlStore>,
+}
+
+impl TrialRuns<'_> {
+    /// Runs `panto args` tagged `tag` (its config file names the tag in every request) with
+    /// replies `replies` queued, killed as `kill` says. Returns the run, its transcript, and
+    /// the requests the mock recorded for it.
+    pub fn run(
+        &self,
+        ev: &mut Evidence,
+        tag: &str,
+        replies: &Value,
+        args: &[&str],
+        kill: Kill,
+        feed: &Feed,
+    ) -> Result<(Outcome, Transcript, Vec<Value>)> {
+        let dir = &self.plan.dir;
+        let config = dir.join(format!("{tag}.toml"));
+        let hook_log = dir.join("hook.log");
+        std::fs::write(
+            &config,
+            script::config(
+                self.plan.style,
+                self.ctx.mock.port(),
+                tag,
+                self.plan.hook_ms,
+                &hook_log.display().to_string(),
+            ),
+        )?;
+        let (config, sessions) = (config.display().to_string(), self.sessions.display().to_string());
+        let mut all = vec![
+            "--config",
+            &config,
+            "--session-dir",
+            &sessions,
+            "--output-format",
+            "stream-json",
+            "--approve",
+            "auto",
+        ];
+        all.extend_from_slice(args);
+        self.ctx.mock.reset()?;
+        self.ctx.mock.push(replies)?;
+        let outcome = self
+            .launcher
+            .run(&all, kill, feed, &dir.join(format!("{tag}.stderr")))?;
+        ev.runs.push((tag.to_owned(), outcome.clone()));
+        let requests = self.ctx.mock.requests()?;
+        ev.requests.extend(requests.iter().cloned());
+        check_requests_valid(&requests)?;
+        let t = stream::parse(&outcome.stdout).map_err(|e| anyhow!("the {tag} run: {e}"))?;
+        if outcome.killed.is_none() && t.torn_tail.is_some() {
+            return Err(anyhow!(
+                "the {tag} run exited by itself but left a torn stream-json line"
+            ));
+        }
+        Ok((outcome, t, requests))
+    }
+
+    /// The session file of `id`.
+    pub fn file(&self, id: &str) -> PathBuf {
+        self.sessions.join(format!("{id}.jsonl"))
+    }
+
+    /// Reads and checks session `id`'s file: the format, every checkpoint's blob, and the load.
+    pub fn inspect(&self, id: &str) -> Result<(Vec<u8>, LogFile, usize)> {
+        let file = self.file(id);
+        let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+        let log = format::check(&bytes, id).map_err(|e| anyhow!("{}: format check: {e}", file.display()))?;
+        let blobs = format::check_blobs(&log, &self.sessions.join(format!("{id}.blobs")))
+            .map_err(|e| anyhow!("{}: {e}", file.display()))?;
+        if log.has_header {
+            check_load(self.ctx, &self.store, id, &log)?;
+        }
+        Ok((bytes, log, blobs))
+    }
+
+    /// What `out/plan.txt` holds now (`None`: no file).
+    pub fn plan_file(&self) -> Result<Option<Vec<u8>>> {
+        match std::fs::read(self.work.join(script::PLAN_PATH)) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(anyhow!("reading {}: {e}", script::PLAN_PATH)),
+        }
+    }
+}
+
 fn run_inner(ctx: &Harness<'_>, plan: &Plan, ev: &mut Evidence) -> Result<Passed> {
     let dir = &plan.dir;
     let (work, sessions, home) = (dir.join("work"), dir.join("sessions"), dir.join("home"));
-    for d in [&work, &sessions, &home] {
+    for d in [&work, &sessions, &home, &work.join("out")] {
         std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
     }
     std::fs::write(work.join("notes.txt"), script::NOTES).context("writing notes.txt")?;
-    let first_tag = format!("t{}-first", plan.n);
-    let resume_tag = format!("t{}-resume", plan.n);
-    let first_config = dir.join("first.toml");
-    let resume_config = dir.join("resume.toml");
-    std::fs::write(&first_config, script::config(plan.style, ctx.mock.port(), &first_tag))?;
-    std::fs::write(&resume_config, script::config(plan.style, ctx.mock.port(), &resume_tag))?;
-    let launcher = Launcher {
-        binary: ctx.panto.to_path_buf(),
-        cwd: work,
-        home,
+    std::fs::write(work.join(script::PLAN_PATH), script::PLAN_BEFORE).context("writing the plan")?;
+    let runs = TrialRuns {
+        ctx,
+        plan,
+        launcher: Launcher {
+            binary: ctx.panto.to_path_buf(),
+            cwd: work.clone(),
+            home,
+        },
+        store: JsonlStore::new(&sessions),
+        sessions: sessions.clone(),
+        work,
     };
-    let path_str = |p: &Path| p.display().to_string();
-    let (first_config, resume_config, sessions_arg) =
-        (path_str(&first_config), path_str(&resume_config), path_str(&sessions));
 
-    // The killed run.
-    ctx.mock.reset()?;
-    ctx.mock.push(&script::first_run(plan.style))?;
-    let common = [
-        "--session-dir",
-        &sessions_arg,
-        "--output-format",
-        "stream-json",
-        "--approve",
-        "auto",
-    ];
-    let mut args = vec!["--config", &first_config, "-p", script::PROMPT];
-    args.extend(common);
-    let first = launcher.run(&args, plan.kill, &dir.join("first.stderr"))?;
-    ev.runs.push(("first", first.clone()));
-    let first_requests = ctx.mock.requests()?;
-    ev.requests.clone_from(&first_requests);
-    check_requests_valid(&first_requests)?;
-    let t1 = stream::parse(&first.stdout).map_err(|e| anyhow!("the killed run: {e}"))?;
+    // The killed run, steered on its stdin.
+    let first_tag = format!("t{}-first", plan.n);
+    let feed = Feed::Steer {
+        kind: plan.steer.0,
+        nth: plan.steer.1,
+        line: serde_json::json!({"type": "steer", "text": script::STEER}).to_string(),
+    };
+    let (first, t1, first_requests) = runs.run(
+        ev,
+        &first_tag,
+        &script::first_run(plan.style),
+        &["--input-format", "stream-json", "-p", script::PROMPT],
+        plan.kill,
+        &feed,
+    )?;
     let kill_text = match first.killed {
         Some((at, lines)) => format!("killed at {} ms after {lines} lines, {}", at.as_millis(), t1.phase()),
         None => format!("finished in {} ms", first.elapsed.as_millis()),
     };
-    if first.killed.is_none() {
-        if first.code != Some(0) || !t1.succeeded() || !t1.turn_complete {
-            return Err(anyhow!(
-                "the run was not killed but did not succeed (exit {:?})",
-                first.code
-            ));
-        }
-        if t1.torn_tail.is_some() {
-            return Err(anyhow!("a run that exited by itself left a torn stream-json line"));
-        }
+    if first.killed.is_none() && (first.code != Some(0) || !t1.succeeded() || !t1.turn_complete) {
+        return Err(anyhow!(
+            "the run was not killed but did not succeed (exit {:?})",
+            first.code
+        ));
     }
-    let phase = first.killed.map(|_| t1.phase());
-    let passed = |summary: String, pending: usize| Passed {
-        summary,
+    let in_hook = killed_in_hook(&dir.join("hook.log"), first.killed_wall_ms);
+    let phase = first
+        .killed
+        .map(|_| if in_hook { "inside the bash hook" } else { t1.phase() });
+    let mut passed = Passed {
+        summary: String::new(),
         first: t1.clone(),
         first_elapsed: first.elapsed,
         first_requests: first_requests.len(),
         phase,
-        pending,
+        pending: 0,
+        ops: Vec::new(),
+        op_phases: Vec::new(),
+        in_hook,
+        blobs: 0,
     };
 
     let Some(id) = t1.session_id.clone() else {
@@ -206,12 +319,11 @@ fn run_inner(ctx: &Harness<'_>, plan: &Plan, ev: &mut Evidence) -> Result<Passed
                 "killed before the session line, yet {files} session files exist"
             ));
         }
-        return Ok(passed(
-            format!("{kill_text}: before the session line; nothing written"),
-            0,
-        ));
+        check_plan_untouched(&runs)?;
+        passed.summary = format!("{kill_text}: before the session line; nothing written");
+        return Ok(passed);
     };
-    let file = sessions.join(format!("{id}.jsonl"));
+    let file = runs.file(&id);
     ev.session_file = Some(file.clone());
     if !file.exists() {
         if t1.committed_anything() {
@@ -220,435 +332,244 @@ fn run_inner(ctx: &Harness<'_>, plan: &Plan, ev: &mut Evidence) -> Result<Passed
                 file.display()
             ));
         }
-        return Ok(passed(
-            format!("{kill_text}: before the first commit; no session file"),
-            0,
-        ));
+        check_plan_untouched(&runs)?;
+        passed.summary = format!("{kill_text}: before the first commit; no session file");
+        return Ok(passed);
     }
-    let bytes1 = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+    let (bytes1, log1, blobs) = runs.inspect(&id)?;
     ev.first_session_bytes = Some(bytes1.clone());
-    let log1 = format::check(&bytes1, &id).map_err(|e| anyhow!("{}: format check: {e}", file.display()))?;
-    let store = JsonlStore::new(&sessions);
+    passed.blobs += blobs;
     if !log1.has_header {
-        // Killed between creating the file and writing its first batch: nothing was
-        // committed, and listing must go on working without listing a session. An empty file
-        // (the only kind a kill can leave: a batch is one `write`) is no session at all, so it
-        // is not reported either, and resolving its id finds nothing.
-        if t1.committed_anything() {
-            return Err(anyhow!(
-                "the run reported committed messages but the session file has no header"
-            ));
-        }
-        let (listed, problems) = ctx
-            .runtime
-            .block_on(store.list_with_problems())
-            .map_err(|e| anyhow!("listing fails over a session file without a header: {e}"))?;
-        if listed.iter().any(|info| info.id == id) {
-            return Err(anyhow!("a session file without a header is listed as a session"));
-        }
-        if bytes1.is_empty() {
-            if let Some((path, e)) = problems.first() {
-                return Err(anyhow!(
-                    "an empty session file is reported as a problem: {}: {e}",
-                    path.display()
-                ));
-            }
-            let resolved = ctx
-                .runtime
-                .block_on(Session::resolve(store.clone(), &id))
-                .map_err(|e| anyhow!("resolving the id of an empty session file: {e}"))?;
-            if resolved.is_some() {
-                return Err(anyhow!("an empty session file resolves as a session"));
-            }
-        }
-        return Ok(passed(
-            format!(
-                "{kill_text}: killed inside the first write; {} byte(s), nothing committed",
-                bytes1.len()
-            ),
-            0,
-        ));
+        check_headerless(ctx, &runs, &t1, &id, &bytes1)?;
+        check_plan_untouched(&runs)?;
+        passed.summary = format!(
+            "{kill_text}: killed inside the first write; {} byte(s), nothing committed",
+            bytes1.len()
+        );
+        return Ok(passed);
     }
-    check_load(ctx, &store, &id, &log1)?;
     let committed = check_committed(&t1, &log1, script::PROMPT, script::SUMMARY, first.killed.is_some())?;
-    let view1 = log1.view().map_err(|e| anyhow!(e))?;
-    let pending = format::unanswered_calls(&view1);
+    check_steer(&t1, &first, &log1, &first_requests)?;
+    check_plan_checkpoints(&runs, &t1, &log1)?;
 
-    // The resume.
-    ctx.mock.reset()?;
-    ctx.mock.push(&script::resume(plan.style))?;
-    let mut args = vec!["--config", &resume_config, "-r", &id, "-p", script::RESUME_PROMPT];
-    args.extend(common);
-    let second = launcher.run(&args, Kill::Never, &dir.join("resume.stderr"))?;
-    ev.runs.push(("resume", second.clone()));
-    let all_requests = ctx.mock.requests()?;
-    ev.requests.extend(all_requests.iter().cloned());
-    check_requests_valid(&all_requests)?;
-    let t2 = stream::parse(&second.stdout).map_err(|e| anyhow!("the resume: {e}"))?;
-    if second.code != Some(0) || !t2.succeeded() {
-        return Err(anyhow!("the resume failed (exit {:?})", second.code));
+    // The operations, then a resume of everything they left.
+    let mut session = Sess {
+        id: id.clone(),
+        bytes: bytes1,
+        log: log1,
+        rewound: false,
+    };
+    let mut forks = Vec::new();
+    let mut notes = Vec::new();
+    for (i, (op, kill)) in plan.ops.iter().enumerate() {
+        let tag = format!("t{}-{}{i}", plan.n, op.name());
+        let done = match op {
+            Op::Rewind => ops::rewind(&runs, ev, &tag, &mut session, *kill, &t1)?,
+            Op::Fork => {
+                let done = ops::fork(&runs, ev, &tag, &session, *kill, &t1)?;
+                forks.extend(done.fork.clone());
+                done
+            }
+        };
+        passed.ops.push((*op, done.elapsed, done.killed));
+        passed.op_phases.push(done.phase);
+        passed.blobs += done.blobs;
+        notes.push(done.note);
     }
-    if t2.session_id.as_deref() != Some(id.as_str()) || !t2.resumed {
-        return Err(anyhow!("the resume did not report session {id} as resumed"));
+    for fork in forks {
+        let tag = format!("t{}-resume-fork", plan.n);
+        let resumed = ops::resume(&runs, ev, &tag, &fork, &[])?;
+        notes.push(format!("fork resumed ({} request(s))", resumed.requests));
     }
-    let resume_requests: Vec<&Value> = all_requests
-        .iter()
-        .filter(|r| run_tag(r) == Some(resume_tag.as_str()))
-        .collect();
-    check_closer_sent(plan.style, &resume_requests, &pending)?;
-
-    let bytes2 = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
-    if !bytes2.starts_with(&bytes1[..log1.committed_bytes]) {
-        return Err(anyhow!("the resume rewrote committed bytes of the session file"));
-    }
-    let log2 =
-        format::check(&bytes2, &id).map_err(|e| anyhow!("{} after the resume: format check: {e}", file.display()))?;
-    if log2.torn_bytes > 0 {
-        return Err(anyhow!("the session file ends in a torn line after a clean resume"));
-    }
-    check_load(ctx, &store, &id, &log2)?;
-    check_committed(&t1, &log2, script::PROMPT, script::SUMMARY, true)
-        .context("after the resume, the killed run's messages")?;
-    check_committed(&t2, &log2, script::RESUME_PROMPT, script::RESUME_ANSWER, false)
-        .context("the resume's own messages")?;
-    check_closer_logged(&log1, &log2, &pending)?;
-
-    let pending_text = if pending.is_empty() {
+    let tag = format!("t{}-resume", plan.n);
+    let first_run = [(&t1, script::PROMPT, script::SUMMARY)];
+    let earlier: &[(&Transcript, &str, &str)] = if session.rewound { &[] } else { &first_run };
+    let resumed = ops::resume(&runs, ev, &tag, &session, earlier)?;
+    passed.pending = resumed.pending;
+    passed.blobs += resumed.blobs;
+    let pending_text = if resumed.pending == 0 {
         String::new()
     } else {
-        format!("; closed {} pending call(s)", pending.len())
+        format!("; closed {} pending call(s)", resumed.pending)
     };
-    Ok(passed(
-        format!(
-            "{kill_text}: {} entries, {committed} committed message(s){pending_text}; resume ok ({} request(s))",
-            log1.entries.len(),
-            resume_requests.len()
-        ),
-        pending.len(),
-    ))
-}
-
-/// The run tag a request carries in its [`script::RUN_HEADER`].
-fn run_tag(request: &Value) -> Option<&str> {
-    request["headers"]
-        .as_array()?
-        .iter()
-        .find(|h| h[0].as_str() == Some(script::RUN_HEADER))
-        .and_then(|h| h[1].as_str())
-}
-
-/// Every request panto sent must be one the real API would accept.
-fn check_requests_valid(requests: &[Value]) -> Result<()> {
-    for r in requests {
-        if !r["validation"].is_null() {
-            return Err(anyhow!(
-                "request {} ({}) is not valid for the API: {}",
-                r["index"],
-                run_tag(r).unwrap_or("untagged"),
-                r["validation"]
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// The store must load the session, and return exactly the view the specification's replay
-/// gives.
-fn check_load(ctx: &Harness<'_>, store: &Arc<JsonlStore>, id: &str, log: &LogFile) -> Result<()> {
-    let loaded = ctx
-        .runtime
-        .block_on(store.load(id))
-        .map_err(|e| anyhow!("the session does not load: {e}"))?
-        .ok_or_else(|| anyhow!("the store does not find session {id}"))?;
-    let view = log.view().map_err(|e| anyhow!(e))?;
-    if loaded.messages.len() != view.len() {
-        return Err(anyhow!(
-            "load returned {} messages, the replayed log {}",
-            loaded.messages.len(),
-            view.len()
-        ));
-    }
-    for (i, (got, want)) in loaded.messages.iter().zip(&view).enumerate() {
-        if got != *want {
-            return Err(anyhow!(
-                "load's message {i} differs from the replayed log:\n  load: {}\n  log:  {}",
-                json(got),
-                json(want)
-            ));
-        }
-    }
-    Ok(())
-}
-
-fn json(m: &Message) -> String {
-    serde_json::to_string(m).unwrap_or_else(|e| format!("(unserialisable: {e})"))
-}
-
-/// Every message the run reported as committed is in the log, by content, and every compaction
-/// summary it wrote is `summary`. `killed` allows one
-/// message (or compaction) more in the log than reported: one persisted just before the kill.
-/// Returns how many assistant messages were reported.
-fn check_committed(t: &Transcript, log: &LogFile, prompt: &str, summary: &str, killed: bool) -> Result<usize> {
-    let history: Vec<&Message> = log.messages().collect();
-    let start = history.iter().rposition(|m| m.is_human_prompt() && m.text() == prompt);
-    let Some(start) = start else {
-        if t.committed_anything() {
-            return Err(anyhow!(
-                "the run committed messages but its prompt {prompt:?} is not in the log"
-            ));
-        }
-        return Ok(0);
-    };
-    // The run's messages: from its prompt to the next human prompt (a later run's).
-    let end = history[start + 1..]
-        .iter()
-        .position(|m| m.is_human_prompt())
-        .map_or(history.len(), |i| start + 1 + i);
-    let after = &history[start + 1..end];
-    let assistants: Vec<&Message> = after.iter().copied().filter(|m| m.role == Role::Assistant).collect();
-    let extra = usize::from(killed);
-    if assistants.len() < t.committed.len() || assistants.len() > t.committed.len() + extra {
-        return Err(anyhow!(
-            "the run reported {} committed assistant message(s); the log holds {}",
-            t.committed.len(),
-            assistants.len()
-        ));
-    }
-    for (i, (reported, logged)) in t.committed.iter().zip(&assistants).enumerate() {
-        if reported != *logged {
-            return Err(anyhow!(
-                "committed assistant message {} differs from the log:\n  reported: {}\n  logged:   {}",
-                i + 1,
-                json(reported),
-                json(logged)
-            ));
-        }
-    }
-    let results: Vec<(&str, &Vec<ToolResultContent>, bool)> = after
-        .iter()
-        .flat_map(|m| &m.content)
-        .filter_map(|b| match b {
-            ContentBlock::ToolResult {
-                tool_use_id,
-                content,
-                is_error,
-            } => Some((tool_use_id.as_str(), content, *is_error)),
-            _ => None,
-        })
-        .collect();
-    for outcome in &t.tools {
-        match results.iter().find(|(id, _, _)| *id == outcome.id) {
-            Some((_, content, is_error)) => {
-                // A result that finished but was not persisted before the kill is closed as
-                // interrupted by the resume instead.
-                let closed_later = !outcome.committed
-                    && *is_error
-                    && matches!(content.first(), Some(ToolResultContent::Text { text }) if text.starts_with(CLOSER_PREFIX));
-                if !closed_later && (**content != outcome.content || *is_error != outcome.is_error) {
-                    return Err(anyhow!(
-                        "the result of tool call {} differs from what the run reported",
-                        outcome.id
-                    ));
-                }
-            }
-            None if outcome.committed => {
-                return Err(anyhow!(
-                    "the run went on past tool call {} but its result is not in the log",
-                    outcome.id
-                ))
-            }
-            None => {}
-        }
-    }
-    let summaries: Vec<&str> = after
-        .iter()
-        .flat_map(|m| &m.content)
-        .filter_map(|b| match b {
-            ContentBlock::CompactionSummary { summary } => Some(summary.as_str()),
-            _ => None,
-        })
-        .collect();
-    if summaries.len() < t.compactions || summaries.len() > t.compactions + extra {
-        return Err(anyhow!(
-            "the run reported {} finished compaction(s); the log holds {}",
-            t.compactions,
-            summaries.len()
-        ));
-    }
-    if let Some(bad) = summaries.iter().find(|s| **s != summary) {
-        return Err(anyhow!(
-            "a compaction summary in the log is {bad:?}, not the scripted {summary:?}"
-        ));
-    }
-    Ok(t.committed.len())
-}
-
-/// The resume's first model request must close each pending call with the interrupted result.
-/// When the resume compacted the call away first, its summary request must carry the closer.
-fn check_closer_sent(style: Style, requests: &[&Value], pending: &[String]) -> Result<()> {
-    let is_main = |r: &&&Value| r["body"]["tools"].as_array().is_some_and(|t| !t.is_empty());
-    let main = requests.iter().find(is_main).ok_or_else(|| {
-        anyhow!(
-            "the resume sent no model request with tools ({} requests)",
-            requests.len()
-        )
-    })?;
-    let messages = main["body"]["messages"]
-        .as_array()
-        .ok_or_else(|| anyhow!("the resume's request has no messages"))?;
-    for id in pending {
-        match closer_in(style, messages, id) {
-            Closer::Present => {}
-            Closer::Missing => {
-                return Err(anyhow!(
-                    "the resume's request carries pending call {id} without the interrupted-turn closer"
-                ))
-            }
-            Closer::CallAbsent => {
-                let summarised = requests
-                    .iter()
-                    .filter(|r| !is_main(r))
-                    .any(|r| all_text(&r["body"]).contains(CLOSER_PREFIX));
-                if !summarised {
-                    return Err(anyhow!(
-                        "pending call {id} is neither in the resume's request nor in a compaction of it"
-                    ));
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-enum Closer {
-    Present,
-    Missing,
-    CallAbsent,
-}
-
-/// Whether `messages` (a request body's) hold call `id` and, right after it, its closer.
-fn closer_in(style: Style, messages: &[Value], id: &str) -> Closer {
-    let calls = |m: &Value| -> bool {
-        match style {
-            Style::Anthropic => m["content"]
-                .as_array()
-                .is_some_and(|c| c.iter().any(|b| b["type"] == "tool_use" && b["id"] == id)),
-            Style::OpenAi => m["tool_calls"]
-                .as_array()
-                .is_some_and(|c| c.iter().any(|b| b["id"] == id)),
-        }
-    };
-    let Some(at) = messages.iter().position(calls) else {
-        return Closer::CallAbsent;
-    };
-    let closed = match style {
-        Style::Anthropic => messages.get(at + 1).is_some_and(|m| {
-            m["role"] == "user"
-                && m["content"].as_array().is_some_and(|c| {
-                    c.iter().any(|b| {
-                        b["type"] == "tool_result"
-                            && b["tool_use_id"] == id
-                            && b["is_error"] == true
-                            && all_text(&b["content"]).starts_with(CLOSER_PREFIX)
-                    })
-                })
-        }),
-        // OpenAI answers each call with its own `tool` message right after the assistant's;
-        // panto marks an error result's text with an `Error: ` prefix.
-        Style::OpenAi => messages[at + 1..]
-            .iter()
-            .take_while(|m| m["role"] == "tool")
-            .any(|m| m["tool_call_id"] == id && all_text(&m["content"]).contains(CLOSER_PREFIX)),
-    };
-    if closed {
-        Closer::Present
+    let notes = if notes.is_empty() {
+        String::new()
     } else {
-        Closer::Missing
-    }
+        format!("; {}", notes.join("; "))
+    };
+    passed.summary = format!(
+        "{kill_text}: {} entries, {committed} committed message(s){pending_text}{notes}; resume ok ({} request(s))",
+        session.log.entries.len(),
+        resumed.requests
+    );
+    Ok(passed)
 }
 
-/// After the resume, the log holds the closer right after the assistant message with the
-/// pending calls, as an error result for each.
-fn check_closer_logged(before: &LogFile, after: &LogFile, pending: &[String]) -> Result<()> {
-    if pending.is_empty() {
-        return Ok(());
+/// Whether the kill (at `killed_wall_ms`) landed between a `start` and its `end` in the hook's
+/// log, or after a `start` without an `end` before the kill.
+fn killed_in_hook(hook_log: &Path, killed_wall_ms: Option<u128>) -> bool {
+    let (Some(kill), Ok(text)) = (killed_wall_ms, std::fs::read_to_string(hook_log)) else {
+        return false;
+    };
+    let mut open: Option<u128> = None;
+    let mut inside = false;
+    for line in text.lines() {
+        let mut words = line.split_whitespace();
+        let (Some(what), Some(Ok(at))) = (words.next(), words.next().map(str::parse::<u128>)) else {
+            continue;
+        };
+        match what {
+            "start" => open = Some(at),
+            "end" => {
+                if open.is_some_and(|s| s <= kill && kill < at) {
+                    inside = true;
+                }
+                open = None;
+            }
+            _ => {}
+        }
     }
-    let at = before
-        .entries
-        .iter()
-        .rposition(|e| e.message.role == Role::Assistant)
-        .ok_or_else(|| anyhow!("pending calls without an assistant message"))?;
-    let closer = after
-        .entries
-        .get(at + 1)
-        .ok_or_else(|| anyhow!("the resume did not persist the interrupted-turn closer"))?;
-    for id in pending {
-        let ok = closer.message.role == Role::User
-            && closer.message.content.iter().any(|b| {
-                matches!(b, ContentBlock::ToolResult { tool_use_id, content, is_error: true }
-                    if tool_use_id == id
-                        && matches!(content.first(), Some(ToolResultContent::Text { text }) if text.starts_with(CLOSER_PREFIX)))
-            });
-        if !ok {
+    inside || open.is_some_and(|s| s <= kill)
+}
+
+/// A file without a header: nothing was committed, and listing must go on working without
+/// listing a session. An empty file (the only kind a kill can leave: a batch is one `write`) is
+/// no session at all, so it is not reported either, and resolving its id finds nothing.
+fn check_headerless(ctx: &Harness<'_>, runs: &TrialRuns<'_>, t1: &Transcript, id: &str, bytes: &[u8]) -> Result<()> {
+    if t1.committed_anything() {
+        return Err(anyhow!(
+            "the run reported committed messages but the session file has no header"
+        ));
+    }
+    let store = &runs.store;
+    let (listed, problems) = ctx
+        .runtime
+        .block_on(store.list_with_problems())
+        .map_err(|e| anyhow!("listing fails over a session file without a header: {e}"))?;
+    if listed.iter().any(|info| info.id == id) {
+        return Err(anyhow!("a session file without a header is listed as a session"));
+    }
+    if bytes.is_empty() {
+        if let Some((path, e)) = problems.first() {
             return Err(anyhow!(
-                "line {} of the session after the resume is not the closer of pending call {id}",
-                closer.line
+                "an empty session file is reported as a problem: {}: {e}",
+                path.display()
             ));
+        }
+        let resolved = ctx
+            .runtime
+            .block_on(Session::resolve(store.clone(), id))
+            .map_err(|e| anyhow!("resolving the id of an empty session file: {e}"))?;
+        if resolved.is_some() {
+            return Err(anyhow!("an empty session file resolves as a session"));
         }
     }
     Ok(())
 }
 
-/// Every string inside a JSON value, joined.
-fn all_text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Array(items) => items.iter().map(all_text).collect::<Vec<_>>().join("\n"),
-        Value::Object(map) => map.values().map(all_text).collect::<Vec<_>>().join("\n"),
-        _ => String::new(),
+/// Without a session, no tool ran: the plan is as it was.
+fn check_plan_untouched(runs: &TrialRuns<'_>) -> Result<()> {
+    if runs.plan_file()?.as_deref() != Some(script::PLAN_BEFORE.as_bytes()) {
+        return Err(anyhow!(
+            "{} changed although no session (and so no checkpoint) was written",
+            script::PLAN_PATH
+        ));
     }
+    Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    #[test]
-    fn closers_are_found_in_both_request_shapes() {
-        let anthropic = vec![
-            json!({"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "bash", "input": {}}]}),
-            json!({"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "is_error": true,
-                "content": [{"type": "text", "text": "interrupted: the tool call did not complete"}]}]}),
-        ];
-        assert!(matches!(closer_in(Style::Anthropic, &anthropic, "t1"), Closer::Present));
-        assert!(matches!(
-            closer_in(Style::Anthropic, &anthropic[..1], "t1"),
-            Closer::Missing
+/// The steer is never lost or doubled: the log holds it at most once, in a user message; once
+/// a message came after it joined, it is in the log and a request carried it to the model; and
+/// a run that ended by itself took it.
+fn check_steer(t: &Transcript, run: &Outcome, log: &LogFile, requests: &[Value]) -> Result<()> {
+    let holding: Vec<&format::Entry> = log
+        .entries
+        .iter()
+        .filter(|e| e.message.text().contains(script::STEER))
+        .collect();
+    if holding.len() > 1 {
+        return Err(anyhow!(
+            "the steer is in the log {} times (lines {:?})",
+            holding.len(),
+            holding.iter().map(|e| e.line).collect::<Vec<_>>()
         ));
-        assert!(matches!(
-            closer_in(Style::Anthropic, &anthropic, "t2"),
-            Closer::CallAbsent
+    }
+    if let Some(e) = holding.first() {
+        if e.message.role != Role::User {
+            return Err(anyhow!(
+                "line {}: the steer is in a {:?} message",
+                e.line,
+                e.message.role
+            ));
+        }
+    }
+    if t.steers.iter().any(|s| s != script::STEER) {
+        return Err(anyhow!("the run reported a steer it was not sent: {:?}", t.steers));
+    }
+    let must_hold = t.steer_committed || (run.killed.is_none() && run.steered.is_some());
+    if must_hold && holding.is_empty() {
+        return Err(anyhow!(
+            "the steer joined the turn (and a message came after it) but is not in the log"
         ));
-
-        let openai = vec![
-            json!({"role": "assistant", "tool_calls": [{"id": "c1"}, {"id": "c2"}]}),
-            json!({"role": "tool", "tool_call_id": "c1", "content": "slow-done"}),
-            json!({"role": "tool", "tool_call_id": "c2", "content": "Error: interrupted: the tool call did not complete"}),
-            json!({"role": "user", "content": "continue"}),
-        ];
-        assert!(matches!(closer_in(Style::OpenAi, &openai, "c2"), Closer::Present));
-        assert!(matches!(closer_in(Style::OpenAi, &openai, "c1"), Closer::Missing));
     }
-
-    #[test]
-    fn requests_are_told_apart_by_their_run_tag() {
-        let r = json!({"headers": [["content-type", "application/json"], ["x-crash-run", "t3-resume"]]});
-        assert_eq!(run_tag(&r), Some("t3-resume"));
-        assert_eq!(run_tag(&json!({"headers": []})), None);
-        let bad = json!([{"index": 2, "headers": [], "validation": "messages.1: bad"}]);
-        let err = check_requests_valid(bad.as_array().unwrap()).unwrap_err().to_string();
-        assert!(err.contains("request 2") && err.contains("messages.1: bad"), "{err}");
+    if t.steer_committed && !requests.iter().any(|r| r["body"].to_string().contains(script::STEER)) {
+        return Err(anyhow!(
+            "the steer joined the turn, but no request carried it to the model"
+        ));
     }
+    Ok(())
+}
+
+/// `out/plan.txt` holds what the newest checkpoint record says panto left there, or (killed
+/// between recording a change and making it) what it held before; every change was recorded
+/// before it was made, and a change the run reported as done is there.
+fn check_plan_checkpoints(runs: &TrialRuns<'_>, t: &Transcript, log: &LogFile) -> Result<()> {
+    let now = runs.plan_file()?;
+    let records: Vec<&format::Checkpoint> = log
+        .checkpoints()
+        .map(|(_, c)| c)
+        .filter(|c| c.path.ends_with(script::PLAN_PATH))
+        .collect();
+    let address = now.as_deref().map(panto_core::store::checkpoint_address);
+    match records.last() {
+        None if now.as_deref() != Some(script::PLAN_BEFORE.as_bytes()) => {
+            return Err(anyhow!(
+                "{} changed, but no checkpoint of it was committed first",
+                script::PLAN_PATH
+            ))
+        }
+        None => {}
+        Some(last) if address != last.after && address != last.before => {
+            return Err(anyhow!(
+                "{} holds content (address {address:?}) that is neither the before ({:?}) nor the after ({:?}) of its newest checkpoint",
+                script::PLAN_PATH,
+                last.before,
+                last.after
+            ))
+        }
+        Some(_) => {}
+    }
+    let reported: Vec<&str> = t
+        .tools
+        .iter()
+        .filter(|o| !o.is_error && (o.id.contains("write") || o.id.contains("edit")))
+        .map(|o| o.id.as_str())
+        .collect();
+    // A change reported done is there (a later one may be too: made before the kill, not
+    // reported yet).
+    let allowed: &[&str] = if reported.iter().any(|id| id.contains("edit")) {
+        &[script::PLAN_EDITED]
+    } else if reported.iter().any(|id| id.contains("write")) {
+        &[script::PLAN_WRITTEN, script::PLAN_EDITED]
+    } else {
+        &[script::PLAN_BEFORE, script::PLAN_WRITTEN, script::PLAN_EDITED]
+    };
+    if !allowed.iter().any(|a| now.as_deref() == Some(a.as_bytes())) {
+        return Err(anyhow!(
+            "{} holds {:?}, not what the changes the run reported leave ({allowed:?})",
+            script::PLAN_PATH,
+            now.as_deref().map(String::from_utf8_lossy)
+        ));
+    }
+    Ok(())
 }

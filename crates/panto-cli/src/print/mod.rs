@@ -11,13 +11,15 @@
 //! or a file, the output is the model's bytes as they came.
 
 mod events;
+mod input;
+mod rewind;
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use panto_core::{Event, Role, UserMessage};
+use panto_core::{Agent, Event, Role, Usage, UserMessage};
 use serde::Serialize;
 
 use crate::attach;
@@ -25,8 +27,9 @@ use crate::exit::Failure;
 use crate::mcp::McpTools;
 use crate::setup::{self, Launch};
 use crate::tools::{Approval, Gate};
-use crate::OutputFormat;
+use crate::{InputFormat, OutputFormat};
 use events::{SessionLine, TurnResult};
+use input::Input;
 
 /// The approval mode of print mode: read-only unless `--approve auto`. `ask` has nobody to ask.
 pub fn approval(flag: Option<Approval>) -> Result<Approval, Failure> {
@@ -75,14 +78,71 @@ fn read_prompt(arg: &str) -> Result<String, Failure> {
     Ok(prompt)
 }
 
+/// How print mode runs, from the command line.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Tool approval ([`approval`]).
+    pub approval: Approval,
+    /// Images attached to the prompt.
+    pub images: Vec<PathBuf>,
+    /// `--output-format`.
+    pub output: OutputFormat,
+    /// `--input-format`.
+    pub input: InputFormat,
+    /// `--rewind N [--rewind-files]`.
+    pub rewind: Option<RewindRequest>,
+}
+
+/// `--rewind N [--rewind-files]`: go back before the Nth last prompt first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RewindRequest {
+    /// How many prompts back (1 = the last).
+    pub prompts_back: usize,
+    /// Whether the files changed since are put back too.
+    pub files: bool,
+}
+
+/// Checks `--rewind`: it needs an existing session (`-r ID` or `-c`).
+pub fn rewind_request(
+    prompts_back: Option<u32>,
+    files: bool,
+    choice: &setup::SessionChoice,
+) -> Result<Option<RewindRequest>, Failure> {
+    let Some(n) = prompts_back else {
+        return Ok(None);
+    };
+    if *choice == setup::SessionChoice::New {
+        return Err(Failure::usage(
+            "--rewind N needs the session to rewind: -r ID --rewind N or -c --rewind N",
+        ));
+    }
+    Ok(Some(RewindRequest {
+        prompts_back: n as usize,
+        files,
+    }))
+}
+
 /// Runs print mode.
-pub async fn run(
-    launch: Launch,
-    prompt: &str,
-    images: &[PathBuf],
-    format: OutputFormat,
-    approval: Approval,
-) -> Result<ExitCode, Failure> {
+pub async fn run(launch: Launch, prompt: &str, options: Options) -> Result<ExitCode, Failure> {
+    let Options {
+        approval,
+        images,
+        output: format,
+        input: input_format,
+        rewind: rewind_request,
+    } = options;
+    if input_format == InputFormat::StreamJson {
+        if format != OutputFormat::StreamJson {
+            return Err(Failure::usage(
+                "--input-format stream-json needs --output-format stream-json",
+            ));
+        }
+        if prompt == "-" {
+            return Err(Failure::usage(
+                "with --input-format stream-json stdin carries steer and follow-up lines: give the prompt as -p PROMPT, not -p -",
+            ));
+        }
+    }
     let prompt = read_prompt(prompt)?;
     // Every image is read before anything else happens, so a bad one costs no request.
     let images = images
@@ -130,39 +190,27 @@ pub async fn run(
             .to_json(),
         );
     }
+    if let Some(request) = rewind_request {
+        let line = rewind::apply(&mut agent, &toolbox, request).await?;
+        if format == OutputFormat::StreamJson {
+            emit(&line);
+        }
+    }
+    let input = (input_format == InputFormat::StreamJson).then(|| {
+        Input::start(|bad| {
+            crate::safe::eprint_line(&format!("panto: {}", bad.message()));
+            emit(&bad.to_json());
+        })
+    });
 
-    let outcome = {
-        let mut stream = agent.run(UserMessage { text: prompt, images });
-        // Ctrl-C cancels the turn; the agent keeps and persists what streamed.
-        let watcher = crate::interrupt::cancel_on_interrupt(stream.cancel_token());
-        let outcome = loop {
-            match stream.next().await {
-                Ok(Some(event)) => {
-                    if let Event::TurnComplete {
-                        usage,
-                        steps,
-                        stop_reason,
-                    } = &event
-                    {
-                        result.usage = *usage;
-                        result.steps = *steps;
-                        result.stop_reason = Some(stop_reason.clone());
-                    }
-                    if format == OutputFormat::StreamJson {
-                        // Every event, as panto-core writes it (docs/events.md).
-                        emit(&event);
-                    }
-                }
-                Ok(None) => break Ok(()),
-                Err(e) => {
-                    result.usage = stream.usage();
-                    break Err(e);
-                }
-            }
-        };
-        watcher.abort();
-        outcome
-    };
+    let outcome = turns(
+        &mut agent,
+        UserMessage { text: prompt, images },
+        input.as_ref(),
+        format,
+        &mut result,
+    )
+    .await;
 
     // The truth, not the intent: a new session is written from its first assistant message on,
     // so a turn that failed before one leaves no session behind to resume.
@@ -178,7 +226,23 @@ pub async fn run(
             .map(|m| m.text())
             .unwrap_or_default();
     }
-    let failure = outcome.err().map(Failure::from);
+    let mut failure = outcome.err().map(Failure::from);
+    if let Some(input) = &input {
+        let untaken = input.untaken();
+        if !untaken.is_empty() {
+            crate::safe::eprint_line(&format!(
+                "panto: {} message(s) from stdin were not sent: the run ended first",
+                untaken.len()
+            ));
+        }
+        // A refused line does not end the turn, but the run did not do all it was asked.
+        if let (None, Some(bad)) = (&failure, input.first_bad_line()) {
+            failure = Some(Failure::runtime(format!(
+                "{} (the run went on without that line)",
+                bad.message()
+            )));
+        }
+    }
     result.error = failure.as_ref().map(|f| f.message.clone());
     match format {
         OutputFormat::Text => {
@@ -198,6 +262,89 @@ pub async fn run(
     match failure {
         Some(f) => Err(f),
         None => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// Runs the turn of `first`, then, with stdin input, a turn for each message no running turn
+/// took, until stdin has ended. Usage and steps add up over the turns in `result`; the first
+/// error (a cancel included) ends the run.
+async fn turns(
+    agent: &mut Agent,
+    first: UserMessage,
+    input: Option<&Input>,
+    format: OutputFormat,
+    result: &mut TurnResult,
+) -> Result<(), panto_core::Error> {
+    let mut message = first;
+    loop {
+        let mut stream = agent.run(message);
+        if let Some(input) = input {
+            input.attach(stream.control());
+        }
+        // Ctrl-C cancels the turn; the agent keeps and persists what streamed.
+        let watcher = crate::interrupt::cancel_on_interrupt(stream.cancel_token());
+        // The usage of the turns this stream completed; the one still open is the stream's.
+        let mut completed = Usage::default();
+        let mut open = true;
+        let outcome = loop {
+            match stream.next().await {
+                Ok(Some(event)) => {
+                    match &event {
+                        Event::TurnComplete {
+                            usage,
+                            steps,
+                            stop_reason,
+                        } => {
+                            completed.accumulate(usage);
+                            result.steps += *steps;
+                            result.stop_reason = Some(stop_reason.clone());
+                            open = false;
+                        }
+                        Event::FollowUpStart { .. } => open = true,
+                        _ => {}
+                    }
+                    if format == OutputFormat::StreamJson {
+                        // Every event, as panto-core writes it (docs/events.md).
+                        emit(&event);
+                    }
+                }
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(e),
+            }
+        };
+        watcher.abort();
+        if open {
+            completed.accumulate(&stream.usage());
+        }
+        result.usage.accumulate(&completed);
+        drop(stream);
+        let Some(input) = input else {
+            return outcome;
+        };
+        input.detach();
+        outcome?;
+        // Waiting for more input: Ctrl-C (whose default action the turn's listener replaced)
+        // ends the run as it would end a turn.
+        let (interrupted, watcher) = crate::interrupt::interrupt_token();
+        let next = tokio::select! {
+            next = input.next_turn() => next,
+            () = interrupted.cancelled() => None,
+        };
+        watcher.abort();
+        if interrupted.is_cancelled() {
+            return Err(panto_core::Error::Cancelled);
+        }
+        let Some(next) = next else {
+            return Ok(());
+        };
+        // A message no running turn took starts a turn of its own, announced as the stream
+        // announces its own follow-ups.
+        if format == OutputFormat::StreamJson {
+            emit(&Event::FollowUpStart {
+                text: next.text.clone(),
+            });
+        }
+        message = UserMessage::text(next.text);
     }
 }
 

@@ -1,19 +1,8 @@
-//! `/rewind`, `/fork` and `/tree`: the session tree from the REPL.
+//! `/rewind`, `/fork` and `/tree`: the session tree from the REPL. The rewind itself is
+//! [`crate::rewind`], shared with print mode's `--rewind`.
 
 use super::Repl;
-use panto_tools::{FileOutcome, RestoredFile};
-
-/// How many characters of a prompt a `/rewind` or `/tree` line shows.
-const PREVIEW: usize = 60;
-
-/// The first line of `text`, at most [`PREVIEW`] characters.
-fn preview(text: &str) -> String {
-    let line = text.lines().next().unwrap_or("");
-    match line.char_indices().nth(PREVIEW) {
-        Some((i, _)) => format!("{}…", &line[..i]),
-        None => line.to_owned(),
-    }
-}
+use crate::rewind::{self, preview, Tone};
 
 impl Repl<'_> {
     /// `/rewind [N] [--files]`: goes back to before the Nth last prompt, or, without N, to one
@@ -25,19 +14,13 @@ impl Repl<'_> {
             self.error(&format!("cannot save the session before rewinding: {e}"));
             return;
         }
-        let prompts: Vec<(String, String)> = self
-            .agent
-            .prompts()
-            .into_iter()
-            .rev()
-            .map(|(id, i)| (id.to_owned(), self.agent.conversation().messages[i].text()))
-            .collect();
-        if prompts.is_empty() {
+        let targets = rewind::targets(&self.agent);
+        if targets.is_empty() {
             self.note("no earlier prompt to rewind to");
             return;
         }
         let n = if number.is_empty() {
-            let rows: Vec<String> = prompts.iter().map(|(_, text)| preview(text)).collect();
+            let rows: Vec<String> = targets.iter().map(|t| preview(&t.text)).collect();
             match crate::picker::choose(&rows, "rewind to before which prompt?") {
                 Some(i) => i + 1,
                 None => {
@@ -48,61 +31,45 @@ impl Repl<'_> {
                 }
             }
         } else {
-            match number.parse::<usize>() {
-                Ok(n) if (1..=prompts.len()).contains(&n) => n,
-                _ => {
+            match number.parse::<usize>().ok().filter(|n| (1..=targets.len()).contains(n)) {
+                Some(n) => n,
+                None => {
                     self.error(&format!(
                         "/rewind takes a number from 1 to {} (how many prompts back) and --files, not {args:?}",
-                        prompts.len()
+                        targets.len()
                     ));
                     return;
                 }
             }
         };
-        let (id, text) = &prompts[n - 1];
-        let restored = if files {
-            match self.rt.block_on(self.toolbox.rewind_with_files(&mut self.agent, id)) {
-                Ok(report) => Some(report),
-                Err(e) => {
-                    self.error(&format!("cannot rewind: {e}"));
-                    return;
-                }
-            }
-        } else {
-            if let Err(e) = self.rt.block_on(self.agent.rewind(id)) {
-                self.error(&format!("cannot rewind: {e}"));
+        let target = targets[n - 1].clone();
+        let rewound = match self
+            .rt
+            .block_on(rewind::rewind(&mut self.agent, &self.toolbox, &target, files))
+        {
+            Ok(rewound) => rewound,
+            Err(e) => {
+                self.error(&e);
                 return;
             }
-            None
         };
         self.note(&format!(
             "rewound to before “{}”; {} messages remain, and your next prompt starts a new branch",
-            preview(text),
-            self.agent.conversation().messages.len()
+            preview(&target.text),
+            rewound.remaining
         ));
-        match restored {
+        match rewound.files {
             None => {}
             Some(report) if report.is_empty() => self.note("no file was changed by panto's tools since that prompt"),
             Some(report) => {
                 for file in &report {
-                    self.file_outcome(file);
+                    match rewind::describe(file) {
+                        (Tone::Note, line) => self.note(&line),
+                        (Tone::Dim, line) => self.dim(&line),
+                        (Tone::Error, line) => self.error(&line),
+                    }
                 }
             }
-        }
-    }
-
-    /// One line of a `/rewind --files` report.
-    fn file_outcome(&self, file: &RestoredFile) {
-        let path = &file.path;
-        match &file.outcome {
-            FileOutcome::Restored => self.note(&format!("restored {path}")),
-            FileOutcome::Removed => self.note(&format!("removed {path} (it did not exist then)")),
-            FileOutcome::Unchanged => self.dim(&format!("{path} already holds what it held then")),
-            FileOutcome::ChangedOutside => self.error(&format!(
-                "left {path} alone: it changed outside panto since panto last wrote it (not overwritten)"
-            )),
-            FileOutcome::Failed { error } => self.error(&format!("could not restore {path}: {error}")),
-            _ => self.dim(&format!("{path}: {:?}", file.outcome)),
         }
     }
 

@@ -12,6 +12,7 @@ mod markdown;
 mod mcp;
 mod otel;
 mod postgres;
+mod print_control;
 mod print_text;
 mod print_tools;
 mod repl;
