@@ -249,21 +249,26 @@ fn rest_of_plan(seed: u64, n: u64, calibration: &Calibration) -> ((&'static str,
 }
 
 fn build(root: &Path, release: bool) -> Result<PathBuf> {
-    let mut args = vec![
-        "build",
-        "-p",
-        "panto-cli",
-        "-p",
-        "panto-testkit",
-        "--bin",
-        "panto",
-        "--bin",
-        "panto-mock",
-    ];
     if release {
-        args.push("--release");
+        crate::cargo(
+            root,
+            &[
+                "build",
+                "--release",
+                "-p",
+                "panto-cli",
+                "-p",
+                "panto-testkit",
+                "--bin",
+                "panto",
+                "--bin",
+                "panto-mock",
+            ],
+        )?;
+    } else {
+        // The debug build every check shares (see `build_debug`), so nothing compiles again.
+        crate::build_debug(root)?;
     }
-    crate::cargo(root, &args)?;
     Ok(target_dir(root).join(if release { "release" } else { "debug" }))
 }
 
