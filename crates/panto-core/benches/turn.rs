@@ -11,8 +11,9 @@
 //!
 //! `agent-100k-deltas` runs with tracing compiled in and no subscriber (every span disabled, as
 //! in an embedder that installs none); `agent-100k-deltas-debug-log` runs the same turn with a
-//! `fmt` subscriber at `debug` writing to a file, as `PANTO_LOG=debug` does (targets: at most 1%
-//! and 5% over the turn before tracing existed; docs/performance.md).
+//! `fmt` subscriber writing to a file with `PANTO_LOG=debug`'s filter (panto at `debug`, the
+//! rest at `warn`). Targets: at most 1% and 5% over the turn before tracing existed
+//! (docs/performance.md).
 
 use std::time::{Duration, Instant};
 
@@ -95,15 +96,23 @@ async fn bare_read(client: &reqwest::Client, url: &str, body: &[u8]) -> usize {
     n
 }
 
-/// The file log at `debug`, as `PANTO_LOG=debug` writes it (into a file that is thrown away).
+/// The file log at `debug`, as `PANTO_LOG=debug` writes it (into a file that is thrown away):
+/// panto's own targets at `debug`, every other crate at `warn`, as the CLI's filter has it.
 fn debug_log_subscriber() -> impl tracing::Subscriber + Send + Sync {
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::Layer;
+
     let log_file = tempfile::tempfile().unwrap_or_else(|e| panic!("{e}"));
-    tracing_subscriber::fmt()
-        .with_writer(std::sync::Mutex::new(log_file))
-        .with_ansi(false)
-        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
-        .with_max_level(tracing::Level::DEBUG)
-        .finish()
+    let filter = tracing_subscriber::filter::Targets::new()
+        .with_default(tracing::Level::WARN)
+        .with_target("panto_core", tracing::Level::DEBUG);
+    tracing_subscriber::registry().with(
+        tracing_subscriber::fmt::layer()
+            .with_writer(std::sync::Mutex::new(log_file))
+            .with_ansi(false)
+            .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+            .with_filter(filter),
+    )
 }
 
 /// `PANTO_TURN_COUNT=VARIANT:N` (`agent` or `debug-log`): run N agent turns and exit, without
