@@ -504,7 +504,10 @@ mod tests {
             lines: 100,
             elapsed: Duration::from_millis(1000),
             boundaries: vec![("tool_start", 4), ("compaction_start", 1), ("retry", 0)],
-            ops: vec![(Op::Rewind, Duration::from_millis(300)), (Op::Fork, Duration::from_millis(300))],
+            ops: vec![
+                (Op::Rewind, Duration::from_millis(300)),
+                (Op::Fork, Duration::from_millis(300)),
+            ],
         };
         let (mut by_lines, mut by_delay, mut by_event, mut by_steer) = (0, 0, 0, 0);
         let (mut plain, mut rewinds, mut forks) = (0, 0, 0);
