@@ -294,9 +294,10 @@ impl Writer {
     }
 
     /// Writes a new session as a fork: the header (with `forked_from`), the source's path lines
-    /// as they are, then a branch entry for each file change recorded on the path (each
-    /// belonging to its entry, as in the source) and, when the last of them belongs to an
-    /// earlier entry, a branch entry back to the fork point.
+    /// as they are, then a branch entry keeping the tip for each file change recorded on the
+    /// path, in order (each belonging to its entry, as in the source, after a switch to that
+    /// entry where the tip is another) and, when the tip is then not the fork point, a branch
+    /// entry back to it.
     ///
     /// The whole file is written beside the session's path under a temporary name, synced, and
     /// linked to the session's path, so the fork appears whole or not at all: a process killed at
@@ -361,10 +362,17 @@ impl Writer {
             ids.insert(id);
             Ok(())
         };
+        // Each change is recorded as it was first (a record keeping the tip, at the entry it
+        // belongs to), in the source's order, which a rewind with files needs (the newest
+        // record of a file tells what panto left there): so where the change belongs to another
+        // entry than the tip, a plain switch to that entry comes first.
         for change in &source.changes {
             let at = change.tip.as_deref();
+            if tip != at {
+                branch_line(&mut buf, &mut ids, tip, at, None, &change.activity)?;
+                tip = at;
+            }
             branch_line(&mut buf, &mut ids, tip, at, Some(&change.checkpoint), &change.activity)?;
-            tip = at;
         }
         let end = source.ids.last().map(String::as_str);
         if tip != end {

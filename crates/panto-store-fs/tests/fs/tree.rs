@@ -86,6 +86,57 @@ async fn a_fork_file_holds_the_source_path_verbatim_and_names_its_origin() {
     assert!(matches!(taken, Err(Error::SessionInUse { .. })), "{taken:?}");
 }
 
+/// Every record of a file change in a fork keeps the tip, as in any session, even when the
+/// changes it carries belong to entries out of order: the fork switches to the entry first.
+#[tokio::test]
+async fn a_fork_records_each_carried_change_at_its_entry_without_moving_the_tip() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = fast_store(dir.path());
+    let dyn_store = as_dyn(&store);
+    let mut d = Driver::new(&dyn_store, None);
+    let record = |path: &str| panto_core::CheckpointRecord {
+        path: path.to_owned(),
+        before: None,
+        after: Some(panto_core::store::checkpoint_address(path.as_bytes())),
+        restore: false,
+    };
+    let mut ids = d.append(vec![user("q1"), reply("a1")]).await;
+    dyn_store.record_checkpoint(&d.id(), &record("/w/a")).await.unwrap();
+    ids.extend(d.append(vec![user("q2"), reply("a2")]).await);
+    dyn_store.record_checkpoint(&d.id(), &record("/w/b")).await.unwrap();
+    // Back at "a1", a change there comes after the one at "a2" in the source's order.
+    dyn_store.switch_branch(&d.id(), Some(&ids[1])).await.unwrap();
+    dyn_store.record_checkpoint(&d.id(), &record("/w/a")).await.unwrap();
+
+    let fork = d.session.fork(&ids[3]).await.unwrap();
+    let all = lines(&session_file(&store, fork.id()));
+    let mut tip = serde_json::Value::Null;
+    let mut recorded = Vec::new();
+    for (n, line) in all.iter().enumerate().skip(1) {
+        assert_eq!(line["parent_id"], tip, "line {}: every entry follows the tip", n + 1);
+        if line["type"] == "branch" {
+            if line.get("checkpoint").is_some() {
+                assert_eq!(line["tip"], tip, "line {}: a change record keeps the tip", n + 1);
+                recorded.push((line["tip"].clone(), line["checkpoint"]["path"].clone()));
+            }
+            tip = line["tip"].clone();
+        } else {
+            tip = line["id"].clone();
+        }
+    }
+    assert_eq!(
+        recorded,
+        [
+            (ids[1].as_str().into(), "/w/a".into()),
+            (ids[3].as_str().into(), "/w/b".into()),
+            (ids[1].as_str().into(), "/w/a".into()),
+        ],
+        "the changes in the source's order, each at its entry"
+    );
+    assert_eq!(tip, ids[3].as_str(), "the fork ends at the fork point");
+    assert_eq!(loaded_texts(&store, fork.id()).await, ["q1", "a1", "q2", "a2"]);
+}
+
 #[tokio::test]
 async fn a_version_1_file_loads_and_branches() {
     // The documented version 1 example, as an older panto wrote it.
