@@ -80,7 +80,16 @@ impl Repl<'_> {
             return;
         }
         let from = self.agent.session_id().to_owned();
-        let Some(at) = self.agent.message_ids().iter().rev().flatten().next().cloned() else {
+        // The end of the active branch is its tip, not the last message the model sees: after
+        // a compaction that is the kept tail, and the summary comes after it.
+        let tip = match self.rt.block_on(self.agent.session().tree()) {
+            Ok(tree) => tree.tip,
+            Err(e) => {
+                self.error(&format!("cannot read the session's tree: {e}"));
+                return;
+            }
+        };
+        let Some(at) = tip else {
             self.note("nothing to fork yet: the session holds no answered prompt");
             return;
         };

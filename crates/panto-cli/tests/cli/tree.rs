@@ -99,6 +99,40 @@ async fn rewind_fork_and_resume_each_send_their_own_branch() {
     );
 }
 
+/// `/fork` right after `/compact` forks at the end of the branch, the summary included: the
+/// fork's next request carries the summary, not the messages it replaced.
+#[tokio::test(flavor = "multi_thread")]
+async fn fork_after_compact_keeps_the_summary() {
+    let server = MockServer::start().await;
+    for answer in ["a1", "a2", "SUMMARY-OF-Q1-Q2", "in-fork-answer"] {
+        server.push(Reply::sse(script::anthropic_text(answer)));
+    }
+    let mut home = Home::new();
+    home.anthropic(&server);
+    home.in_repl(&[], |p| {
+        for (q, a) in [("q1", "a1"), ("q2", "a2")] {
+            p.type_line(q);
+            p.expect(a);
+        }
+        p.type_line("/compact");
+        p.expect("compacted: ");
+        p.type_line("/fork");
+        p.expect("you are now in the fork");
+        p.type_line("in-fork");
+        p.expect("in-fork-answer");
+        p.quit();
+    })
+    .await;
+    let last = sent(&server, 3);
+    assert!(
+        last.iter().any(|m| m.contains("SUMMARY-OF-Q1-Q2")),
+        "the fork's request carries the summary: {last:?}"
+    );
+    assert_eq!(last.last().map(String::as_str), Some("in-fork"), "{last:?}");
+    let files = home.session_files();
+    assert_eq!(files.len(), 2, "the original and the fork");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn resume_with_fork_names_the_origin_on_stream_json_and_in_the_listing() {
     let server = MockServer::start().await;
