@@ -7,32 +7,7 @@ use panto_testkit::{script, MockServer, Reply};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use super::support::{body, messages, Home};
-
-/// The bytes a test file starts with: no final newline, a CR, a tab and a non-ASCII character,
-/// so a restore that is not byte for byte shows.
-const ORIGINAL: &str = "one\r\n\tcafé, no final newline";
-
-/// The texts of the user and assistant messages of request `n` (the system prompt left out).
-fn sent(server: &MockServer, n: usize) -> Vec<String> {
-    let request = body(&server.requests()[n]);
-    request["messages"]
-        .as_array()
-        .expect("messages")
-        .iter()
-        .filter(|m| m["role"] != "system")
-        .map(|m| match &m["content"] {
-            Value::String(text) => text.clone(),
-            blocks => blocks
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|b| b["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("\n"),
-        })
-        .collect()
-}
+use super::support::{body, messages, sent, Home, ORIGINAL};
 
 fn lines_of(out: &super::support::Run, kind: &str) -> Vec<Value> {
     out.json_lines().into_iter().filter(|l| l["type"] == kind).collect()

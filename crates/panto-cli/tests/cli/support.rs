@@ -320,3 +320,29 @@ pub fn messages(body: &Value) -> Vec<(String, String)> {
         })
         .collect()
 }
+
+/// The texts of the user and assistant messages of the mock's request `n` (the system prompt
+/// left out), one string per message.
+pub fn sent(server: &panto_testkit::MockServer, n: usize) -> Vec<String> {
+    let request = body(&server.requests()[n]);
+    request["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] != "system")
+        .map(|m| match &m["content"] {
+            Value::String(text) => text.clone(),
+            blocks => blocks
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n"),
+        })
+        .collect()
+}
+
+/// The bytes a file a rewind test restores starts with: no final newline, a CR, a tab and a
+/// non-ASCII character, so a restore that is not byte for byte shows.
+pub const ORIGINAL: &str = "one\r\n\tcafé, no final newline";

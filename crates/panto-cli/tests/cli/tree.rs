@@ -5,28 +5,7 @@
 
 use panto_testkit::{script, MockServer, Reply};
 
-use super::support::{body, Home, Talk};
-
-/// The texts of the user and assistant messages of request `n` (the system prompt left out).
-fn sent(server: &MockServer, n: usize) -> Vec<String> {
-    let request = body(&server.requests()[n]);
-    request["messages"]
-        .as_array()
-        .expect("messages")
-        .iter()
-        .filter(|m| m["role"] != "system")
-        .map(|m| match &m["content"] {
-            serde_json::Value::String(text) => text.clone(),
-            blocks => blocks
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|b| b["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("\n"),
-        })
-        .collect()
-}
+use super::support::{sent, Home, Talk, ORIGINAL};
 
 /// The header of a session file.
 fn header(path: &std::path::Path) -> serde_json::Value {
@@ -180,10 +159,6 @@ async fn resume_with_fork_names_the_origin_on_stream_json_and_in_the_listing() {
         out.stderr
     );
 }
-
-/// The bytes a test file starts with: no final newline, a CR, a tab and a non-ASCII character,
-/// so a restore that is not byte for byte shows.
-const ORIGINAL: &str = "one\r\n\tcafé, no final newline";
 
 #[tokio::test(flavor = "multi_thread")]
 async fn rewind_with_files_restores_edited_files_byte_for_byte_and_removes_created_ones() {
