@@ -34,8 +34,10 @@ pub struct ImportReport {
     /// Sessions that were already in the database, left as they were (so an import can be run
     /// again after an interruption).
     pub skipped: Vec<String>,
-    /// Files that could not be imported, with why: unreadable or corrupt files, file names that
-    /// are not session ids, sessions another writer has open. The other files are imported.
+    /// Files that could not be imported, with why: unreadable or corrupt files (a bad line is
+    /// named by file and line), damaged or unreadable checkpoint blobs beside them, file names
+    /// that are not session ids, sessions another writer has open. Nothing of such a session is
+    /// stored; the other files are imported.
     pub problems: Vec<(PathBuf, Error)>,
 }
 
