@@ -18,7 +18,8 @@ pub(crate) enum Event<'a> {
     Checkpoint(&'a CheckpointRecord),
 }
 
-const INSERT_EVENT: &str = "insert into panto.branch_events (session_id, seq, entries_before, ts, tip, \
+/// Appends one branch event (a switch, or a file change when `$6` is set).
+pub(crate) const INSERT_EVENT: &str = "insert into panto.branch_events (session_id, seq, entries_before, ts, tip, \
      checkpoint_path, checkpoint_before, checkpoint_after, checkpoint_restore) \
      values ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
 

@@ -10,9 +10,14 @@ use crate::db::pg;
 use crate::pool::Pool;
 
 /// Stores the content once (a content already stored keeps its row) and lets the session read
-/// it, in one statement: it is durable when the statement returns.
-const PUT: &str = "with blob as ( \
-         insert into panto.checkpoint_blobs (address, content) values ($2, $3) on conflict (address) do nothing) \
+/// it, in one statement: it is durable when the statement returns. A row already there is
+/// locked (`do update ... where false` locks it and writes nothing), so a session being deleted
+/// at the same time, whose trigger would remove a blob no other session keeps yet, skips this
+/// one (migrations/0003); and if that delete locked it first, this waits for it and then stores
+/// the content anew.
+pub(crate) const PUT: &str = "with blob as ( \
+         insert into panto.checkpoint_blobs (address, content) values ($2, $3) \
+         on conflict (address) do update set content = excluded.content where false) \
      insert into panto.session_checkpoints (session_id, address) values ($1, $2) on conflict do nothing";
 
 const GET: &str = "select b.content from panto.session_checkpoints s \

@@ -328,13 +328,17 @@ impl PostgresStore {
     }
 
     /// Writes an imported session under its lock; `false` when the database already holds it.
-    async fn import_session(&self, session: &import::FsSession) -> Result<bool> {
+    /// A session another writer has open is the file's problem, not the import's.
+    async fn import_session(&self, session: &import::FsSession) -> Result<bool, import::Refused> {
         let id = session.id.as_str();
         let mut slot = self.slot(id).await;
         let held = slot.lock.is_some();
         if let Err(e) = self.ensure_locked(id, &mut slot).await {
             self.retire_locked(id, &mut slot).await;
-            return Err(e);
+            return Err(match e {
+                Error::SessionInUse { .. } => import::Refused::File(e),
+                e => import::Refused::Database(e),
+            });
         }
         let result = import::write(&self.pool, session).await;
         if held {

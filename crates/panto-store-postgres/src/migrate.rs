@@ -33,10 +33,15 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "session tree",
         sql: include_str!("../migrations/0002_session_tree.sql"),
     },
+    Migration {
+        version: 3,
+        name: "delete checkpoints with their session",
+        sql: include_str!("../migrations/0003_delete_checkpoints.sql"),
+    },
 ];
 
 /// The newest schema version this build knows.
-pub const SCHEMA_VERSION: i32 = 2;
+pub const SCHEMA_VERSION: i32 = 3;
 
 /// Brings the schema to [`SCHEMA_VERSION`]. Holds the migration lock while it works.
 pub(crate) async fn migrate(client: &mut Client) -> Result<()> {

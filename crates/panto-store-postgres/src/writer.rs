@@ -18,7 +18,7 @@ use tokio_postgres::types::ToSql;
 use tokio_postgres::{GenericClient, Statement};
 
 use crate::append_sql::{append_existing, append_new, TAIL_PARAMS};
-use crate::db::{bigint, invalid, pg, pg_text, preview_text, wire_columns};
+use crate::db::{bigint, invalid, pg, pg_text, preview_text, wire_columns, WireColumns};
 use crate::pool::Pool;
 use crate::read::info_from_row;
 use crate::tools::{canonical_json, ToolHash};
@@ -411,6 +411,76 @@ impl From<Error> for CommitError {
     }
 }
 
+/// The parameters of a session row's listing columns, computed once for whichever statement
+/// writes them: [`UPDATE_SESSION`] (a branch event) and the append's one statement, which
+/// updates the row the same way or creates it.
+pub(crate) struct RowParams<'a> {
+    info: &'a SessionInfo,
+    count: i64,
+    preview: Option<String>,
+    wire: WireColumns<'a>,
+    token: &'a str,
+}
+
+/// The listing columns of `info`, written under the fencing token `token`; an error names what
+/// PostgreSQL cannot hold.
+pub(crate) fn row_params<'a>(context: &str, info: &'a SessionInfo, token: &'a str) -> Result<RowParams<'a>> {
+    Ok(RowParams {
+        info,
+        count: bigint(context, "the message count", info.message_count as u64)?,
+        preview: info.last_user_message.as_deref().map(preview_text),
+        wire: wire_columns(context, info.wire.as_ref())?,
+        token,
+    })
+}
+
+impl RowParams<'_> {
+    /// `$1`..`$10` of [`UPDATE_SESSION`] and of the append's update of an existing row: the
+    /// id, the listing columns, the fencing token.
+    pub fn update(&self) -> [&(dyn ToSql + Sync); 10] {
+        let info = self.info;
+        [
+            &info.id,
+            &info.modified,
+            &info.last_prompt_at,
+            &self.count,
+            &self.preview,
+            &self.wire.0,
+            &self.wire.1,
+            &self.wire.2,
+            &self.wire.3,
+            &self.token,
+        ]
+    }
+
+    /// `$1`..`$14` of the append's creation of the row: the id, the creation time, the listing
+    /// columns, the metadata (verbatim and as jsonb), the working directory, the fencing token.
+    pub fn insert<'b>(
+        &'b self,
+        metadata: &'b Option<&str>,
+        metadata_json: &'b Option<&str>,
+        cwd: &'b Option<String>,
+    ) -> [&'b (dyn ToSql + Sync); 14] {
+        let info = self.info;
+        [
+            &info.id,
+            &info.created,
+            &info.modified,
+            &info.last_prompt_at,
+            &self.count,
+            &self.preview,
+            &self.wire.0,
+            &self.wire.1,
+            &self.wire.2,
+            &self.wire.3,
+            metadata,
+            metadata_json,
+            cwd,
+            &self.token,
+        ]
+    }
+}
+
 /// Updates the listing columns of the session row to `info`, under the fencing token:
 /// [`CommitError::Fenced`] when another store claimed the session, [`CommitError::Gone`] when
 /// the row was deleted.
@@ -423,25 +493,9 @@ pub(crate) async fn update_row<C: GenericClient + Sync>(
 ) -> Result<(), CommitError> {
     let failed = |what: &str, e| CommitError::Failed(pg(format!("{context}: {what}"), e));
     let id = info.id.as_str();
-    let preview = info.last_user_message.as_deref().map(preview_text);
-    let count = bigint(context, "the message count", info.message_count as u64)?;
-    let wire = wire_columns(context, info.wire.as_ref())?;
+    let params = row_params(context, info, token)?;
     let n = txn
-        .execute(
-            update,
-            &[
-                &id,
-                &info.modified,
-                &info.last_prompt_at,
-                &count,
-                &preview,
-                &wire.0,
-                &wire.1,
-                &wire.2,
-                &wire.3,
-                &token,
-            ],
-        )
+        .execute(update, &params.update())
         .await
         .map_err(|e| failed("updating the session row", e))?;
     if n == 0 {
@@ -479,9 +533,7 @@ pub(crate) async fn commit(
     let statement = conn.statement(sql).await.map_err(|e| failed("preparing", e))?;
 
     // The session row's columns.
-    let preview = info.last_user_message.as_deref().map(preview_text);
-    let count = bigint(context, "the message count", info.message_count as u64)?;
-    let wire = wire_columns(context, info.wire.as_ref())?;
+    let session_row = row_params(context, info, token)?;
     let cwd = NewSession::this_cwd();
     if let Some(m) = staged.metadata {
         pg_text(context, "the conversation metadata", m)?;
@@ -489,35 +541,9 @@ pub(crate) async fn commit(
     let metadata_json = metadata_json(staged.metadata);
     let mut params: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(14 + TAIL_PARAMS);
     if open.exists {
-        params.extend([
-            &id as &(dyn ToSql + Sync),
-            &info.modified,
-            &info.last_prompt_at,
-            &count,
-            &preview,
-            &wire.0,
-            &wire.1,
-            &wire.2,
-            &wire.3,
-            &token,
-        ]);
+        params.extend(session_row.update());
     } else {
-        params.extend([
-            &id as &(dyn ToSql + Sync),
-            &info.created,
-            &info.modified,
-            &info.last_prompt_at,
-            &count,
-            &preview,
-            &wire.0,
-            &wire.1,
-            &wire.2,
-            &wire.3,
-            &staged.metadata,
-            &metadata_json,
-            &cwd,
-            &token,
-        ]);
+        params.extend(session_row.insert(&staged.metadata, &metadata_json, &cwd));
     }
 
     // The tools not yet known to be stored, sorted by hash (a `BTreeMap`).

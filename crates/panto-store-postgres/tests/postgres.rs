@@ -8,7 +8,9 @@ mod pg {
     mod atomicity;
     mod audit;
     mod contract;
+    mod delete;
     mod import;
+    mod import_tree;
     mod locking;
     mod migrations;
     mod processes;

@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use panto_core::SessionStore;
+use chrono::{DateTime, Utc};
+
+use panto_core::{SessionInfo, SessionStore};
 use panto_store_postgres::PostgresStore;
 use panto_testkit::postgres::server;
 
@@ -31,4 +33,40 @@ pub async fn texts(store: &PostgresStore, id: &str) -> Vec<String> {
         .iter()
         .map(|m| m.text())
         .collect()
+}
+
+/// `pg` is `fs` rounded up to PostgreSQL's microsecond.
+pub fn same_time(pg: DateTime<Utc>, fs: DateTime<Utc>, what: &str) {
+    let delta = (pg - fs).num_nanoseconds().unwrap_or(i64::MAX);
+    assert!(
+        (0..1_000).contains(&delta),
+        "{what}: {pg} is not {fs} rounded up to the microsecond"
+    );
+}
+
+/// The listing of an imported session is the file store's, times rounded up to PostgreSQL's
+/// microsecond.
+pub fn same_info(pg: &SessionInfo, fs: &SessionInfo) {
+    assert_eq!(
+        (
+            &pg.id,
+            pg.message_count,
+            &pg.last_user_message,
+            &pg.wire,
+            &pg.forked_from
+        ),
+        (
+            &fs.id,
+            fs.message_count,
+            &fs.last_user_message,
+            &fs.wire,
+            &fs.forked_from
+        )
+    );
+    same_time(pg.created, fs.created, "created");
+    same_time(pg.modified, fs.modified, "modified");
+    match (pg.last_prompt_at, fs.last_prompt_at) {
+        (Some(p), Some(f)) => same_time(p, f, "last_prompt_at"),
+        (p, f) => assert_eq!(p, f, "last_prompt_at"),
+    }
 }

@@ -4,35 +4,12 @@
 use std::io::Write;
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
-use panto_core::{Error, Session, SessionInfo, SessionStore, SystemMode};
+use panto_core::{Error, Session, SessionStore, SystemMode};
 use panto_store_fs::{Durability, JsonlStore};
 use panto_store_postgres::{import_fs, ToolManifest};
 use panto_testkit::store_contract::{assistant, local_openai_wire, reply, system, tick, tool_result, user, Driver};
 
-use super::common::{fresh_store, texts};
-
-/// `pg` is `fs` rounded up to PostgreSQL's microsecond.
-fn same_time(pg: DateTime<Utc>, fs: DateTime<Utc>, what: &str) {
-    let delta = (pg - fs).num_nanoseconds().unwrap_or(i64::MAX);
-    assert!(
-        (0..1_000).contains(&delta),
-        "{what}: {pg} is not {fs} rounded up to the microsecond"
-    );
-}
-
-fn same_info(pg: &SessionInfo, fs: &SessionInfo) {
-    assert_eq!(
-        (&pg.id, pg.message_count, &pg.last_user_message, &pg.wire),
-        (&fs.id, fs.message_count, &fs.last_user_message, &fs.wire)
-    );
-    same_time(pg.created, fs.created, "created");
-    same_time(pg.modified, fs.modified, "modified");
-    match (pg.last_prompt_at, fs.last_prompt_at) {
-        (Some(p), Some(f)) => same_time(p, f, "last_prompt_at"),
-        (p, f) => assert_eq!(p, f, "last_prompt_at"),
-    }
-}
+use super::common::{fresh_store, same_info, texts};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sessions_move_from_the_file_store_with_their_whole_history() {
