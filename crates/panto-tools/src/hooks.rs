@@ -71,91 +71,98 @@ struct Answer {
 impl CommandHook {
     /// Asks the hook about a call of `tool` with `input`, run in `cwd`.
     pub async fn ask(&self, tool: ToolName, input: &Value, cwd: &Path) -> HookVerdict {
-        let name = &self.command;
-        let payload = json!({"tool": tool.as_str(), "input": input, "cwd": cwd.display().to_string()});
-        let mut command = std::process::Command::new("sh");
-        command
-            .arg("-c")
-            .arg(&self.command)
-            .current_dir(cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = match spawn(command, &ChildSetup::new(SandboxConfig::off())) {
-            Ok(child) => child,
-            Err(e) => {
-                return HookVerdict::Deny(format!(
-                    "the hook `{name}` could not start: {}",
-                    crate::child::explain_spawn_error(&e)
-                ))
+        ask_command(&self.command, self.timeout, tool.as_str(), input, cwd).await
+    }
+}
+
+/// Asks the hook program `command` (run with `sh -c` in `cwd`, given `timeout`) about a call of
+/// the tool the model calls `tool` with `input`: what [`CommandHook::ask`] does, for any tool (a
+/// front end's hooks on MCP tools use it with the tool's offered name).
+pub async fn ask_command(command: &str, timeout: Duration, tool: &str, input: &Value, cwd: &Path) -> HookVerdict {
+    let name = command;
+    let payload = json!({"tool": tool, "input": input, "cwd": cwd.display().to_string()});
+    let mut command = std::process::Command::new("sh");
+    command
+        .arg("-c")
+        .arg(name)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = match spawn(command, &ChildSetup::new(SandboxConfig::off())) {
+        Ok(child) => child,
+        Err(e) => {
+            return HookVerdict::Deny(format!(
+                "the hook `{name}` could not start: {}",
+                crate::child::explain_spawn_error(&e)
+            ))
+        }
+    };
+    let run = async {
+        let process = child.child();
+        let stdin = process.stdin.take();
+        let stdout = process.stdout.take();
+        let stderr = process.stderr.take();
+        let write = async move {
+            if let Some(mut stdin) = stdin {
+                // A hook that does not read its input closes the pipe early; that is fine.
+                let _ = stdin.write_all(payload.to_string().as_bytes()).await;
             }
         };
-        let run = async {
-            let process = child.child();
-            let stdin = process.stdin.take();
-            let stdout = process.stdout.take();
-            let stderr = process.stderr.take();
-            let write = async move {
-                if let Some(mut stdin) = stdin {
-                    // A hook that does not read its input closes the pipe early; that is fine.
-                    let _ = stdin.write_all(payload.to_string().as_bytes()).await;
-                }
+        let (_, out, err) = tokio::join!(write, read_bounded(stdout), read_bounded(stderr));
+        let status = process.wait().await;
+        (status, out, err)
+    };
+    let (status, out, err) = match tokio::time::timeout(timeout, run).await {
+        Ok(done) => done,
+        // Dropping the child kills its process group.
+        Err(_) => {
+            return HookVerdict::Deny(format!(
+                "the hook `{name}` did not answer within {}s",
+                timeout.as_secs_f64()
+            ))
+        }
+    };
+    let stderr = quoted(&err);
+    match status {
+        Ok(status) if status.success() => {}
+        Ok(status) => {
+            let why = if stderr.is_empty() {
+                format!("the hook `{name}` failed ({status})")
+            } else {
+                stderr
             };
-            let (_, out, err) = tokio::join!(write, read_bounded(stdout), read_bounded(stderr));
-            let status = process.wait().await;
-            (status, out, err)
-        };
-        let (status, out, err) = match tokio::time::timeout(self.timeout, run).await {
-            Ok(done) => done,
-            // Dropping the child kills its process group.
-            Err(_) => {
-                return HookVerdict::Deny(format!(
-                    "the hook `{name}` did not answer within {}s",
-                    self.timeout.as_secs_f64()
-                ))
-            }
-        };
-        let stderr = quoted(&err);
-        match status {
-            Ok(status) if status.success() => {}
-            Ok(status) => {
-                let why = if stderr.is_empty() {
-                    format!("the hook `{name}` failed ({status})")
-                } else {
-                    stderr
-                };
-                return HookVerdict::Deny(why);
-            }
-            Err(e) => return HookVerdict::Deny(format!("the hook `{name}` could not be waited for: {e}")),
+            return HookVerdict::Deny(why);
         }
-        let text = String::from_utf8_lossy(&out);
-        if text.trim().is_empty() {
-            return HookVerdict::Allow;
-        }
-        match serde_json::from_str::<Answer>(text.trim()) {
-            Ok(answer) => match (answer.decision.as_str(), answer.input) {
-                ("allow", _) => HookVerdict::Allow,
-                ("deny", _) => HookVerdict::Deny(
-                    answer
-                        .reason
-                        .map(|r| quoted(r.as_bytes()))
-                        .filter(|r| !r.is_empty())
-                        .unwrap_or_else(|| format!("the hook `{name}` denied the call")),
-                ),
-                ("rewrite", Some(input)) if input.is_object() => HookVerdict::Rewrite(input),
-                ("rewrite", _) => HookVerdict::Deny(format!(
-                    "the hook `{name}` asked for a rewrite without an `input` object"
-                )),
-                (other, _) => HookVerdict::Deny(format!(
-                    "the hook `{name}` answered decision {:?}; expected allow, deny or rewrite",
-                    quoted(other.as_bytes())
-                )),
-            },
-            Err(e) => HookVerdict::Deny(format!(
-                "the hook `{name}` answered something that is not its JSON ({e}): {}",
-                quoted(text.as_bytes())
+        Err(e) => return HookVerdict::Deny(format!("the hook `{name}` could not be waited for: {e}")),
+    }
+    let text = String::from_utf8_lossy(&out);
+    if text.trim().is_empty() {
+        return HookVerdict::Allow;
+    }
+    match serde_json::from_str::<Answer>(text.trim()) {
+        Ok(answer) => match (answer.decision.as_str(), answer.input) {
+            ("allow", _) => HookVerdict::Allow,
+            ("deny", _) => HookVerdict::Deny(
+                answer
+                    .reason
+                    .map(|r| quoted(r.as_bytes()))
+                    .filter(|r| !r.is_empty())
+                    .unwrap_or_else(|| format!("the hook `{name}` denied the call")),
+            ),
+            ("rewrite", Some(input)) if input.is_object() => HookVerdict::Rewrite(input),
+            ("rewrite", _) => HookVerdict::Deny(format!(
+                "the hook `{name}` asked for a rewrite without an `input` object"
             )),
-        }
+            (other, _) => HookVerdict::Deny(format!(
+                "the hook `{name}` answered decision {:?}; expected allow, deny or rewrite",
+                quoted(other.as_bytes())
+            )),
+        },
+        Err(e) => HookVerdict::Deny(format!(
+            "the hook `{name}` answered something that is not its JSON ({e}): {}",
+            quoted(text.as_bytes())
+        )),
     }
 }
 

@@ -76,7 +76,7 @@ pub use child::{explain_spawn_error, spawn, ChildSetup, GroupChild};
 pub use edit::edited;
 pub use error::Error;
 pub use files::{image_format, kind as file_kind, open_regular, read_bounded, OpenRefusal};
-pub use hooks::{main_argument, CommandHook, HookVerdict, PolicyHook, DEFAULT_HOOK_TIMEOUT};
+pub use hooks::{ask_command, main_argument, CommandHook, HookVerdict, PolicyHook, DEFAULT_HOOK_TIMEOUT};
 pub use options::{Options, DEFAULT_BASH_TIMEOUT, DEFAULT_MAX_OUTPUT_BYTES};
 pub use policy::{rule_subjects, Approval, Policy, Prompt, Rule};
 pub use preview::{FileChange, Preview};

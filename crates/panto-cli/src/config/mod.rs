@@ -26,7 +26,7 @@ use panto_core::{CompactionConfig, RetryConfig};
 
 pub use agent::PromptSource;
 pub use aliases::ModelAlias;
-pub use hooks::Typeahead;
+pub use hooks::{CommandHooks, Typeahead};
 pub use mcp::McpServer;
 pub use model::Selection;
 pub use paths::Env;
@@ -72,7 +72,7 @@ pub struct Settings {
     /// Tools.
     pub tools: ToolSettings,
     /// `[[hooks.before_tool]]`, in order.
-    pub hooks: Vec<panto_tools::CommandHook>,
+    pub hooks: CommandHooks,
     /// What Enter does in the REPL while a turn runs.
     pub typeahead: Typeahead,
     /// MCP servers, in file order (disabled ones included: `panto mcp list` shows them).
@@ -159,7 +159,8 @@ fn resolve(file: FileConfig, path: Option<PathBuf>, text: &str, env: &Env) -> Re
     let mcp_servers = mcp::resolve(&file.mcp, env, &base_dir, &source)?;
     let tools = tools::resolve(&file.tools, &mcp_servers, env, &base_dir, &source)?;
     let (session_dir, store_url) = sessions::resolve(&file, env, &base_dir, &source)?;
-    let hooks = hooks::resolve(&file.hooks, &source)?;
+    let servers: Vec<&str> = mcp_servers.iter().map(|s| s.name.as_str()).collect();
+    let hooks = hooks::resolve(&file.hooks, &servers, &source)?;
 
     Ok(Settings {
         config_path: path,

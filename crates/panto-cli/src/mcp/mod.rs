@@ -7,6 +7,7 @@
 //! (the config sets `stderr_log`), never to the terminal.
 
 mod gated;
+mod hooks;
 mod list;
 mod rules;
 
@@ -16,6 +17,7 @@ use panto_core::{Agent, ToolSource};
 use panto_mcp::McpSource;
 
 pub use gated::{find as find_gated, GatedSource, McpDenyRules};
+pub use hooks::{McpCommandHook, McpCommandHooks};
 pub use list::{list_command, render};
 pub use rules::{offered_name, NameRule};
 

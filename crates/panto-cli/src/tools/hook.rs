@@ -10,9 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use panto_core::{Agent, BeforeTool, Hook, ToolCall, ToolCallResult};
-use panto_tools::{CommandHook, ToolName, Toolbox};
+use panto_tools::{ToolName, Toolbox};
 
-use crate::mcp::{find_gated, GatedSource, McpDenyRules};
+use crate::config::CommandHooks;
+use crate::mcp::{find_gated, GatedSource, McpCommandHooks, McpDenyRules};
 
 /// The last hook on an agent of the CLI: allow rules and approval, for every tool.
 #[derive(Debug)]
@@ -65,13 +66,17 @@ pub fn install(
     agent: &mut Agent,
     toolbox: &Toolbox,
     mcp: Vec<Arc<GatedSource>>,
-    hooks: Vec<CommandHook>,
+    hooks: CommandHooks,
 ) -> Result<(), panto_core::Error> {
     for tool in toolbox.bare_tools() {
         agent.register_tool(tool)?;
     }
     agent.add_hook(Arc::new(McpDenyRules::new(mcp.clone())));
-    agent.add_hook(Arc::new(toolbox.policy_hook(hooks)));
+    agent.add_hook(Arc::new(toolbox.policy_hook(hooks.builtin)));
+    if !hooks.mcp.is_empty() {
+        let cwd = toolbox.cwd().to_path_buf();
+        agent.add_hook(Arc::new(McpCommandHooks::new(mcp.clone(), hooks.mcp, cwd)));
+    }
     agent.add_hook(Arc::new(ApprovalHook::new(toolbox, mcp)));
     Ok(())
 }
@@ -247,7 +252,7 @@ mod tests {
         let (gate, toolbox) = gate_and_toolbox(dir.path(), &questions);
         let gated = Arc::new(GatedSource::new(source.clone(), gate, Vec::new(), Vec::new()));
         let mut agent = agent(&server);
-        install(&mut agent, &toolbox, vec![gated.clone()], Vec::new()).unwrap();
+        install(&mut agent, &toolbox, vec![gated.clone()], CommandHooks::default()).unwrap();
         agent.register_tool_source(gated).unwrap();
         let results = results_of(&mut agent, &server).await;
         source.shutdown().await;
@@ -271,6 +276,66 @@ mod tests {
         assert!(
             result(&results, "t3").contains("read-only, so not asked"),
             "{results:?}"
+        );
+    }
+
+    /// A command hook whose `match` names MCP tools is asked about their calls after the deny
+    /// rules and before approval: it sees the offered name and the arguments, its denial is the
+    /// result, and its rewrite is what the approval question shows.
+    #[tokio::test]
+    async fn command_hooks_match_mcp_tools_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = panto_mcp::ServerConfig::stdio(panto_testkit::mcp::fault_server().to_string_lossy());
+        let source = Arc::new(panto_mcp::McpSource::start("faults", config).await.unwrap());
+        let server = MockServer::start().await;
+        let sleep = crate::mcp::offered_name("faults", "sleep");
+        let echo = crate::mcp::offered_name("faults", "echo");
+        server.push(Reply::sse(script::anthropic_tool_uses(&[
+            ("t1", &echo, r#"{"text":"hello"}"#),
+            ("t2", &sleep, r#"{"ms":1}"#),
+            ("t3", "bash", r#"{"command":"echo no hook on me"}"#),
+        ])));
+        server.push(Reply::sse(script::anthropic_text("done")));
+        let questions = Arc::new(Questions::default());
+        let (gate, toolbox) = gate_and_toolbox(dir.path(), &questions);
+        let gated = Arc::new(GatedSource::new(source.clone(), gate, Vec::new(), Vec::new()));
+        let rule = |text: &str| crate::mcp::NameRule::parse(text, &["faults"]).unwrap().unwrap();
+        let seen = dir.path().join("seen.json");
+        let hooks = CommandHooks {
+            builtin: Vec::new(),
+            mcp: vec![
+                crate::mcp::McpCommandHook {
+                    rule: rule("faults__echo"),
+                    command: r#"echo '{"decision":"deny","reason":"no echo today"}'"#.into(),
+                    timeout: Duration::from_secs(10),
+                },
+                crate::mcp::McpCommandHook {
+                    rule: rule("faults__sl*"),
+                    command: format!(
+                        r#"cat > '{}'; echo '{{"decision":"rewrite","input":{{"ms":2}}}}'"#,
+                        seen.display()
+                    ),
+                    timeout: Duration::from_secs(10),
+                },
+            ],
+        };
+        let mut agent = agent(&server);
+        install(&mut agent, &toolbox, vec![gated.clone()], hooks).unwrap();
+        agent.register_tool_source(gated).unwrap();
+        let results = results_of(&mut agent, &server).await;
+        source.shutdown().await;
+
+        assert_eq!(result(&results, "t1"), "the call was denied: no echo today");
+        let payload: serde_json::Value = serde_json::from_slice(&std::fs::read(&seen).unwrap()).unwrap();
+        assert_eq!(payload["tool"], sleep.as_str(), "the hook sees the offered name");
+        assert_eq!(payload["input"], json!({"ms": 1}));
+        // The rewritten call is what approval asks about; the built-in call met no MCP hook.
+        assert_eq!(
+            questions.sorted(),
+            [
+                "allow bash: echo no hook on me".to_owned(),
+                format!("allow {sleep}: {{\"ms\":2}}")
+            ]
         );
     }
 }

@@ -72,3 +72,59 @@ async fn the_documented_rm_rf_hook_denies_outside_and_allows_inside() {
         format!("the call was denied: rm -rf outside the working directory ({real_outside}) is not allowed")
     );
 }
+
+/// A hook whose `match` names an MCP tool is asked about that tool's calls, from the config file:
+/// its denial is what the model reads, and the server's other tools are not held up by it. A
+/// `match` naming neither a built-in tool nor a configured server is an error at its line.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hook_matches_an_mcp_tool_by_name() {
+    let mut home = Home::new();
+    let server = MockServer::start().await;
+    server.push(Reply::sse(script::anthropic_tool_uses(&[
+        ("toolu_echo", "faults__echo", r#"{"text":"held back"}"#),
+        ("toolu_sleep", "faults__sleep", r#"{"ms":1}"#),
+    ])));
+    server.push(Reply::sse(script::anthropic_text("Done.")));
+    home.anthropic(&server);
+    let fault_server = panto_testkit::mcp::fault_server();
+    let servers = format!(
+        "[mcp.servers.faults]\ncommand = {:?}\n",
+        fault_server.display().to_string()
+    );
+    home.write_config(&format!(
+        "{servers}\n[[hooks.before_tool]]\nmatch = \"faults__ec*\"\ncommand = \"echo no echo today >&2; exit 1\"\n"
+    ));
+    let out = home.run(&["-p", "go", "--approve", "auto"], None).await;
+    assert_eq!(out.ok(), "Done.\n");
+    let second = body(&server.requests()[1]);
+    let results = second["messages"].as_array().unwrap().last().unwrap()["content"].clone();
+    let text_of = |id: &str| {
+        let block = results
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["tool_use_id"] == id)
+            .unwrap()
+            .clone();
+        (
+            block["is_error"] == true,
+            block["content"][0]["text"].as_str().unwrap_or("").to_owned(),
+        )
+    };
+    assert_eq!(
+        text_of("toolu_echo"),
+        (true, "the call was denied: no echo today".to_owned())
+    );
+    assert_eq!(text_of("toolu_sleep").0, false, "{results}");
+
+    home.write_config(&format!(
+        "{servers}\n[[hooks.before_tool]]\nmatch = \"other__echo\"\ncommand = \"true\"\n"
+    ));
+    let out = home.run(&["-p", "go"], None).await;
+    assert_eq!(out.code, Some(2), "{out:?}");
+    assert!(
+        out.stderr.contains(":5:") && out.stderr.contains("hooks.before_tool[0].match"),
+        "{}",
+        out.stderr
+    );
+}
