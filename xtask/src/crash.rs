@@ -20,8 +20,11 @@
 //! 4. then, in a third of the trials each, a rewind with files (`-r ID --rewind N
 //!    --rewind-files`) or a fork (`-r ID --fork`) is run and killed at a random moment: the
 //!    original is never rewritten (a fork leaves it byte for byte), a fork is absent or whole
-//!    and resumable, and a rewind either did not switch yet (then run again it restores the
-//!    file byte for byte) or restores it;
+//!    and resumable, and a rewind (which puts the files back before it switches) either did
+//!    not switch yet, the file holding its old or its restored content (then run again it
+//!    restores the file byte for byte), or switched with the file restored; a file is never
+//!    reported "changed outside panto", not even after the first run was killed between
+//!    recording its last change and making it;
 //! 5. `panto -r ID -p continue` succeeds, its requests are valid, the first one closes every tool
 //!    call the kill left pending with the interrupted-turn closer, the closer is persisted, and
 //!    no committed byte of the file was rewritten.
