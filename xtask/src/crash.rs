@@ -20,8 +20,11 @@
 //! 4. then, in a third of the trials each, a rewind with files (`-r ID --rewind N
 //!    --rewind-files`) or a fork (`-r ID --fork`) is run and killed at a random moment: the
 //!    original is never rewritten (a fork leaves it byte for byte), a fork is absent or whole
-//!    and resumable, and a rewind either did not switch yet (then run again it restores the
-//!    file byte for byte) or restores it;
+//!    and resumable, and a rewind (which puts the files back before it switches) either did
+//!    not switch yet, the file holding its old or its restored content (then run again it
+//!    restores the file byte for byte), or switched with the file restored; a file is never
+//!    reported "changed outside panto", not even after the first run was killed between
+//!    recording its last change and making it;
 //! 5. `panto -r ID -p continue` succeeds, its requests are valid, the first one closes every tool
 //!    call the kill left pending with the interrupted-turn closer, the closer is persisted, and
 //!    no committed byte of the file was rewritten.
@@ -232,10 +235,14 @@ fn rest_of_plan(seed: u64, n: u64, calibration: &Calibration) -> ((&'static str,
     };
     let ops = op
         .map(|op| {
+            // An operation without a calibration of its own (a refused rewind) takes the
+            // other's: a rewind with files, like a fork, resumes the session, writes to it and
+            // answers a prompt.
             let whole = calibration
                 .ops
                 .iter()
                 .find(|(o, _)| *o == op)
+                .or_else(|| calibration.ops.first())
                 .map_or(Duration::from_millis(500), |(_, d)| *d);
             let kill = if rng.range(0, 9) < 7 {
                 Kill::AfterDelay(Duration::from_millis(rng.range(0, whole.as_millis() as u64 * 11 / 10)))
@@ -328,7 +335,15 @@ pub fn run_with(root: &Path, options: &Options) -> Result<()> {
                 .iter()
                 .map(|&kind| (kind, passed.first.counts.get(kind).copied().unwrap_or(0)))
                 .collect(),
-            ops: passed.ops.iter().map(|(op, d, _)| (*op, *d)).collect(),
+            // A refused rewind (the whole calibration run compacts every prompt away) measures
+            // only a start-up: its time would put every rewind's kill before the rewind began.
+            ops: passed
+                .ops
+                .iter()
+                .zip(&passed.op_phases)
+                .filter(|(_, phase)| !phase.starts_with("refused"))
+                .map(|((op, d, _), _)| (*op, *d))
+                .collect(),
         };
         let ops: Vec<String> = calibration
             .ops
@@ -558,6 +573,22 @@ mod tests {
             plain > 60 && rewinds > 60 && forks > 60,
             "{plain} / {rewinds} / {forks}"
         );
+        // A rewind without a calibration of its own (it was refused) is killed within the
+        // fork's time, not within a start-up's.
+        let fork_only = Calibration {
+            ops: vec![(Op::Fork, Duration::from_millis(300))],
+            ..c.clone()
+        };
+        let mut longest = Duration::ZERO;
+        for n in 1..=300 {
+            for (op, kill) in rest_of_plan(42, n, &fork_only).2 {
+                if let (Op::Rewind, Kill::AfterDelay(d)) = (op, kill) {
+                    assert!(d <= Duration::from_millis(330), "{d:?}");
+                    longest = longest.max(d);
+                }
+            }
+        }
+        assert!(longest > Duration::from_millis(200), "{longest:?}");
         let differs = (1..=20).any(|n| kill_for(1, n, &c) != kill_for(2, n, &c));
         assert!(differs, "another seed gives other kill points");
     }

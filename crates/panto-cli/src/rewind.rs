@@ -68,7 +68,9 @@ pub struct Rewound {
 /// Rewinds `agent` to before `target` ([`Agent::rewind`]); with `files`, puts back the files
 /// the built-in tools changed since ([`Toolbox::rewind_with_files`]).
 ///
-/// Errors: the agent's or the store's, as a sentence; then nothing was rewound.
+/// Errors: the agent's or the store's, as a sentence; then nothing was rewound (with `files`,
+/// the files may already be put back: they go first and the branch switch last, so the same
+/// rewind again completes it).
 pub async fn rewind(agent: &mut Agent, toolbox: &Toolbox, target: &Target, files: bool) -> Result<Rewound, String> {
     let failed = |e: panto_core::Error| format!("cannot rewind: {e}");
     let files = if files {

@@ -86,24 +86,46 @@ impl Toolbox {
     /// back every file the built-in tools changed since ([`Agent::file_changes_since`]): each
     /// to its content at that point byte for byte, a file created since removed. A file that
     /// changed outside panto since panto last wrote it is left alone and reported
-    /// ([`FileOutcome::ChangedOutside`]), as is one outside where these tools may write. Each
-    /// restore is recorded in the session before it is made, so a later rewind knows what
-    /// panto left in the file.
+    /// ([`FileOutcome::ChangedOutside`]), as is one outside where these tools may write. A file
+    /// still holding what it held before panto's newest recorded change of it (a process killed
+    /// between recording a change and making it) is panto's own, and is restored.
     ///
-    /// Errors: those of [`Agent::file_changes_since`] and [`Agent::rewind`]; then nothing was
-    /// rewound and no file touched.
+    /// The order makes a kill at any point recoverable by running the same rewind again:
+    /// 1. the files are restored first, while the branch still ends where it did: each restore
+    ///    is recorded (belonging to that tip, the end of the branch it undoes) before its file
+    ///    is written, so panto never leaves a file it cannot account for (killed between the
+    ///    two, the file still holds the record's `before`, which counts as panto's own);
+    /// 2. only then is the branch switched.
+    ///
+    /// Killed during 1, the branch has not moved, the prompt `to` is still there, and the same
+    /// rewind again restores the files not yet restored (the restored ones now hold what their
+    /// first change since `to` found, so they are left out). Killed after 2, everything is done.
+    /// Switching first would make a kill before the restores unrecoverable: the prompt is then
+    /// off the active branch, and the files changed only on the abandoned branch are on no path
+    /// a later rewind reads.
+    ///
+    /// Errors: those of [`Agent::file_changes_since`] (then nothing was touched) and of
+    /// [`Agent::rewind`] (then the files are restored but the branch was not switched: the same
+    /// rewind again switches it, leaving the files as they are).
     pub async fn rewind_with_files(&self, agent: &mut Agent, to: &str) -> panto_core::Result<Vec<RestoredFile>> {
         let changes = agent.file_changes_since(to).await?;
-        agent.rewind(to).await?;
         let checkpoints = agent.file_checkpoints();
         let mut report = Vec::with_capacity(changes.len());
         for change in changes {
             let outcome = self.restore(&checkpoints, &change).await;
+            let settled = outcome == FileOutcome::Unchanged
+                && change.content.as_deref().map(checkpoint_address) == change.expected;
+            if settled {
+                // It holds what panto last left there, which is what it held then: nothing to
+                // say (it was a candidate only in case panto's newest change was never made).
+                continue;
+            }
             report.push(RestoredFile {
                 path: change.path,
                 outcome,
             });
         }
+        agent.rewind(to).await?;
         Ok(report)
     }
 
@@ -129,7 +151,7 @@ impl Toolbox {
         if current.as_deref() == change.content.as_deref() {
             return FileOutcome::Unchanged;
         }
-        if current.as_deref().map(checkpoint_address) != change.expected {
+        if !change.left_by_panto(current.as_deref().map(checkpoint_address).as_deref()) {
             return FileOutcome::ChangedOutside;
         }
         if let Err(e) = checkpoints

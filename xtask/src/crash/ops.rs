@@ -91,17 +91,6 @@ fn expected_plan(runs: &TrialRuns<'_>, log: &LogFile, id: &str, target: &str) ->
     }))
 }
 
-/// The `before` of the newest checkpoint record of `out/plan.txt`: what the file holds when a
-/// kill landed between recording its last change and making it.
-fn newest_before(runs: &TrialRuns<'_>, log: &LogFile, id: &str) -> Option<Vec<u8>> {
-    let (_, newest) = log
-        .checkpoints()
-        .filter(|(_, c)| c.path.ends_with(script::PLAN_PATH))
-        .last()?;
-    let address = newest.before.as_ref()?;
-    std::fs::read(runs.sessions.join(format!("{id}.blobs")).join(address)).ok()
-}
-
 /// The outcomes of a `rewind` line's files.
 fn outcomes(line: &Value) -> Vec<String> {
     line["files"]
@@ -166,7 +155,6 @@ pub fn rewind(
     let (target, target_parent) = prompts[0].clone();
     let plan_before = runs.plan_file()?;
     let want = expected_plan(runs, &session.log, &id, &target)?.unwrap_or_else(|| plan_before.clone());
-    let interrupted_change = newest_before(runs, &session.log, &id);
     let n = prompts.len().to_string();
     let args = ["-r", &id, "--rewind", &n, "--rewind-files", "-p", script::REWIND_PROMPT];
     let (out, t, _) = runs.run(ev, tag, &replies, &args, kill, &Feed::Nothing)?;
@@ -190,6 +178,13 @@ pub fn rewind(
     let switched = switch_of(&log);
     let now = runs.plan_file()?;
     let restored_text = |now: &Option<Vec<u8>>| if *now == want { "restored" } else { "not restored" };
+    // A rewind with files puts the files back first (each restore recorded before its write)
+    // and switches the branch last: whatever the kill, the file holds its old content or the
+    // restored one, and holds the restored one once the switch is in the log. Where the switch
+    // is not, the same command again must restore the file byte for byte: no file is ever left
+    // as "changed outside panto" for what panto itself wrote or only recorded (the first run's
+    // kill may have landed between recording its last change and making it).
+    let left_alone = |outcomes: &[String]| outcomes.iter().any(|o| o == "changed_outside" || o == "failed");
     let (phase, note, log, bytes) = if let Some(line) = &t.rewind {
         if !switched {
             return Err(anyhow!(
@@ -197,48 +192,39 @@ pub fn rewind(
             ));
         }
         let outcomes = outcomes(line);
-        let outside = outcomes.iter().any(|o| o == "changed_outside");
-        if outside && interrupted_change.is_some() && now == interrupted_change {
-            // The first run was killed after recording its last change and before making it:
-            // the file holds that change's `before`, which the rewind takes for a change made
-            // outside panto. Reported, never overwritten: safe, but the file is not restored.
-            (
-                "after the rewind",
-                "FINDING: rewind left a file an interrupted change never touched, as 'changed outside panto'"
-                    .to_owned(),
-                log,
-                bytes,
-            )
-        } else {
-            if now != want {
-                return Err(anyhow!(
-                    "the rewind reported {outcomes:?} but {} is not restored byte for byte: {:?}, want {:?}",
-                    script::PLAN_PATH,
-                    now.as_deref().map(String::from_utf8_lossy),
-                    want.as_deref().map(String::from_utf8_lossy)
-                ));
-            }
-            check_committed(&t, &log, script::REWIND_PROMPT, script::OP_ANSWER, out.killed.is_some())?;
-            let phase = if out.killed.is_some() {
-                "after the rewind"
-            } else {
-                "not killed"
-            };
-            (
-                phase,
-                format!("rewound {n} prompt(s), file {}", restored_text(&now)),
-                log,
-                bytes,
-            )
-        }
-    } else if !switched {
-        if now != plan_before {
+        if now != want || left_alone(&outcomes) {
             return Err(anyhow!(
-                "a rewind killed before its branch switch changed {}",
+                "the rewind reported {outcomes:?} and left {} as {:?}, want it restored byte for byte: {:?}",
+                script::PLAN_PATH,
+                now.as_deref().map(String::from_utf8_lossy),
+                want.as_deref().map(String::from_utf8_lossy)
+            ));
+        }
+        check_committed(&t, &log, script::REWIND_PROMPT, script::OP_ANSWER, out.killed.is_some())?;
+        let phase = if out.killed.is_some() {
+            "after the rewind"
+        } else {
+            "not killed"
+        };
+        (
+            phase,
+            format!("rewound {n} prompt(s), file {}", restored_text(&now)),
+            log,
+            bytes,
+        )
+    } else if !switched {
+        if now != plan_before && now != want {
+            return Err(anyhow!(
+                "a rewind killed before its branch switch left {} holding neither its old nor its restored content",
                 script::PLAN_PATH
             ));
         }
-        // Nothing was rewound: the same command, not killed, must do all of it.
+        let restored_first = if now == want && now != plan_before {
+            "file already restored"
+        } else {
+            "file not restored yet"
+        };
+        // The branch did not move: the same command, not killed, must do the rest.
         let again = format!("{tag}-again");
         let (out2, t2, _) = runs.run(ev, &again, &replies, &args, Kill::Never, &Feed::Nothing)?;
         if out2.code != Some(0) || !t2.succeeded() || t2.rewind.is_none() {
@@ -252,42 +238,36 @@ pub fn rewind(
         let (bytes2, log2, blobs2) = runs.inspect(&id)?;
         blobs += blobs2;
         let outcomes = outcomes(t2.rewind.as_ref().unwrap_or(&Value::Null));
-        let interrupted = outcomes.iter().any(|o| o == "changed_outside")
-            && interrupted_change.is_some()
-            && now2 == interrupted_change;
-        if now2 != want && !interrupted {
+        if now2 != want || left_alone(&outcomes) {
             return Err(anyhow!(
-                "the rewind run again reported {outcomes:?} but {} is not restored byte for byte",
-                script::PLAN_PATH
+                "the rewind run again reported {outcomes:?} and left {} as {:?}, want it restored byte for byte: {:?}",
+                script::PLAN_PATH,
+                now2.as_deref().map(String::from_utf8_lossy),
+                want.as_deref().map(String::from_utf8_lossy)
             ));
         }
         if !switch_of(&log2) {
             return Err(anyhow!("the rewind run again left no branch switch in the log"));
         }
         check_committed(&t2, &log2, script::REWIND_PROMPT, script::OP_ANSWER, false)?;
-        let note = if interrupted {
-            "FINDING: rewind left a file an interrupted change never touched, as 'changed outside panto'".to_owned()
-        } else {
-            format!(
-                "rewind killed before its switch; run again: file {}",
-                restored_text(&now2)
-            )
-        };
+        let note = format!("rewind killed before its switch ({restored_first}); run again: file restored");
         ("before the rewind's branch switch", note, log2, bytes2)
     } else {
-        // Killed after the switch, before the run reported it: the restores may be done or not.
-        if now != want && now != plan_before {
+        // Killed after the switch, before the run reported it: the restores came first.
+        if now != want {
             return Err(anyhow!(
-                "a rewind killed after its switch left {} holding neither its old nor its restored content",
-                script::PLAN_PATH
+                "a rewind killed after its branch switch left {} not restored: {:?}, want {:?}",
+                script::PLAN_PATH,
+                now.as_deref().map(String::from_utf8_lossy),
+                want.as_deref().map(String::from_utf8_lossy)
             ));
         }
-        let note = if now == want {
-            "rewind killed after its switch; file restored".to_owned()
-        } else {
-            "FINDING: rewind killed between its branch switch and the file restore (file left as the abandoned branch had it)".to_owned()
-        };
-        ("inside the rewind, after its branch switch", note, log, bytes)
+        (
+            "inside the rewind, after its branch switch",
+            "rewind killed after its switch; file restored".to_owned(),
+            log,
+            bytes,
+        )
     };
     session.bytes = bytes;
     session.log = log;

@@ -16,9 +16,24 @@ pub struct FileRestore {
     /// What it held at the rewind point; `None`: it did not exist, so the rewind removes it.
     pub content: Option<Vec<u8>>,
     /// The address ([`checkpoint_address`](crate::store::checkpoint_address)) of what panto last
-    /// left in the file; `None`: panto last removed it. A file whose content has another address
-    /// was changed outside panto since, and must be reported rather than overwritten.
+    /// left in the file (the `after` of its newest record); `None`: panto last removed it.
     pub expected: Option<String>,
+    /// The address of what the file held before panto's newest recorded change of it (that
+    /// record's `before`); `None`: it did not exist. A process killed between recording a change
+    /// and making it leaves this in the file: the change never happened, and the file is still
+    /// in panto's own state. Restoring over it loses nothing (this content is kept as a
+    /// checkpoint). A file holding neither this nor [`FileRestore::expected`] was changed
+    /// outside panto since, and must be reported rather than overwritten.
+    pub unmade: Option<String>,
+}
+
+impl FileRestore {
+    /// Whether a file whose content has `address` (`None`: there is no file) is in a state panto
+    /// left it in: [`FileRestore::expected`], or [`FileRestore::unmade`] when panto's newest
+    /// change of it was recorded but never made.
+    pub fn left_by_panto(&self, address: Option<&str>) -> bool {
+        address == self.expected.as_deref() || address == self.unmade.as_deref()
+    }
 }
 
 impl Agent {
@@ -29,9 +44,15 @@ impl Agent {
 
     /// The files changed (by tools recording [file checkpoints](FileCheckpoints)) since the
     /// human prompt stored as entry `to`, on the active branch: each with what it held before
-    /// that prompt and what panto last left in it, in the order they were first changed. Call it
-    /// before [`Agent::rewind`] to the same entry, then put the files back; record each restore
-    /// with [`FileCheckpoints::record_restore`] so that a later rewind knows what panto left.
+    /// that prompt and what panto last left in it, in the order they were first changed. A file
+    /// panto's records say already holds what it held then is left out, unless panto's newest
+    /// change of it may never have been made (see [`FileRestore::unmade`]).
+    ///
+    /// A rewind with files calls it, then puts the files back, recording each restore with
+    /// [`FileCheckpoints::record_restore`] before writing the file (so a later rewind knows what
+    /// panto left there), and only then calls [`Agent::rewind`] to the same entry: a process
+    /// killed in between leaves the branch where it was, and the same rewind run again finds the
+    /// files it has not restored yet (`panto_tools::Toolbox::rewind_with_files` does this).
     ///
     /// Errors: [`Error::UnknownEntry`] when `to` is not a prompt on the active branch, the
     /// store's errors ([`Error::Unsupported`] for a store without checkpoints or branches), and
@@ -70,34 +91,35 @@ impl Agent {
         }
 
         let records = self.session.store.checkpoints(self.session.id()).await?;
-        // What panto last left in each file: the newest record of it, whatever the branch.
-        let mut last_left: HashMap<&str, Option<&str>> = HashMap::new();
+        // What panto last left in each file: the newest record of it, whatever the branch, as
+        // (after, before): the file holds `before` if that change was recorded but never made.
+        let mut last_left: HashMap<&str, (Option<&str>, Option<&str>)> = HashMap::new();
         for stored in &records {
-            last_left.insert(&stored.record.path, stored.record.after.as_deref());
+            let record = &stored.record;
+            last_left.insert(&record.path, (record.after.as_deref(), record.before.as_deref()));
         }
         // What each file held at the rewind point: the state before the first change after it.
-        // A restore record is not a change of the branch but a return to its state, which is
-        // what the file held then.
+        // A restore record counts like any change: a rewind records its restores at the tip it
+        // rewinds from, before switching away (see `panto_tools::Toolbox::rewind_with_files`),
+        // so on the path it is a change of that tip, from what the branch left to the restored
+        // content. (A rewind that never switched, killed in between, is thus run again from
+        // the right state.)
         let mut order: Vec<(&str, Option<&str>)> = Vec::new();
         for stored in &records {
             let on_path = stored.entry.as_deref().is_some_and(|e| since.contains(e));
             if !on_path || order.iter().any(|(path, _)| *path == stored.record.path) {
                 continue;
             }
-            let then = if stored.record.restore {
-                stored.record.after.as_deref()
-            } else {
-                stored.record.before.as_deref()
-            };
-            order.push((&stored.record.path, then));
+            order.push((&stored.record.path, stored.record.before.as_deref()));
         }
 
         let checkpoints = self.file_checkpoints();
         let mut restores = Vec::new();
         for (path, then) in order {
-            let expected = last_left.get(path).copied().flatten();
-            if then == expected {
-                // panto left it as it was then: nothing to put back.
+            let (expected, unmade) = last_left.get(path).copied().unwrap_or_default();
+            if then == expected && then == unmade {
+                // panto left it as it was then, whether or not its newest change was made:
+                // nothing to put back.
                 continue;
             }
             let content = match then {
@@ -116,6 +138,7 @@ impl Agent {
                 path: path.to_owned(),
                 content,
                 expected: expected.map(str::to_owned),
+                unmade: unmade.map(str::to_owned),
             });
         }
         Ok(restores)
