@@ -51,21 +51,7 @@ func TestConfigIsStrict(t *testing.T) {
 // compaction, session info, and a retry that does not repeat the prompt.
 func TestAgentParity(t *testing.T) {
 	reset(t)
-	rt, err := NewRuntime(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
-	store, err := OpenFileStore(rt, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	session, err := store.Create()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer session.Close()
+	session := fileSession(t)
 	if info, err := session.Info(); err != nil || info.ID != session.ID() || info.MessageCount != 0 {
 		t.Errorf("session info %+v, %v", info, err)
 	}

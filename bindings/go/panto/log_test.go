@@ -102,32 +102,13 @@ func loggedTurn(t *testing.T, prompt string) {
 		"error": {"type": "overloaded_error", "message": "Overloaded (key `+logSecret+`)"}}},
 		{"builder": {"name": "anthropic_text", "args": {"text": "Logged answer.",
 		"usage": {"input_tokens": 1000, "output_tokens": 200}}}}]`)
-	rt, err := NewRuntime(2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := NewNullStore(rt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	session, err := store.Create()
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg, err := NewConfig(fmt.Sprintf(`{"provider": {"api_style": "anthropic-messages", "base_url": %q,
 		"model": "claude-sonnet-4-5", "api_key": %q}, "retry": {"max_attempts": 2, "base_delay_ms": 1,
 		"max_delay_ms": 1}, "compaction": {"enabled": false}, "log_content": true}`, mockURL, logSecret))
 	if err != nil {
 		t.Fatal(err)
 	}
-	agent, err := NewAgent(cfg, session)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Close()
-	session.Close()
-	store.Close()
-	rt.Close()
+	agent := agentWith(t, cfg)
 	run, err := agent.Run(context.Background(), prompt)
 	if err != nil {
 		t.Fatal(err)

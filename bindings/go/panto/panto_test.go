@@ -15,10 +15,18 @@ import (
 	"time"
 )
 
-// fixture is an agent on a null store, with everything closed at the end of the test.
+// fixture is an agent on the mock, on a null store, closed at the end of the test.
 func fixture(t *testing.T) *Agent {
 	t.Helper()
 	reset(t)
+	return agentWith(t, mockConfig(t))
+}
+
+// agentWith is an agent with cfg (which it closes) on a new session of a null store. Everything
+// but the agent goes at once, since the agent keeps what it needs; the agent is closed at the end
+// of the test.
+func agentWith(t *testing.T, cfg *Config) *Agent {
+	t.Helper()
 	rt, err := NewRuntime(2)
 	if err != nil {
 		t.Fatal(err)
@@ -31,7 +39,6 @@ func fixture(t *testing.T) *Agent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := mockConfig(t)
 	agent, err := NewAgent(cfg, session)
 	if err != nil {
 		t.Fatal(err)
@@ -43,6 +50,28 @@ func fixture(t *testing.T) *Agent {
 	rt.Close()
 	t.Cleanup(agent.Close)
 	return agent
+}
+
+// fileSession is a new session of a file store in a temporary directory; the session, the store
+// and their runtime are closed at the end of the test.
+func fileSession(t *testing.T) *Session {
+	t.Helper()
+	rt, err := NewRuntime(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rt.Close)
+	store, err := OpenFileStore(rt, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(store.Close)
+	session, err := store.Create()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(session.Close)
+	return session
 }
 
 // kindTypes is the JSON type of each kind (docs/ffi.md).
@@ -459,27 +488,7 @@ func TestResponses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cfg.Close()
-	rt, err := NewRuntime(2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
-	store, err := NewNullStore(rt)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	session, err := store.Create()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer session.Close()
-	agent, err := NewAgent(cfg, session)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer agent.Close()
+	agent := agentWith(t, cfg)
 	push(t, `{"builder": {"name": "responses_reasoning", "args": {"summary": "**Greeting**",
 		"encrypted_content": "gAAAAB-go", "text": "Hello over Responses."}}, "chunking": "every_byte"}`)
 	push(t, `{"builder": {"name": "responses_text", "args": {"text": "Again."}}}`)

@@ -27,21 +27,7 @@ func answerWith(t *testing.T, text string) {
 // branch, and a fork is a new session that names its origin and sends only its path.
 func TestRewindAndFork(t *testing.T) {
 	reset(t)
-	rt, err := NewRuntime(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rt.Close()
-	store, err := OpenFileStore(rt, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	session, err := store.Create()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer session.Close()
+	session := fileSession(t)
 	cfg := mockConfig(t)
 	defer cfg.Close()
 	agent, err := NewAgent(cfg, session)
