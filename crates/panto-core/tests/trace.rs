@@ -1,13 +1,14 @@
 //! Tracing: the span tree and attributes of a turn (docs/observability.md), retries and
 //! context overflow as events, and no secret in anything recorded.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use base64::Engine;
-use panto_core::{Agent, ApiStyle, MemoryStore, Session};
+use panto_core::{Agent, ApiStyle, Event, MemoryStore, Session};
 use panto_store_fs::JsonlStore;
 use panto_testkit::trace::{Capture, CapturedSpan};
-use panto_testkit::{fixture_bytes, MockServer, Reply};
+use panto_testkit::{fixture_bytes, script, MockServer, Reply};
 use serde_json::json;
 
 use crate::support::*;
@@ -147,6 +148,55 @@ async fn a_tool_turn_is_one_span_tree_with_genai_attributes() {
         );
         assert!(capture.events_named("gen_ai.choice").is_empty());
     }
+}
+
+/// Counts how often any span is entered, the cost that a subscriber pays per enter.
+#[derive(Clone, Default)]
+struct EnterCount(Arc<AtomicUsize>);
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for EnterCount {
+    fn on_enter(&self, _: &tracing::span::Id, _: tracing_subscriber::layer::Context<'_, S>) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A streamed response's deltas are pulled outside any span: entering one per delta made
+/// `PANTO_LOG=debug` cost 82% more on the turn bench (docs/performance.md, "Tracing"). The span
+/// tree and the request's timings are as before.
+#[tokio::test]
+async fn a_streamed_response_enters_no_span_per_delta() {
+    use tracing_subscriber::layer::SubscriberExt;
+
+    const DELTAS: usize = 2_000;
+    let capture = Capture::new();
+    let enters = EnterCount::default();
+    let _guard = tracing::subscriber::set_default(
+        tracing_subscriber::registry()
+            .with(capture.clone())
+            .with(enters.clone()),
+    );
+    let server = MockServer::start().await;
+    server.push(Reply::sse(script::anthropic_text_deltas(DELTAS)));
+    let mut agent = agent(ApiStyle::AnthropicMessages, &server);
+    let events = collect(&mut agent, "hi").await.unwrap();
+    let deltas = events.iter().filter(|e| matches!(e, Event::Delta { .. })).count();
+    assert_eq!(deltas, DELTAS);
+
+    // A few per step (the turn's start, the request, the message's end), however long the
+    // response.
+    let entered = enters.0.load(Ordering::Relaxed);
+    assert!(
+        entered < 50,
+        "spans were entered {entered} times for a response of {DELTAS} deltas"
+    );
+    assert_eq!(capture.tree(), ["invoke_agent", "  chat"]);
+    let chat = capture.span("chat").unwrap();
+    assert_eq!(chat.field("gen_ai.response.finish_reasons"), Some("end_turn"));
+    let ttft = number(&chat, "panto.time_to_first_token_ms");
+    assert!(ttft <= number(&chat, "panto.duration_ms"));
+    let turn = capture.span("invoke_agent").unwrap();
+    assert_eq!(turn.field("panto.turn.outcome"), Some("complete"));
+    assert!(capture.spans().iter().all(|s| s.closed), "every span closed");
 }
 
 /// The session id the turn recorded, checked against the store appends' (the same session).

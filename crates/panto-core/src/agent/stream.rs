@@ -191,11 +191,10 @@ impl<'a> Stream<'a> {
                 return self.finish_cancelled().await;
             }
             let token = self.cancel.clone();
-            let span = self.trace.span().clone();
             let outcome = tokio::select! {
                 biased;
                 _ = token.cancelled() => None,
-                r = self.step().instrument(span) => Some(r),
+                r = self.traced_step() => Some(r),
             };
             match outcome {
                 None => return self.finish_cancelled().await,
@@ -221,6 +220,63 @@ impl<'a> Stream<'a> {
         self.abandon();
         self.agent.flush().await?;
         Err(Error::Cancelled)
+    }
+
+    /// Advances the turn by one step inside the turn's span, except while a response streams
+    /// ([`Stream::pull_response`]).
+    async fn traced_step(&mut self) -> Result<Option<Event>> {
+        if matches!(self.phase, Phase::Streaming(..)) {
+            return self.pull_response().await;
+        }
+        let span = self.trace.span().clone();
+        self.step().instrument(span).await
+    }
+
+    /// The next event of the streaming response. Its deltas are pulled outside any span: that
+    /// happens once per delta, and with a subscriber installed entering and leaving a span costs
+    /// more than decoding the delta (docs/performance.md, "Tracing"). Whatever opens a span or
+    /// records an event (the end of the message with its tool calls and store appends, or a
+    /// failed stream's retry) runs in the turn's span, so the span tree is the same as if the
+    /// whole step were. Tracing added on the pulling path must name its `parent:` explicitly.
+    async fn pull_response(&mut self) -> Result<Option<Event>> {
+        let Phase::Streaming(stream, partial) = &mut self.phase else {
+            // Nothing to pull: the turn's loop steps again.
+            return Ok(None);
+        };
+        let end = match stream.next().await {
+            Ok(Some(ProviderEvent::MessageComplete {
+                blocks,
+                usage,
+                stop_reason,
+                rejected,
+            })) => Ok((blocks, usage, stop_reason, rejected)),
+            Ok(Some(event)) => {
+                partial.observe(&event);
+                self.trace.response_progress();
+                return Ok(Some(match event {
+                    ProviderEvent::BlockStart { index, kind, tool } => Event::BlockStart { index, kind, tool },
+                    ProviderEvent::Delta { index, delta } => Event::Delta { index, delta },
+                    ProviderEvent::BlockComplete { index, block } => Event::BlockComplete { index, block },
+                    ProviderEvent::MessageComplete { .. } => unreachable!("handled above"),
+                }));
+            }
+            Ok(None) => Err((
+                Error::Truncated {
+                    expected: "the end of the message",
+                },
+                partial.seen,
+            )),
+            Err(e) => Err((e, partial.seen)),
+        };
+        let span = self.trace.span().clone();
+        match end {
+            Ok((blocks, usage, stop_reason, rejected)) => {
+                self.complete_message(blocks, usage, stop_reason, &rejected)
+                    .instrument(span)
+                    .await
+            }
+            Err((error, seen_partial)) => self.retry_or_fail(error, seen_partial).instrument(span).await,
+        }
     }
 
     /// Advances the turn by one step. Cancel safe: every await leaves `self` consistent, so the
@@ -304,38 +360,8 @@ impl<'a> Stream<'a> {
                     Err(e) => self.retry_or_fail(e, false).await,
                 }
             }
-            Phase::Streaming(stream, partial) => match stream.next().await {
-                Ok(Some(ProviderEvent::MessageComplete {
-                    blocks,
-                    usage,
-                    stop_reason,
-                    rejected,
-                })) => self.complete_message(blocks, usage, stop_reason, &rejected).await,
-                Ok(Some(event)) => {
-                    partial.observe(&event);
-                    self.trace.response_progress();
-                    Ok(Some(match event {
-                        ProviderEvent::BlockStart { index, kind, tool } => Event::BlockStart { index, kind, tool },
-                        ProviderEvent::Delta { index, delta } => Event::Delta { index, delta },
-                        ProviderEvent::BlockComplete { index, block } => Event::BlockComplete { index, block },
-                        ProviderEvent::MessageComplete { .. } => unreachable!("handled above"),
-                    }))
-                }
-                Ok(None) => {
-                    let seen = partial.seen;
-                    self.retry_or_fail(
-                        Error::Truncated {
-                            expected: "the end of the message",
-                        },
-                        seen,
-                    )
-                    .await
-                }
-                Err(e) => {
-                    let seen = partial.seen;
-                    self.retry_or_fail(e, seen).await
-                }
-            },
+            // Normally pulled by `traced_step`, outside the turn's span.
+            Phase::Streaming(..) => self.pull_response().await,
             Phase::Compact { overflow } => {
                 let overflow = *overflow;
                 match self.agent.compact(None, None).await {
