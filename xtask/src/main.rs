@@ -64,7 +64,7 @@ fn main() -> Result<()> {
 const USAGE: &str = "usage: cargo xtask <task>
 
 tasks:
-  ci         the whole check: fmt, invariants, clippy, tests, header, C/Go, crash harness, docs, SDK check
+  ci         the whole check: fmt, invariants, clippy (also without otel), tests, header, C/Go, crash harness, docs, SDK check
   arch       architecture invariants (unsafe only in panto-ffi, printing only in panto-cli,
              no filesystem I/O in panto-core)
   bench      run every benchmark and print the table of targets (--only B, --cold)
@@ -155,6 +155,24 @@ fn ci(root: &Path) -> Result<()> {
                 cargo(
                     root,
                     &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"],
+                )
+            }),
+        ),
+        // The `panto` build without the `otel` feature that docs/observability.md offers.
+        (
+            "no-otel",
+            Box::new(|| {
+                cargo(
+                    root,
+                    &[
+                        "clippy",
+                        "-p",
+                        "panto-cli",
+                        "--no-default-features",
+                        "--",
+                        "-D",
+                        "warnings",
+                    ],
                 )
             }),
         ),

@@ -3,10 +3,12 @@
 //! from them are sent there over OTLP (panto-otel does the work; docs/observability.md).
 //! Without those variables nothing is set up and nothing is sent.
 
+#[cfg(feature = "otel")]
 use std::time::Duration;
 
 /// How long panto waits at exit for the last spans and metrics to reach the collector: a
 /// collector that is down or slow must not keep `panto -p` from exiting.
+#[cfg(feature = "otel")]
 pub const FLUSH_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// The export of this process, if one was asked for.
@@ -41,7 +43,7 @@ impl Telemetry {
 
     /// Without the `otel` feature: nothing to start.
     #[cfg(not(feature = "otel"))]
-    pub fn start<S>(_runtime: &tokio::runtime::Runtime, _warnings: &mut Vec<String>) -> (Telemetry, Option<()>) {
+    pub fn start(_runtime: &tokio::runtime::Runtime, _warnings: &mut Vec<String>) -> (Telemetry, Option<()>) {
         (Telemetry {}, None)
     }
 
