@@ -115,7 +115,7 @@ async fn a_hook_matches_an_mcp_tool_by_name() {
         text_of("toolu_echo"),
         (true, "the call was denied: no echo today".to_owned())
     );
-    assert_eq!(text_of("toolu_sleep").0, false, "{results}");
+    assert!(!text_of("toolu_sleep").0, "the sleep call ran: {results}");
 
     home.write_config(&format!(
         "{servers}\n[[hooks.before_tool]]\nmatch = \"other__echo\"\ncommand = \"true\"\n"
