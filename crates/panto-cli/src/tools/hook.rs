@@ -234,14 +234,20 @@ mod tests {
         assert_eq!(std::fs::read_to_string(dir.path().join("f.txt")).unwrap(), "one\n");
     }
 
+    /// The testkit's MCP fault server as the source `faults`, with the names its `sleep` and
+    /// `echo` tools are offered under.
+    async fn faults() -> (Arc<panto_mcp::McpSource>, String, String) {
+        let config = panto_mcp::ServerConfig::stdio(panto_testkit::mcp::fault_server().to_string_lossy());
+        let source = Arc::new(panto_mcp::McpSource::start("faults", config).await.unwrap());
+        let offered = |tool: &str| crate::mcp::offered_name("faults", tool);
+        (source, offered("sleep"), offered("echo"))
+    }
+
     #[tokio::test]
     async fn an_mcp_tool_and_a_built_in_tool_are_asked_about_by_the_same_hook() {
         let dir = tempfile::tempdir().unwrap();
-        let config = panto_mcp::ServerConfig::stdio(panto_testkit::mcp::fault_server().to_string_lossy());
-        let source = Arc::new(panto_mcp::McpSource::start("faults", config).await.unwrap());
+        let (source, sleep, echo) = faults().await;
         let server = MockServer::start().await;
-        let sleep = crate::mcp::offered_name("faults", "sleep");
-        let echo = crate::mcp::offered_name("faults", "echo");
         server.push(Reply::sse(script::anthropic_tool_uses(&[
             ("t1", "bash", r#"{"command":"echo built-in"}"#),
             ("t2", &sleep, r#"{"ms":1}"#),
@@ -285,11 +291,8 @@ mod tests {
     #[tokio::test]
     async fn command_hooks_match_mcp_tools_by_name() {
         let dir = tempfile::tempdir().unwrap();
-        let config = panto_mcp::ServerConfig::stdio(panto_testkit::mcp::fault_server().to_string_lossy());
-        let source = Arc::new(panto_mcp::McpSource::start("faults", config).await.unwrap());
+        let (source, sleep, echo) = faults().await;
         let server = MockServer::start().await;
-        let sleep = crate::mcp::offered_name("faults", "sleep");
-        let echo = crate::mcp::offered_name("faults", "echo");
         server.push(Reply::sse(script::anthropic_tool_uses(&[
             ("t1", &echo, r#"{"text":"hello"}"#),
             ("t2", &sleep, r#"{"ms":1}"#),
