@@ -413,3 +413,69 @@ async fn a_model_listing_past_its_cap_is_refused_instead_of_buffered() {
         "{err:?}"
     );
 }
+
+/// A server that quotes the credentials back in its errors (many do: "invalid x-api-key sk-…")
+/// must not get them into the errors and retry reasons panto hands its embedder, which hosts
+/// log.
+#[tokio::test]
+async fn errors_quoting_the_key_or_a_header_value_reach_the_embedder_scrubbed() {
+    let echo = format!("invalid x-api-key {KEY} (gateway token header-secret)");
+    let cases: Vec<(&str, Vec<Reply>)> = vec![
+        (
+            "a refused request",
+            vec![Reply::json(401, &json!({"type": "error", "error": {"type": "authentication_error", "message": echo}}))],
+        ),
+        (
+            "an overload, retried, then refused",
+            vec![
+                Reply::json(529, &json!({"type": "error", "error": {"type": "overloaded_error", "message": echo}})),
+                Reply::raw(401, echo.clone()),
+            ],
+        ),
+        (
+            "an error in the middle of the stream",
+            vec![Reply::sse(AnthropicScript::new().error("invalid_request_error", &echo).build())],
+        ),
+        (
+            "a page instead of an event stream",
+            vec![Reply::raw(200, format!("<p>{echo}</p>")).header("content-type", "text/html")],
+        ),
+    ];
+    for (what, replies) in cases {
+        let server = MockServer::start().await;
+        for reply in replies {
+            server.push(reply);
+        }
+        let mut agent = Agent::new(
+            config_at(ApiStyle::AnthropicMessages, server.anthropic_base_url()),
+            panto_core::Session::create(panto_core::NullStore::shared()),
+            None,
+        )
+        .unwrap();
+        let mut stream = agent.run("hi".into());
+        let mut texts = Vec::new();
+        let error = loop {
+            match stream.next().await {
+                Ok(Some(panto_core::Event::ProviderRetry(retry))) => texts.push(retry.reason),
+                Ok(Some(_)) => {}
+                Ok(None) => panic!("{what}: the turn succeeded"),
+                Err(e) => break e,
+            }
+        };
+        texts.push(error.to_string());
+        texts.push(format!("{error:?}"));
+        for text in &texts {
+            assert!(text.contains("[redacted]"), "{what}: {text}");
+            assert!(!text.contains(KEY) && !text.contains("header-secret"), "{what}: {text}");
+        }
+    }
+    // The model listing quotes the same bodies.
+    let server = MockServer::start().await;
+    server.push(Reply::raw(401, echo.clone()));
+    let provider = config_at(ApiStyle::AnthropicMessages, server.anthropic_base_url()).provider;
+    let client = panto_core::http_client_builder().build().unwrap();
+    let err = panto_core::list_models(&client, &provider, Duration::from_secs(10))
+        .await
+        .unwrap_err();
+    assert!(!format!("{err} {err:?}").contains(KEY), "{err}");
+}

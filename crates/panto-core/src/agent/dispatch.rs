@@ -126,9 +126,16 @@ impl Dispatch {
                 };
                 // Hooks may deny the call, rewrite its input or replace its result (agent/hooks.rs).
                 let result = hooks.around_call(call, &name, invoke).await;
-                let outcome = tokio::task::spawn_blocking(move || convert(result, max_image_dimension))
-                    .await
-                    .unwrap_or_else(|e| (vec![text(format!("the tool result could not be processed: {e}"))], true));
+                // Decoding and resizing an image is CPU work for the blocking pool; text needs
+                // none, and the pool's thread hand-off would cost a text result more than its
+                // conversion (two wake-ups, felt by every call of a busy fleet).
+                let outcome = if result.parts.iter().any(|part| matches!(part, ResultPart::Image(_))) {
+                    tokio::task::spawn_blocking(move || convert(result, max_image_dimension))
+                        .await
+                        .unwrap_or_else(|e| (vec![text(format!("the tool result could not be processed: {e}"))], true))
+                } else {
+                    convert(result, max_image_dimension)
+                };
                 trace::tool_finished(&tracing::Span::current(), started, &outcome.0, outcome.1);
                 (index, outcome)
             };

@@ -166,6 +166,8 @@ pub(crate) struct ProviderStream {
     idle_timeout: Duration,
     eof: bool,
     eof_reported: bool,
+    /// Scrubs the key and header values out of errors quoting what the provider sent.
+    redactor: crate::trace::Redactor,
 }
 
 impl std::fmt::Debug for ProviderStream {
@@ -180,7 +182,10 @@ impl ProviderStream {
     /// Sends the request and returns the stream once the status line and headers are in.
     pub async fn open(client: &reqwest::Client, req: &ProviderRequest<'_>, idle_timeout: Duration) -> Result<Self> {
         let (url, headers, body) = build_request(req);
-        let response = http::send(client, &url, &headers, &body, idle_timeout).await?;
+        let redactor = crate::trace::Redactor::new(req.config);
+        let response = http::send(client, &url, &headers, &body, idle_timeout)
+            .await
+            .map_err(|e| redactor.scrub(e))?;
         Ok(ProviderStream {
             status: response.status().as_u16(),
             body: response.bytes_stream().boxed(),
@@ -190,6 +195,7 @@ impl ProviderStream {
             idle_timeout,
             eof: false,
             eof_reported: false,
+            redactor,
         })
     }
 
@@ -216,6 +222,14 @@ impl ProviderStream {
     /// preceded it on the wire: a consumer must see the text that streamed before a mid-stream
     /// error, so that the agent can keep what the user saw.
     pub async fn next(&mut self) -> Result<Option<ProviderEvent>> {
+        match self.decode_next().await {
+            Ok(event) => Ok(event),
+            Err(e) => Err(self.redactor.scrub(e)),
+        }
+    }
+
+    /// [`ProviderStream::next`] before its error is scrubbed.
+    async fn decode_next(&mut self) -> Result<Option<ProviderEvent>> {
         loop {
             if self.decoder.is_done() && !self.eof {
                 self.drain_rest().await;

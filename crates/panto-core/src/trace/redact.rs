@@ -5,10 +5,14 @@ use std::borrow::Cow;
 use base64::Engine;
 
 use crate::config::ProviderConfig;
+use crate::error::Error;
 
 /// Secrets shorter than this are not scrubbed: replacing every occurrence of a two-letter "key"
 /// (a test server's) would garble every field without protecting anything.
 const MIN_SECRET_LEN: usize = 8;
+
+/// The shortest start of a secret removed from the end of a text that was cut there.
+const MIN_PARTIAL_LEN: usize = 4;
 
 /// What is put in place of a secret.
 pub(crate) const REDACTED: &str = "[redacted]";
@@ -54,6 +58,81 @@ impl Redactor {
         }
         out
     }
+
+    /// `text` cleaned, and, when it was cut (it ends with `…`), without the start of a secret
+    /// the cut left at its end: a key cut in half is still half a key.
+    fn clean_cut(&self, text: &str) -> String {
+        let Some(kept) = text.strip_suffix('…') else {
+            return self.clean(text).into_owned();
+        };
+        let mut out = self.clean(kept).into_owned();
+        let partial = self
+            .secrets
+            .iter()
+            .filter_map(|secret| {
+                (MIN_PARTIAL_LEN..secret.len())
+                    .rev()
+                    .find(|&n| secret.is_char_boundary(n) && out.ends_with(&secret[..n]))
+            })
+            .max();
+        if let Some(n) = partial {
+            out.truncate(out.len() - n);
+            out.push_str(REDACTED);
+        }
+        out.push('…');
+        out
+    }
+
+    /// `error` with every secret scrubbed from the text it carries from the provider (a body, a
+    /// message, a header, a transport error's description). A provider that echoes the key it
+    /// refused ("invalid x-api-key sk-…") must not hand it to every host that logs errors.
+    pub fn scrub(&self, error: Error) -> Error {
+        if self.secrets.is_empty() {
+            return error;
+        }
+        let clean = |text: String| self.clean_cut(&text);
+        match error {
+            Error::Http {
+                status,
+                error_type,
+                message,
+                retry_after,
+            } => Error::Http {
+                status,
+                error_type: error_type.map(clean),
+                message: clean(message),
+                retry_after,
+            },
+            Error::ContextOverflow { status, message } => Error::ContextOverflow {
+                status,
+                message: clean(message),
+            },
+            Error::StreamError { error_type, message } => Error::StreamError {
+                error_type: error_type.map(clean),
+                message: clean(message),
+            },
+            Error::NotEventStream {
+                content_type,
+                body_start,
+            } => Error::NotEventStream {
+                content_type: clean(content_type),
+                body_start: clean(body_start),
+            },
+            Error::Protocol { offset, message } => Error::Protocol {
+                offset,
+                message: clean(message),
+            },
+            Error::Redirect { status, location } => Error::Redirect {
+                status,
+                location: location.map(clean),
+            },
+            Error::Connect { url, message } => Error::Connect {
+                url: clean(url),
+                message: clean(message),
+            },
+            other => other,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -74,5 +153,34 @@ mod tests {
             "Incorrect key: Bearer [redacted] ([redacted]), gateway [redacted]"
         );
         assert!(matches!(r.clean("nothing secret"), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn errors_quoting_the_key_are_scrubbed_even_where_the_quote_cut_it() {
+        let config = ProviderConfig::new(ApiStyle::AnthropicMessages, "http://x", "sk-ant-api03-0123456789", "m");
+        let r = Redactor::new(&config);
+        let http = r.scrub(Error::Http {
+            status: 401,
+            error_type: Some("authentication_error".into()),
+            message: "invalid x-api-key sk-ant-api03-0123456789".into(),
+            retry_after: None,
+        });
+        assert_eq!(
+            http.to_string(),
+            "provider returned HTTP 401 (authentication_error): invalid x-api-key [redacted]"
+        );
+        let cut = r.scrub(Error::NotEventStream {
+            content_type: "text/html".into(),
+            body_start: "<p>bad key sk-ant-api03-01…".into(),
+        });
+        let Error::NotEventStream { body_start, .. } = cut else {
+            panic!("the variant changed");
+        };
+        assert_eq!(body_start, "<p>bad key [redacted]…");
+        let stream = r.scrub(Error::StreamError {
+            error_type: None,
+            message: "key sk-ant-api03-0123456789 over quota".into(),
+        });
+        assert!(!stream.to_string().contains("0123456789"), "{stream}");
     }
 }
