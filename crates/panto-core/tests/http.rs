@@ -423,18 +423,26 @@ async fn errors_quoting_the_key_or_a_header_value_reach_the_embedder_scrubbed() 
     let cases: Vec<(&str, Vec<Reply>)> = vec![
         (
             "a refused request",
-            vec![Reply::json(401, &json!({"type": "error", "error": {"type": "authentication_error", "message": echo}}))],
+            vec![Reply::json(
+                401,
+                &json!({"type": "error", "error": {"type": "authentication_error", "message": echo}}),
+            )],
         ),
         (
             "an overload, retried, then refused",
             vec![
-                Reply::json(529, &json!({"type": "error", "error": {"type": "overloaded_error", "message": echo}})),
+                Reply::json(
+                    529,
+                    &json!({"type": "error", "error": {"type": "overloaded_error", "message": echo}}),
+                ),
                 Reply::raw(401, echo.clone()),
             ],
         ),
         (
             "an error in the middle of the stream",
-            vec![Reply::sse(AnthropicScript::new().error("invalid_request_error", &echo).build())],
+            vec![Reply::sse(
+                AnthropicScript::new().error("invalid_request_error", &echo).build(),
+            )],
         ),
         (
             "a page instead of an event stream",

@@ -35,8 +35,14 @@ use crate::format::{
 use crate::open::open_for_reading;
 use crate::scan::{check_header_id, io_error};
 
-/// How many bytes each read of the first pass asks for; lines longer than this grow the buffer.
+/// How many bytes each read of the first pass asks for at most; lines longer than this grow the
+/// buffer.
 const CHUNK: usize = 1024 * 1024;
+
+/// The buffer a scan starts with. Most logs opened are small (a new session's is empty): a
+/// zeroed megabyte for each would cost more than reading them (a fleet of agents opens one per
+/// new session). Reads that fill the buffer double it, up to [`CHUNK`].
+const FIRST_READ: usize = 16 * 1024;
 
 /// An entry without its message content: what the first pass keeps of every line.
 #[derive(Debug, Deserialize)]
@@ -140,19 +146,23 @@ struct Lines<R> {
     eof: bool,
     /// The longest line returned whole.
     max: usize,
+    /// Whether the last read filled the buffer: the stream has more, so the next read asks for
+    /// more at once.
+    filled: bool,
 }
 
 impl<R: Read> Lines<R> {
     fn new(reader: R, max: usize) -> Self {
         Lines {
             reader,
-            buf: vec![0; CHUNK.min(max + 1)],
+            buf: vec![0; FIRST_READ.min(max + 1)],
             start: 0,
             end: 0,
             scanned: 0,
             base: 0,
             eof: false,
             max,
+            filled: false,
         }
     }
 
@@ -228,6 +238,9 @@ impl<R: Read> Lines<R> {
             // `max` bytes here and this grows it.
             let grown = (self.buf.len() * 2).min(self.max + 1);
             self.buf.resize(grown, 0);
+        } else if self.filled && self.buf.len() < CHUNK.min(self.max + 1) {
+            let grown = (self.buf.len() * 2).min(CHUNK.min(self.max + 1));
+            self.buf.resize(grown, 0);
         }
         loop {
             match self.reader.read(&mut self.buf[self.end..]) {
@@ -236,6 +249,7 @@ impl<R: Read> Lines<R> {
                     return Ok(());
                 }
                 Ok(n) => {
+                    self.filled = self.end + n == self.buf.len();
                     self.end += n;
                     return Ok(());
                 }
@@ -758,6 +772,27 @@ mod tests {
         let (lines, _, buffer) = all_lines(data.as_bytes(), usize::MAX, MAX_LINE);
         assert_eq!(lines.len(), 4);
         assert!(buffer <= MAX_LINE + 1);
+    }
+
+    #[test]
+    fn a_small_log_is_read_through_a_small_buffer_and_a_large_one_through_a_chunk() {
+        // A new session's log: a megabyte zeroed to read a few hundred bytes was most of the
+        // cost of opening one.
+        let small = "line\n".repeat(50);
+        let (lines, _, buffer) = all_lines(small.as_bytes(), usize::MAX, MAX_LINE);
+        assert_eq!(lines.len(), 50);
+        assert_eq!(buffer, FIRST_READ);
+        // Many short lines: reads that fill the buffer double it, to a chunk and no further.
+        let large = "0123456789abcdef\n".repeat(4 * CHUNK / 17);
+        for step in [usize::MAX, 100_000] {
+            let (lines, committed, buffer) = all_lines(large.as_bytes(), step, MAX_LINE);
+            assert_eq!(lines.len(), 4 * CHUNK / 17, "step {step}");
+            assert_eq!(committed as usize, large.len(), "step {step}");
+            // A reader that gives 100,000 bytes a read stops the doubling at the first size it
+            // does not fill.
+            let expected = if step == usize::MAX { CHUNK } else { 128 * 1024 };
+            assert_eq!(buffer, expected, "step {step}");
+        }
     }
 
     #[test]

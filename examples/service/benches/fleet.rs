@@ -21,6 +21,11 @@
 //! turn (the fleet process's alone) and the descriptors the run needed at its peak. Printed, and written to
 //! `target/bench-results/fleet.tsv` for `cargo xtask bench`'s table.
 //!
+//! Before each fleet, the floor under its added latency (`bare.rs`): the same turns made by a
+//! bare HTTP client against a mock with the same scripts, same ramp, reading each reply to its
+//! end and doing nothing else. Panto's own added latency is the fleet's over the floor's.
+//! `PANTO_FLEET_TURNS=FILE` writes every turn's phases by its start time.
+//!
 //! And where the added latency went (`timeline.rs`): every append timed, each turn's start and
 //! end, and the mock's span for each request (read, last byte written) on the same wall clock,
 //! split into getting a request to the mock, reading a reply's tail after the mock's last byte,
@@ -28,9 +33,12 @@
 //! for a CPU (`schedstat`), which is the machine's load and not panto's work.
 #![allow(clippy::print_stdout)]
 
+#[path = "fleet/bare.rs"]
+mod bare;
 #[path = "fleet/timeline.rs"]
 mod timeline;
 
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -198,6 +206,7 @@ fn main() {
         "fds max",
         "failed"
     );
+    let mut kept = Vec::new();
     for &kind in &stores {
         for (n_index, &n) in sizes.iter().enumerate() {
             let url = postgres.as_ref().filter(|_| kind == StoreKind::Postgres).map(|server| {
@@ -205,7 +214,15 @@ fn main() {
                 server.createdb(&name).expect("a database for the bench");
                 server.url(&name)
             });
-            let m = runtime.block_on(run(kind, n, url.as_deref()));
+            // The floor first, in the same minutes: the same turns by a bare HTTP client.
+            let floor = runtime.block_on(bare::run(n));
+            // Each run's session files are kept until the bench ends: ext4 skips the inodes of
+            // files deleted in the last minutes when it allocates new ones, scanning past each
+            // (`recently_deleted`, under the directory's lock), so deleting one run's thousands
+            // of files made the next run's session creations several times dearer.
+            let dir = tempfile::tempdir().expect("a temporary directory");
+            let m = runtime.block_on(run(kind, n, url.as_deref(), dir.path()));
+            kept.push(dir);
             println!(
                 "{:<9} {:>6} {:>8.0} {:>7.2}ms {:>7.2}ms {:>7.1}KB {:>7.1}KB {:>7.1}KB {:>7.1}KB {:>7.1}KB {:>8.2} {:>7.2} {:>8.2} {:>7} {:>6.2}ms {:>7} {:>6}",
                 kind.name(),
@@ -253,6 +270,14 @@ fn main() {
                 ("threads_peak", m.threads_peak as f64),
                 ("postgres_cpu_ms_per_turn", m.postgres_cpu_ms_per_turn),
                 ("postgres_runq_ms_per_turn", m.postgres_runq_ms_per_turn),
+                ("bare_added_p50_ms", floor.added_p50_ms),
+                ("bare_added_p99_ms", floor.added_p99_ms),
+                ("bare_to_mock_mean_ms", floor.to_mock_mean_ms),
+                ("bare_after_mock_mean_ms", floor.after_mock_mean_ms),
+                ("bare_cpu_ms_per_turn", floor.cpu_ms_per_turn),
+                ("bare_failed", floor.failed as f64),
+                ("panto_added_p50_ms", m.added_p50_ms - floor.added_p50_ms),
+                ("panto_added_p99_ms", m.added_p99_ms - floor.added_p99_ms),
             ] {
                 facts.add(&id, key, value);
             }
@@ -268,6 +293,17 @@ fn main() {
                     .map(|(i, name)| format!("{name} {:.2}/{:.2}", m.phases_mean_ms[i], m.phases_p99_ms[i]))
                     .collect::<Vec<_>>()
                     .join(", ")
+            );
+            println!(
+                "          a bare HTTP client, same mock, scripts and ramp: added p50 {:.2} / p99 {:.2} ms (to_mock {:.2}, after_mock {:.2} mean), CPU {:.2} ms a turn, {} failed; panto over it: p50 {:.2}, p99 {:.2} ms",
+                floor.added_p50_ms,
+                floor.added_p99_ms,
+                floor.to_mock_mean_ms,
+                floor.after_mock_mean_ms,
+                floor.cpu_ms_per_turn,
+                floor.failed,
+                m.added_p50_ms - floor.added_p50_ms,
+                m.added_p99_ms - floor.added_p99_ms,
             );
             println!(
                 "          run-queue wait per turn: fleet {:.2} ms, mock {:.2} ms, PostgreSQL {:.2} ms; CPU per turn: mock {:.2} ms, PostgreSQL {:.2} ms; fleet threads peak {}",
@@ -518,11 +554,10 @@ fn thread_count() -> usize {
     std::fs::read_dir("/proc/self/task").map(|d| d.count()).unwrap_or(0)
 }
 
-async fn run(kind: StoreKind, n: usize, postgres_url: Option<&str>) -> Measured {
+async fn run(kind: StoreKind, n: usize, postgres_url: Option<&str>, dir: &Path) -> Measured {
     let mock = MockChild::start(n);
-    let dir = tempfile::tempdir().expect("a temporary directory");
     let inner: Arc<dyn SessionStore> = match kind {
-        StoreKind::Jsonl => JsonlStore::with_durability(dir.path().join("sessions"), jsonl_durability()),
+        StoreKind::Jsonl => JsonlStore::with_durability(dir.join("sessions"), jsonl_durability()),
         StoreKind::Postgres => PostgresStore::connect_with(postgres_url.expect("a database URL"), postgres_options())
             .await
             .expect("connecting to the bench database"),
@@ -684,18 +719,37 @@ async fn run(kind: StoreKind, n: usize, postgres_url: Option<&str>) -> Measured 
             wall.saturating_sub(served).as_secs_f64() * 1e3
         })
         .collect();
+    let added_by_turn = added.clone();
     added.sort_by(f64::total_cmp);
 
     // Where the added time went, turn by turn.
     let mut by_phase: [Vec<f64>; 6] = Default::default();
+    // `PANTO_FLEET_TURNS=FILE` writes every turn's phases, to see when in the run time was lost.
+    let mut turns_out =
+        String::from("start_s\tadded_ms\tto_mock_ms\tafter_mock_ms\tfirst_append_ms\tstore_ms\ttools_ms\n");
+    let first_start = turn_times.iter().map(|(_, t)| t.start).fold(f64::INFINITY, f64::min);
     for (i, (session_id, times)) in turn_times.iter().enumerate() {
         let spans: Vec<[f64; 2]> =
             serde_json::from_value(stats["served_spans"][format!("agent-{i}")].clone()).unwrap_or_default();
         if let Some(phases) = Phases::of(times, &timed.appends(session_id), &spans) {
-            for (list, value) in by_phase.iter_mut().zip(phases.values()) {
+            let v = phases.values();
+            turns_out.push_str(&format!(
+                "{:.4}\t{:.2}\t{:.2}\t{:.2}\t{:.2}\t{:.2}\t{:.2}\n",
+                times.start - first_start,
+                added_by_turn.get(i).copied().unwrap_or_default(),
+                v[0] * 1e3,
+                v[1] * 1e3,
+                v[2] * 1e3,
+                v[3] * 1e3,
+                v[4] * 1e3
+            ));
+            for (list, value) in by_phase.iter_mut().zip(v) {
                 list.push(value * 1e3);
             }
         }
+    }
+    if let Ok(path) = std::env::var("PANTO_FLEET_TURNS") {
+        std::fs::write(&path, turns_out).expect("writing PANTO_FLEET_TURNS");
     }
     let mut phases_mean_ms = [0.0; 6];
     let mut phases_p99_ms = [0.0; 6];
