@@ -215,7 +215,12 @@ fn main() {
                 server.url(&name)
             });
             // The floor first, in the same minutes: the same turns by a bare HTTP client.
-            let floor = runtime.block_on(bare::run(n));
+            // `PANTO_FLEET_FLOOR=0` skips it (to profile the fleet alone).
+            let floor = if std::env::var("PANTO_FLEET_FLOOR").as_deref() == Ok("0") {
+                bare::Floor::default()
+            } else {
+                runtime.block_on(bare::run(n))
+            };
             // Each run's session files are kept until the bench ends: ext4 skips the inodes of
             // files deleted in the last minutes when it allocates new ones, scanning past each
             // (`recently_deleted`, under the directory's lock), so deleting one run's thousands
