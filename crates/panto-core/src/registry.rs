@@ -155,6 +155,9 @@ pub(crate) struct ToolRegistry {
     order: Vec<String>,
     /// The registered sources by name, to re-read their tools when their generation moves.
     sources: BTreeMap<String, SourceState>,
+    /// [`ToolRegistry::decls`], made once per change of the tools: every request and every
+    /// append reads it, and a copy each time deep-copied every tool's schema.
+    manifest: std::sync::OnceLock<Arc<[ToolDecl]>>,
 }
 
 impl std::fmt::Debug for ToolRegistry {
@@ -237,6 +240,7 @@ impl ToolRegistry {
         let Some(state) = self.sources.get_mut(name) else {
             return;
         };
+        self.manifest.take();
         // Read the generation first: a change during `tools()` then shows at the next refresh.
         state.generation = state.source.generation();
         let source = state.source.clone();
@@ -282,6 +286,7 @@ impl ToolRegistry {
                 reason: "a tool with this name is already registered".into(),
             });
         }
+        self.manifest.take();
         self.order.push(decl.name.clone());
         self.entries.insert(decl.name.clone(), Entry { decl, target, source });
         Ok(())
@@ -290,6 +295,7 @@ impl ToolRegistry {
     /// Removes the tool with wire name `name`, or every tool of the source named `name`. Returns
     /// whether anything was removed.
     pub fn unregister(&mut self, name: &str) -> bool {
+        self.manifest.take();
         let before = self.entries.len();
         let had_source = self.sources.remove(name).is_some();
         self.entries
@@ -309,11 +315,15 @@ impl ToolRegistry {
     }
 
     /// The declarations offered to the model, under wire names, in registration order.
-    pub fn decls(&self) -> Vec<ToolDecl> {
-        self.order
-            .iter()
-            .filter_map(|w| self.entries.get(w).map(|e| e.decl.clone()))
-            .collect()
+    pub fn decls(&self) -> Arc<[ToolDecl]> {
+        self.manifest
+            .get_or_init(|| {
+                self.order
+                    .iter()
+                    .filter_map(|w| self.entries.get(w).map(|e| e.decl.clone()))
+                    .collect()
+            })
+            .clone()
     }
 }
 

@@ -274,3 +274,43 @@ async fn a_failed_turn_is_retried_without_its_prompt_twice() {
         assert!(err.to_string().starts_with("nothing to retry"), "{err}");
     }
 }
+
+/// The idle timeout counts from the last bytes that arrived, not from the start of the response:
+/// a reply that trickles in for four times the timeout completes, and one that stops after such
+/// a trickle fails as idle, once, and is retried.
+#[tokio::test]
+async fn a_slow_but_steady_stream_is_not_idle_and_a_stall_after_it_is() {
+    for style in STYLES {
+        let full = text(style, "complete");
+        let piece = full.len().div_ceil(12);
+        let trickle = || {
+            Reply::sse(full.clone())
+                .chunking(panto_testkit::Chunking::Fixed(piece))
+                .delay(Duration::from_millis(50))
+        };
+        let server = MockServer::start().await;
+        server.push(trickle().stall_after(piece * 11));
+        server.push(trickle());
+        let mut config = config(style, &server);
+        config.idle_timeout = Duration::from_millis(150);
+        let mut agent = panto_core::Agent::new(config, Session::create(panto_core::NullStore::shared()), None).unwrap();
+        let started = std::time::Instant::now();
+        let events = collect(&mut agent, "hi").await.unwrap();
+        let r = retries(&events);
+        assert_eq!(r.len(), 1, "{style}: {r:?}");
+        assert!(r[0].reason.contains("idle"), "{}", r[0].reason);
+        assert!(r[0].discard_partial, "{style}: the stalled attempt had streamed text");
+        let last = agent.conversation().messages.last().unwrap();
+        assert!(
+            matches!(&last.content[..], [panto_core::ContentBlock::Text { text }] if text == "complete"),
+            "{style}: {:?}",
+            last.content
+        );
+        // Two trickles of 12 pieces 50 ms apart: over a second, against a 150 ms timeout.
+        assert!(
+            started.elapsed() > Duration::from_millis(1000),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+}

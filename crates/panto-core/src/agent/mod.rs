@@ -189,7 +189,7 @@ impl Agent {
 
     /// The tools offered to the model, under their wire names.
     pub fn tools(&self) -> Vec<ToolDecl> {
-        self.registry.decls()
+        self.registry.decls().to_vec()
     }
 
     /// Swaps provider, model and policies between turns. Tools and conversation are untouched.

@@ -164,6 +164,13 @@ pub(crate) struct ProviderStream {
     decoder: Box<dyn Decoder>,
     pending: VecDeque<ProviderEvent>,
     idle_timeout: Duration,
+    /// When the last bytes arrived, and one timer that checks it: a timer per read would put an
+    /// entry in the runtime's timer wheel and take it out again for every chunk of every
+    /// response, which a fleet of agents streaming small deltas pays thousands of times a
+    /// second. This one fires at most once per `idle_timeout`, and is re-armed from the last
+    /// arrival when bytes came since.
+    last_bytes: tokio::time::Instant,
+    idle: std::pin::Pin<Box<tokio::time::Sleep>>,
     eof: bool,
     eof_reported: bool,
     /// Scrubs the key and header values out of errors quoting what the provider sent.
@@ -193,6 +200,8 @@ impl ProviderStream {
             decoder: new_decoder(req.config.api_style, req.messages),
             pending: VecDeque::new(),
             idle_timeout,
+            last_bytes: tokio::time::Instant::now(),
+            idle: Box::pin(tokio::time::sleep(idle_timeout)),
             eof: false,
             eof_reported: false,
             redactor,
@@ -214,6 +223,24 @@ impl ProviderStream {
                 _ => return,
             }
         }
+    }
+
+    /// The body's next chunk, or `Err(())` once no byte has arrived for `idle_timeout`.
+    async fn next_chunk(&mut self) -> std::result::Result<Option<reqwest::Result<Bytes>>, ()> {
+        std::future::poll_fn(|cx| {
+            if let std::task::Poll::Ready(item) = self.body.poll_next_unpin(cx) {
+                return std::task::Poll::Ready(Ok(item));
+            }
+            while std::future::Future::poll(self.idle.as_mut(), cx).is_ready() {
+                let due = self.last_bytes + self.idle_timeout;
+                if due <= tokio::time::Instant::now() {
+                    return std::task::Poll::Ready(Err(()));
+                }
+                self.idle.as_mut().reset(due);
+            }
+            std::task::Poll::Pending
+        })
+        .await
     }
 
     /// The next event, `Ok(None)` after `MessageComplete`.
@@ -256,9 +283,12 @@ impl ProviderStream {
                 self.decoder.on_event(ev.event, ev.data, ev.offset, &mut self.pending)?;
                 continue;
             }
-            match tokio::time::timeout(self.idle_timeout, self.body.next()).await {
+            match self.next_chunk().await {
                 Err(_) => return Err(Error::IdleTimeout(self.idle_timeout)),
-                Ok(Some(Ok(chunk))) => self.parser.feed(&chunk),
+                Ok(Some(Ok(chunk))) => {
+                    self.last_bytes = tokio::time::Instant::now();
+                    self.parser.feed(&chunk);
+                }
                 // The headers came, so the provider was reached: a body that breaks off is a
                 // truncated response (retryable), whatever the socket said.
                 Ok(Some(Err(_))) => {
