@@ -329,3 +329,164 @@ async fn a_tool_runs_only_once_the_message_that_called_it_is_stored() {
         assert_eq!(results, vec![&stored, &stored], "{style}");
     }
 }
+
+/// Whether a batch holds tool results (the batch a tool step writes before the next request).
+fn holds_tool_results(messages: &[PersistentMessage<'_>]) -> bool {
+    messages.iter().any(|m| {
+        m.message
+            .content
+            .iter()
+            .any(|b| matches!(b, ContentBlock::ToolResult { .. }))
+    })
+}
+
+/// A `MemoryStore` whose write of tool results does not finish before the mock has received the
+/// request after them (or ten seconds have passed), and says which it was.
+#[derive(Debug)]
+struct ResultsWrittenLate {
+    memory: Arc<MemoryStore>,
+    server: Arc<MockServer>,
+    /// Set when a write of results saw the next request arrive first.
+    overlapped: std::sync::atomic::AtomicBool,
+    /// Set when a write of results is stored.
+    written: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl SessionStore for ResultsWrittenLate {
+    async fn list(&self) -> panto_core::Result<Vec<panto_core::SessionInfo>> {
+        self.memory.list().await
+    }
+    async fn load_branch(&self, id: &str) -> panto_core::Result<Option<panto_core::LoadedBranch>> {
+        self.memory.load_branch(id).await
+    }
+    async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> panto_core::Result<Vec<String>> {
+        use std::sync::atomic::Ordering;
+        if holds_tool_results(messages) {
+            let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+            while tokio::time::Instant::now() < deadline {
+                if self.server.requests().len() >= 2 {
+                    self.overlapped.store(true, Ordering::SeqCst);
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+            }
+        }
+        let ids = self.memory.append(id, messages).await?;
+        if holds_tool_results(messages) {
+            self.written.store(true, Ordering::SeqCst);
+        }
+        Ok(ids)
+    }
+}
+
+/// A tool step's results are written while the request carrying them travels (their write is off
+/// the turn's critical path), yet nothing of that request's response reaches the consumer before
+/// they are stored.
+#[tokio::test]
+async fn tool_results_are_written_while_the_next_request_travels_and_stored_before_its_response_shows() {
+    use std::sync::atomic::Ordering;
+    for style in STYLES {
+        let server = Arc::new(MockServer::start().await);
+        server.push(Reply::sse(tool_calls(style, &[("t1", "echo", r#"{"text":"x"}"#)])));
+        server.push(Reply::sse(text(style, "done")));
+        let memory = MemoryStore::new();
+        let store = Arc::new(ResultsWrittenLate {
+            memory: memory.clone(),
+            server: server.clone(),
+            overlapped: false.into(),
+            written: false.into(),
+        });
+        let session = Session::create(store.clone());
+        let id = session.id().to_owned();
+        let mut agent = agent_on(style, &server, session);
+        agent.register_tool(Arc::new(Echo)).unwrap();
+        let mut tool_done = false;
+        {
+            let mut stream = agent.run("use the tool".into());
+            while let Some(event) = stream.next().await.unwrap() {
+                match checked(event) {
+                    panto_core::Event::ToolDispatchComplete { .. } => tool_done = true,
+                    panto_core::Event::BlockStart { .. } | panto_core::Event::Delta { .. } if tool_done => assert!(
+                        store.written.load(Ordering::SeqCst),
+                        "{style}: the second response showed before the results were stored"
+                    ),
+                    _ => {}
+                }
+            }
+        }
+        assert!(tool_done, "{style}");
+        assert!(
+            store.overlapped.load(Ordering::SeqCst),
+            "{style}: the next request waited for the results' write"
+        );
+        assert_eq!(
+            roles(&memory.records(&id)),
+            vec![Role::User, Role::Assistant, Role::User, Role::Assistant],
+            "{style}"
+        );
+    }
+}
+
+/// A `MemoryStore` that refuses to write tool results.
+#[derive(Debug)]
+struct RefusesResults(Arc<MemoryStore>);
+
+#[async_trait::async_trait]
+impl SessionStore for RefusesResults {
+    async fn list(&self) -> panto_core::Result<Vec<panto_core::SessionInfo>> {
+        self.0.list().await
+    }
+    async fn load_branch(&self, id: &str) -> panto_core::Result<Option<panto_core::LoadedBranch>> {
+        self.0.load_branch(id).await
+    }
+    async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> panto_core::Result<Vec<String>> {
+        if holds_tool_results(messages) {
+            return Err(Error::Store {
+                context: "writing tool results".into(),
+                source: "the disk is full".into(),
+            });
+        }
+        self.0.append(id, messages).await
+    }
+}
+
+/// When the results' write fails, the turn fails with the store's error and the response to the
+/// request that carried them is never shown (nor stored).
+#[tokio::test]
+async fn a_failed_write_of_tool_results_fails_the_turn_before_the_next_response_shows() {
+    for style in STYLES {
+        let server = MockServer::start().await;
+        server.push(Reply::sse(tool_calls(style, &[("t1", "echo", r#"{"text":"x"}"#)])));
+        server.push(Reply::sse(text(style, "never seen")));
+        let memory = MemoryStore::new();
+        let session = Session::create(Arc::new(RefusesResults(memory.clone())));
+        let id = session.id().to_owned();
+        let mut agent = agent_on(style, &server, session);
+        agent.register_tool(Arc::new(Echo)).unwrap();
+        let mut events = Vec::new();
+        let error = {
+            let mut stream = agent.run("use the tool".into());
+            loop {
+                match stream.next().await {
+                    Ok(Some(event)) => events.push(checked(event)),
+                    Ok(None) => panic!("{style}: the turn completed though its results were not written"),
+                    Err(e) => break e,
+                }
+            }
+        };
+        assert!(matches!(error, Error::Store { .. }), "{style}: {error}");
+        assert!(error.to_string().contains("the disk is full"), "{style}: {error}");
+        assert!(
+            !streamed_text(&events).contains("never seen"),
+            "{style}: the response after the failed write was shown"
+        );
+        assert_eq!(
+            roles(&memory.records(&id)),
+            vec![Role::User, Role::Assistant],
+            "{style}: only what was written before the failure"
+        );
+        // The results stay in the conversation, for the next write.
+        assert_eq!(agent.conversation().messages.len(), 3, "{style}");
+    }
+}

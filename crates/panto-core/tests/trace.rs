@@ -47,8 +47,9 @@ async fn a_tool_turn_is_one_span_tree_with_genai_attributes() {
                 "  chat",
                 "  execute_tool",
                 "  panto.store.append",
-                "  panto.store.append",
+                // The tool's results are written while the request carrying them travels.
                 "  chat",
+                "  panto.store.append",
                 "  panto.store.append",
             ],
             "{style}"

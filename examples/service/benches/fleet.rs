@@ -24,7 +24,8 @@
 //! Before each fleet, the floor under its added latency (`bare.rs`): the same turns made by a
 //! bare HTTP client against a mock with the same scripts, same ramp, reading each reply to its
 //! end and doing nothing else. Panto's own added latency is the fleet's over the floor's.
-//! `PANTO_FLEET_TURNS=FILE` writes every turn's phases by its start time.
+//! `PANTO_FLEET_TURNS=FILE` writes every turn's phases by its start time; `PANTO_FLEET_KEEP=1`
+//! leaves the session files behind.
 //!
 //! And where the added latency went (`timeline.rs`): every append timed, each turn's start and
 //! end, and the mock's span for each request (read, last byte written) on the same wall clock,
@@ -225,9 +226,15 @@ fn main() {
             // files deleted in the last minutes when it allocates new ones, scanning past each
             // (`recently_deleted`, under the directory's lock), so deleting one run's thousands
             // of files made the next run's session creations several times dearer.
+            // `PANTO_FLEET_KEEP=1` leaves them behind when it ends (their paths printed), so that
+            // alternating invocations of two builds do not pay for each other's deletions.
             let dir = tempfile::tempdir().expect("a temporary directory");
             let m = runtime.block_on(run(kind, n, url.as_deref(), dir.path()));
-            kept.push(dir);
+            if std::env::var("PANTO_FLEET_KEEP").as_deref() == Ok("1") {
+                println!("fleet: session files kept in {}", dir.keep().display());
+            } else {
+                kept.push(dir);
+            }
             println!(
                 "{:<9} {:>6} {:>8.0} {:>7.2}ms {:>7.2}ms {:>7.1}KB {:>7.1}KB {:>7.1}KB {:>7.1}KB {:>7.1}KB {:>8.2} {:>7.2} {:>8.2} {:>7} {:>6.2}ms {:>7} {:>6}",
                 kind.name(),

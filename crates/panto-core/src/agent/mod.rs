@@ -66,7 +66,8 @@ impl From<String> for UserMessage {
 /// The agent persists everything it adds to the conversation: the user message on submit, system
 /// prompt changes, each assistant message and each tool-result message as it completes, and
 /// compactions. A brand-new session is written only once its first assistant message exists, so a
-/// first request that fails leaves nothing behind.
+/// first request that fails leaves nothing behind. Tool results are written while the request
+/// that carries them travels, and are stored before anything of its response is seen.
 ///
 /// Dropping the agent ends its hold on the session: the store lets go of what it keeps for
 /// writing it (the file store closes the locked file, PostgreSQL releases the advisory lock), so

@@ -89,6 +89,9 @@ pub struct Stream<'a> {
     control: RunControl,
     /// The turn's tracing span and the request in flight (docs/observability.md).
     trace: TurnTrace,
+    /// The turn added tool results that the next request carries and the session does not hold
+    /// yet: they are written while that request is on its way.
+    unwritten: bool,
 }
 
 impl std::fmt::Debug for Stream<'_> {
@@ -118,6 +121,7 @@ impl<'a> Stream<'a> {
             output: None,
             control: RunControl::default(),
             trace,
+            unwritten: false,
         }
     }
 
@@ -298,7 +302,8 @@ impl<'a> Stream<'a> {
                 content.insert(0, ContentBlock::Text { text: message.text });
                 self.agent.conversation.messages.push(Message::new(Role::User, content));
                 // The prompt is durable before the provider sees it (a new session waits for its
-                // first assistant message).
+                // first assistant message): its write is also where a session another writer holds
+                // is found, and that must fail the turn before a request is paid for.
                 if let Err(e) = self.agent.flush().await {
                     return Err(self.fail(e));
                 }
@@ -313,7 +318,7 @@ impl<'a> Stream<'a> {
             }
             Phase::Request => {
                 if self.steps >= self.agent.config.max_steps {
-                    return Err(self.fail(Error::StepLimit(self.agent.config.max_steps)));
+                    return Err(self.fail_written(Error::StepLimit(self.agent.config.max_steps)).await);
                 }
                 if let Some(event) = self.maybe_compact().await? {
                     return Ok(Some(event));
@@ -324,7 +329,7 @@ impl<'a> Stream<'a> {
                     .before_request(&self.agent.conversation.messages, &self.cancel)
                     .await
                 {
-                    return Err(self.fail(e));
+                    return Err(self.fail_written(e).await);
                 }
                 let system = self.agent.conversation.effective_system_blocks();
                 // A source's tools may have changed since the last step (an MCP server's
@@ -340,15 +345,31 @@ impl<'a> Stream<'a> {
                     session_id: self.agent.session.id(),
                 };
                 let request_span = self.trace.request_started(&self.agent.config, self.attempt);
-                let opened = match self.agent.config.provider.http_client() {
-                    Ok(client) => {
-                        ProviderStream::open(&client, &request, self.agent.config.idle_timeout)
-                            .instrument(request_span)
-                            .await
-                    }
+                let opening = match self.agent.config.provider.http_client() {
+                    Ok(client) => Ok(ProviderStream::start(&client, &request, self.agent.config.idle_timeout)),
                     Err(e) => Err(e),
                 };
                 drop(system);
+                // Tool results this request carries are written while it travels, and are durable
+                // before anything of its response is seen, which takes their write off the turn's
+                // critical path; an assistant message's stays on it (its tools run only once it is
+                // stored, and a turn is complete only once its answer is). Should the write fail,
+                // the response is dropped unread and the turn fails with the store's error.
+                let (written, opened) = match opening {
+                    Ok(opening) => {
+                        let opening = opening.instrument(request_span);
+                        if std::mem::take(&mut self.unwritten) {
+                            let (written, opened) = tokio::join!(self.agent.flush(), opening);
+                            (written, opened)
+                        } else {
+                            (Ok(()), opening.await)
+                        }
+                    }
+                    Err(e) => (self.write_unwritten().await, Err(e)),
+                };
+                if let Err(e) = written {
+                    return Err(self.fail(e));
+                }
                 match opened {
                     Ok(stream) => {
                         self.trace.request_opened(stream.status);
@@ -364,6 +385,10 @@ impl<'a> Stream<'a> {
             Phase::Streaming(..) => self.pull_response().await,
             Phase::Compact { overflow } => {
                 let overflow = *overflow;
+                // A compaction that fails must not take the turn's unwritten messages with it.
+                if let Err(e) = self.write_unwritten().await {
+                    return Err(self.fail(e));
+                }
                 match self.agent.compact(None, None).await {
                     Ok(result) => {
                         self.phase = Phase::Request;
@@ -397,13 +422,19 @@ impl<'a> Stream<'a> {
                         return Err(self.fail(e));
                     }
                     self.agent.conversation.messages.push(results);
-                    if let Err(e) = self.agent.flush().await {
-                        return Err(self.fail(e));
-                    }
                     match self.output.as_ref().map(|(slot, _)| slot.outcome()) {
-                        None | Some(Outcome::Continue) => Ok(None),
-                        Some(Outcome::Done) => Ok(Some(self.complete_turn(StopReason::ToolUse))),
-                        Some(Outcome::Failed(e)) => Err(self.fail(e)),
+                        // The next request carries the results, and writes them on its way.
+                        None | Some(Outcome::Continue) => {
+                            self.unwritten = true;
+                            Ok(None)
+                        }
+                        Some(Outcome::Done) => {
+                            if let Err(e) = self.agent.flush().await {
+                                return Err(self.fail(e));
+                            }
+                            Ok(Some(self.complete_turn(StopReason::ToolUse)))
+                        }
+                        Some(Outcome::Failed(e)) => Err(self.fail_written(e).await),
                     }
                 }
             },
@@ -508,6 +539,26 @@ impl<'a> Stream<'a> {
     fn discard_partial(&mut self) {
         if matches!(self.phase, Phase::Streaming(..)) {
             self.phase = Phase::Request;
+        }
+    }
+
+    /// Writes what the turn added for a request it will not send now. A failure to write is
+    /// the turn's error.
+    async fn write_unwritten(&mut self) -> Result<()> {
+        if std::mem::take(&mut self.unwritten) {
+            self.agent.flush().await
+        } else {
+            Ok(())
+        }
+    }
+
+    /// [`Stream::fail`] for a turn that ends before sending the request that would have carried
+    /// its unwritten tool results: they are written first (a failed turn keeps them), and a
+    /// failure to write them is the error reported.
+    async fn fail_written(&mut self, error: Error) -> Error {
+        match self.write_unwritten().await {
+            Ok(()) => self.fail(error),
+            Err(write) => self.fail(write),
         }
     }
 

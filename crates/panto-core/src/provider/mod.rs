@@ -188,24 +188,40 @@ impl std::fmt::Debug for ProviderStream {
 impl ProviderStream {
     /// Sends the request and returns the stream once the status line and headers are in.
     pub async fn open(client: &reqwest::Client, req: &ProviderRequest<'_>, idle_timeout: Duration) -> Result<Self> {
+        Self::start(client, req, idle_timeout).await
+    }
+
+    /// What [`ProviderStream::open`] does, with everything taken from `req` before the first
+    /// await: the future borrows nothing, so the agent can write its session while the request
+    /// is on its way (agent/stream.rs, `Phase::Request`).
+    pub fn start(
+        client: &reqwest::Client,
+        req: &ProviderRequest<'_>,
+        idle_timeout: Duration,
+    ) -> impl std::future::Future<Output = Result<Self>> + Send + 'static {
         let (url, headers, body) = build_request(req);
         let redactor = crate::trace::Redactor::new(req.config);
-        let response = http::send(client, &url, &headers, &body, idle_timeout)
-            .await
-            .map_err(|e| redactor.scrub(e))?;
-        Ok(ProviderStream {
-            status: response.status().as_u16(),
-            body: response.bytes_stream().boxed(),
-            parser: sse::SseParser::new(req.config.max_event_bytes),
-            decoder: new_decoder(req.config.api_style, req.messages),
-            pending: VecDeque::new(),
-            idle_timeout,
-            last_bytes: tokio::time::Instant::now(),
-            idle: Box::pin(tokio::time::sleep(idle_timeout)),
-            eof: false,
-            eof_reported: false,
-            redactor,
-        })
+        let parser = sse::SseParser::new(req.config.max_event_bytes);
+        let decoder = new_decoder(req.config.api_style, req.messages);
+        let client = client.clone();
+        async move {
+            let response = http::send(&client, &url, &headers, &body, idle_timeout)
+                .await
+                .map_err(|e| redactor.scrub(e))?;
+            Ok(ProviderStream {
+                status: response.status().as_u16(),
+                body: response.bytes_stream().boxed(),
+                parser,
+                decoder,
+                pending: VecDeque::new(),
+                idle_timeout,
+                last_bytes: tokio::time::Instant::now(),
+                idle: Box::pin(tokio::time::sleep(idle_timeout)),
+                eof: false,
+                eof_reported: false,
+                redactor,
+            })
+        }
     }
 
     /// Reads what is left of a response whose message is complete (usually only the end of the

@@ -84,15 +84,18 @@ pub struct TurnTimes {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Phases {
     /// From the moment the agent could send a request (the turn started, or the tool results
-    /// were committed) to the mock having read it: building the request, the connection pool,
-    /// the loopback, the mock's accept and read (the mock's run-queue wait included).
+    /// started to be written: the request travels while they are) to the mock having read it:
+    /// building the request, the connection pool, the loopback, the mock's accept and read (the
+    /// mock's run-queue wait included).
     pub to_mock: f64,
-    /// From the mock's last byte to the agent starting to commit the message: reading and
-    /// decoding the tail of the stream, and waiting for a worker thread.
+    /// From the mock's last byte (or the tool results stored, if that came later) to the agent
+    /// starting to commit the message: reading and decoding the tail of the stream, and waiting
+    /// for a worker thread.
     pub after_mock: f64,
     /// The first append, which creates the session (and, on PostgreSQL, takes its lock).
     pub first_append: f64,
-    /// The four appends after it (two assistant messages, two tool-result messages).
+    /// What the turn waited for of the four appends after the first: the two assistant
+    /// messages' whole, and the part of each tool-result write that outlasted the mock's answer.
     pub store: f64,
     /// From an assistant message committed to its tool results starting to commit: events,
     /// tool dispatch, the tool itself.
@@ -110,12 +113,20 @@ impl Phases {
         }
         let mut p = Phases::default();
         for (k, span) in spans.iter().enumerate() {
-            let ready = if k == 0 { turn.start } else { appends[2 * k - 1][1] };
+            // The request after a tool step leaves as its results' write starts; the response is
+            // read once both the mock's last byte is in and the results are stored.
+            let (ready, answered) = if k == 0 {
+                (turn.start, span[1])
+            } else {
+                let results = appends[2 * k - 1];
+                p.store += (results[1] - span[1]).max(0.0);
+                (results[0], span[1].max(results[1]))
+            };
             p.to_mock += span[0] - ready;
-            p.after_mock += appends[2 * k][0] - span[1];
+            p.after_mock += appends[2 * k][0] - answered;
         }
         p.first_append = appends[0][1] - appends[0][0];
-        p.store = appends[1..].iter().map(|a| a[1] - a[0]).sum();
+        p.store += (appends[2][1] - appends[2][0]) + (appends[4][1] - appends[4][0]);
         p.tools = (appends[1][0] - appends[0][1]) + (appends[3][0] - appends[2][1]);
         p.finish = turn.end - appends[4][1];
         Some(p)
