@@ -192,3 +192,106 @@ async fn context_overflow_compacts_and_retries_once() {
         );
     }
 }
+
+/// A `MemoryStore` whose write of tool results takes a while, and that says when it is done.
+#[derive(Debug)]
+struct SlowResults {
+    memory: Arc<MemoryStore>,
+    written: std::sync::atomic::AtomicBool,
+}
+
+#[async_trait::async_trait]
+impl SessionStore for SlowResults {
+    async fn list(&self) -> panto_core::Result<Vec<panto_core::SessionInfo>> {
+        self.memory.list().await
+    }
+    async fn load_branch(&self, id: &str) -> panto_core::Result<Option<panto_core::LoadedBranch>> {
+        self.memory.load_branch(id).await
+    }
+    async fn append(
+        &self,
+        id: &str,
+        messages: &[panto_core::PersistentMessage<'_>],
+    ) -> panto_core::Result<Vec<String>> {
+        let results = messages.iter().any(|m| {
+            m.message
+                .content
+                .iter()
+                .any(|b| matches!(b, ContentBlock::ToolResult { .. }))
+        });
+        if results {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let ids = self.memory.append(id, messages).await?;
+        if results {
+            self.written.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+        Ok(ids)
+    }
+}
+
+/// Tool results normally travel with the next request and are written on its way; when a
+/// compaction comes first, the consumer sees it start only once they are stored (a kill there
+/// must not lose results the run already went past).
+#[tokio::test]
+async fn a_compaction_after_a_tool_step_starts_once_the_results_are_stored() {
+    for style in STYLES {
+        let server = MockServer::start().await;
+        let memory = MemoryStore::new();
+        let store = Arc::new(SlowResults {
+            memory: memory.clone(),
+            written: false.into(),
+        });
+        let mut config = config(style, &server);
+        config.compaction.keep_recent_tokens = 30;
+        let mut agent = Agent::new(config, Session::create(store.clone()), None).unwrap();
+        agent.register_tool(Arc::new(Echo)).unwrap();
+        for i in 0..3 {
+            server.push(Reply::sse(text_with_usage(
+                style,
+                &format!("answer number {i} with some words in it"),
+                usage(300 + 50 * i, 40),
+            )));
+            collect(&mut agent, &format!("question number {i} about the project"))
+                .await
+                .unwrap();
+        }
+        // The history reports 440 tokens, under the threshold of 600; the echoed result (about
+        // a thousand tokens) takes the next request over it.
+        let mut config = agent.config().clone();
+        config.compaction.context_window = 1200;
+        config.compaction.threshold = 0.5;
+        agent.set_config(config);
+        let long = "word ".repeat(800);
+        let input = json!({ "text": long }).to_string();
+        server.push(Reply::sse(tool_calls(style, &[("t1", "echo", &input)])));
+        server.push(Reply::sse(text_with_usage(style, "SUMMARY of before", usage(900, 20))));
+        server.push(Reply::sse(text_with_usage(style, "done", usage(150, 9))));
+        let mut started = false;
+        {
+            let mut stream = agent.run("echo the long text".into());
+            while let Some(event) = stream.next().await.unwrap() {
+                if let Event::CompactionStart { .. } = checked(event) {
+                    started = true;
+                    assert!(
+                        store.written.load(std::sync::atomic::Ordering::SeqCst),
+                        "{style}: the compaction started before the tool results were stored"
+                    );
+                }
+            }
+        }
+        assert!(started, "{style}: no compaction after the tool step");
+        let id = agent.session_id().to_owned();
+        let results = memory
+            .records(&id)
+            .iter()
+            .filter(|r| {
+                r.message
+                    .content
+                    .iter()
+                    .any(|b| matches!(b, ContentBlock::ToolResult { .. }))
+            })
+            .count();
+        assert_eq!(results, 1, "{style}");
+    }
+}

@@ -385,10 +385,6 @@ impl<'a> Stream<'a> {
             Phase::Streaming(..) => self.pull_response().await,
             Phase::Compact { overflow } => {
                 let overflow = *overflow;
-                // A compaction that fails must not take the turn's unwritten messages with it.
-                if let Err(e) = self.write_unwritten().await {
-                    return Err(self.fail(e));
-                }
                 match self.agent.compact(None, None).await {
                     Ok(result) => {
                         self.phase = Phase::Request;
@@ -616,6 +612,11 @@ impl<'a> Stream<'a> {
         let limit = (config.threshold * config.context_window as f64) as u64;
         if tokens <= limit || split_point(&self.agent.conversation.messages, config.keep_recent_tokens).is_none() {
             return Ok(None);
+        }
+        // The consumer sees the compaction start, progress past the last tool results: they
+        // must be stored by then (they would otherwise travel with the next request).
+        if let Err(e) = self.write_unwritten().await {
+            return Err(self.fail(e));
         }
         Ok(Some(self.start_compaction(tokens, false)))
     }
