@@ -10,9 +10,14 @@ use crate::support::*;
 
 /// An agent on a memory store that has already run three plain turns.
 async fn agent_with_history(style: ApiStyle, server: &MockServer, store: &Arc<MemoryStore>) -> Agent {
+    agent_with_history_on(style, server, store.clone()).await
+}
+
+/// [`agent_with_history`] on any store.
+async fn agent_with_history_on(style: ApiStyle, server: &MockServer, store: Arc<dyn SessionStore>) -> Agent {
     let mut config = config(style, server);
     config.compaction.keep_recent_tokens = 30;
-    let mut agent = Agent::new(config, Session::create(store.clone()), None).unwrap();
+    let mut agent = Agent::new(config, Session::create(store), None).unwrap();
     agent.add_system_message("You are the system.").await.unwrap();
     for i in 0..3 {
         server.push(Reply::sse(text_with_usage(
@@ -242,20 +247,8 @@ async fn a_compaction_after_a_tool_step_starts_once_the_results_are_stored() {
             memory: memory.clone(),
             written: false.into(),
         });
-        let mut config = config(style, &server);
-        config.compaction.keep_recent_tokens = 30;
-        let mut agent = Agent::new(config, Session::create(store.clone()), None).unwrap();
+        let mut agent = agent_with_history_on(style, &server, store.clone()).await;
         agent.register_tool(Arc::new(Echo)).unwrap();
-        for i in 0..3 {
-            server.push(Reply::sse(text_with_usage(
-                style,
-                &format!("answer number {i} with some words in it"),
-                usage(300 + 50 * i, 40),
-            )));
-            collect(&mut agent, &format!("question number {i} about the project"))
-                .await
-                .unwrap();
-        }
         // The history reports 440 tokens, under the threshold of 600; the echoed result (about
         // a thousand tokens) takes the next request over it.
         let mut config = agent.config().clone();
