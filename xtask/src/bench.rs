@@ -760,7 +760,7 @@ pub(crate) fn fleet_rows(r: &Results) -> Vec<Row> {
                 "ms",
                 Bound::Info,
                 0.0,
-                "the same requests and mock, replies read to their end, nothing else",
+                "the same requests and mock, replies read to their end; on JSONL the same writes and syncs",
             ));
             // The latency target is set at 1,000 agents, on what panto adds: the floor
             // (HTTP, loopback, the mock's own queue on the same two cores) is not panto's.

@@ -23,7 +23,8 @@
 //!
 //! Before each fleet, the floor under its added latency (`bare.rs`): the same turns made by a
 //! bare HTTP client against a mock with the same scripts, same ramp, reading each reply to its
-//! end and doing nothing else. Panto's own added latency is the fleet's over the floor's.
+//! end and, on the JSONL store, writing and syncing each turn's lines as that store must.
+//! Panto's own added latency is the fleet's over the floor's.
 //! `PANTO_FLEET_TURNS=FILE` writes every turn's phases by its start time; `PANTO_FLEET_KEEP=1`
 //! leaves the session files behind.
 //!
@@ -217,18 +218,33 @@ fn main() {
             });
             // The floor first, in the same minutes: the same turns by a bare HTTP client.
             // `PANTO_FLEET_FLOOR=0` skips it (to profile the fleet alone).
+            // Each run's session files (and its floor's) are kept until the bench ends: ext4
+            // skips the inodes of files deleted in the last minutes when it allocates new ones,
+            // scanning past each (`recently_deleted`, under the directory's lock), so deleting
+            // one run's thousands of files made the next run's session creations several times
+            // dearer. `PANTO_FLEET_KEEP=1` leaves them behind when it ends (their paths
+            // printed), so that alternating invocations of two builds do not pay for each
+            // other's deletions.
+            let dir = tempfile::tempdir().expect("a temporary directory");
+            // On the JSONL store the floor writes each turn as that store must, on the same
+            // file system, so that the disk's syncs are the floor's as much as the fleet's.
+            let files = (kind == StoreKind::Jsonl).then(|| bare::Files {
+                dir: dir.path().join("floor"),
+                sync: jsonl_durability() == Durability::Fsync,
+            });
             let floor = if std::env::var("PANTO_FLEET_FLOOR").as_deref() == Ok("0") {
                 bare::Floor::default()
             } else {
-                runtime.block_on(bare::run(n))
+                let floor = runtime.block_on(bare::run(n, files.as_ref()));
+                if files.is_some() {
+                    // What the floor left to the file system (its journal's checkpoint, the
+                    // writeback of its metadata) would otherwise be paid in the fleet's minute:
+                    // at 1,000 agents with fsync it made the fleet's p50 two to four times longer.
+                    let _ = std::process::Command::new("sync").status();
+                    std::thread::sleep(Duration::from_secs(2));
+                }
+                floor
             };
-            // Each run's session files are kept until the bench ends: ext4 skips the inodes of
-            // files deleted in the last minutes when it allocates new ones, scanning past each
-            // (`recently_deleted`, under the directory's lock), so deleting one run's thousands
-            // of files made the next run's session creations several times dearer.
-            // `PANTO_FLEET_KEEP=1` leaves them behind when it ends (their paths printed), so that
-            // alternating invocations of two builds do not pay for each other's deletions.
-            let dir = tempfile::tempdir().expect("a temporary directory");
             let m = runtime.block_on(run(kind, n, url.as_deref(), dir.path()));
             if std::env::var("PANTO_FLEET_KEEP").as_deref() == Ok("1") {
                 println!("fleet: session files kept in {}", dir.keep().display());
@@ -287,6 +303,7 @@ fn main() {
                 ("bare_to_mock_mean_ms", floor.to_mock_mean_ms),
                 ("bare_after_mock_mean_ms", floor.after_mock_mean_ms),
                 ("bare_cpu_ms_per_turn", floor.cpu_ms_per_turn),
+                ("bare_writes_mean_ms", floor.writes_mean_ms),
                 ("bare_failed", floor.failed as f64),
                 ("panto_added_p50_ms", m.added_p50_ms - floor.added_p50_ms),
                 ("panto_added_p99_ms", m.added_p99_ms - floor.added_p99_ms),
@@ -307,11 +324,17 @@ fn main() {
                     .join(", ")
             );
             println!(
-                "          a bare HTTP client, same mock, scripts and ramp: added p50 {:.2} / p99 {:.2} ms (to_mock {:.2}, after_mock {:.2} mean), CPU {:.2} ms a turn, {} failed; panto over it: p50 {:.2}, p99 {:.2} ms",
+                "          the floor (a bare HTTP client{}, same mock, scripts and ramp): added p50 {:.2} / p99 {:.2} ms (to_mock {:.2}, after_mock {:.2}, writes {:.2} mean), CPU {:.2} ms a turn, {} failed; panto over it: p50 {:.2}, p99 {:.2} ms",
+                match &files {
+                    Some(files) if files.sync => " writing and syncing as the store",
+                    Some(_) => " writing as the store",
+                    None => "",
+                },
                 floor.added_p50_ms,
                 floor.added_p99_ms,
                 floor.to_mock_mean_ms,
                 floor.after_mock_mean_ms,
+                floor.writes_mean_ms,
                 floor.cpu_ms_per_turn,
                 floor.failed,
                 m.added_p50_ms - floor.added_p50_ms,
