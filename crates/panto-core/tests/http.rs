@@ -1,5 +1,5 @@
 //! A hostile or misconfigured server: redirects, success bodies that are not event streams,
-//! oversized events, and credentials in the base URL.
+//! oversized events and error bodies, and credentials in the base URL.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -486,4 +486,50 @@ async fn errors_quoting_the_key_or_a_header_value_reach_the_embedder_scrubbed() 
         .await
         .unwrap_err();
     assert!(!format!("{err} {err:?}").contains(KEY), "{err}");
+}
+
+/// An error response is read only so far: a proxy's huge page, or an error body that never
+/// ends, must cost neither unbounded memory nor the idle timeout's wait. The start of the body
+/// still reaches the embedder, with word that the rest was cut.
+#[tokio::test]
+async fn an_error_body_too_long_or_endless_is_cut_and_fails_the_turn_at_once() {
+    let page = format!("<html>{}</html>", "padding ".repeat(200_000));
+    // One that ends, and one that stalls after 200,000 bytes and never ends (the old whole-body
+    // read waited out the 10 s idle timeout, then lost the body).
+    for reply in [
+        Reply::raw(401, page.clone()),
+        Reply::raw(401, page).stall_after(200_000),
+    ] {
+        let server = MockServer::start().await;
+        server.push(reply);
+        let mut agent = Agent::new(
+            config_at(ApiStyle::AnthropicMessages, server.anthropic_base_url()),
+            panto_core::Session::create(panto_core::NullStore::shared()),
+            None,
+        )
+        .unwrap();
+        let error = tokio::time::timeout(Duration::from_secs(5), async {
+            let mut stream = agent.run("hi".into());
+            loop {
+                match stream.next().await {
+                    Ok(Some(_)) => {}
+                    Ok(None) => panic!("the turn succeeded"),
+                    Err(e) => break e,
+                }
+            }
+        })
+        .await
+        .expect("the error arrives without waiting for the body's end or the idle timeout");
+        let Error::Http { status, message, .. } = &error else {
+            panic!("not an HTTP error: {error:?}");
+        };
+        assert_eq!(*status, 401);
+        assert!(message.starts_with("<html>padding padding"), "{}", &message[..100]);
+        assert!(
+            message.ends_with("(the body was cut at 65536 bytes)"),
+            "{}",
+            &message[message.len() - 100..]
+        );
+        assert!(message.len() < 66 * 1024, "{} bytes", message.len());
+    }
 }

@@ -14,6 +14,9 @@ const QUOTED_BODY_BYTES: usize = 200;
 /// How many bytes of a server-chosen header value (`Location`, `Content-Type`) an error quotes.
 const QUOTED_HEADER_BYTES: usize = 300;
 
+/// The most of an error response's body that is read (see `read_error_body`).
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
 /// The one place panto builds an HTTP client: every client panto makes, for a provider or
 /// anything added later (an MCP server over HTTP), starts from this builder. `cargo xtask arch`
 /// rejects any other `Client::new()` or `Client::builder()` in library and binary source.
@@ -49,7 +52,8 @@ pub(crate) fn header_map(headers: &[(String, String)]) -> Result<HeaderMap> {
 }
 
 /// Posts `body` to `url` and returns the response once a success status and headers are in.
-/// A non-success status is read whole and turned into an [`Error`] by [`classify_status`]; a
+/// A non-success status is read (its first [`MAX_ERROR_BODY`] bytes) and turned into an
+/// [`Error`] by [`classify_status`]; a
 /// redirect is [`Error::Redirect`] and is not followed; a success whose body is not an event
 /// stream is [`Error::NotEventStream`].
 pub(crate) async fn send(
@@ -97,12 +101,40 @@ pub(crate) async fn send(
         return expect_event_stream(response, idle_timeout).await;
     }
     let retry_after = retry_after(response.headers());
-    let text = match tokio::time::timeout(idle_timeout, response.text()).await {
-        Ok(Ok(t)) => t,
-        Ok(Err(e)) => format!("(body unreadable: {})", describe(&e)),
-        Err(_) => "(body timed out)".to_owned(),
-    };
+    let text = read_error_body(response, idle_timeout).await;
     Err(classify_status(status.as_u16(), &text, retry_after))
+}
+
+/// The body of an error response, as text: at most [`MAX_ERROR_BODY`] bytes of it, read within
+/// the idle timeout. A provider's error is a small JSON object; a server that sends more (a
+/// proxy's page, or a body that never ends) is cut off there, so that an error costs bounded
+/// memory and time, and the message says it was cut.
+async fn read_error_body(mut response: reqwest::Response, idle_timeout: Duration) -> String {
+    let mut body = Vec::new();
+    let mut cut = false;
+    let read = tokio::time::timeout(idle_timeout, async {
+        while let Some(chunk) = response.chunk().await? {
+            let room = MAX_ERROR_BODY - body.len();
+            if chunk.len() > room {
+                body.extend_from_slice(&chunk[..room]);
+                cut = true;
+                break;
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok::<(), reqwest::Error>(())
+    })
+    .await;
+    let mut text = String::from_utf8_lossy(&body).into_owned();
+    match read {
+        Ok(Ok(())) if cut => text.push_str(&format!(" … (the body was cut at {MAX_ERROR_BODY} bytes)")),
+        Ok(Ok(())) => {}
+        Ok(Err(e)) if body.is_empty() => return format!("(body unreadable: {})", describe(&e)),
+        Ok(Err(e)) => text.push_str(&format!(" … (the rest was unreadable: {})", describe(&e))),
+        Err(_) if body.is_empty() => return "(body timed out)".to_owned(),
+        Err(_) => text.push_str(" … (the rest timed out)"),
+    }
+    text
 }
 
 /// `response` if it is an event stream (`Content-Type: text/event-stream`, not compressed), else
