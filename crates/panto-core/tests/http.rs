@@ -33,13 +33,18 @@ fn base_url(style: ApiStyle, server: &MockServer) -> String {
     }
 }
 
-async fn run(config: Config) -> Result<Vec<panto_core::Event>, Error> {
-    let mut agent = Agent::new(
+/// An agent on `config` whose session stores nothing.
+fn agent_storing_nothing(config: Config) -> Agent {
+    Agent::new(
         config,
         panto_core::Session::create(panto_core::NullStore::shared()),
         None,
     )
-    .unwrap();
+    .unwrap()
+}
+
+async fn run(config: Config) -> Result<Vec<panto_core::Event>, Error> {
+    let mut agent = agent_storing_nothing(config);
     collect(&mut agent, "hi").await
 }
 
@@ -269,16 +274,7 @@ async fn agents_of_one_config_share_their_connections() {
         let server = MockServer::start().await;
         server.set_keep_alive(true);
         let shared = config(style, &server);
-        let mut agents: Vec<Agent> = (0..3)
-            .map(|_| {
-                Agent::new(
-                    shared.clone(),
-                    panto_core::Session::create(panto_core::NullStore::shared()),
-                    None,
-                )
-                .unwrap()
-            })
-            .collect();
+        let mut agents: Vec<Agent> = (0..3).map(|_| agent_storing_nothing(shared.clone())).collect();
         for (i, agent) in agents.iter_mut().enumerate() {
             server.push(Reply::sse(text(style, &format!("answer {i}"))));
             let events = collect(agent, "hello").await.unwrap();
@@ -293,12 +289,7 @@ async fn agents_of_one_config_share_their_connections() {
         );
 
         // A config built on its own has its own client, so its own connection.
-        let mut separate = Agent::new(
-            config(style, &server),
-            panto_core::Session::create(panto_core::NullStore::shared()),
-            None,
-        )
-        .unwrap();
+        let mut separate = agent_storing_nothing(config(style, &server));
         server.push(Reply::sse(text(style, "apart")));
         collect(&mut separate, "hello").await.unwrap();
         assert_eq!(server.connections(), 2, "{style}");
@@ -329,12 +320,7 @@ async fn agents_sharing_a_client_over_http2_use_one_connection() {
             );
             let mut config = shared.clone();
             config.provider = config.provider.with_header(panto_testkit::KEY_HEADER, key);
-            let mut agent = Agent::new(
-                config,
-                panto_core::Session::create(panto_core::NullStore::shared()),
-                None,
-            )
-            .unwrap();
+            let mut agent = agent_storing_nothing(config);
             turns.spawn(async move { (i, streamed_text(&collect(&mut agent, "hello").await.unwrap())) });
         }
         while let Some(turn) = turns.join_next().await {
@@ -372,14 +358,7 @@ async fn keyed_scripts_answer_each_agent_from_its_own_queue() {
         for step in 0..2 {
             server.push_keyed(key, Reply::sse(text(style, &format!("{key}{step}"))));
         }
-        agents.push(
-            Agent::new(
-                config,
-                panto_core::Session::create(panto_core::NullStore::shared()),
-                None,
-            )
-            .unwrap(),
-        );
+        agents.push(agent_storing_nothing(config));
     }
     // b answers before a, and each agent still gets its own replies in order.
     let (a, b) = agents.split_at_mut(1);
@@ -454,12 +433,7 @@ async fn errors_quoting_the_key_or_a_header_value_reach_the_embedder_scrubbed() 
         for reply in replies {
             server.push(reply);
         }
-        let mut agent = Agent::new(
-            config_at(ApiStyle::AnthropicMessages, server.anthropic_base_url()),
-            panto_core::Session::create(panto_core::NullStore::shared()),
-            None,
-        )
-        .unwrap();
+        let mut agent = agent_storing_nothing(config_at(ApiStyle::AnthropicMessages, server.anthropic_base_url()));
         let mut stream = agent.run("hi".into());
         let mut texts = Vec::new();
         let error = loop {
@@ -502,12 +476,7 @@ async fn an_error_body_too_long_or_endless_is_cut_and_fails_the_turn_at_once() {
     ] {
         let server = MockServer::start().await;
         server.push(reply);
-        let mut agent = Agent::new(
-            config_at(ApiStyle::AnthropicMessages, server.anthropic_base_url()),
-            panto_core::Session::create(panto_core::NullStore::shared()),
-            None,
-        )
-        .unwrap();
+        let mut agent = agent_storing_nothing(config_at(ApiStyle::AnthropicMessages, server.anthropic_base_url()));
         let error = tokio::time::timeout(Duration::from_secs(5), async {
             let mut stream = agent.run("hi".into());
             loop {
