@@ -15,6 +15,9 @@ use crate::wire::{strip_userinfo, WireIdentity};
 /// The default of [`ProviderConfig::max_event_bytes`]: 16 MiB.
 pub(crate) const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 
+/// The default of [`ProviderConfig::max_response_bytes`]: 256 MiB.
+pub(crate) const DEFAULT_MAX_RESPONSE_BYTES: u64 = 256 * 1024 * 1024;
+
 /// Which wire protocol a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum ApiStyle {
@@ -197,6 +200,13 @@ pub struct ProviderConfig {
     /// any real event (a large tool call's arguments arrive as many small deltas).
     #[serde(default = "default_max_event_bytes")]
     pub max_event_bytes: usize,
+    /// The most bytes one response's body may take. A server that streams past it (deltas
+    /// without end) fails the request with [`Error::Protocol`](crate::Error::Protocol), which is
+    /// not retried, instead of growing the message in memory without bound. Default 256 MiB:
+    /// the longest answers models give today (128,000 tokens, streamed as a few tokens per
+    /// event of a few hundred bytes) take tens of megabytes.
+    #[serde(default = "default_max_response_bytes")]
+    pub max_response_bytes: u64,
     /// Whether requests ask for prompt caching. Default [`CacheMode::Auto`].
     #[serde(default)]
     pub cache: CacheMode,
@@ -238,6 +248,10 @@ fn default_max_event_bytes() -> usize {
     DEFAULT_MAX_EVENT_BYTES
 }
 
+fn default_max_response_bytes() -> u64 {
+    DEFAULT_MAX_RESPONSE_BYTES
+}
+
 fn default_max_tokens() -> u32 {
     8_192
 }
@@ -259,6 +273,7 @@ impl ProviderConfig {
             max_tokens: default_max_tokens(),
             extra_headers: Vec::new(),
             max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             cache: CacheMode::Auto,
             cache_ttl: CacheTtl::FiveMinutes,
             prompt_cache_key: false,
@@ -361,6 +376,7 @@ impl fmt::Debug for ProviderConfig {
             .field("max_tokens", &self.max_tokens)
             .field("extra_headers", &self.extra_headers.len())
             .field("max_event_bytes", &self.max_event_bytes)
+            .field("max_response_bytes", &self.max_response_bytes)
             .field("cache", &self.cache)
             .field("cache_ttl", &self.cache_ttl)
             .field("prompt_cache_key", &self.prompt_cache_key)
@@ -661,6 +677,7 @@ mod tests {
         assert_eq!(c.idle_timeout, Duration::from_millis(1500));
         assert_eq!(c.max_image_dimension, 1568);
         assert_eq!(c.provider.max_event_bytes, 16 * 1024 * 1024);
+        assert_eq!(c.provider.max_response_bytes, 256 * 1024 * 1024);
         assert_eq!(
             (c.provider.cache, c.provider.cache_ttl, c.provider.prompt_cache_key),
             (CacheMode::Auto, CacheTtl::FiveMinutes, false)

@@ -89,8 +89,9 @@ pub enum Error {
         body_start: String,
     },
     /// The provider sent bytes panto cannot interpret: invalid SSE, invalid JSON, an event
-    /// missing a required field, or one server-sent event larger than
-    /// [`ProviderConfig::max_event_bytes`](crate::ProviderConfig::max_event_bytes); or a model
+    /// missing a required field, one server-sent event larger than
+    /// [`ProviderConfig::max_event_bytes`](crate::ProviderConfig::max_event_bytes), or a response
+    /// longer than [`ProviderConfig::max_response_bytes`](crate::ProviderConfig::max_response_bytes); or a model
     /// listing ([`list_models`](crate::list_models)) that is not one. Not retryable.
     #[error("malformed provider stream at byte {offset}: {message}")]
     Protocol {

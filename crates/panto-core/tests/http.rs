@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use panto_core::{Agent, ApiStyle, Config, Error, MemoryStore, ProviderConfig, SessionStore};
 use panto_testkit::script::{AnthropicScript, OpenAiScript};
-use panto_testkit::{MockServer, Reply};
+use panto_testkit::{Chunking, MockServer, Reply};
 use serde_json::json;
 
 use crate::support::*;
@@ -215,6 +215,63 @@ async fn an_event_over_the_configured_limit_fails_without_retry() {
         server.push(Reply::sse(body));
         let events = run(config_at(style, base_url(style, &server))).await.unwrap();
         assert_eq!(streamed_text(&events), big);
+    }
+}
+
+/// A server streaming deltas without end cannot grow a message in memory without bound: past
+/// `max_response_bytes` the request fails, not retried, after the text that came before it was
+/// shown.
+#[tokio::test]
+async fn a_response_that_never_ends_fails_once_it_passes_the_configured_limit_without_retry() {
+    for style in STYLES {
+        let server = MockServer::start().await;
+        let deltas: Vec<String> = (0..4_000).map(|i| format!("{i:0>100}")).collect();
+        let body = match style {
+            ApiStyle::AnthropicMessages => AnthropicScript::new().text_deltas(&deltas).build(),
+            ApiStyle::OpenAiResponses => {
+                unreachable!("written for the styles of STYLES; tests/responses.rs covers the Responses API")
+            }
+            ApiStyle::OpenAiChat => OpenAiScript::new().text_deltas(&deltas).build(),
+        };
+        // More than 400 KB of deltas, and then the body stalls instead of ending: without the
+        // limit the turn would wait out the idle timeout.
+        let stalled = body.len() - 100;
+        for _ in 0..3 {
+            server.push(
+                Reply::sse(body.clone())
+                    .chunking(Chunking::Fixed(1024))
+                    .stall_after(stalled),
+            );
+        }
+        let mut config = config_at(style, base_url(style, &server));
+        config.provider.max_response_bytes = 64 * 1024;
+        let mut agent = agent_storing_nothing(config);
+        let mut events = Vec::new();
+        let err = tokio::time::timeout(Duration::from_secs(5), async {
+            let mut stream = agent.run("hi".into());
+            loop {
+                match stream.next().await {
+                    Ok(Some(event)) => events.push(event),
+                    Ok(None) => panic!("{style}: the turn succeeded"),
+                    Err(e) => break e,
+                }
+            }
+        })
+        .await
+        .expect("the limit stops the stream before the idle timeout");
+        let message = err.to_string();
+        assert!(matches!(err, Error::Protocol { .. }), "{style}: {message}");
+        assert!(
+            message.contains("passed 65536 bytes (max_response_bytes)"),
+            "{style}: {message}"
+        );
+        assert_eq!(server.requests().len(), 1, "{style}: not retried");
+        let shown = streamed_text(&events);
+        assert!(
+            shown.starts_with(&deltas[..10].concat()) && shown.len() < 64 * 1024,
+            "{style}: {} bytes shown",
+            shown.len()
+        );
     }
 }
 

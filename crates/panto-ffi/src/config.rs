@@ -105,7 +105,7 @@ fn unknown_field(given: &Value, known: &Value, prefix: &str) -> Option<String> {
 /// Values that would make every request (or every turn) fail are refused here, naming the field,
 /// rather than at the first turn with a less clear error.
 fn check_values(config: &Config) -> Result<(), Failure> {
-    let positive: [(&str, u64); 7] = [
+    let positive: [(&str, u64); 8] = [
         ("max_steps", config.max_steps.into()),
         (
             "idle_timeout_ms",
@@ -117,6 +117,7 @@ fn check_values(config: &Config) -> Result<(), Failure> {
             "provider.max_event_bytes",
             u64::try_from(config.provider.max_event_bytes).unwrap_or(u64::MAX),
         ),
+        ("provider.max_response_bytes", config.provider.max_response_bytes),
         ("compaction.context_window", config.compaction.context_window),
         ("max_image_dimension", config.max_image_dimension.into()),
     ];
@@ -273,7 +274,7 @@ mod tests {
         // Every documented field, the key and the C ABI's key variable are known.
         let full = r#"{"provider":{"api_style":"anthropic-messages","base_url":"h","model":"m",
             "api_key_env":"K","reasoning":"off","max_tokens":10,"extra_headers":[["x-a","b"]],
-            "max_event_bytes":100},
+            "max_event_bytes":100,"max_response_bytes":1000},
             "retry":{"max_attempts":5,"base_delay_ms":500,"max_delay_ms":60000},
             "compaction":{"enabled":true,"context_window":200000,"threshold":0.8,
                           "keep_recent_tokens":20000,"compaction_prompt":"p"},

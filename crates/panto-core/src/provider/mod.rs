@@ -173,6 +173,9 @@ pub(crate) struct ProviderStream {
     idle: std::pin::Pin<Box<tokio::time::Sleep>>,
     eof: bool,
     eof_reported: bool,
+    /// The body's bytes so far, and the most it may take (`ProviderConfig::max_response_bytes`).
+    received: u64,
+    max_bytes: u64,
     /// Scrubs the key and header values out of errors quoting what the provider sent.
     redactor: crate::trace::Redactor,
 }
@@ -202,6 +205,7 @@ impl ProviderStream {
         let (url, headers, body) = build_request(req);
         let redactor = crate::trace::Redactor::new(req.config);
         let parser = sse::SseParser::new(req.config.max_event_bytes);
+        let max_bytes = req.config.max_response_bytes;
         let decoder = new_decoder(req.config.api_style, req.messages);
         let client = client.clone();
         async move {
@@ -219,6 +223,8 @@ impl ProviderStream {
                 idle: Box::pin(tokio::time::sleep(idle_timeout)),
                 eof: false,
                 eof_reported: false,
+                received: 0,
+                max_bytes,
                 redactor,
             })
         }
@@ -303,6 +309,18 @@ impl ProviderStream {
                 Err(_) => return Err(Error::IdleTimeout(self.idle_timeout)),
                 Ok(Some(Ok(chunk))) => {
                     self.last_bytes = tokio::time::Instant::now();
+                    // Every event before this chunk was handed out already; a server streaming
+                    // without end is stopped here, before the message grows any further.
+                    self.received = self.received.saturating_add(chunk.len() as u64);
+                    if self.received > self.max_bytes {
+                        return Err(Error::Protocol {
+                            offset: self.max_bytes,
+                            message: format!(
+                                "the response passed {} bytes (max_response_bytes) without ending",
+                                self.max_bytes
+                            ),
+                        });
+                    }
                     self.parser.feed(&chunk);
                 }
                 // The headers came, so the provider was reached: a body that breaks off is a
