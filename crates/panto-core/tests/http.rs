@@ -510,13 +510,15 @@ async fn errors_quoting_the_key_or_a_header_value_reach_the_embedder_scrubbed() 
     }
     // The model listing quotes the same bodies.
     let server = MockServer::start().await;
-    server.push(Reply::raw(401, echo.clone()));
+    server.set_models_reply(Reply::raw(401, echo.clone()));
     let provider = config_at(ApiStyle::AnthropicMessages, server.anthropic_base_url()).provider;
     let client = panto_core::http_client_builder().build().unwrap();
     let err = panto_core::list_models(&client, &provider, Duration::from_secs(10))
         .await
         .unwrap_err();
-    assert!(!format!("{err} {err:?}").contains(KEY), "{err}");
+    let text = format!("{err} {err:?}");
+    assert!(matches!(err, Error::Http { status: 401, .. }), "{err:?}");
+    assert!(text.contains("[redacted]") && !text.contains(KEY), "{text}");
 }
 
 /// An error response is read only so far: a proxy's huge page, or an error body that never
@@ -557,5 +559,33 @@ async fn an_error_body_too_long_or_endless_is_cut_and_fails_the_turn_at_once() {
             &message[message.len() - 100..]
         );
         assert!(message.len() < 66 * 1024, "{} bytes", message.len());
+    }
+}
+
+/// A model listing refused with a long or endless body is reported as the refusal it is, read
+/// as far as any error's body, not as a listing too long to read.
+#[tokio::test]
+async fn a_refused_model_listing_reports_its_status_however_long_its_body() {
+    let page = format!("<html>{}</html>", "padding ".repeat(600_000));
+    for reply in [
+        Reply::raw(401, page.clone()),
+        Reply::raw(401, page).stall_after(200_000),
+    ] {
+        let server = MockServer::start().await;
+        server.set_models_reply(reply);
+        let provider = config_at(ApiStyle::OpenAiChat, server.openai_base_url()).provider;
+        let client = panto_core::http_client_builder().build().unwrap();
+        let err = tokio::time::timeout(
+            Duration::from_secs(5),
+            panto_core::list_models(&client, &provider, Duration::from_secs(10)),
+        )
+        .await
+        .expect("the error arrives without waiting for the body's end or the timeout")
+        .unwrap_err();
+        let Error::Http { status, message, .. } = &err else {
+            panic!("not an HTTP error: {err:?}");
+        };
+        assert_eq!(*status, 401);
+        assert!(message.ends_with("(the body was cut at 65536 bytes)"), "{err}");
     }
 }

@@ -75,8 +75,8 @@ pub(crate) struct Shared {
     connections: AtomicUsize,
     /// TCP connections accepted and not closed yet.
     open_connections: AtomicUsize,
-    /// The model listing `GET /v1/models` and `GET /models` answer, when set.
-    models: Mutex<Option<Vec<String>>>,
+    /// What the model listing `GET /v1/models` and `GET /models` answers.
+    models: Mutex<Listing>,
 }
 
 /// Locks a mutex even if a panicking test thread poisoned it; the data stays consistent because
@@ -121,7 +121,7 @@ impl MockServer {
             received: AtomicUsize::new(0),
             connections: AtomicUsize::new(0),
             open_connections: AtomicUsize::new(0),
-            models: Mutex::new(None),
+            models: Mutex::new(Listing::Absent),
         });
         let (shutdown, watch) = watch::channel(());
         let accept = tokio::spawn(accept_loop(listener, Arc::clone(&shared), watch));
@@ -223,7 +223,14 @@ impl MockServer {
     /// shape both APIs share); `None` (the default) answers 404, as a provider without a
     /// listing does. A listing takes no queued reply and is not recorded.
     pub fn set_models(&self, models: Option<Vec<String>>) {
-        *lock(&self.shared.models) = models;
+        *lock(&self.shared.models) = models.map_or(Listing::Absent, Listing::Models);
+    }
+
+    /// Answers every model listing with `reply` (a refusal, a page, a body that never ends)
+    /// until [`MockServer::set_models`] is called; the queued replies stay for provider
+    /// requests.
+    pub fn set_models_reply(&self, reply: Reply) {
+        *lock(&self.shared.models) = Listing::Reply(reply);
     }
 
     /// Forgets the queued replies and the recorded requests (request numbers start at 1 again).
@@ -369,10 +376,21 @@ pub(crate) fn unix_seconds() -> f64 {
         .map_or(0.0, |d| d.as_secs_f64())
 }
 
-/// The model listing ([`MockServer::set_models`]).
+/// What the model listing answers ([`MockServer::set_models`], [`MockServer::set_models_reply`]).
+#[derive(Debug)]
+pub(crate) enum Listing {
+    /// 404, as from a provider without a listing.
+    Absent,
+    /// These model ids.
+    Models(Vec<String>),
+    /// This reply, every time.
+    Reply(Reply),
+}
+
+/// The model listing's answer.
 fn models(shared: &Shared) -> Reply {
     match &*lock(&shared.models) {
-        Some(ids) => Reply::json(
+        Listing::Models(ids) => Reply::json(
             200,
             &json!({
                 "data": ids.iter().map(|id| json!({"id": id, "type": "model", "object": "model"})).collect::<Vec<_>>(),
@@ -381,7 +399,8 @@ fn models(shared: &Shared) -> Reply {
                 "last_id": ids.last(),
             }),
         ),
-        None => Reply::json(
+        Listing::Reply(reply) => reply.clone(),
+        Listing::Absent => Reply::json(
             404,
             &json!({"type": "error", "error": {"type": "not_found_error", "message": "mock: no model listing set"}}),
         ),

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::wire::strip_userinfo;
 
 /// How many bytes of an unexpected body an error quotes.
-const QUOTED_BODY_BYTES: usize = 200;
+pub(crate) const QUOTED_BODY_BYTES: usize = 200;
 
 /// How many bytes of a server-chosen header value (`Location`, `Content-Type`) an error quotes.
 const QUOTED_HEADER_BYTES: usize = 300;
@@ -105,34 +105,66 @@ pub(crate) async fn send(
     Err(classify_status(status.as_u16(), &text, retry_after))
 }
 
-/// The body of an error response, as text: at most [`MAX_ERROR_BODY`] bytes of it, read within
-/// the idle timeout. A provider's error is a small JSON object; a server that sends more (a
-/// proxy's page, or a body that never ends) is cut off there, so that an error costs bounded
-/// memory and time, and the message says it was cut.
-async fn read_error_body(mut response: reqwest::Response, idle_timeout: Duration) -> String {
-    let mut body = Vec::new();
-    let mut cut = false;
-    let read = tokio::time::timeout(idle_timeout, async {
+/// The start of a response body: at most `max` bytes, read within `within` (a body may be huge
+/// or never end), and how the reading ended. The one bounded read of server bytes that panto
+/// keeps whole: an error response's body, the start of a body that is not an event stream, a
+/// model listing.
+pub(crate) async fn read_body_start(mut response: reqwest::Response, max: usize, within: Duration) -> BodyStart {
+    let mut bytes = Vec::new();
+    let read = tokio::time::timeout(within, async {
         while let Some(chunk) = response.chunk().await? {
-            let room = MAX_ERROR_BODY - body.len();
+            let room = max - bytes.len();
             if chunk.len() > room {
-                body.extend_from_slice(&chunk[..room]);
-                cut = true;
-                break;
+                bytes.extend_from_slice(&chunk[..room]);
+                return Ok(BodyEnd::Cut);
             }
-            body.extend_from_slice(&chunk);
+            bytes.extend_from_slice(&chunk);
         }
-        Ok::<(), reqwest::Error>(())
+        Ok(BodyEnd::Whole)
     })
     .await;
-    let mut text = String::from_utf8_lossy(&body).into_owned();
-    match read {
-        Ok(Ok(())) if cut => text.push_str(&format!(" … (the body was cut at {MAX_ERROR_BODY} bytes)")),
-        Ok(Ok(())) => {}
-        Ok(Err(e)) if body.is_empty() => return format!("(body unreadable: {})", describe(&e)),
-        Ok(Err(e)) => text.push_str(&format!(" … (the rest was unreadable: {})", describe(&e))),
-        Err(_) if body.is_empty() => return "(body timed out)".to_owned(),
-        Err(_) => text.push_str(" … (the rest timed out)"),
+    let end = match read {
+        Ok(Ok(end)) => end,
+        Ok(Err(e)) => BodyEnd::Failed(e),
+        Err(_) => BodyEnd::TimedOut,
+    };
+    BodyStart { bytes, end }
+}
+
+/// What [`read_body_start`] read.
+pub(crate) struct BodyStart {
+    /// The bytes read, at most the `max` asked for.
+    pub(crate) bytes: Vec<u8>,
+    /// Why the reading stopped.
+    pub(crate) end: BodyEnd,
+}
+
+/// Why [`read_body_start`] stopped reading.
+pub(crate) enum BodyEnd {
+    /// The body ended: `bytes` is all of it.
+    Whole,
+    /// The body went on past `max` bytes; the rest was not read.
+    Cut,
+    /// The connection failed before the body ended.
+    Failed(reqwest::Error),
+    /// The body did not end within the time given.
+    TimedOut,
+}
+
+/// An error response's body as text for the error's message: at most [`MAX_ERROR_BODY`] bytes
+/// within the idle timeout. A provider's error is a small JSON object; a server that sends more
+/// (a proxy's page, or a body that never ends) is cut off there, so that an error costs bounded
+/// memory and time, and the message says it was cut.
+pub(crate) async fn read_error_body(response: reqwest::Response, idle_timeout: Duration) -> String {
+    let BodyStart { bytes, end } = read_body_start(response, MAX_ERROR_BODY, idle_timeout).await;
+    let mut text = String::from_utf8_lossy(&bytes).into_owned();
+    match end {
+        BodyEnd::Whole => {}
+        BodyEnd::Cut => text.push_str(&format!(" … (the body was cut at {MAX_ERROR_BODY} bytes)")),
+        BodyEnd::Failed(e) if bytes.is_empty() => return format!("(body unreadable: {})", describe(&e)),
+        BodyEnd::Failed(e) => text.push_str(&format!(" … (the rest was unreadable: {})", describe(&e))),
+        BodyEnd::TimedOut if bytes.is_empty() => return "(body timed out)".to_owned(),
+        BodyEnd::TimedOut => text.push_str(" … (the rest timed out)"),
     }
     text
 }
@@ -141,7 +173,7 @@ async fn read_error_body(mut response: reqwest::Response, idle_timeout: Duration
 /// [`Error::NotEventStream`] quoting the start of its body. A wrong `base_url` (a web page, a
 /// JSON API) or a proxy in the way answers 200 with something else; reading it as an event
 /// stream would only report a truncated stream, retried for nothing.
-async fn expect_event_stream(mut response: reqwest::Response, idle_timeout: Duration) -> Result<reqwest::Response> {
+async fn expect_event_stream(response: reqwest::Response, idle_timeout: Duration) -> Result<reqwest::Response> {
     let header = |name| {
         response
             .headers()
@@ -168,20 +200,11 @@ async fn expect_event_stream(mut response: reqwest::Response, idle_timeout: Dura
             quote(encoding.as_bytes(), QUOTED_HEADER_BYTES)
         ));
     }
-    // The first bytes only, within the idle timeout: the body may be huge or never end.
-    let mut start = Vec::new();
-    let _ = tokio::time::timeout(idle_timeout, async {
-        while start.len() <= QUOTED_BODY_BYTES {
-            match response.chunk().await {
-                Ok(Some(chunk)) => start.extend_from_slice(&chunk),
-                _ => break,
-            }
-        }
-    })
-    .await;
+    // One byte past what is quoted, so that the quote shows it was cut.
+    let start = read_body_start(response, QUOTED_BODY_BYTES + 1, idle_timeout).await;
     Err(Error::NotEventStream {
         content_type: got,
-        body_start: quote(&start, QUOTED_BODY_BYTES),
+        body_start: quote(&start.bytes, QUOTED_BODY_BYTES),
     })
 }
 

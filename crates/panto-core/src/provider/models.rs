@@ -6,7 +6,10 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::http::{classify_status, describe, header_map, quote};
+use super::http::{
+    classify_status, describe, header_map, quote, read_body_start, read_error_body, BodyEnd, BodyStart,
+    QUOTED_BODY_BYTES,
+};
 use super::{anthropic, openai, responses};
 use crate::config::{ApiStyle, ProviderConfig};
 use crate::error::{Error, Result};
@@ -14,8 +17,6 @@ use crate::wire::strip_userinfo;
 
 /// Pages of an Anthropic listing followed at most (1,000 models each).
 const MAX_PAGES: usize = 5;
-/// The most bytes of a listing quoted in an error.
-const QUOTED_BODY_BYTES: usize = 200;
 /// The longest page read: a thousand models' entries take tens of KB, so a body past this is not
 /// a listing, and a hostile server cannot make panto buffer without end.
 const MAX_PAGE_BYTES: usize = 4 << 20;
@@ -109,24 +110,27 @@ async fn fetch(
             location: None,
         });
     }
-    let body = match tokio::time::timeout(timeout, read_capped(response, MAX_PAGE_BYTES)).await {
-        Ok(Ok(Some(b))) => b,
-        Ok(Ok(None)) => {
+    if !status.is_success() {
+        // An error answer is read as any provider's is: its start, with the reason it ended.
+        let text = read_error_body(response, timeout).await;
+        return Err(classify_status(status.as_u16(), &text, None));
+    }
+    let BodyStart { bytes: body, end } = read_body_start(response, MAX_PAGE_BYTES, timeout).await;
+    match end {
+        BodyEnd::Whole => {}
+        BodyEnd::Cut => {
             return Err(Error::Protocol {
                 offset: MAX_PAGE_BYTES as u64,
                 message: format!("the model listing is longer than {MAX_PAGE_BYTES} bytes"),
             })
         }
-        Ok(Err(e)) => {
+        BodyEnd::Failed(e) => {
             return Err(Error::Connect {
                 url: strip_userinfo(url).into_owned(),
                 message: describe(&e),
             })
         }
-        Err(_) => return Err(Error::IdleTimeout(timeout)),
-    };
-    if !status.is_success() {
-        return Err(classify_status(status.as_u16(), &String::from_utf8_lossy(&body), None));
+        BodyEnd::TimedOut => return Err(Error::IdleTimeout(timeout)),
     }
     serde_json::from_slice(&body).map_err(|e| Error::Protocol {
         offset: 0,
@@ -135,18 +139,6 @@ async fn fetch(
             quote(&body, QUOTED_BODY_BYTES)
         ),
     })
-}
-
-/// The body of `response`, or `None` once it passes `cap` bytes (what was read is dropped).
-async fn read_capped(mut response: reqwest::Response, cap: usize) -> reqwest::Result<Option<Vec<u8>>> {
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await? {
-        if body.len() + chunk.len() > cap {
-            return Ok(None);
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(Some(body))
 }
 
 #[cfg(test)]
