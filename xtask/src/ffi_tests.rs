@@ -64,7 +64,11 @@ struct Built {
 }
 
 fn build(root: &Path) -> Result<Built> {
+    // Timed, so that a CI log shows whether this found the test step's build fresh (seconds) or
+    // built again (minutes).
+    let started = std::time::Instant::now();
     crate::build_debug(root)?;
+    println!("ffi-test: the debug build took {:.1}s", started.elapsed().as_secs_f64());
     let lib_dir = crate::target_dir(root).join("debug");
     let built = Built {
         mock: lib_dir.join("panto-mock"),
