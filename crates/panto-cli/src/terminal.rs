@@ -96,8 +96,9 @@ impl TerminalAsker {
 impl TerminalAsker {
     /// The question as drawn: every character of the call visible ([`crate::safe::exact`]: no
     /// control sequence can redraw it, no padding can hide part of it), continuation lines marked
-    /// with a gutter, and the size of a long call said at the end, next to the answer.
-    fn draw(&self, question: &str) -> String {
+    /// with a gutter, and the size of a long call said at the end, next to the answer; the
+    /// choices on a line of their own when they do not fit beside the question in `columns`.
+    fn draw(&self, question: &str, columns: usize) -> String {
         let style = self.style;
         let shown = crate::safe::exact(question, |m| style.mark(m));
         let mut lines = shown.split('\n');
@@ -119,15 +120,20 @@ impl TerminalAsker {
             ));
             multi_line = true;
         }
-        out.push_str(if multi_line { "\n" } else { " " });
         let tool = question
             .strip_prefix("allow ")
             .and_then(|q| q.split(':').next())
             .filter(|t| t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
             .unwrap_or("this tool");
-        out.push_str(&style.dim(&format!(
-            "[y]es / [n]o / [a]lways for {tool} / [f]eedback (no, and say why):"
-        )));
+        let choices = format!("[y]es / [n]o / [a]lways for {tool} / [f]eedback (no, and say why):");
+        // The choices go on a line of their own when they would not fit beside the question: a
+        // terminal's wrap would cut a choice in two.
+        let fits = || {
+            let asked = format!("? {shown} {choices}");
+            crate::render::wrap::width(&asked) < columns
+        };
+        out.push_str(if multi_line || !fits() { "\n" } else { " " });
+        out.push_str(&style.dim(&choices));
         out.push(' ');
         out
     }
@@ -143,7 +149,7 @@ impl Asker for TerminalAsker {
         // again until the answer is read.
         let _held = crate::render::footer::hold();
         let _paused = crate::repl::keys::pause();
-        let mut prompt = self.draw(question);
+        let mut prompt = self.draw(question, crate::render::columns());
         loop {
             let _ = std::io::stdout().flush();
             let mut err = std::io::stderr();
@@ -168,5 +174,27 @@ impl Asker for TerminalAsker {
             }
             prompt = format!("{} ", self.style.dim("please answer y, n, a or f:"));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Env;
+
+    #[test]
+    fn the_choices_take_a_line_of_their_own_when_they_would_not_fit_beside_the_question() {
+        let asker = TerminalAsker::new(Style::detect(false, &Env::from_pairs(&[])));
+        let question = "allow edit: edit notes.md at line 2 (1 occurrence)";
+        let wide = asker.draw(question, 200);
+        assert_eq!(
+            wide,
+            "\n? allow edit: edit notes.md at line 2 (1 occurrence) [y]es / [n]o / [a]lways for edit / [f]eedback (no, and say why): "
+        );
+        let narrow = asker.draw(question, 80);
+        assert_eq!(
+            narrow,
+            "\n? allow edit: edit notes.md at line 2 (1 occurrence)\n[y]es / [n]o / [a]lways for edit / [f]eedback (no, and say why): "
+        );
     }
 }

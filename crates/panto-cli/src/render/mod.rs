@@ -181,7 +181,7 @@ impl Screen {
 }
 
 /// The width of the terminal stdout is, read now; 80 when it cannot be read.
-fn columns() -> usize {
+pub fn columns() -> usize {
     terminal_size::terminal_size_of(std::io::stdout())
         .map(|(w, _)| usize::from(w.0))
         .filter(|&w| w > 0)

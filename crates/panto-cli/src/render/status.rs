@@ -57,19 +57,7 @@ impl TurnStatus {
 
     /// The line in at most `columns` columns: wrapped between its parts when wider.
     fn fitted(&self, columns: usize) -> String {
-        let mut rows: Vec<String> = vec![String::new()];
-        for part in self.parts() {
-            let row = rows.last_mut().expect("one row at least");
-            if row.is_empty() {
-                row.push_str(&part);
-            } else if super::wrap::width(row) + 3 + super::wrap::width(&part) <= columns {
-                row.push_str(" · ");
-                row.push_str(&part);
-            } else {
-                rows.push(part);
-            }
-        }
-        rows.join("\n")
+        super::wrap::join_fitted(&self.parts(), " · ", columns)
     }
 
     fn parts(&self) -> Vec<String> {

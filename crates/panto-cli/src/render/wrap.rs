@@ -97,6 +97,49 @@ fn pieces(spans: &[Span]) -> Vec<Piece<'_>> {
     out
 }
 
+/// `parts` joined by `separator` in rows of at most `columns` columns: a row breaks between two
+/// parts, never inside one (a part wider than a row gets a row of its own, as it is).
+pub fn join_fitted(parts: &[String], separator: &str, columns: usize) -> String {
+    let mut rows: Vec<String> = vec![String::new()];
+    for part in parts {
+        let row = rows.last_mut().expect("one row at least");
+        if row.is_empty() {
+            row.push_str(part);
+        } else if width(row) + width(separator) + width(part) <= columns {
+            row.push_str(separator);
+            row.push_str(part);
+        } else {
+            rows.push(part.clone());
+        }
+    }
+    rows.join("\n")
+}
+
+/// `label`, then `text` wrapped to `columns` columns in a column of its own that starts at
+/// `indent` (a hanging indent: `--flag   what it does` with the rest of the description under
+/// its start). A label as wide as the indent or wider is followed by one space. At least 20
+/// columns are kept for the text, so a narrow terminal wraps it sooner rather than not at all.
+pub fn labelled(label: &str, text: &str, indent: usize, columns: usize) -> Vec<String> {
+    let room = columns.saturating_sub(indent).max(20);
+    let pad = if !label.is_empty() && width(label) >= indent {
+        1
+    } else {
+        indent - width(label)
+    };
+    wrap(&[Span::plain(text)], room)
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            let text = line_text(line);
+            if i == 0 {
+                format!("{label}{}{text}", " ".repeat(pad))
+            } else {
+                format!("{}{text}", " ".repeat(indent))
+            }
+        })
+        .collect()
+}
+
 /// Breaks `spans` into lines of at most `columns` columns at spaces. Spaces at the start of the
 /// text and after a hard line break are kept (indentation); spaces where a line was wrapped are
 /// dropped, as are spaces at the end of a line. A word wider than a line is cut.
@@ -193,6 +236,32 @@ pub fn pad(mut line: Line, columns: usize) -> Line {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn labelled_text_hangs_under_its_start_and_parts_break_only_between_each_other() {
+        assert_eq!(
+            labelled("  -x", "one two three four five six seven eight nine ten eleven", 8, 30),
+            [
+                "  -x    one two three four",
+                "        five six seven eight",
+                "        nine ten eleven"
+            ]
+        );
+        assert_eq!(labelled("  --long-flag", "does it", 8, 30), ["  --long-flag does it"]);
+        let parts = [
+            "panto 0.1.0".to_owned(),
+            "model x".to_owned(),
+            "session 0123456789".to_owned(),
+        ];
+        assert_eq!(
+            join_fitted(&parts, " · ", 80),
+            "panto 0.1.0 · model x · session 0123456789"
+        );
+        assert_eq!(
+            join_fitted(&parts, " · ", 30),
+            "panto 0.1.0 · model x\nsession 0123456789"
+        );
+    }
 
     fn texts(lines: &[Line]) -> Vec<String> {
         lines.iter().map(|l| line_text(l)).collect()

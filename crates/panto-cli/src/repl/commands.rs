@@ -143,23 +143,49 @@ pub fn distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
-/// The `/help` text.
-pub fn help() -> Vec<String> {
-    let mut lines: Vec<String> = COMMANDS
-        .iter()
-        .map(|c| format!("  {:<26} {}", format!("{} {}", c.name, c.args).trim_end(), c.help))
-        .collect();
+/// The `/help` text for a terminal `columns` wide: a command per entry, its description
+/// wrapped under itself.
+pub fn help(columns: usize) -> Vec<String> {
+    use crate::render::wrap::labelled;
+    // Two spaces, the command in 26 columns, a space: where every description starts.
+    const DESCRIPTION_AT: usize = 29;
+    let mut lines = Vec::new();
+    for c in COMMANDS {
+        let usage = format!("  {} {}", c.name, c.args);
+        lines.extend(labelled(usage.trim_end(), c.help, DESCRIPTION_AT, columns));
+    }
     lines.push(String::new());
-    lines.push("  Enter sends. Alt-Enter, or a trailing \\, starts a new line.".into());
-    lines.push("  Ctrl-C cancels a running turn (what streamed is kept) or clears the line.".into());
-    lines.push("  Ctrl-D on an empty line, or /quit, exits. Tab completes commands and aliases.".into());
-    lines.push("  A line starting with // is sent as a message that starts with /.".into());
+    for key in [
+        "Enter sends. Alt-Enter, or a trailing \\, starts a new line.",
+        "Ctrl-C cancels a running turn (what streamed is kept) or clears the line.",
+        "Ctrl-D on an empty line, or /quit, exits. Tab completes commands and aliases.",
+        "A line starting with // is sent as a message that starts with /.",
+    ] {
+        lines.extend(labelled("", key, 2, columns));
+    }
     lines
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn help_fits_the_terminal_with_each_description_wrapped_under_its_start() {
+        for columns in [60, 80, 120] {
+            for line in help(columns) {
+                assert!(crate::render::wrap::width(&line) <= columns, "{columns}: {line:?}");
+            }
+        }
+        let help = help(60);
+        let model = help.iter().position(|l| l.starts_with("  /model [ALIAS]")).unwrap();
+        assert!(help[model].contains(" show the model,"), "{help:#?}");
+        let rest = &help[model + 1];
+        assert!(
+            rest.starts_with(&" ".repeat(29)) && !rest.trim().is_empty(),
+            "{help:#?}"
+        );
+    }
 
     #[test]
     fn parses_commands_with_arguments() {
@@ -179,7 +205,7 @@ mod tests {
             assert_eq!(parse(spec.name), Parsed::Command(spec.command, ""));
             assert!(spec.name.starts_with('/') && !spec.help.is_empty(), "{}", spec.name);
         }
-        let help = help();
+        let help = help(200);
         assert!(help
             .iter()
             .any(|l| l.contains("/resume [ID]") && l.contains("switch to another session")));

@@ -331,14 +331,15 @@ impl Repl<'_> {
         } else {
             format!("new session {}", self.agent.session_id())
         };
-        self.screen.note(&format!(
-            "{} {} · {} · {} · approval {}",
-            s.bold("panto"),
-            env!("CARGO_PKG_VERSION"),
-            s.safe(&self.selection.describe()),
+        // Wrapped between its parts, so that a narrow terminal does not cut the session id.
+        let parts = [
+            format!("panto {}", env!("CARGO_PKG_VERSION")),
+            s.safe(&self.selection.describe()).into_owned(),
             session,
-            self.gate.mode()
-        ));
+            format!("approval {}", self.gate.mode()),
+        ];
+        let banner = crate::render::wrap::join_fitted(&parts, " · ", self.screen.columns());
+        self.screen.note(&banner.replacen("panto", &s.bold("panto"), 1));
         for note in notes {
             self.screen.note(&s.yellow(&s.safe(&format!("note: {note}"))));
         }
@@ -541,7 +542,7 @@ impl Repl<'_> {
                 let args = args.to_owned();
                 match command {
                     Command::Help => {
-                        for line in commands::help() {
+                        for line in commands::help(self.screen.columns()) {
                             self.note(&line);
                         }
                     }
