@@ -140,6 +140,46 @@ pub fn labelled(label: &str, text: &str, indent: usize, columns: usize) -> Vec<S
         .collect()
 }
 
+/// `text` with each of its lines broken at spaces into rows of at most `columns` columns, a
+/// row after the first indented as its line starts (its leading spaces). A line holding a word
+/// too wide for a row is left whole, for the terminal to wrap: a long path or URL then stays
+/// one line that can be copied whole.
+pub fn fit_lines(text: &str, columns: usize) -> String {
+    let fitted: Vec<String> = text
+        .split('\n')
+        .map(|line| {
+            let body = line.trim_start_matches(' ');
+            let indent = line.len() - body.len();
+            let room = columns.saturating_sub(indent);
+            if width(line) <= columns || body.split(' ').any(|word| width(word) > room) {
+                return line.to_owned();
+            }
+            labelled("", body, indent, columns).join("\n")
+        })
+        .collect();
+    fitted.join("\n")
+}
+
+/// `text` cut to at most `columns` columns, ending in `…` when cut (a table row whose last
+/// column is a preview: cutting it keeps one row a line).
+pub fn cut(text: &str, columns: usize) -> String {
+    if width(text) <= columns {
+        return text.to_owned();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let w = UnicodeWidthChar::width(c).unwrap_or(0);
+        if used + w + 1 > columns {
+            break;
+        }
+        out.push(c);
+        used += w;
+    }
+    out.push('…');
+    out
+}
+
 /// Breaks `spans` into lines of at most `columns` columns at spaces. Spaces at the start of the
 /// text and after a hard line break are kept (indentation); spaces where a line was wrapped are
 /// dropped, as are spaces at the end of a line. A word wider than a line is cut.
@@ -236,6 +276,26 @@ pub fn pad(mut line: Line, columns: usize) -> Line {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cut_row_ends_in_an_ellipsis_within_its_columns() {
+        assert_eq!(cut("abc", 3), "abc");
+        assert_eq!(cut("abcdef", 4), "abc…");
+        assert_eq!(cut("日本語です", 5), "日本…");
+        assert!(width(&cut("日本語です", 5)) <= 5);
+    }
+
+    #[test]
+    fn fitted_lines_break_at_spaces_under_their_own_start_but_never_cut_a_long_word() {
+        let text =
+            "  read   Read a file — runs freely\n  bash   Run a shell command with `bash -c` in the working directory";
+        assert_eq!(
+            fit_lines(text, 40),
+            "  read   Read a file — runs freely\n  bash   Run a shell command with `bash\n  -c` in the working directory"
+        );
+        let path = format!("cannot read /{}/config.toml: no such file", "deep/".repeat(20));
+        assert_eq!(fit_lines(&path, 40), path);
+    }
 
     #[test]
     fn labelled_text_hangs_under_its_start_and_parts_break_only_between_each_other() {

@@ -307,15 +307,21 @@ impl Repl<'_> {
     // errors and tool descriptions: all of them are neutralised on a terminal.
 
     fn note(&self, line: &str) {
-        self.screen.note(&self.screen.deco.safe(line));
+        self.screen.note(&self.fit(line));
     }
 
     fn dim(&self, line: &str) {
-        self.screen.note(&self.screen.deco.dim(&self.screen.deco.safe(line)));
+        self.screen.note(&self.screen.deco.dim(&self.fit(line)));
     }
 
     fn error(&self, line: &str) {
-        self.screen.note(&self.screen.deco.red(&self.screen.deco.safe(line)));
+        self.screen.note(&self.screen.deco.red(&self.fit(line)));
+    }
+
+    /// `line` made safe for the terminal and broken at spaces to its width (the terminal's own
+    /// wrap would cut words in two).
+    fn fit(&self, line: &str) -> String {
+        crate::render::wrap::fit_lines(&self.screen.deco.safe(line), self.screen.columns())
     }
 
     fn banner(&self, resumed: bool, notes: &[String]) {
@@ -661,7 +667,11 @@ impl Repl<'_> {
                 let current = self.agent.session_id().to_owned();
                 for (info, row) in shown.iter().zip(table(shown)) {
                     let mark = if info.id == current { "*" } else { " " };
-                    self.note(&format!("{mark} {row}"));
+                    // A row a line: the last prompt's preview is cut to the terminal.
+                    self.note(&crate::render::wrap::cut(
+                        &format!("{mark} {row}"),
+                        self.screen.columns(),
+                    ));
                 }
                 self.recent_ids.set(short_ids(shown));
             }
@@ -751,7 +761,12 @@ impl Repl<'_> {
                 },
             };
             let summary = decl.description.split(". ").next().unwrap_or("").trim_end_matches('.');
-            self.note(&format!("  {:<6} {summary} — {approval}", decl.name));
+            let label = format!("  {:<6}", decl.name);
+            for line in
+                crate::render::wrap::labelled(&label, &format!("{summary} — {approval}"), 9, self.screen.columns())
+            {
+                self.note(&line);
+            }
         }
     }
 

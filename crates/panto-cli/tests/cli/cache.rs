@@ -80,7 +80,8 @@ async fn the_repl_shows_the_cached_share_per_turn_and_cost_shows_the_saving() {
         p.exp_regex(r"([89]\d)% cached").unwrap();
         p.type_line("/cost");
         p.expect("this run, 2 turns");
-        p.exp_regex(r"cache: [\d,]+ read, [\d,]+ written [^\n]*% of input cached [^\n]*saved \$\d+\.\d{4} vs no cache")
+        // The line is broken at spaces to the terminal's width.
+        p.exp_regex(r"cache:\s+[\d,]+\s+read,\s+[\d,]+\s+written[\s\S]*?%\s+of\s+input\s+cached[\s\S]*?saved\s+\$\d+\.\d{4}\s+vs\s+no\s+cache")
             .unwrap();
         p.quit();
     })
