@@ -117,31 +117,12 @@ pub(crate) fn build_debug(root: &Path) -> Result<()> {
 }
 
 /// A `cargo` command (the one running xtask, per `CARGO`, else `cargo` from `PATH`) that runs
-/// in the workspace root, without the variables `cargo run` set for the xtask itself.
-///
-/// Build scripts fingerprint the variables they read (ring's reads `CARGO_MANIFEST_DIR`), so a
-/// build started with xtask's `CARGO_MANIFEST_DIR` and one started from a shell looked
-/// different to cargo: `cargo test` then `cargo xtask ffi-test c` rebuilt ring, rustls, reqwest
-/// and every crate above them, and back again (four minutes each way on two cores).
+/// in the workspace root, without the variables `cargo run` set for the xtask itself (see
+/// [`panto_testkit::cargo_command`]: with them, `cargo test` then `cargo xtask ffi-test c`
+/// rebuilt ring, rustls, reqwest and every crate above them, and back again).
 pub(crate) fn cargo_command(root: &Path) -> Command {
-    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    let mut cmd = panto_testkit::cargo_command();
     cmd.current_dir(root);
-    for (name, _) in std::env::vars_os() {
-        let set_by_cargo_run = name.to_str().is_some_and(|name| {
-            name.starts_with("CARGO_PKG_")
-                || matches!(
-                    name,
-                    "CARGO_MANIFEST_DIR"
-                        | "CARGO_MANIFEST_PATH"
-                        | "CARGO_CRATE_NAME"
-                        | "CARGO_BIN_NAME"
-                        | "CARGO_PRIMARY_PACKAGE"
-                )
-        });
-        if set_by_cargo_run {
-            cmd.env_remove(name);
-        }
-    }
     cmd
 }
 

@@ -44,6 +44,7 @@
 
 pub mod bench;
 pub mod cache;
+mod cargo;
 pub mod child;
 mod error;
 mod events;
@@ -63,6 +64,7 @@ pub mod store_contract;
 pub mod trace;
 mod validate;
 
+pub use cargo::cargo_command;
 pub use error::Error;
 pub use events::{assert_event, check_event, check_events, event_types, EVENT_SCHEMA};
 pub use fixture::{fixture_bytes, fixtures_dir};

@@ -3,7 +3,6 @@
 //! caller builds it.
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::OnceLock;
 
 /// The path of `mcp-fault-server`, built (once per process, with the cargo running the tests
@@ -14,9 +13,11 @@ pub fn fault_server() -> PathBuf {
     BUILT
         .get_or_init(|| {
             let profile = if cfg!(debug_assertions) { "debug" } else { "release" };
-            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-            let mut command = Command::new(cargo);
-            command.args(["build", "--quiet", "-p", "panto-testkit", "--bin", "mcp-fault-server"]);
+            // The whole workspace's feature resolution, as `cargo test --workspace` builds it:
+            // with `-p panto-testkit` alone the dependencies resolved other features, and every
+            // test binary that started this rebuilt most of the graph (minutes in CI).
+            let mut command = crate::cargo_command();
+            command.args(["build", "--quiet", "--workspace", "--bin", "mcp-fault-server"]);
             if profile == "release" {
                 command.arg("--release");
             }
