@@ -13,9 +13,11 @@ pub fn fault_server() -> PathBuf {
     BUILT
         .get_or_init(|| {
             let profile = if cfg!(debug_assertions) { "debug" } else { "release" };
-            // The whole workspace's feature resolution, as `cargo test --workspace` builds it:
-            // with `-p panto-testkit` alone the dependencies resolved other features, and every
-            // test binary that started this rebuilt most of the graph (minutes in CI).
+            // The whole workspace's feature resolution: with `-p panto-testkit` alone the
+            // dependencies resolved other features, and every test binary that started this
+            // rebuilt most of the graph (minutes in CI). It is still not quite what `cargo test
+            // --workspace` built, which adds the dev-dependencies' features, so under CI the
+            // first caller builds the binary once more (about three minutes on two cores).
             let mut command = crate::cargo_command();
             command.args(["build", "--quiet", "--workspace", "--bin", "mcp-fault-server"]);
             if profile == "release" {
