@@ -180,6 +180,22 @@ impl Screen {
     }
 }
 
+/// The most of one error message the REPL shows, in characters: a provider's error is a line
+/// or two, but a server that answers with a whole page (a proxy's HTML, up to the 64 KiB that
+/// panto-core keeps of an error body) would fill the screen many times over.
+const SHOWN_ERROR_CHARS: usize = 2_000;
+
+/// `message` as the REPL shows an error: at most [`SHOWN_ERROR_CHARS`] characters, saying how
+/// many more there were.
+pub fn brief(message: &str) -> std::borrow::Cow<'_, str> {
+    let total = message.chars().count();
+    if total <= SHOWN_ERROR_CHARS {
+        return message.into();
+    }
+    let shown: String = message.chars().take(SHOWN_ERROR_CHARS).collect();
+    format!("{shown} … ({} more characters not shown)", total - SHOWN_ERROR_CHARS).into()
+}
+
 /// The width of the terminal stdout is, read now; 80 when it cannot be read.
 pub fn columns() -> usize {
     terminal_size::terminal_size_of(std::io::stdout())
@@ -191,6 +207,23 @@ pub fn columns() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_error_is_shown_cut_with_how_much_was_left_out() {
+        assert_eq!(brief("HTTP 401: denied"), "HTTP 401: denied");
+        let page = format!("HTTP 401: <html>{}", "é".repeat(65_536));
+        let shown = brief(&page);
+        assert!(shown.starts_with("HTTP 401: <html>éé"), "{}", &shown[..40]);
+        assert!(
+            shown.ends_with(" … (63552 more characters not shown)"),
+            "{}",
+            &shown[shown.len() - 60..]
+        );
+        assert_eq!(
+            shown.chars().count(),
+            SHOWN_ERROR_CHARS + " … (63552 more characters not shown)".chars().count()
+        );
+    }
 
     #[test]
     fn no_color_and_pipes_disable_colour() {

@@ -381,7 +381,8 @@ impl TurnView {
         self.stop_spinner();
         self.close_block();
         let deco = self.screen.deco;
-        self.screen.note(&deco.red(&format!("error: {}", deco.safe(message))));
+        self.screen
+            .note(&deco.red(&format!("error: {}", deco.safe(&super::brief(message)))));
     }
 
     /// Ends the turn after Ctrl-C.

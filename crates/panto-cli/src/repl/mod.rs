@@ -315,7 +315,8 @@ impl Repl<'_> {
     }
 
     fn error(&self, line: &str) {
-        self.screen.note(&self.screen.deco.red(&self.fit(line)));
+        self.screen
+            .note(&self.screen.deco.red(&self.fit(&crate::render::brief(line))));
     }
 
     /// `line` made safe for the terminal and broken at spaces to its width (the terminal's own

@@ -38,7 +38,8 @@ pub async fn check(pricing: &PricingRegistry, config: &ProviderConfig, provider_
         Ok(ids) if ids.iter().any(|id| id == model) => Verdict::Known,
         Ok(ids) => Verdict::Unknown(unknown_message(model, provider_name, &ids)),
         Err(e) => Verdict::Unchecked(format!(
-            "({model} was not checked against {provider_name}'s models: {e})"
+            "({model} was not checked against {provider_name}'s models: {})",
+            crate::render::brief(&e.to_string())
         )),
     }
 }

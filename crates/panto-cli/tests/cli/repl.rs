@@ -352,3 +352,26 @@ async fn model_refuses_a_name_the_provider_does_not_list() {
     assert_eq!(requests.len(), 1, "only the prompt was a paid request");
     assert_eq!(body(&requests[0])["model"], "claude-tuned-1");
 }
+
+/// A provider that refuses with a whole page (a proxy's HTML) gets a few lines of it on the
+/// screen, not the 64 KiB panto keeps of an error's body.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refusal_with_a_long_page_is_shown_cut() {
+    let server = MockServer::start().await;
+    let page = format!("<html>{}END-OF-PAGE</html>", "padding ".repeat(12_000));
+    server.push(Reply::raw(401, page).header("content-type", "text/html"));
+    let mut home = Home::new();
+    home.anthropic(&server);
+    let shown = home
+        .in_repl(&[], |p| {
+            p.type_line("hello");
+            p.expect("error: ");
+            let shown = p.exp_regex(r"more\s+characters\s+not\s+shown\)").unwrap().0;
+            p.quit();
+            shown
+        })
+        .await;
+    assert!(shown.contains("padding"), "{shown}");
+    assert!(!shown.contains("END-OF-PAGE"), "{shown}");
+    assert!(shown.len() < 4_000, "{} bytes shown", shown.len());
+}
