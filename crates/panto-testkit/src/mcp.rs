@@ -13,13 +13,15 @@ pub fn fault_server() -> PathBuf {
     BUILT
         .get_or_init(|| {
             let profile = if cfg!(debug_assertions) { "debug" } else { "release" };
-            // The whole workspace's feature resolution: with `-p panto-testkit` alone the
-            // dependencies resolved other features, and every test binary that started this
-            // rebuilt most of the graph (minutes in CI). It is still not quite what `cargo test
-            // --workspace` built, which adds the dev-dependencies' features, so under CI the
-            // first caller builds the binary once more (about three minutes on two cores).
+            // Built as `cargo test --workspace` builds it: a package's binaries are built with
+            // the feature resolution of the command that builds them, and `cargo build` leaves
+            // out the dev-dependencies' features that a test build unifies in. Building this
+            // package's `mock` test with `--no-run` makes cargo build the binary exactly as the
+            // test step did, so under CI it is found fresh; with `-p panto-testkit`, or with
+            // `cargo build --workspace`, other features were resolved and every first caller
+            // rebuilt most of the dependency graph (minutes on two cores).
             let mut command = crate::cargo_command();
-            command.args(["build", "--quiet", "--workspace", "--bin", "mcp-fault-server"]);
+            command.args(["test", "--quiet", "--workspace", "--no-run", "--test", "mock"]);
             if profile == "release" {
                 command.arg("--release");
             }
