@@ -11,6 +11,10 @@
 //! | `POST /sessions/{id}/prompt` `{"text": ...}` | runs a turn; its events as server-sent events |
 //! | `DELETE /sessions/{id}` | lets go of a session live here, so another instance can take it |
 //!
+//! Errors: 400 for a malformed session id or a prompt whose text is empty, 400, 415 or 422 for a
+//! body that is not the JSON asked for (naming what is wrong), 404 for an unknown session, 409 as below or while a turn runs on the session,
+//! 502 when the provider failed the turn before its first event.
+//!
 //! One writer per session, across instances: a session is live in at most one instance, the one
 //! holding its advisory lock in PostgreSQL (taken by `resume`, or by the first write of a session
 //! started here; released when its agent is dropped). A request that needs to write a session
@@ -192,9 +196,28 @@ impl From<Error> for ApiError {
             }
             Error::SessionNotFound(_) => StatusCode::NOT_FOUND,
             Error::InvalidSessionId(_) | Error::AmbiguousSession { .. } => StatusCode::BAD_REQUEST,
+            // The provider failed the turn (after the agent's retries): the service is a gateway
+            // to it, so the answer says the fault is upstream, not here.
+            Error::Http { .. }
+            | Error::ContextOverflow { .. }
+            | Error::StreamError { .. }
+            | Error::Truncated { .. }
+            | Error::IdleTimeout(_)
+            | Error::Connect { .. }
+            | Error::Redirect { .. }
+            | Error::NotEventStream { .. }
+            | Error::Protocol { .. } => StatusCode::BAD_GATEWAY,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };
         ApiError::new(status, e.to_string())
+    }
+}
+
+/// A request body that is not the JSON asked for, answered in the service's error form (axum's
+/// own answer is plain text).
+impl From<axum::extract::rejection::JsonRejection> for ApiError {
+    fn from(rejection: axum::extract::rejection::JsonRejection) -> Self {
+        ApiError::new(rejection.status(), rejection.body_text())
     }
 }
 

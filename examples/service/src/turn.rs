@@ -3,6 +3,7 @@
 use std::convert::Infallible;
 use std::sync::Arc;
 
+use axum::extract::rejection::JsonRejection;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
@@ -28,8 +29,17 @@ const BUFFERED_EVENTS: usize = 64;
 pub(crate) async fn prompt(
     State(service): State<Arc<Service>>,
     Path(id): Path<String>,
-    Json(prompt): Json<Prompt>,
+    prompt: Result<Json<Prompt>, JsonRejection>,
 ) -> Result<Response, ApiError> {
+    let Json(prompt) = prompt?;
+    // Refused before the session is touched: an empty prompt would be written to the session
+    // and sent, and the provider's refusal of it would come back as a failed turn.
+    if prompt.text.trim().is_empty() {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "the prompt's `text` is empty".to_owned(),
+        ));
+    }
     let agent = service.agent(&id).await?;
     let Ok(mut agent) = agent.try_lock_owned() else {
         return Err(ApiError::new(

@@ -1,0 +1,86 @@
+//! What a client of `panto-service` gets for a request it got wrong, and for a provider that
+//! refuses the turn: every error in the service's form (`{"error": "..."}`) with a status that
+//! says whose fault it is, and nothing written or sent for a request refused up front.
+
+mod common;
+
+use common::{start_instance, Client};
+use panto_testkit::postgres::server;
+use panto_testkit::{script, MockServer, Reply};
+use serde_json::{json, Value};
+
+/// The status and JSON body of a prompt sent as `content_type` with `body`.
+async fn post_raw(http: &reqwest::Client, url: &str, content_type: Option<&str>, body: &str) -> (u16, Value) {
+    let mut request = http.post(url).body(body.to_owned());
+    if let Some(content_type) = content_type {
+        request = request.header("content-type", content_type);
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    let value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{status}: not JSON ({e}): {text:?}"));
+    (status, value)
+}
+
+fn error_of(body: &Value) -> &str {
+    body["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no error message in {body}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_requests_and_a_refusing_provider_get_errors_in_the_service_form() {
+    let database = server().create_database().await;
+    let mock = MockServer::start().await;
+    let instance = start_instance(&database, &mock, &[]);
+    let client = Client::new();
+    let http = panto_core::http_client_builder().build().unwrap();
+
+    let (status, started) = client
+        .call(reqwest::Method::POST, format!("{}/sessions", instance.base), None)
+        .await;
+    assert_eq!(status, 201, "{started}");
+    let id = started["id"].as_str().unwrap().to_owned();
+    let url = format!("{}/sessions/{id}/prompt", instance.base);
+
+    // Bodies that are not the JSON asked for: each named, as JSON.
+    let (status, body) = post_raw(&http, &url, None, r#"{"text": "hi"}"#).await;
+    assert_eq!(status, 415, "{body}");
+    assert!(error_of(&body).contains("Content-Type"), "{body}");
+    let (status, body) = post_raw(&http, &url, Some("application/json"), r#"{"text": "#).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(error_of(&body).contains("line 1 column"), "{body}");
+    let (status, body) = post_raw(&http, &url, Some("application/json"), r#"{"txt": "hi"}"#).await;
+    assert_eq!(status, 422, "{body}");
+    assert!(error_of(&body).contains("missing field `text`"), "{body}");
+
+    // An empty prompt is refused before anything is written or sent.
+    for text in ["", " \n\t"] {
+        let (status, body) = client.prompt(&instance, &id, text).await;
+        assert_eq!(status, 400, "{body:?}");
+        assert!(error_of(&body[0]).contains("empty"), "{body:?}");
+    }
+    assert!(mock.requests().is_empty(), "a refused prompt reached the provider");
+    let (_, listed) = client
+        .call(reqwest::Method::GET, format!("{}/sessions", instance.base), None)
+        .await;
+    assert_eq!(listed, json!([]), "a refused prompt was stored");
+
+    // A provider that refuses the turn before its first event: the fault is upstream (502), and
+    // its message names the provider's status without the key.
+    mock.push(Reply::json(
+        401,
+        &json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key test-key"}}),
+    ));
+    let (status, body) = client.prompt(&instance, &id, "hi").await;
+    assert_eq!(status, 502, "{body:?}");
+    let message = error_of(&body[0]);
+    assert!(message.contains("401"), "{message}");
+    assert!(!message.contains("test-key"), "{message}");
+
+    // The session still works once the provider answers.
+    mock.push(Reply::sse(script::anthropic_text("fine now")));
+    let (status, events) = client.prompt(&instance, &id, "again").await;
+    assert_eq!(status, 200, "{events:?}");
+    assert_eq!(common::streamed_text(&events), "fine now");
+}
