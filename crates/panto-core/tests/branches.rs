@@ -63,7 +63,9 @@ async fn rewind_then_fork_send_each_branch_alone() {
         assert_eq!(sent_texts(style, &server, 4), ["q1", "a1", "in the fork"]);
         assert_eq!(agent.message_id(0), Some(ids[0].as_str()), "a fork keeps the ids");
 
-        // Resume both, as new processes would: each sends exactly its own branch.
+        // Resume both, as new processes would once this agent is gone: each sends exactly its
+        // own branch.
+        drop(agent);
         for (id, want) in [
             (&rewound_id, vec!["q1", "a1", "q2'", "a2'", "next"]),
             (&fork_id, vec!["q1", "a1", "in the fork", "f", "next"]),
@@ -92,6 +94,8 @@ async fn rewind_after_resume_and_on_a_store_without_branches() {
             .await
             .unwrap()
             .unwrap();
+        // The session is written by one live agent at a time.
+        drop(agent);
         let mut resumed = Agent::resume(config(style, &server), session).await.unwrap();
         let first = resumed.prompts()[0].0.to_owned();
         resumed.rewind(&first).await.unwrap();

@@ -89,7 +89,9 @@ async fn manual_compaction_is_persisted_and_resumes_compacted() {
         let loaded = store.load(&id).await.unwrap().unwrap();
         assert_eq!(&loaded.messages, messages);
 
-        // And a resumed agent continues from the compacted view.
+        // And a resumed agent continues from the compacted view (once this one is gone: one
+        // live agent writes a session).
+        drop(agent);
         let session = Session::resolve(store.clone(), &id).await.unwrap().unwrap();
         let mut resumed = Agent::new(config(style, &server), session, Some(loaded)).unwrap();
         server.push(Reply::sse(text(style, "continuing")));

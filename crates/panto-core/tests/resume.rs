@@ -77,6 +77,42 @@ async fn resume_continues_the_stored_conversation() {
 }
 
 #[tokio::test]
+async fn a_second_live_agent_on_a_session_is_refused_until_the_first_is_dropped() {
+    let style = ApiStyle::AnthropicMessages;
+    let store = MemoryStore::new();
+    let server = MockServer::start().await;
+    server.push(Reply::sse(text(style, "first answer")));
+    let mut first = agent_on(style, &server, panto_core::Session::create(store.clone()));
+    collect(&mut first, "first question").await.unwrap();
+    let id = first.session_id().to_owned();
+
+    // Another agent on the same store may read the session, but not write it while the first
+    // lives: its turn fails before anything is stored or sent.
+    let session = panto_core::Session::resolve(store.clone(), &id).await.unwrap().unwrap();
+    let mut second = Agent::resume(config(style, &server), session).await.unwrap();
+    let err = collect(&mut second, "from the second").await.unwrap_err();
+    assert!(matches!(&err, Error::SessionInUse { id: got } if *got == id), "{err:?}");
+    assert_eq!(server.requests().len(), 1, "the refused turn reached the provider");
+    assert_eq!(store.records(&id).len(), 2, "the refused turn wrote to the session");
+
+    // The first goes on; a second agent dropped meanwhile does not take the session from it.
+    drop(second);
+    server.push(Reply::sse(text(style, "second answer")));
+    collect(&mut first, "second question").await.unwrap();
+    assert_eq!(store.records(&id).len(), 4);
+
+    // Once the first is dropped, another agent resumes and writes it.
+    drop(first);
+    let session = panto_core::Session::resolve(store.clone(), &id).await.unwrap().unwrap();
+    let mut third = Agent::resume(config(style, &server), session).await.unwrap();
+    server.push(Reply::sse(text(style, "third answer")));
+    collect(&mut third, "third question").await.unwrap();
+    assert_eq!(store.records(&id).len(), 6);
+    let sent = wire_messages(style, &body(&server.requests(), 2));
+    assert_eq!(sent.len(), 5, "the third agent sent {sent:?}");
+}
+
+#[tokio::test]
 async fn resume_of_a_session_the_store_does_not_hold_is_not_found() {
     let store = MemoryStore::new();
     let server = MockServer::start().await;

@@ -58,6 +58,7 @@ impl Agent {
             });
         }
         let tip = branch.entries[index].parent.clone();
+        self.hold_session()?;
         self.session.switch_branch(tip.as_deref()).await?;
         self.reload().await
     }
@@ -74,6 +75,9 @@ impl Agent {
         self.flush().await?;
         let fork = self.session.fork(at).await?;
         self.session = fork;
+        // The original is no longer this agent's to write: let it go (the fork is taken by
+        // the agent's next write).
+        self.writer = None;
         self.reload().await?;
         Ok(self.session.id().to_owned())
     }

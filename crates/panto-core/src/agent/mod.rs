@@ -10,6 +10,7 @@ mod retry;
 mod steer;
 mod stream;
 mod typed;
+mod writer;
 
 use std::sync::Arc;
 
@@ -72,7 +73,9 @@ impl From<String> for UserMessage {
 /// Dropping the agent ends its hold on the session: the store lets go of what it keeps for
 /// writing it (the file store closes the locked file, PostgreSQL releases the advisory lock), so
 /// another agent (in this process or another) can resume it. While the agent lives, the session
-/// is its own: a second writer gets [`Error::SessionInUse`].
+/// is its own from its first write on: a second writer gets [`Error::SessionInUse`], be it
+/// another process, another store instance, or another agent on the same store (agent/writer.rs).
+/// Only its write fails; reading the session (a listing, [`Agent::resume`]) never waits.
 ///
 /// Agents made from clones of one [`Config`] share its provider's HTTP client, so their
 /// requests reuse each other's connections.
@@ -105,13 +108,22 @@ pub struct Agent {
     message_ids: Vec<Option<String>>,
     /// The embedder's hooks around tool calls, requests and turns (agent/hooks.rs).
     hooks: hooks::Hooks,
+    /// The agent's hold on its session, taken by its first write (agent/writer.rs).
+    writer: Option<writer::Writer>,
 }
 
 // The store keeps the session open for writing while the agent lives (see the type docs).
 impl Drop for Agent {
     fn drop(&mut self) {
-        if self.stored {
-            self.session.store.release_writer(self.session.id());
+        // A held writer lets the session go as it drops. An agent that never wrote lets go of
+        // what the store may hold for the session all the same (a claim taken before the
+        // agent was made), unless another live agent of this process writes it.
+        match self.writer.take() {
+            Some(writer) => drop(writer),
+            None if self.stored && !writer::Writer::is_held(&self.session.store, self.session.id()) => {
+                self.session.store.release_writer(self.session.id());
+            }
+            None => {}
         }
     }
 }
@@ -150,6 +162,7 @@ impl Agent {
             persisted,
             message_ids: Vec::new(),
             hooks: hooks::Hooks::default(),
+            writer: None,
         })
     }
 
@@ -266,6 +279,15 @@ impl Agent {
         self.persist(false).await
     }
 
+    /// Makes sure the agent holds its session before writing it: the first write takes it, and
+    /// [`Error::SessionInUse`] means another live agent of this process writes it.
+    pub(crate) fn hold_session(&mut self) -> Result<()> {
+        if self.writer.is_none() {
+            self.writer = Some(writer::Writer::take(&self.session.store, self.session.id())?);
+        }
+        Ok(())
+    }
+
     /// Persists `messages[self.persisted..]`. With `force`, a new session is written even without
     /// an assistant message (compaction needs its history stored to point into it).
     pub(crate) async fn persist(&mut self, force: bool) -> Result<()> {
@@ -278,6 +300,8 @@ impl Agent {
         if !self.stored && !force && !fresh.iter().any(|m| m.role == Role::Assistant) {
             return Ok(());
         }
+        self.hold_session()?;
+        let fresh = &self.conversation.messages[self.persisted..];
         let tools = self.registry.decls();
         let wire = self.config.provider.wire_identity();
         let batch: Vec<PersistentMessage<'_>> = fresh
