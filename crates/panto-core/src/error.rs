@@ -293,6 +293,31 @@ impl Error {
         }
     }
 
+    /// Whether the fault is upstream: the provider failed the request (an error status, a
+    /// refused or timed-out connection, a redirect, a stream cut, broken or not the API's, a
+    /// context overflow) or the model's answer could not be used (a compaction without a
+    /// summary, structured output missing or invalid). Not the embedder's input, the session or
+    /// a tool. The C ABI reports these as `PANTO_ERR_PROVIDER`; a service in front of panto
+    /// answers them as a bad gateway (`examples/service`).
+    pub fn is_provider_failure(&self) -> bool {
+        matches!(
+            self,
+            Error::Http { .. }
+                | Error::ContextOverflow { .. }
+                | Error::StreamError { .. }
+                | Error::Truncated { .. }
+                | Error::IdleTimeout(_)
+                | Error::Connect { .. }
+                | Error::Redirect { .. }
+                | Error::NotEventStream { .. }
+                | Error::Protocol { .. }
+                | Error::EmptySummary
+                | Error::OverflowCompactionFailed { .. }
+                | Error::InvalidOutput { .. }
+                | Error::MissingOutput { .. }
+        )
+    }
+
     /// Wraps a storage error with what the store was doing.
     pub fn store(context: impl Into<String>, source: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
         Error::Store {

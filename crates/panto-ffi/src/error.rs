@@ -62,19 +62,7 @@ impl Failure {
 impl From<Error> for Failure {
     fn from(e: Error) -> Self {
         let code = match &e {
-            Error::Http { .. }
-            | Error::ContextOverflow { .. }
-            | Error::StreamError { .. }
-            | Error::Truncated { .. }
-            | Error::IdleTimeout(_)
-            | Error::Connect { .. }
-            | Error::Redirect { .. }
-            | Error::NotEventStream { .. }
-            | Error::Protocol { .. }
-            | Error::EmptySummary
-            | Error::OverflowCompactionFailed { .. }
-            | Error::InvalidOutput { .. }
-            | Error::MissingOutput { .. } => PANTO_ERR_PROVIDER,
+            _ if e.is_provider_failure() => PANTO_ERR_PROVIDER,
             Error::InvalidHeader { .. } => PANTO_ERR_CONFIG,
             Error::InvalidImage { .. } => PANTO_ERR_INVALID_ARGUMENT,
             Error::InvalidTool { .. } | Error::HookFailed { .. } => PANTO_ERR_TOOL,

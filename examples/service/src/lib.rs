@@ -198,15 +198,7 @@ impl From<Error> for ApiError {
             Error::InvalidSessionId(_) | Error::AmbiguousSession { .. } => StatusCode::BAD_REQUEST,
             // The provider failed the turn (after the agent's retries): the service is a gateway
             // to it, so the answer says the fault is upstream, not here.
-            Error::Http { .. }
-            | Error::ContextOverflow { .. }
-            | Error::StreamError { .. }
-            | Error::Truncated { .. }
-            | Error::IdleTimeout(_)
-            | Error::Connect { .. }
-            | Error::Redirect { .. }
-            | Error::NotEventStream { .. }
-            | Error::Protocol { .. } => StatusCode::BAD_GATEWAY,
+            _ if e.is_provider_failure() => StatusCode::BAD_GATEWAY,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         };
         ApiError::new(status, e.to_string())
