@@ -11,9 +11,10 @@
 //! | `POST /sessions/{id}/prompt` `{"text": ...}` | runs a turn; its events as server-sent events |
 //! | `DELETE /sessions/{id}` | lets go of a session live here, so another instance can take it |
 //!
-//! Errors: 400 for a malformed session id or a prompt whose text is empty, 400, 415 or 422 for a
-//! body that is not the JSON asked for (naming what is wrong), 404 for an unknown session, 409 as below or while a turn runs on the session,
-//! 502 when the provider failed the turn before its first event.
+//! Errors: 400 for a malformed session id or a prompt whose text is empty; 400, 415 or 422 for
+//! a body that is not the JSON asked for (naming what is wrong); 404 for an unknown session; 409
+//! as below, or while a turn runs on the session; 502 when the provider failed the turn before
+//! its first event.
 //!
 //! One writer per session, across instances: a session is live in at most one instance, the one
 //! holding its advisory lock in PostgreSQL (taken by `resume`, or by the first write of a session

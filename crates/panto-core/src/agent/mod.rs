@@ -281,7 +281,7 @@ impl Agent {
 
     /// Makes sure the agent holds its session before writing it: the first write takes it, and
     /// [`Error::SessionInUse`] means another live agent of this process writes it.
-    pub(crate) fn hold_session(&mut self) -> Result<()> {
+    fn hold_session(&mut self) -> Result<()> {
         if self.writer.is_none() {
             self.writer = Some(writer::Writer::take(&self.session.store, self.session.id())?);
         }
