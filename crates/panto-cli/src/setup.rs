@@ -60,11 +60,36 @@ pub struct Ready {
     pub notes: Vec<String>,
 }
 
-/// Finds the session `choice` names and loads its conversation (`None` for a new session).
-async fn open_session(opened: &OpenStore, choice: &SessionChoice) -> Result<(Session, Option<LoadedBranch>), Failure> {
+/// A session a [`SessionChoice`] named, found and not yet loaded.
+pub struct Found {
+    session: Session,
+    /// Whether the session existed before (resumed, continued, picked or forked).
+    existing: bool,
+}
+
+impl Found {
+    /// The session's id.
+    pub fn session_id(&self) -> &str {
+        self.session.id()
+    }
+
+    /// Whether the session existed before this choice.
+    pub fn existing(&self) -> bool {
+        self.existing
+    }
+}
+
+/// Finds the session `choice` names (a new one for [`SessionChoice::New`]; forking happens
+/// here) without loading its conversation.
+pub async fn find(opened: &OpenStore, choice: &SessionChoice) -> Result<Found, Failure> {
     let (store, place) = (&opened.store, &opened.place);
     let session = match choice {
-        SessionChoice::New => return Ok((Session::create(store.clone()), None)),
+        SessionChoice::New => {
+            return Ok(Found {
+                session: Session::create(store.clone()),
+                existing: false,
+            })
+        }
         SessionChoice::Continue => Session::latest(store.clone())
             .await?
             .ok_or_else(|| Failure::usage(format!("no session to continue in {place}")))?,
@@ -87,8 +112,10 @@ async fn open_session(opened: &OpenStore, choice: &SessionChoice) -> Result<(Ses
             source.fork(&at).await?
         }
     };
-    let branch = session.load_branch().await?;
-    Ok((session, Some(branch)))
+    Ok(Found {
+        session,
+        existing: true,
+    })
 }
 
 /// The model for a session: `-m NAME` if given (resolved against the provider the session or the
@@ -148,13 +175,29 @@ async fn build_agent(
             agent.conversation(),
             agent.config().provider.api_style,
         ));
-        let current = agent.conversation().effective_system_blocks().join("\n\n");
-        if current != prompt {
-            agent.set_system_prompt(prompt).await?;
-            notes.push("the system prompt changed since this session was last used; the new one is in effect".into());
-        }
+        notes.extend(replace_changed_prompt(&mut agent, prompt).await?);
     }
     Ok(agent)
+}
+
+/// Puts `prompt` in effect in a resumed session whose system prompt is another, saying so.
+async fn replace_changed_prompt(agent: &mut Agent, prompt: String) -> Result<Option<String>, Failure> {
+    let current = agent.conversation().effective_system_blocks().join("\n\n");
+    if current == prompt {
+        return Ok(None);
+    }
+    agent.set_system_prompt(prompt).await?;
+    Ok(Some(
+        "the system prompt changed since this session was last used; the new one is in effect".into(),
+    ))
+}
+
+/// What resuming the session `agent` already works in does: its system prompt is composed
+/// again and put in effect if it changed (a note saying so). The agent stays: a second agent on
+/// its session could not write it while this one lives.
+pub async fn refresh(settings: &Settings, agent: &mut Agent, toolbox: &Toolbox) -> Result<Vec<String>, Failure> {
+    let prompt = crate::prompt::compose(settings, toolbox.cwd())?;
+    Ok(replace_changed_prompt(agent, prompt).await?.into_iter().collect())
 }
 
 /// What a resumed session loses by going to another API style: the conversation carries over,
@@ -195,8 +238,24 @@ pub async fn open(
     toolbox: &Toolbox,
     mcp: &McpTools,
 ) -> Result<Ready, Failure> {
-    let (session, branch) = open_session(store, choice).await?;
-    let resumed = branch.is_some();
+    open_found(settings, find(store, choice).await?, model, toolbox, mcp).await
+}
+
+/// Loads the session [`find`] found and builds its agent.
+pub async fn open_found(
+    settings: &Settings,
+    found: Found,
+    model: ModelChoice<'_>,
+    toolbox: &Toolbox,
+    mcp: &McpTools,
+) -> Result<Ready, Failure> {
+    let Found { session, existing } = found;
+    let branch = if existing {
+        Some(session.load_branch().await?)
+    } else {
+        None
+    };
+    let resumed = existing;
     let mut notes = Vec::new();
     let selection = match model {
         ModelChoice::Keep(selection) => *selection,

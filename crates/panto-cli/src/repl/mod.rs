@@ -687,10 +687,25 @@ impl Repl<'_> {
             Some(selection) => setup::ModelChoice::Keep(Box::new(selection)),
             None => setup::ModelChoice::Choose(None),
         };
-        let opened = self.rt.block_on(setup::open(
+        let found = match self.rt.block_on(setup::find(&self.store, &choice)) {
+            Ok(found) => found,
+            Err(e) => return self.error(&e.message),
+        };
+        if found.existing() && found.session_id() == self.agent.session_id() {
+            // The session this agent works in: it stays (a second agent could not write the
+            // session while this one lives), with its system prompt brought up to date.
+            match self
+                .rt
+                .block_on(setup::refresh(&self.settings, &mut self.agent, &self.toolbox))
+            {
+                Ok(notes) => self.banner(true, &notes),
+                Err(e) => self.error(&e.message),
+            }
+            return;
+        }
+        let opened = self.rt.block_on(setup::open_found(
             &self.settings,
-            &self.store,
-            &choice,
+            found,
             model,
             &self.toolbox,
             &self.mcp,

@@ -375,3 +375,37 @@ async fn a_refusal_with_a_long_page_is_shown_cut() {
     assert!(!shown.contains("END-OF-PAGE"), "{shown}");
     assert!(shown.len() < 4_000, "{} bytes shown", shown.len());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn resuming_the_current_session_keeps_it_writable_and_takes_a_changed_prompt() {
+    let server = MockServer::start().await;
+    server.push(Reply::sse(script::anthropic_text("first answer")));
+    server.push(Reply::sse(script::anthropic_text("second answer")));
+    let mut home = Home::new();
+    home.anthropic(&server);
+    let agents_md = home.work().join("AGENTS.md");
+    std::fs::write(&agents_md, "Old rule.").unwrap();
+    home.in_repl(&[], move |p| {
+        let (_, banner) = p.exp_regex(r"new session [0-9a-f-]{36}").unwrap();
+        let id = banner.trim_start_matches("new session ").to_owned();
+        p.type_line("first");
+        p.expect("first answer");
+        // The project's rules change while the session is open; resuming it takes them.
+        std::fs::write(&agents_md, "New rule.").unwrap();
+        p.type_line(&format!("/resume {id}"));
+        p.expect(&format!("resumed session {id}"));
+        p.expect("the system prompt changed");
+        p.type_line("second");
+        p.expect("second answer");
+        p.quit();
+    })
+    .await;
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "the second turn was refused");
+    let system = all_text(&body(&requests[1])["system"]);
+    assert!(
+        system.contains("New rule.") && !system.contains("Old rule."),
+        "{system}"
+    );
+    assert_eq!(home.session_files().len(), 1);
+}
