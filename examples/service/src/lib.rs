@@ -5,8 +5,8 @@
 //!
 //! | method and path | does |
 //! | --- | --- |
-//! | `POST /sessions` | starts a session here; `201 {"id": ...}` |
-//! | `GET /sessions` | every stored session, newest first, and whether it is live here |
+//! | `POST /sessions` | starts a session, live here from the start; `201 {"id": ...}` |
+//! | `GET /sessions` | every session (not yet stored ones started here first), and whether it is live here |
 //! | `POST /sessions/{id}/resume` | makes a stored session live here (takes its writer's lock) |
 //! | `POST /sessions/{id}/prompt` `{"text": ...}` | runs a turn; its events as server-sent events |
 //! | `DELETE /sessions/{id}` | lets go of a session live here, so another instance can take it |
@@ -17,8 +17,8 @@
 //! its first event.
 //!
 //! One writer per session, across instances: a session is live in at most one instance, the one
-//! holding its advisory lock in PostgreSQL (taken by `resume`, or by the first write of a session
-//! started here; released when its agent is dropped). A request that needs to write a session
+//! holding its advisory lock in PostgreSQL (taken by `resume`, or by `POST /sessions` for the
+//! session it starts; released when its agent is dropped). A request that needs to write a session
 //! another instance holds gets `409 Conflict` saying so. A prompt to a stored session that is not
 //! live here resumes it first. Each server-sent event's data is one event in panto's event JSON
 //! (docs/events.md); a turn that fails after it started ends with an event named `error`.
@@ -125,6 +125,10 @@ pub fn router(service: Arc<Service>) -> Router {
 async fn start(State(service): State<Arc<Service>>) -> Result<Response, ApiError> {
     let agent = Agent::new(service.config.clone(), Session::create(service.store.clone()), None)?;
     let id = agent.session_id().to_owned();
+    // The session is this instance's from its start: another instance asked for it before its
+    // first turn is stored answers 409, as for any session live here. (Dropping the agent
+    // releases the claim even if it never wrote.)
+    service.store.claim(&id).await?;
     service
         .live()
         .insert(id.clone(), Arc::new(tokio::sync::Mutex::new(agent)));
@@ -134,18 +138,30 @@ async fn start(State(service): State<Arc<Service>>) -> Result<Response, ApiError
 async fn list(State(service): State<Arc<Service>>) -> Result<Json<Value>, ApiError> {
     let sessions = service.store.list().await?;
     let live = service.live();
-    let rows: Vec<Value> = sessions
-        .iter()
-        .map(|s| {
-            json!({
-                "id": s.id,
-                "message_count": s.message_count,
-                "last_user_message": s.last_user_message,
-                "live_here": live.contains_key(&s.id),
-            })
-        })
+    // Sessions started here and not yet stored (no turn finished its first write) come first:
+    // they are the newest.
+    let mut unstored: Vec<&String> = live
+        .keys()
+        .filter(|id| !sessions.iter().any(|s| &s.id == *id))
         .collect();
-    Ok(Json(Value::Array(rows)))
+    unstored.sort_unstable_by(|a, b| b.cmp(a));
+    let unstored = unstored.into_iter().map(|id| {
+        json!({
+            "id": id,
+            "message_count": 0,
+            "last_user_message": null,
+            "live_here": true,
+        })
+    });
+    let stored = sessions.iter().map(|s| {
+        json!({
+            "id": s.id,
+            "message_count": s.message_count,
+            "last_user_message": s.last_user_message,
+            "live_here": live.contains_key(&s.id),
+        })
+    });
+    Ok(Json(Value::Array(unstored.chain(stored).collect())))
 }
 
 async fn resume(State(service): State<Arc<Service>>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {

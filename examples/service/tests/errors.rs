@@ -64,7 +64,12 @@ async fn bad_requests_and_a_refusing_provider_get_errors_in_the_service_form() {
     let (_, listed) = client
         .call(reqwest::Method::GET, format!("{}/sessions", instance.base), None)
         .await;
-    assert_eq!(listed, json!([]), "a refused prompt was stored");
+    // Listed as started here, with nothing stored.
+    assert_eq!(
+        listed,
+        json!([{"id": id, "message_count": 0, "last_user_message": null, "live_here": true}]),
+        "a refused prompt was stored"
+    );
 
     // A provider that refuses the turn before its first event: the fault is upstream (502), and
     // its message names the provider's status without the key.

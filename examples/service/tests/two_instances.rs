@@ -25,6 +25,18 @@ async fn two_instances_on_one_database_never_write_the_same_session() {
     assert_eq!(status, 201, "{started}");
     let id = started["id"].as_str().expect("an id").to_owned();
 
+    // Started in a, the session is a's before anything of it is stored: b refuses it, and a
+    // lists it.
+    let (status, error) = http.prompt(&b, &id, "first to b").await;
+    assert_eq!(status, 409, "{error:?}");
+    let (_, listed) = http
+        .call(reqwest::Method::GET, format!("{}/sessions", a.base), None)
+        .await;
+    assert_eq!(listed[0]["id"], id.as_str(), "{listed}");
+    assert_eq!(listed[0]["message_count"], 0, "{listed}");
+    assert_eq!(listed[0]["live_here"], true, "{listed}");
+    assert_eq!(mock.requests().len(), 0, "a refused request reached the provider");
+
     mock.push(Reply::sse(script::anthropic_text("hello from a")));
     let (status, events) = http.prompt(&a, &id, "hi a").await;
     assert_eq!(status, 200, "{events:?}");
