@@ -18,6 +18,20 @@ use crate::tls::Target;
 /// How long a connection attempt may take when the connection string does not say.
 const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Run on every connection the store opens: its prepared statements run with generic plans.
+///
+/// PostgreSQL plans a prepared statement anew on each execution while a plan made for the
+/// parameters' values looks cheaper than a generic one, and for the append statement (data-
+/// modifying CTEs over parameter arrays, `append_sql.rs`) it always does: the array lengths make
+/// every custom plan's estimate smaller. So each append was planned again, and planning was
+/// most of the server's CPU per append: with generic plans the fleet bench's PostgreSQL spent a
+/// third less CPU a turn (docs/performance.md). Every statement of the store has the same best
+/// plan whatever its parameters (equality and range conditions on keys, the id prefix as a
+/// range), so the generic plan costs nothing. The setting is the connection's own; it exists
+/// from PostgreSQL 12 on, and an older server is left as it is.
+const GENERIC_PLANS: &str = "select set_config('plan_cache_mode', 'force_generic_plan', false) \
+     where current_setting('server_version_num')::int >= 120000";
+
 /// One connection and the statements prepared on it.
 pub(crate) struct Conn {
     /// The client.
@@ -51,6 +65,12 @@ impl Conn {
                 ""
             };
             Error::store(format!("connecting to PostgreSQL at {}{hint}", describe(&config)), e)
+        })?;
+        client.batch_execute(GENERIC_PLANS).await.map_err(|e| {
+            Error::store(
+                format!("setting up the connection to {}", describe(&config)),
+                PgError::new(e),
+            )
         })?;
         Ok(Conn {
             client,
