@@ -33,7 +33,7 @@ use super::timeline::now;
 use super::{cpu_time, http2, percentile, ramp, MockChild};
 
 /// The connection window of a provider's shared client (panto-core's config.rs).
-const CONNECTION_WINDOW: u32 = 64 << 20;
+const CONNECTION_WINDOW: u32 = 256 << 20;
 
 /// What the bare fleet measured.
 #[derive(Debug, Default)]
