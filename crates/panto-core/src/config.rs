@@ -243,12 +243,12 @@ struct SharedClient(Arc<OnceLock<reqwest::Client>>);
 /// The HTTP/2 connection window of a provider's shared client: 256 MiB. The HTTP/2 library
 /// closes a connection (`ENHANCE_YOUR_CALM`) under every stream on it once the small DATA
 /// frames received and not yet read exceed a budget of half this window (a frame of n < 256
-/// bytes counted as 256 - n). A fleet's agents leave a reply unread while they wait on their
-/// store (a tool step's results are stored before its reply is read), so with thousands of
-/// agents on a slow store about 20 deltas of each of their replies wait at once: 64 MiB (room
-/// for about 200,000 96-byte deltas) was overrun by 10,000 agents on PostgreSQL. 256 MiB is room
-/// for about 840,000. It is a limit, not an allocation: what is buffered is what the agents
-/// asked for and have not read yet.
+/// bytes counted as 256 - n). Thousands of agents whose tasks wait for a CPU, or whose replies
+/// waited unread while their tool results were stored (before `ProviderStream::read_ahead`),
+/// leave about twenty deltas of each reply in the connection at once: 64 MiB (room for about
+/// 200,000 96-byte deltas) was overrun by 10,000 agents on PostgreSQL. 256 MiB is room for
+/// about 840,000. It is a limit, not an allocation: what is buffered is what the agents asked
+/// for and have not read yet.
 const SHARED_HTTP2_CONNECTION_WINDOW: u32 = 256 << 20;
 
 fn default_max_event_bytes() -> usize {

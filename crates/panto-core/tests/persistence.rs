@@ -490,3 +490,88 @@ async fn a_failed_write_of_tool_results_fails_the_turn_before_the_next_response_
         assert_eq!(agent.conversation().messages.len(), 3, "{style}");
     }
 }
+
+/// A `MemoryStore` whose writes of tool results take `delay`.
+#[derive(Debug)]
+struct SlowResults {
+    memory: Arc<MemoryStore>,
+    delay: std::time::Duration,
+}
+
+#[async_trait::async_trait]
+impl SessionStore for SlowResults {
+    async fn list(&self) -> panto_core::Result<Vec<panto_core::SessionInfo>> {
+        self.memory.list().await
+    }
+    async fn load_branch(&self, id: &str) -> panto_core::Result<Option<panto_core::LoadedBranch>> {
+        self.memory.load_branch(id).await
+    }
+    async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> panto_core::Result<Vec<String>> {
+        if holds_tool_results(messages) {
+            tokio::time::sleep(self.delay).await;
+        }
+        self.memory.append(id, messages).await
+    }
+}
+
+/// The reply to a request carrying tool results is shown only once they are stored, but it is
+/// read while they are written: left in the connection, the unread replies of thousands of
+/// agents waiting on a slow store overran the shared HTTP/2 connection's budget for unread
+/// frames, which then closed under all of them. Here the reply (8 MiB) is larger than the
+/// socket's buffers, so the server can send it whole during the write only if it is read.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reply_is_read_while_its_tool_results_are_written_and_shown_after() {
+    let style = ApiStyle::AnthropicMessages;
+    let server = MockServer::start().await;
+    let key = "reads-ahead";
+    let mut config = config(style, &server);
+    config
+        .provider
+        .extra_headers
+        .push((panto_testkit::KEY_HEADER.to_owned(), key.to_owned()));
+    server.push_keyed(key, Reply::sse(tool_calls(style, &[("t1", "echo", r#"{"text":"x"}"#)])));
+    let piece = "a".repeat(1 << 20);
+    let answer = panto_testkit::script::AnthropicScript::new()
+        .text_deltas(vec![piece.clone(); 8])
+        .build();
+    server.push_keyed(key, Reply::sse(answer));
+    let delay = std::time::Duration::from_secs(3);
+    let memory = MemoryStore::new();
+    let session = Session::create(Arc::new(SlowResults {
+        memory: memory.clone(),
+        delay,
+    }));
+    let id = session.id().to_owned();
+    let mut agent = Agent::new(config, session, None).unwrap();
+    agent.register_tool(Arc::new(Echo)).unwrap();
+    let started = std::time::Instant::now();
+    let mut text = 0;
+    {
+        let mut stream = agent.run("use the tool".into());
+        while let Some(event) = stream.next().await.unwrap() {
+            if let panto_core::Event::Delta {
+                delta: panto_core::ContentDelta::Text(t),
+                ..
+            } = event
+            {
+                assert!(
+                    started.elapsed() >= delay,
+                    "the reply showed before the tool results were stored"
+                );
+                text += t.len();
+            }
+        }
+    }
+    assert_eq!(text, 8 << 20);
+    assert_eq!(
+        roles(&memory.records(&id)),
+        vec![Role::User, Role::Assistant, Role::User, Role::Assistant]
+    );
+    // The server's time on the two requests, from each read to its last byte sent: the second
+    // would take the whole write if the reply waited unread.
+    let served = server.served_time(key);
+    assert!(
+        served < delay * 2 / 3,
+        "the reply waited unread for the results' write: the server spent {served:?} sending it"
+    );
+}

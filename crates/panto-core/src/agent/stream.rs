@@ -359,7 +359,22 @@ impl<'a> Stream<'a> {
                     Ok(opening) => {
                         let opening = opening.instrument(request_span);
                         if std::mem::take(&mut self.unwritten) {
-                            let (written, opened) = tokio::join!(self.agent.flush(), opening);
+                            let flush = self.agent.flush();
+                            tokio::pin!(flush, opening);
+                            let (written, mut opened) = tokio::select! {
+                                written = &mut flush => (Some(written), opening.await),
+                                opened = &mut opening => (None, opened),
+                            };
+                            let written = match (written, &mut opened) {
+                                (Some(written), _) => written,
+                                // The response's bytes are read (not decoded) while the write
+                                // goes on: see `ProviderStream::read_ahead`.
+                                (None, Ok(stream)) => tokio::select! {
+                                    written = &mut flush => written,
+                                    never = stream.read_ahead() => match never {},
+                                },
+                                (None, Err(_)) => flush.await,
+                            };
                             (written, opened)
                         } else {
                             (Ok(()), opening.await)

@@ -178,6 +178,10 @@ pub(crate) struct ProviderStream {
     max_bytes: u64,
     /// Scrubs the key and header values out of errors quoting what the provider sent.
     redactor: crate::trace::Redactor,
+    /// The body's items read by [`ProviderStream::read_ahead`] and not decoded yet, in order,
+    /// with their bytes; the body's end or failure, once read ahead, is the last.
+    ahead: VecDeque<Option<reqwest::Result<Bytes>>>,
+    ahead_bytes: u64,
 }
 
 impl std::fmt::Debug for ProviderStream {
@@ -226,6 +230,8 @@ impl ProviderStream {
                 received: 0,
                 max_bytes,
                 redactor,
+                ahead: VecDeque::new(),
+                ahead_bytes: 0,
             })
         }
     }
@@ -247,8 +253,34 @@ impl ProviderStream {
         }
     }
 
+    /// Reads the body ahead of decoding, keeping what arrives for [`ProviderStream::next`],
+    /// until the body ends or fails, or `max_response_bytes` would be passed; then waits
+    /// forever. The agent runs it while it stores the tool results the request carries: nothing
+    /// of the response is decoded or seen before they are stored, but its bytes leave the
+    /// HTTP/2 connection's buffers, where thousands of agents' unread replies of small frames
+    /// would overrun the library's budget and close the connection under all of them.
+    /// Cancel-safe: dropping it loses nothing.
+    pub async fn read_ahead(&mut self) -> std::convert::Infallible {
+        let ended = |item: &Option<reqwest::Result<Bytes>>| !matches!(item, Some(Ok(_)));
+        while !self.ahead.back().is_some_and(ended) && self.received + self.ahead_bytes <= self.max_bytes {
+            let item = self.body.next().await;
+            if let Some(Ok(chunk)) = &item {
+                self.ahead_bytes += chunk.len() as u64;
+                self.last_bytes = tokio::time::Instant::now();
+            }
+            self.ahead.push_back(item);
+        }
+        std::future::pending().await
+    }
+
     /// The body's next chunk, or `Err(())` once no byte has arrived for `idle_timeout`.
     async fn next_chunk(&mut self) -> std::result::Result<Option<reqwest::Result<Bytes>>, ()> {
+        if let Some(item) = self.ahead.pop_front() {
+            if let Some(Ok(chunk)) = &item {
+                self.ahead_bytes -= chunk.len() as u64;
+            }
+            return Ok(item);
+        }
         std::future::poll_fn(|cx| {
             if let std::task::Poll::Ready(item) = self.body.poll_next_unpin(cx) {
                 return std::task::Poll::Ready(Ok(item));
