@@ -5,10 +5,11 @@
 //! answer an assistant's calls must open the next user message. The encoder enforces all of this
 //! so that any conversation panto holds can be sent.
 
+mod body;
 mod cache;
 mod decoder;
 
-use serde_json::{json, Map, Value};
+use body::{Block, BlockKind, Body, Image, ResultPart, Thinking, ToolChoice, WireMessage, WireTool};
 
 pub(crate) use decoder::AnthropicDecoder;
 
@@ -34,137 +35,138 @@ pub(crate) fn headers(config: &ProviderConfig) -> Vec<(String, String)> {
     headers
 }
 
-/// The JSON body of a streaming Messages request.
-pub(crate) fn request_body(req: &ProviderRequest<'_>) -> Value {
+/// The JSON body of a streaming Messages request, as bytes.
+pub(crate) fn request_body(req: &ProviderRequest<'_>) -> Vec<u8> {
+    let body = wire_body(req);
+    // Writing references to strings and `Value`s into a `Vec` cannot fail: every map key is a
+    // string.
+    serde_json::to_vec(&body).unwrap_or_default()
+}
+
+/// [`request_body`] parsed back, for tests that look at what was built.
+#[cfg(test)]
+pub(crate) fn request_json(req: &ProviderRequest<'_>) -> serde_json::Value {
+    serde_json::from_slice(&request_body(req)).expect("the request body is JSON")
+}
+
+/// The body in its wire form, breakpoints placed.
+fn wire_body<'a>(req: &ProviderRequest<'a>) -> Body<'a> {
     let config = req.config;
-    let mut body = Map::new();
-    body.insert("model".into(), config.model.clone().into());
     let mut max_tokens = config.max_tokens;
-    if let Some(budget) = config.reasoning.anthropic_budget() {
+    let budget = config.reasoning.anthropic_budget();
+    if let Some(budget) = budget {
         // The budget counts against max_tokens, which must exceed it; rather than fail, give the
         // answer its configured room on top of the reasoning.
         if max_tokens <= budget {
             max_tokens = budget.saturating_add(max_tokens);
         }
-        body.insert("thinking".into(), json!({"type": "enabled", "budget_tokens": budget}));
     }
-    body.insert("max_tokens".into(), max_tokens.into());
-    body.insert("stream".into(), true.into());
-    let system: Vec<Value> = req
-        .system
+    let tools: Vec<WireTool<'a>> = req
+        .tools
         .iter()
-        .filter(|text| !text.is_empty())
-        .map(|text| json!({"type": "text", "text": text}))
+        .map(|t| WireTool {
+            name: &t.name,
+            description: &t.description,
+            input_schema: &t.input_schema,
+            cache_control: None,
+        })
         .collect();
-    if !system.is_empty() {
-        body.insert("system".into(), system.into());
-    }
-    body.insert("messages".into(), messages(req.messages).into());
-    if !req.tools.is_empty() {
-        let tools: Vec<Value> = req
-            .tools
+    // The API refuses a forced tool choice while thinking is enabled; the tools' descriptions
+    // then have to do the asking.
+    let tool_choice = (req.require_tool && !tools.is_empty() && budget.is_none()).then_some(ToolChoice);
+    let mut body = Body {
+        model: &config.model,
+        max_tokens,
+        stream: true,
+        thinking: budget.map(|budget_tokens| Thinking { budget_tokens }),
+        system: req
+            .system
             .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
-            .collect();
-        body.insert("tools".into(), tools.into());
-        // The API refuses a forced tool choice while thinking is enabled; the tools' descriptions
-        // then have to do the asking.
-        if req.require_tool && config.reasoning.anthropic_budget().is_none() {
-            body.insert("tool_choice".into(), json!({"type": "any"}));
-        }
-    }
+            .filter(|text| !text.is_empty())
+            .map(|text| Block::new(BlockKind::Text(text)))
+            .collect(),
+        messages: messages(req.messages),
+        tools,
+        tool_choice,
+    };
     cache::place_breakpoints(&mut body, config);
-    Value::Object(body)
+    body
 }
 
 /// The `messages` array: system messages skipped, unsendable blocks dropped, empty messages
 /// skipped, consecutive same-role messages merged, and tool results first in each user message.
-fn messages(messages: &[Message]) -> Vec<Value> {
-    let mut turns: Vec<(Role, Vec<Value>)> = Vec::new();
+fn messages(messages: &[Message]) -> Vec<WireMessage<'_>> {
+    let mut turns: Vec<WireMessage<'_>> = Vec::new();
     for message in messages {
-        if message.role == Role::System {
-            continue;
-        }
-        let blocks: Vec<Value> = message.content.iter().filter_map(block).collect();
-        if blocks.is_empty() {
+        let role = match message.role {
+            Role::System => continue,
+            Role::Assistant => "assistant",
+            Role::User => "user",
+        };
+        let mut blocks = message.content.iter().filter_map(block).peekable();
+        if blocks.peek().is_none() {
             continue;
         }
         match turns.last_mut() {
-            Some((role, content)) if *role == message.role => content.extend(blocks),
-            _ => turns.push((message.role, blocks)),
+            Some(turn) if turn.role == role => turn.content.extend(blocks),
+            _ => turns.push(WireMessage {
+                role,
+                content: blocks.collect(),
+            }),
+        }
+    }
+    for turn in &mut turns {
+        if turn.role == "user" {
+            // Anthropic rejects a user turn whose tool results follow other content, which a
+            // merge (say, a prompt typed after a cancelled tool run) could otherwise produce.
+            // Stable, so each kind keeps its order.
+            turn.content
+                .sort_by_key(|b| !matches!(b.kind, BlockKind::ToolResult { .. }));
         }
     }
     turns
-        .into_iter()
-        .map(|(role, mut content)| {
-            if role == Role::User {
-                // Anthropic rejects a user turn whose tool results follow other content, which a
-                // merge (say, a prompt typed after a cancelled tool run) could otherwise produce.
-                content.sort_by_key(|b| b["type"] != "tool_result");
-            }
-            let role = if role == Role::Assistant { "assistant" } else { "user" };
-            json!({"role": role, "content": content})
-        })
-        .collect()
 }
 
 /// One content block on the wire, or `None` for a block Anthropic must not receive.
-fn block(block: &ContentBlock) -> Option<Value> {
-    Some(match block {
+fn block(block: &ContentBlock) -> Option<Block<'_>> {
+    let kind = match block {
         ContentBlock::Text { text } if text.is_empty() => return None,
-        ContentBlock::Text { text } => json!({"type": "text", "text": text}),
+        ContentBlock::Text { text } => BlockKind::Text(text),
         ContentBlock::Thinking {
             thinking,
             signature: Some(signature),
-        } if !signature.is_empty() => {
-            json!({"type": "thinking", "thinking": thinking, "signature": signature})
-        }
+        } if !signature.is_empty() => BlockKind::Thinking { thinking, signature },
         // Reasoning from an OpenAI-compatible server has no signature, and Anthropic rejects
         // unsigned thinking; the answer that followed it still carries its conclusions.
         ContentBlock::Thinking { .. } => return None,
-        ContentBlock::RedactedThinking { data } => json!({"type": "redacted_thinking", "data": data}),
-        ContentBlock::ToolUse { id, name, input } => {
-            json!({"type": "tool_use", "id": id, "name": name, "input": input})
-        }
+        ContentBlock::RedactedThinking { data } => BlockKind::RedactedThinking { data },
+        ContentBlock::ToolUse { id, name, input } => BlockKind::ToolUse { id, name, input },
         ContentBlock::ToolResult {
             tool_use_id,
             content,
             is_error,
-        } => {
-            let parts: Vec<Value> = content.iter().filter_map(tool_result_part).collect();
-            let mut result = Map::new();
-            result.insert("type".into(), "tool_result".into());
-            result.insert("tool_use_id".into(), tool_use_id.clone().into());
-            // `content` is optional on the wire; an empty text part would be rejected.
-            if !parts.is_empty() {
-                result.insert("content".into(), parts.into());
-            }
-            if *is_error {
-                result.insert("is_error".into(), true.into());
-            }
-            Value::Object(result)
-        }
-        ContentBlock::CompactionSummary { summary } => json!({"type": "text", "text": summary_text(summary)}),
-        ContentBlock::Image { media_type, data } => image(media_type, data),
+        } => BlockKind::ToolResult {
+            tool_use_id,
+            content: content.iter().filter_map(tool_result_part).collect(),
+            is_error: *is_error,
+        },
+        ContentBlock::CompactionSummary { summary } => BlockKind::OwnedText(summary_text(summary)),
+        ContentBlock::Image { media_type, data } => BlockKind::Image(Image { media_type, data }),
         // System blocks travel in the request's `system` field.
         ContentBlock::System { .. } => return None,
         // The Responses API's encrypted reasoning only that API can read.
         ContentBlock::Reasoning { .. } => return None,
-    })
+    };
+    Some(Block::new(kind))
 }
 
 /// One part of a tool result, or `None` for an empty text part.
-fn tool_result_part(part: &ToolResultContent) -> Option<Value> {
+fn tool_result_part(part: &ToolResultContent) -> Option<ResultPart<'_>> {
     match part {
         ToolResultContent::Text { text } if text.is_empty() => None,
-        ToolResultContent::Text { text } => Some(json!({"type": "text", "text": text})),
-        ToolResultContent::Image { media_type, data } => Some(image(media_type, data)),
+        ToolResultContent::Text { text } => Some(ResultPart::Text(text)),
+        ToolResultContent::Image { media_type, data } => Some(ResultPart::Image(Image { media_type, data })),
     }
-}
-
-/// A base64 image block.
-fn image(media_type: &str, data: &str) -> Value {
-    json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}})
 }
 
 #[cfg(test)]

@@ -116,8 +116,8 @@ pub(crate) fn summary_text(summary: &str) -> String {
     format!("Summary of the conversation so far:\n\n<summary>{summary}</summary>")
 }
 
-/// Builds the JSON body and the headers of a request.
-pub(crate) fn build_request(req: &ProviderRequest<'_>) -> (String, Vec<(String, String)>, serde_json::Value) {
+/// Builds the URL, the headers and the JSON body of a request.
+pub(crate) fn build_request(req: &ProviderRequest<'_>) -> (String, Vec<(String, String)>, Vec<u8>) {
     match req.config.api_style {
         ApiStyle::AnthropicMessages => (
             anthropic::endpoint(&req.config.base_url),
@@ -127,14 +127,21 @@ pub(crate) fn build_request(req: &ProviderRequest<'_>) -> (String, Vec<(String, 
         ApiStyle::OpenAiChat => (
             openai::endpoint(&req.config.base_url),
             openai::headers(req.config),
-            openai::request_body(req),
+            json_bytes(&openai::request_body(req)),
         ),
         ApiStyle::OpenAiResponses => (
             responses::endpoint(&req.config.base_url),
             responses::headers(req.config),
-            responses::request_body(req),
+            json_bytes(&responses::request_body(req)),
         ),
     }
+}
+
+/// `value` as compact JSON. Straight into bytes: through `Display` (`to_string`) every token
+/// would pass the formatting machinery first.
+fn json_bytes(value: &serde_json::Value) -> Vec<u8> {
+    // Serialising a `Value` cannot fail: its keys are strings.
+    serde_json::to_vec(value).unwrap_or_default()
 }
 
 /// A decoder for a response to a request that carried `history`: the tool calls it decodes get
@@ -213,7 +220,7 @@ impl ProviderStream {
         let decoder = new_decoder(req.config.api_style, req.messages);
         let client = client.clone();
         async move {
-            let response = http::send(&client, &url, &headers, &body, idle_timeout)
+            let response = http::send(&client, &url, &headers, body, idle_timeout)
                 .await
                 .map_err(|e| redactor.scrub(e))?;
             Ok(ProviderStream {

@@ -17,9 +17,8 @@
 //! would ignore it. The placement depends only on the request itself, so a resumed session places
 //! them exactly as the process that wrote it did.
 
-use serde_json::{json, Map, Value};
-
-use crate::config::{CacheMode, CacheTtl, ProviderConfig};
+use super::body::{Block, BlockKind, Body, CacheControl, WireTool};
+use crate::config::{CacheMode, ProviderConfig};
 
 /// The most breakpoints one request may carry.
 pub(crate) const MAX_BREAKPOINTS: usize = 4;
@@ -55,64 +54,102 @@ enum Slot {
     Message(usize, usize),
 }
 
-/// Adds `cache_control` to the blocks of `body` (a Messages request with `tools`, `system`
-/// and `messages` already in their wire form) where caching pays, unless caching is off.
-pub(crate) fn place_breakpoints(body: &mut Map<String, Value>, config: &ProviderConfig) {
+/// A tool definition or a content block.
+#[derive(Clone, Copy)]
+enum Item<'b> {
+    Tool(&'b WireTool<'b>),
+    Block(&'b Block<'b>),
+}
+
+impl Item<'_> {
+    /// The item's length as compact JSON, without building the text.
+    fn json_len(self) -> usize {
+        struct Count(usize);
+        impl std::io::Write for Count {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0 += buf.len();
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut count = Count(0);
+        // Writing to a writer that never fails cannot fail: every map key is a string.
+        let _ = match self {
+            Item::Tool(tool) => serde_json::to_writer(&mut count, tool),
+            Item::Block(block) => serde_json::to_writer(&mut count, block),
+        };
+        count.0
+    }
+}
+
+/// One block in prefix order, as the placement sees it.
+struct Candidate<'b> {
+    slot: Slot,
+    /// The block, to measure.
+    value: Item<'b>,
+    /// Whether the API accepts a breakpoint on it.
+    cacheable: bool,
+}
+
+/// Marks the blocks of `body` where caching pays with `cache_control`, unless caching is off.
+pub(super) fn place_breakpoints(body: &mut Body<'_>, config: &ProviderConfig) {
     if config.cache == CacheMode::Off {
         return;
     }
     let slots = breakpoints(body, min_cacheable_tokens(&config.model));
-    let marker = match config.cache_ttl {
-        CacheTtl::FiveMinutes => json!({"type": "ephemeral"}),
-        CacheTtl::OneHour => json!({"type": "ephemeral", "ttl": "1h"}),
-    };
+    let marker = CacheControl(config.cache_ttl);
     for slot in slots {
-        if let Some(Value::Object(block)) = block_mut(body, slot) {
-            block.insert("cache_control".into(), marker.clone());
+        match slot {
+            Slot::Tool(i) => body.tools[i].cache_control = Some(marker),
+            Slot::System(i) => body.system[i].cache_control = Some(marker),
+            Slot::Message(m, b) => body.messages[m].content[b].cache_control = Some(marker),
         }
     }
 }
 
 /// Where the breakpoints of `body` go, at most [`MAX_BREAKPOINTS`], in prefix order.
-fn breakpoints(body: &Map<String, Value>, min_tokens: usize) -> Vec<Slot> {
-    // Every block in prefix order, with whether it may carry a breakpoint.
-    let mut blocks: Vec<(Slot, &Value)> = Vec::new();
-    let array = |key: &str| {
-        body.get(key)
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
-            .unwrap_or(&[])
+fn breakpoints<'b>(body: &'b Body<'b>, min_tokens: usize) -> Vec<Slot> {
+    let block = |slot: Slot, block: &'b Block<'b>| Candidate {
+        slot,
+        cacheable: cacheable(&block.kind),
+        value: Item::Block(block),
     };
-    let tools = array("tools");
-    let system = array("system");
-    let messages = array("messages");
-    blocks.extend(tools.iter().enumerate().map(|(i, t)| (Slot::Tool(i), t)));
-    blocks.extend(system.iter().enumerate().map(|(i, b)| (Slot::System(i), b)));
-    // The flat index where each message's blocks start, and the last assistant message.
+    // Every block in prefix order. A tool definition has no kind the API refuses.
+    let mut blocks: Vec<Candidate<'_>> = Vec::new();
+    blocks.extend(body.tools.iter().enumerate().map(|(i, t)| Candidate {
+        slot: Slot::Tool(i),
+        value: Item::Tool(t),
+        cacheable: true,
+    }));
+    blocks.extend(body.system.iter().enumerate().map(|(i, b)| block(Slot::System(i), b)));
+    let (tools, system) = (body.tools.len(), body.system.len());
+    // The flat index where the last assistant message's blocks start.
     let mut last_assistant = None;
-    for (m, message) in messages.iter().enumerate() {
-        if message["role"] == "assistant" {
+    for (m, message) in body.messages.iter().enumerate() {
+        if message.role == "assistant" {
             last_assistant = Some(blocks.len());
         }
-        let content = message["content"].as_array().map(Vec::as_slice).unwrap_or(&[]);
         blocks.extend(
-            content
+            message
+                .content
                 .iter()
                 .enumerate()
-                .map(|(b, block)| (Slot::Message(m, b), block)),
+                .map(|(b, content)| block(Slot::Message(m, b), content)),
         );
     }
     let Some(first_big_enough) = first_reaching(&blocks, min_tokens) else {
         return Vec::new();
     };
-    let usable = |index: usize| index >= first_big_enough && cacheable(blocks[index].1);
+    let usable = |index: usize| index >= first_big_enough && blocks[index].cacheable;
 
     let mut chosen: Vec<usize> = Vec::with_capacity(MAX_BREAKPOINTS);
-    if !tools.is_empty() && usable(tools.len() - 1) {
-        chosen.push(tools.len() - 1);
+    if tools > 0 && usable(tools - 1) {
+        chosen.push(tools - 1);
     }
-    let system_end = tools.len() + system.len();
-    if !system.is_empty() && usable(system_end - 1) {
+    let system_end = tools + system;
+    if system > 0 && usable(system_end - 1) {
         chosen.push(system_end - 1);
     }
     let newest = (system_end..blocks.len()).rev().find(|&i| usable(i));
@@ -129,16 +166,16 @@ fn breakpoints(body: &Map<String, Value>, min_tokens: usize) -> Vec<Slot> {
     }
     chosen.dedup();
     chosen.truncate(MAX_BREAKPOINTS);
-    chosen.into_iter().map(|i| blocks[i].0).collect()
+    chosen.into_iter().map(|i| blocks[i].slot).collect()
 }
 
 /// The index of the first block whose prefix (it included) reaches `min_tokens`, by the
-/// estimate; `None` when the whole request is shorter. Serialises only as far as it must.
-fn first_reaching(blocks: &[(Slot, &Value)], min_tokens: usize) -> Option<usize> {
+/// estimate; `None` when the whole request is shorter. Measures only as far as it must.
+fn first_reaching(blocks: &[Candidate<'_>], min_tokens: usize) -> Option<usize> {
     let wanted = min_tokens.saturating_mul(BYTES_PER_TOKEN);
     let mut bytes = 0usize;
-    for (index, (_, block)) in blocks.iter().enumerate() {
-        bytes = bytes.saturating_add(json_len(block));
+    for (index, candidate) in blocks.iter().enumerate() {
+        bytes = bytes.saturating_add(candidate.value.json_len());
         if bytes >= wanted {
             return Some(index);
         }
@@ -146,40 +183,13 @@ fn first_reaching(blocks: &[(Slot, &Value)], min_tokens: usize) -> Option<usize>
     None
 }
 
-/// The length of `value` as compact JSON, without building the string.
-fn json_len(value: &Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Writing a `Value` to a writer that never fails cannot fail.
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
-}
-
-/// Whether the API accepts a breakpoint on `block`: not on thinking, redacted thinking or an
+/// Whether the API accepts a breakpoint on a block: not on thinking, redacted thinking or an
 /// empty text block.
-fn cacheable(block: &Value) -> bool {
-    match block.get("type").and_then(Value::as_str) {
-        Some("thinking" | "redacted_thinking") => false,
-        Some("text") => block["text"].as_str().is_some_and(|t| !t.is_empty()),
-        // A tool definition has no `type`.
+fn cacheable(kind: &BlockKind<'_>) -> bool {
+    match kind {
+        BlockKind::Thinking { .. } | BlockKind::RedactedThinking { .. } => false,
+        BlockKind::Text(_) | BlockKind::OwnedText(_) => kind.text().is_some_and(|t| !t.is_empty()),
         _ => true,
-    }
-}
-
-fn block_mut(body: &mut Map<String, Value>, slot: Slot) -> Option<&mut Value> {
-    match slot {
-        Slot::Tool(i) => body.get_mut("tools")?.get_mut(i),
-        Slot::System(i) => body.get_mut("system")?.get_mut(i),
-        Slot::Message(m, b) => body.get_mut("messages")?.get_mut(m)?.get_mut("content")?.get_mut(b),
     }
 }
 
