@@ -205,6 +205,14 @@ impl<'a, 'o> ser::Serializer for &'a mut Json<'o> {
                 write_escaped(self.0, s);
                 Ok(())
             }
+            // chrono writes a timestamp a digit at a time.
+            fn write_char(&mut self, c: char) -> std::fmt::Result {
+                match u8::try_from(c) {
+                    Ok(b) if b.is_ascii() && !needs_escape(b) => self.0.push(b),
+                    _ => write_escaped(self.0, c.encode_utf8(&mut [0; 4])),
+                }
+                Ok(())
+            }
         }
         self.out.push(b'"');
         std::fmt::write(&mut Escaped(self.out), format_args!("{value}"))

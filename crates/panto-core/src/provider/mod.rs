@@ -127,21 +127,14 @@ pub(crate) fn build_request(req: &ProviderRequest<'_>) -> (String, Vec<(String, 
         ApiStyle::OpenAiChat => (
             openai::endpoint(&req.config.base_url),
             openai::headers(req.config),
-            json_bytes(&openai::request_body(req)),
+            openai::request_body(req),
         ),
         ApiStyle::OpenAiResponses => (
             responses::endpoint(&req.config.base_url),
             responses::headers(req.config),
-            json_bytes(&responses::request_body(req)),
+            responses::request_body(req),
         ),
     }
-}
-
-/// `value` as compact JSON. Straight into bytes: through `Display` (`to_string`) every token
-/// would pass the formatting machinery first.
-fn json_bytes(value: &serde_json::Value) -> Vec<u8> {
-    // Serialising a `Value` cannot fail: its keys are strings.
-    serde_json::to_vec(value).unwrap_or_default()
 }
 
 /// A decoder for a response to a request that carried `history`: the tool calls it decodes get

@@ -5,9 +5,12 @@
 //! Chat Completions has no thinking blocks to send back, puts tool results in messages of their
 //! own, and allows no images in them; the encoder maps panto's block model onto that.
 
+mod body;
 mod decoder;
 
-use serde_json::{json, Map, Value};
+use std::borrow::Cow;
+
+use body::{Body, Call, CallFunction, Function, ImageUrl, Part, StreamOptions, UserContent, WireMessage, WireTool};
 
 pub(crate) use decoder::OpenAiDecoder;
 
@@ -34,48 +37,57 @@ pub(crate) fn headers(config: &ProviderConfig) -> Vec<(String, String)> {
     headers
 }
 
-/// The JSON body of a streaming Chat Completions request.
-pub(crate) fn request_body(req: &ProviderRequest<'_>) -> Value {
+/// The JSON body of a streaming Chat Completions request, as bytes.
+pub(crate) fn request_body(req: &ProviderRequest<'_>) -> Vec<u8> {
+    // Writing references to strings and `Value`s into a `Vec` cannot fail: every map key is a
+    // string.
+    serde_json::to_vec(&wire_body(req)).unwrap_or_default()
+}
+
+/// [`request_body`] parsed back, for tests that look at what was built.
+#[cfg(test)]
+pub(crate) fn request_json(req: &ProviderRequest<'_>) -> serde_json::Value {
+    serde_json::from_slice(&request_body(req)).expect("the request body is JSON")
+}
+
+/// The body in its wire form.
+fn wire_body<'a>(req: &ProviderRequest<'a>) -> Body<'a> {
     let config = req.config;
-    let mut body = Map::new();
-    body.insert("model".into(), config.model.clone().into());
-    body.insert("stream".into(), true.into());
-    // Without this the stream carries no token counts at all.
-    body.insert("stream_options".into(), json!({"include_usage": true}));
-    if config.reasoning == ReasoningEffort::Off {
-        body.insert("max_tokens".into(), config.max_tokens.into());
-    } else {
+    let reasoning = config.reasoning != ReasoningEffort::Off;
+    let tools: Vec<WireTool<'a>> = req
+        .tools
+        .iter()
+        .map(|t| WireTool {
+            kind: "function",
+            function: Function {
+                name: &t.name,
+                description: &t.description,
+                parameters: &t.input_schema,
+            },
+        })
+        .collect();
+    Body {
+        model: &config.model,
+        stream: true,
+        stream_options: StreamOptions { include_usage: true },
+        max_tokens: (!reasoning).then_some(config.max_tokens),
         // Reasoning models reject `max_tokens`; `max_completion_tokens` counts the reasoning too.
-        body.insert("reasoning_effort".into(), config.reasoning.as_str().into());
-        body.insert("max_completion_tokens".into(), config.max_tokens.into());
+        reasoning_effort: reasoning.then(|| config.reasoning.as_str()),
+        max_completion_tokens: reasoning.then_some(config.max_tokens),
+        messages: messages(req.system, req.messages),
+        prompt_cache_key: prompt_cache_key(req),
+        tool_choice: (req.require_tool && !tools.is_empty()).then_some("required"),
+        tools,
     }
-    body.insert("messages".into(), messages(req.system, req.messages).into());
-    if let Some(key) = prompt_cache_key(req) {
-        body.insert("prompt_cache_key".into(), key.into());
-    }
-    if !req.tools.is_empty() {
-        let tools: Vec<Value> = req
-            .tools
-            .iter()
-            .map(|t| {
-                json!({"type": "function", "function": {
-                    "name": t.name, "description": t.description, "parameters": t.input_schema
-                }})
-            })
-            .collect();
-        body.insert("tools".into(), tools.into());
-        if req.require_tool {
-            body.insert("tool_choice".into(), "required".into());
-        }
-    }
-    Value::Object(body)
 }
 
 /// The `messages` array: one system message, then each conversation message mapped on its own.
-fn messages(system: &[&str], messages: &[Message]) -> Vec<Value> {
+fn messages<'a>(system: &[&str], messages: &'a [Message]) -> Vec<WireMessage<'a>> {
     let mut out = Vec::with_capacity(messages.len() + 1);
     if !system.is_empty() {
-        out.push(json!({"role": "system", "content": system.join("\n\n")}));
+        out.push(WireMessage::System {
+            content: system.join("\n\n"),
+        });
     }
     for message in messages {
         match message.role {
@@ -89,9 +101,9 @@ fn messages(system: &[&str], messages: &[Message]) -> Vec<Value> {
 
 /// A user message: its tool results become `tool` messages first (they must directly follow the
 /// assistant's calls), then any tool images in one user message, then the user's own content.
-fn user(content: &[ContentBlock], out: &mut Vec<Value>) {
-    let mut tool_images: Vec<Value> = Vec::new();
-    let mut parts: Vec<Value> = Vec::new();
+fn user<'a>(content: &'a [ContentBlock], out: &mut Vec<WireMessage<'a>>) {
+    let mut tool_images: Vec<Part<'a>> = Vec::new();
+    let mut parts: Vec<Part<'a>> = Vec::new();
     let mut has_image = false;
     for block in content {
         match block {
@@ -103,10 +115,12 @@ fn user(content: &[ContentBlock], out: &mut Vec<Value>) {
                 out.push(tool_message(tool_use_id, content, *is_error, &mut tool_images));
             }
             ContentBlock::Text { text } if text.is_empty() => {}
-            ContentBlock::Text { text } => parts.push(json!({"type": "text", "text": text})),
-            ContentBlock::CompactionSummary { summary } => {
-                parts.push(json!({"type": "text", "text": summary_text(summary)}));
-            }
+            ContentBlock::Text { text } => parts.push(Part::Text {
+                text: Cow::Borrowed(text),
+            }),
+            ContentBlock::CompactionSummary { summary } => parts.push(Part::Text {
+                text: Cow::Owned(summary_text(summary)),
+            }),
             ContentBlock::Image { media_type, data } => {
                 has_image = true;
                 parts.push(image_part(media_type, data));
@@ -116,24 +130,37 @@ fn user(content: &[ContentBlock], out: &mut Vec<Value>) {
         }
     }
     if !tool_images.is_empty() {
-        out.push(json!({"role": "user", "content": tool_images}));
+        out.push(WireMessage::User {
+            content: UserContent::Parts(tool_images),
+        });
     }
     if parts.is_empty() {
         return;
     }
     // Plain text goes as a string, the form every compatible server accepts.
     let content = if has_image {
-        Value::Array(parts)
+        UserContent::Parts(parts)
     } else {
-        let texts: Vec<&str> = parts.iter().filter_map(|p| p["text"].as_str()).collect();
-        Value::String(texts.join("\n\n"))
+        let texts: Vec<&str> = parts
+            .iter()
+            .filter_map(|p| match p {
+                Part::Text { text } => Some(text.as_ref()),
+                Part::ImageUrl { .. } => None,
+            })
+            .collect();
+        UserContent::Text(texts.join("\n\n"))
     };
-    out.push(json!({"role": "user", "content": content}));
+    out.push(WireMessage::User { content });
 }
 
 /// One `tool` message. Its images cannot travel in it: they are moved to `images` (sent next, in
 /// a user message) and the tool message says so.
-fn tool_message(id: &str, content: &[ToolResultContent], is_error: bool, images: &mut Vec<Value>) -> Value {
+fn tool_message<'a>(
+    id: &'a str,
+    content: &'a [ToolResultContent],
+    is_error: bool,
+    images: &mut Vec<Part<'a>>,
+) -> WireMessage<'a> {
     let mut texts: Vec<&str> = Vec::new();
     let mut image_count = 0;
     for part in content {
@@ -142,7 +169,9 @@ fn tool_message(id: &str, content: &[ToolResultContent], is_error: bool, images:
             ToolResultContent::Text { text } => texts.push(text),
             ToolResultContent::Image { media_type, data } => {
                 if image_count == 0 {
-                    images.push(json!({"type": "text", "text": format!("Image from tool call {id}:")}));
+                    images.push(Part::Text {
+                        text: Cow::Owned(format!("Image from tool call {id}:")),
+                    });
                 }
                 image_count += 1;
                 images.push(image_part(media_type, data));
@@ -156,48 +185,50 @@ fn tool_message(id: &str, content: &[ToolResultContent], is_error: bool, images:
         texts.push(&note);
     }
     let text = texts.join("\n");
-    let text = if is_error { format!("Error: {text}") } else { text };
-    json!({"role": "tool", "tool_call_id": id, "content": text})
+    let content = if is_error { format!("Error: {text}") } else { text };
+    WireMessage::Tool {
+        tool_call_id: id,
+        content,
+    }
 }
 
 /// An assistant message, or `None` when it holds nothing Chat Completions can carry (only
 /// thinking, say), since a message with neither content nor tool calls is rejected.
-fn assistant(content: &[ContentBlock]) -> Option<Value> {
+fn assistant(content: &[ContentBlock]) -> Option<WireMessage<'_>> {
     let mut texts: Vec<&str> = Vec::new();
-    let mut calls: Vec<Value> = Vec::new();
+    let mut tool_calls: Vec<Call<'_>> = Vec::new();
     for block in content {
         match block {
             ContentBlock::Text { text } if !text.is_empty() => texts.push(text),
-            ContentBlock::ToolUse { id, name, input } => calls.push(json!({
-                "id": id,
-                "type": "function",
-                "function": {"name": name, "arguments": input.to_string()},
-            })),
+            ContentBlock::ToolUse { id, name, input } => tool_calls.push(Call {
+                id,
+                kind: "function",
+                function: CallFunction {
+                    name,
+                    arguments: input.to_string(),
+                },
+            }),
             // Reasoning is not sent back: the API has no field for it, and servers that accept
             // `reasoning_content` on input (DeepSeek) reject it there.
             _ => {}
         }
     }
-    if texts.is_empty() && calls.is_empty() {
+    if texts.is_empty() && tool_calls.is_empty() {
         return None;
     }
-    let mut message = Map::new();
-    message.insert("role".into(), "assistant".into());
-    let content = if texts.is_empty() {
-        Value::Null
-    } else {
-        texts.join("\n\n").into()
-    };
-    message.insert("content".into(), content);
-    if !calls.is_empty() {
-        message.insert("tool_calls".into(), calls.into());
-    }
-    Some(Value::Object(message))
+    Some(WireMessage::Assistant {
+        content: (!texts.is_empty()).then(|| texts.join("\n\n")),
+        tool_calls,
+    })
 }
 
 /// An image content part, as a data URL.
-fn image_part(media_type: &str, data: &str) -> Value {
-    json!({"type": "image_url", "image_url": {"url": format!("data:{media_type};base64,{data}")}})
+fn image_part<'a>(media_type: &str, data: &str) -> Part<'a> {
+    Part::ImageUrl {
+        image_url: ImageUrl {
+            url: format!("data:{media_type};base64,{data}"),
+        },
+    }
 }
 
 #[cfg(test)]

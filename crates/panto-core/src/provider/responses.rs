@@ -8,9 +8,12 @@
 //! [`ContentBlock::Reasoning`] and sent back unchanged. A conversation is a list of items:
 //! messages, `reasoning`, `function_call` and `function_call_output` (paired by `call_id`).
 
+mod body;
 mod decoder;
 
-use serde_json::{json, Map, Value};
+use std::borrow::Cow;
+
+use body::{Body, Item, MessageContent, Output, Part, Reasoning, Summary, WireTool};
 
 pub(crate) use decoder::ResponsesDecoder;
 
@@ -32,55 +35,58 @@ pub(crate) fn headers(config: &ProviderConfig) -> Vec<(String, String)> {
     openai::headers(config)
 }
 
-/// The JSON body of a streaming, stateless Responses request.
-pub(crate) fn request_body(req: &ProviderRequest<'_>) -> Value {
+/// The JSON body of a streaming, stateless Responses request, as bytes.
+pub(crate) fn request_body(req: &ProviderRequest<'_>) -> Vec<u8> {
+    // Writing references to strings and `Value`s into a `Vec` cannot fail: every map key is a
+    // string.
+    serde_json::to_vec(&wire_body(req)).unwrap_or_default()
+}
+
+/// [`request_body`] parsed back, for tests that look at what was built.
+#[cfg(test)]
+pub(crate) fn request_json(req: &ProviderRequest<'_>) -> serde_json::Value {
+    serde_json::from_slice(&request_body(req)).expect("the request body is JSON")
+}
+
+/// The body in its wire form.
+fn wire_body<'a>(req: &ProviderRequest<'a>) -> Body<'a> {
     let config = req.config;
-    let mut body = Map::new();
-    body.insert("model".into(), config.model.clone().into());
-    body.insert("stream".into(), true.into());
-    // Nothing is kept on the server: the session is the one record of the conversation.
-    body.insert("store".into(), false.into());
     let system: Vec<&str> = req.system.iter().copied().filter(|s| !s.is_empty()).collect();
-    if !system.is_empty() {
-        body.insert("instructions".into(), system.join("\n\n").into());
-    }
-    body.insert("input".into(), input(req.messages).into());
-    body.insert("max_output_tokens".into(), config.max_tokens.into());
-    if let Some(key) = prompt_cache_key(req) {
-        body.insert("prompt_cache_key".into(), key.into());
-    }
-    if config.reasoning != ReasoningEffort::Off {
+    let reasoning = config.reasoning != ReasoningEffort::Off;
+    let tools: Vec<WireTool<'a>> = req
+        .tools
+        .iter()
+        .map(|t| WireTool {
+            kind: "function",
+            name: &t.name,
+            description: &t.description,
+            parameters: &t.input_schema,
+            strict: false,
+        })
+        .collect();
+    Body {
+        model: &config.model,
+        stream: true,
+        store: false,
+        instructions: (!system.is_empty()).then(|| system.join("\n\n")),
+        input: input(req.messages),
+        max_output_tokens: config.max_tokens,
+        prompt_cache_key: prompt_cache_key(req),
         // The summary is what a front end shows as thinking; the encrypted reasoning is what the
         // next request needs to continue from it (models without reasoning refuse the include,
         // so it is asked for only with an effort).
-        body.insert(
-            "reasoning".into(),
-            json!({"effort": config.reasoning.as_str(), "summary": "auto"}),
-        );
-        body.insert("include".into(), json!(["reasoning.encrypted_content"]));
+        reasoning: reasoning.then(|| Reasoning {
+            effort: config.reasoning.as_str(),
+            summary: "auto",
+        }),
+        include: reasoning.then_some(["reasoning.encrypted_content"]),
+        tool_choice: (req.require_tool && !tools.is_empty()).then_some("required"),
+        tools,
     }
-    if !req.tools.is_empty() {
-        let tools: Vec<Value> = req
-            .tools
-            .iter()
-            .map(|t| {
-                // `strict` defaults to true on this API, which refuses most hand-written schemas
-                // (every property required, no additional properties); panto's tools are not
-                // written for it.
-                json!({"type": "function", "name": t.name, "description": t.description,
-                    "parameters": t.input_schema, "strict": false})
-            })
-            .collect();
-        body.insert("tools".into(), tools.into());
-        if req.require_tool {
-            body.insert("tool_choice".into(), "required".into());
-        }
-    }
-    Value::Object(body)
 }
 
 /// The `input` items of a conversation, in order.
-fn input(messages: &[Message]) -> Vec<Value> {
+fn input(messages: &[Message]) -> Vec<Item<'_>> {
     let mut out = Vec::with_capacity(messages.len());
     for message in messages {
         match message.role {
@@ -94,37 +100,41 @@ fn input(messages: &[Message]) -> Vec<Value> {
 
 /// A user message: its tool results as `function_call_output` items first (they answer the
 /// calls just before them), then the user's own content as one message item.
-fn user(content: &[ContentBlock], out: &mut Vec<Value>) {
-    let mut parts: Vec<Value> = Vec::new();
+fn user<'a>(content: &'a [ContentBlock], out: &mut Vec<Item<'a>>) {
+    let mut parts: Vec<Part<'a>> = Vec::new();
     for block in content {
         match block {
             ContentBlock::ToolResult {
                 tool_use_id,
                 content,
                 is_error,
-            } => out.push(json!({
-                "type": "function_call_output",
-                "call_id": tool_use_id,
-                "output": tool_output(content, *is_error),
-            })),
+            } => out.push(Item::FunctionCallOutput {
+                call_id: tool_use_id,
+                output: tool_output(content, *is_error),
+            }),
             ContentBlock::Text { text } if text.is_empty() => {}
-            ContentBlock::Text { text } => parts.push(json!({"type": "input_text", "text": text})),
-            ContentBlock::CompactionSummary { summary } => {
-                parts.push(json!({"type": "input_text", "text": summary_text(summary)}));
-            }
+            ContentBlock::Text { text } => parts.push(Part::InputText {
+                text: Cow::Borrowed(text),
+            }),
+            ContentBlock::CompactionSummary { summary } => parts.push(Part::InputText {
+                text: Cow::Owned(summary_text(summary)),
+            }),
             ContentBlock::Image { media_type, data } => parts.push(image(media_type, data)),
             // Reasoning, tool calls and system blocks have no place in a user turn.
             _ => {}
         }
     }
     if !parts.is_empty() {
-        out.push(json!({"type": "message", "role": "user", "content": parts}));
+        out.push(Item::Message {
+            role: "user",
+            content: MessageContent::Parts(parts),
+        });
     }
 }
 
 /// A tool result's `output`: a string when it is text only, else a list of text and image
 /// parts (the API takes images in a function call's output).
-fn tool_output(content: &[ToolResultContent], is_error: bool) -> Value {
+fn tool_output(content: &[ToolResultContent], is_error: bool) -> Output<'_> {
     let has_image = content.iter().any(|p| matches!(p, ToolResultContent::Image { .. }));
     if !has_image {
         let texts: Vec<&str> = content
@@ -135,37 +145,41 @@ fn tool_output(content: &[ToolResultContent], is_error: bool) -> Value {
             })
             .collect();
         let text = texts.join("\n");
-        return if is_error { format!("Error: {text}") } else { text }.into();
+        return Output::Text(if is_error { format!("Error: {text}") } else { text });
     }
-    let mut parts: Vec<Value> = Vec::with_capacity(content.len() + 1);
+    let mut parts: Vec<Part<'_>> = Vec::with_capacity(content.len() + 1);
     if is_error {
-        parts.push(json!({"type": "input_text", "text": "Error:"}));
+        parts.push(Part::InputText {
+            text: Cow::Borrowed("Error:"),
+        });
     }
     for part in content {
         match part {
             ToolResultContent::Text { text } if text.is_empty() => {}
-            ToolResultContent::Text { text } => parts.push(json!({"type": "input_text", "text": text})),
+            ToolResultContent::Text { text } => parts.push(Part::InputText {
+                text: Cow::Borrowed(text),
+            }),
             ToolResultContent::Image { media_type, data } => parts.push(image(media_type, data)),
         }
     }
-    parts.into()
+    Output::Parts(parts)
 }
 
 /// An assistant message: its blocks as items, in order. Reasoning summaries (thinking) are not
 /// sent, since the reasoning item they came from carries them; reasoning of another API, which
 /// this one cannot read, is left out.
-fn assistant(content: &[ContentBlock], out: &mut Vec<Value>) {
+fn assistant<'a>(content: &'a [ContentBlock], out: &mut Vec<Item<'a>>) {
     for (i, block) in content.iter().enumerate() {
         match block {
-            ContentBlock::Text { text } if !text.is_empty() => {
-                out.push(json!({"type": "message", "role": "assistant", "content": text}));
-            }
-            ContentBlock::ToolUse { id, name, input } => out.push(json!({
-                "type": "function_call",
-                "call_id": id,
-                "name": name,
-                "arguments": input.to_string(),
-            })),
+            ContentBlock::Text { text } if !text.is_empty() => out.push(Item::Message {
+                role: "assistant",
+                content: MessageContent::Text(text),
+            }),
+            ContentBlock::ToolUse { id, name, input } => out.push(Item::FunctionCall {
+                call_id: id,
+                name,
+                arguments: input.to_string(),
+            }),
             ContentBlock::Reasoning {
                 id,
                 summary,
@@ -178,16 +192,17 @@ fn assistant(content: &[ContentBlock], out: &mut Vec<Value>) {
                         || matches!(b, ContentBlock::Text { text } if !text.is_empty())
                 });
                 if followed {
-                    let summary: Vec<Value> = summary
-                        .iter()
-                        .map(|text| json!({"type": "summary_text", "text": text}))
-                        .collect();
-                    out.push(json!({
-                        "type": "reasoning",
-                        "id": id,
-                        "summary": summary,
-                        "encrypted_content": encrypted_content,
-                    }));
+                    out.push(Item::Reasoning {
+                        id,
+                        summary: summary
+                            .iter()
+                            .map(|text| Summary {
+                                kind: "summary_text",
+                                text,
+                            })
+                            .collect(),
+                        encrypted_content,
+                    });
                 }
             }
             _ => {}
@@ -196,8 +211,11 @@ fn assistant(content: &[ContentBlock], out: &mut Vec<Value>) {
 }
 
 /// An input image, as a data URL.
-fn image(media_type: &str, data: &str) -> Value {
-    json!({"type": "input_image", "image_url": format!("data:{media_type};base64,{data}"), "detail": "auto"})
+fn image<'a>(media_type: &str, data: &str) -> Part<'a> {
+    Part::InputImage {
+        image_url: format!("data:{media_type};base64,{data}"),
+        detail: "auto",
+    }
 }
 
 #[cfg(test)]

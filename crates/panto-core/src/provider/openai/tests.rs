@@ -1,4 +1,4 @@
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::*;
 use crate::config::ApiStyle;
@@ -31,7 +31,7 @@ fn text(s: &str) -> ContentBlock {
 }
 
 fn body_for(config: &ProviderConfig, system: &[&str], messages: &[Message], tools: &[ToolDecl]) -> Value {
-    request_body(&ProviderRequest {
+    request_json(&ProviderRequest {
         config,
         system,
         messages,
@@ -668,17 +668,17 @@ fn a_required_tool_call_is_sent_as_tool_choice() {
         description: "The result.".into(),
         input_schema: json!({"type": "object"}),
     }];
-    let body = request_body(&ProviderRequest {
+    let body = request_json(&ProviderRequest {
         require_tool: true,
         ..request(&config(), &messages, &tools)
     });
     assert_eq!(body["tool_choice"], json!("required"));
     // Not without tools, and not unless asked.
-    let body = request_body(&ProviderRequest {
+    let body = request_json(&ProviderRequest {
         require_tool: true,
         ..request(&config(), &messages, &[])
     });
     assert!(body.get("tool_choice").is_none(), "{body}");
-    let body = request_body(&request(&config(), &messages, &tools));
+    let body = request_json(&request(&config(), &messages, &tools));
     assert!(body.get("tool_choice").is_none(), "{body}");
 }

@@ -1,4 +1,4 @@
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::*;
 use crate::config::ApiStyle;
@@ -60,7 +60,7 @@ fn body_for(
     tools: &[ToolDecl],
     require_tool: bool,
 ) -> Value {
-    request_body(&ProviderRequest {
+    request_json(&ProviderRequest {
         config,
         system,
         messages,
@@ -495,7 +495,7 @@ fn tool_call_ids_and_names_are_checked_as_they_complete() {
 #[test]
 fn the_session_id_is_the_prompt_cache_key_when_configured() {
     let keyed = config().with_prompt_cache_key(true);
-    let body = request_body(&ProviderRequest {
+    let body = request_json(&ProviderRequest {
         config: &keyed,
         system: &[],
         messages: &[],
