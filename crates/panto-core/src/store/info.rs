@@ -61,7 +61,9 @@ impl SessionInfo {
             self.last_prompt_at = Some(at);
             self.last_user_message = Some(truncate_chars(&message.text(), LAST_USER_MESSAGE_CHARS));
         }
-        if let Some(wire) = wire {
+        // Every message of a turn comes from the same identity; keep the one held rather than
+        // copying its strings again for each.
+        if let Some(wire) = wire.filter(|&wire| self.wire.as_ref() != Some(wire)) {
             self.wire = Some(wire.clone());
         }
     }
