@@ -29,7 +29,7 @@ use crate::{cargo_command, run, target_dir};
 
 /// The benches, by package: `(package, bench targets)`.
 const BENCHES: &[(&str, &[&str])] = &[
-    ("panto-core", &["sse", "turn", "cache"]),
+    ("panto-core", &["sse", "turn", "cache", "request"]),
     ("panto-store-fs", &["append", "list", "load"]),
     ("panto-cli", &["process"]),
     ("panto-service-example", &["fleet"]),
@@ -42,7 +42,7 @@ const BENCH_USAGE: &str = "usage: cargo xtask bench [--cold] [--only <bench>...]
 
 bench:       build the default data sets if needed, run every bench, print the targets table
   --cold     list and resolve with the page cache dropped before each iteration (root only)
-  --only B   run only bench B (sse, turn, cache, append, list, load, process, grep, mcp, fleet); repeatable; the
+  --only B   run only bench B (sse, turn, cache, request, append, list, load, process, grep, mcp, fleet); repeatable; the
              table still shows every target, from the latest results on disk
              (fleet: PANTO_FLEET_SIZES=100,1000 and PANTO_FLEET_STORES=jsonl|postgres narrow it)
 bench-data:  build the data sets under target/bench-data (about 1.3 GB)
@@ -571,6 +571,22 @@ pub(crate) fn library_rows(r: &Results) -> Vec<Row> {
         0.0,
         "median; reopens the file for writing",
     ));
+    // Building a request body (no target): the fleet's small request and a 1 MB session.
+    for (case, what) in [
+        ("fleet-turn", "the fleet's third request"),
+        ("session-1mb", "a 1 MB session"),
+    ] {
+        for style in ["anthropic", "openai-chat", "openai-responses"] {
+            rows.push(row(
+                &format!("request body, {what}, {style}"),
+                r.median_ns(&format!("request/{case}/{style}")).map(|ns| ns / NS_PER_US),
+                "µs",
+                Bound::Info,
+                0.0,
+                "median; typed wire structs to bytes",
+            ));
+        }
+    }
     rows
 }
 

@@ -150,3 +150,22 @@ pub fn sse_data_lengths<'a>(chunks: impl IntoIterator<Item = &'a [u8]>) -> Resul
     }
     Ok(lengths)
 }
+
+/// The body of the request `config`'s API style would send for `messages` with this system
+/// prompt and these tools, as bytes: what the agent builds before each request.
+pub fn request_body(
+    config: &crate::config::ProviderConfig,
+    system: &[&str],
+    messages: &[Message],
+    tools: &[crate::tool::ToolDecl],
+) -> Vec<u8> {
+    let request = crate::provider::ProviderRequest {
+        config,
+        system,
+        messages,
+        tools,
+        require_tool: false,
+        session_id: "bench-session",
+    };
+    crate::provider::build_request(&request).2
+}

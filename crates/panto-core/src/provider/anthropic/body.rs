@@ -96,10 +96,23 @@ pub(super) enum BlockKind<'a> {
     Text(&'a str),
     /// Text panto makes up (a compaction summary's framing).
     OwnedText(String),
-    Thinking { thinking: &'a str, signature: &'a str },
-    RedactedThinking { data: &'a str },
-    ToolUse { id: &'a str, name: &'a str, input: &'a Value },
-    ToolResult { tool_use_id: &'a str, content: Vec<ResultPart<'a>>, is_error: bool },
+    Thinking {
+        thinking: &'a str,
+        signature: &'a str,
+    },
+    RedactedThinking {
+        data: &'a str,
+    },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: &'a Value,
+    },
+    ToolResult {
+        tool_use_id: &'a str,
+        content: Vec<ResultPart<'a>>,
+        is_error: bool,
+    },
     Image(Image<'a>),
 }
 
