@@ -144,13 +144,19 @@ impl Writer {
         // The length as of holding the lock: another writer may have appended before it.
         let len = file.metadata().map_err(|e| io_error("reading", &path, e))?.len();
         // Read through the locked handle, so what is parsed is the file that is locked. Only the
-        // entries' skeletons are needed to append: ids, roles, compactions and the activity.
-        file.seek(SeekFrom::Start(0))
-            .map_err(|e| io_error("reading", &path, e))?;
-        let log = match scan_log(&file, &path, id)? {
-            Scanned::Log(log) => Some(log),
-            // A new file, or one whose header write was torn: start it again.
-            Scanned::Empty | Scanned::TornHeader => None,
+        // entries' skeletons are needed to append: ids, roles, compactions and the activity. A
+        // new session's file is empty: nothing to read (a fleet of new sessions paid a scan's
+        // buffers for each).
+        let log = if len == 0 {
+            None
+        } else {
+            file.seek(SeekFrom::Start(0))
+                .map_err(|e| io_error("reading", &path, e))?;
+            match scan_log(&file, &path, id)? {
+                Scanned::Log(log) => Some(log),
+                // Bytes but no whole header (a torn header write): start it again.
+                Scanned::Empty | Scanned::TornHeader => None,
+            }
         };
         let committed = log.as_ref().map_or(0, |log| log.committed);
         if committed < len {
