@@ -51,7 +51,7 @@ impl PartialEq for WireIdentity {
         self.api_style == other.api_style
             && self.model == other.model
             && self.reasoning == other.reasoning
-            && strip_userinfo(&self.base_url) == strip_userinfo(&other.base_url)
+            && (self.base_url == other.base_url || strip_userinfo(&self.base_url) == strip_userinfo(&other.base_url))
     }
 }
 
@@ -88,6 +88,11 @@ fn deserialize_stripped<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Er
 /// last `@`. This is the one definition of the base URL panto records in a session and a front
 /// end prints.
 pub fn strip_userinfo(url: &str) -> Cow<'_, str> {
+    // Nearly every URL has no `@` at all; one scan of its bytes says so. Every message a store
+    // writes records its identity, so this runs several times a turn.
+    if memchr::memchr(b'@', url.as_bytes()).is_none() {
+        return Cow::Borrowed(url);
+    }
     let authority_start = match url.find("://") {
         Some(at) if is_scheme(&url[..at]) => at + 3,
         _ => 0,
