@@ -35,18 +35,9 @@ pub(crate) fn headers(config: &ProviderConfig) -> Vec<(String, String)> {
     headers
 }
 
-/// The JSON body of a streaming Messages request, as bytes.
+/// The JSON body of a streaming Messages request.
 pub(crate) fn request_body(req: &ProviderRequest<'_>) -> Vec<u8> {
-    let body = wire_body(req);
-    // Writing references to strings and `Value`s into a `Vec` cannot fail: every map key is a
-    // string.
-    serde_json::to_vec(&body).unwrap_or_default()
-}
-
-/// [`request_body`] parsed back, for tests that look at what was built.
-#[cfg(test)]
-pub(crate) fn request_json(req: &ProviderRequest<'_>) -> serde_json::Value {
-    serde_json::from_slice(&request_body(req)).expect("the request body is JSON")
+    super::json_bytes(&wire_body(req))
 }
 
 /// The body in its wire form, breakpoints placed.

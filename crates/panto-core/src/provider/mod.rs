@@ -137,6 +137,18 @@ pub(crate) fn build_request(req: &ProviderRequest<'_>) -> (String, Vec<(String, 
     }
 }
 
+/// `body` as compact JSON. The wire structs (`*/body.rs`) hold strings, numbers and `Value`s,
+/// whose map keys are strings: writing them into a `Vec` cannot fail.
+fn json_bytes(body: &impl serde::Serialize) -> Vec<u8> {
+    serde_json::to_vec(body).unwrap_or_default()
+}
+
+/// A request's body parsed back, for tests that look at what an encoder built.
+#[cfg(test)]
+pub(crate) fn request_json(req: &ProviderRequest<'_>) -> serde_json::Value {
+    serde_json::from_slice(&build_request(req).2).expect("the request body is JSON")
+}
+
 /// A decoder for a response to a request that carried `history`: the tool calls it decodes get
 /// ids unique in the conversation.
 pub(crate) fn new_decoder(style: ApiStyle, history: &[Message]) -> Box<dyn Decoder> {

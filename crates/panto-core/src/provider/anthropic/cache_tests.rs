@@ -3,7 +3,7 @@ use serde_json::{json, Value};
 use super::*;
 use crate::config::{ApiStyle, CacheTtl};
 use crate::conversation::{ContentBlock, Message, Role, ToolResultContent};
-use crate::provider::anthropic::request_json as request_body;
+use crate::provider::request_json as request_body;
 use crate::provider::ProviderRequest;
 use crate::tool::ToolDecl;
 
@@ -129,7 +129,7 @@ fn the_previous_end_is_marked_when_beyond_the_lookback() {
         ["tools[1]", "system[0]", "messages[0][0]", "messages[2][24]"]
     );
     // Within the lookback, the previous end needs no breakpoint of its own.
-    let body = super::super::request_json(&ProviderRequest {
+    let body = request_body(&ProviderRequest {
         config: &config(),
         system: &["Be brief."],
         messages: &messages[..1],
