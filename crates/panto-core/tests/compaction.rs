@@ -200,43 +200,6 @@ async fn context_overflow_compacts_and_retries_once() {
     }
 }
 
-/// A `MemoryStore` whose write of tool results takes a while, and that says when it is done.
-#[derive(Debug)]
-struct SlowResults {
-    memory: Arc<MemoryStore>,
-    written: std::sync::atomic::AtomicBool,
-}
-
-#[async_trait::async_trait]
-impl SessionStore for SlowResults {
-    async fn list(&self) -> panto_core::Result<Vec<panto_core::SessionInfo>> {
-        self.memory.list().await
-    }
-    async fn load_branch(&self, id: &str) -> panto_core::Result<Option<panto_core::LoadedBranch>> {
-        self.memory.load_branch(id).await
-    }
-    async fn append(
-        &self,
-        id: &str,
-        messages: &[panto_core::PersistentMessage<'_>],
-    ) -> panto_core::Result<Vec<String>> {
-        let results = messages.iter().any(|m| {
-            m.message
-                .content
-                .iter()
-                .any(|b| matches!(b, ContentBlock::ToolResult { .. }))
-        });
-        if results {
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-        let ids = self.memory.append(id, messages).await?;
-        if results {
-            self.written.store(true, std::sync::atomic::Ordering::SeqCst);
-        }
-        Ok(ids)
-    }
-}
-
 /// Tool results normally travel with the next request and are written on its way; when a
 /// compaction comes first, the consumer sees it start only once they are stored (a kill there
 /// must not lose results the run already went past).
@@ -245,10 +208,7 @@ async fn a_compaction_after_a_tool_step_starts_once_the_results_are_stored() {
     for style in STYLES {
         let server = MockServer::start().await;
         let memory = MemoryStore::new();
-        let store = Arc::new(SlowResults {
-            memory: memory.clone(),
-            written: false.into(),
-        });
+        let store = SlowResults::new(memory.clone(), std::time::Duration::from_millis(50));
         let mut agent = agent_with_history_on(style, &server, store.clone()).await;
         agent.register_tool(Arc::new(Echo)).unwrap();
         // The history reports 440 tokens, under the threshold of 600; the echoed result (about

@@ -330,16 +330,6 @@ async fn a_tool_runs_only_once_the_message_that_called_it_is_stored() {
     }
 }
 
-/// Whether a batch holds tool results (the batch a tool step writes before the next request).
-fn holds_tool_results(messages: &[PersistentMessage<'_>]) -> bool {
-    messages.iter().any(|m| {
-        m.message
-            .content
-            .iter()
-            .any(|b| matches!(b, ContentBlock::ToolResult { .. }))
-    })
-}
-
 /// A `MemoryStore` whose write of tool results does not finish before the mock has received the
 /// request after them (or ten seconds have passed), and says which it was.
 #[derive(Debug)]
@@ -491,29 +481,6 @@ async fn a_failed_write_of_tool_results_fails_the_turn_before_the_next_response_
     }
 }
 
-/// A `MemoryStore` whose writes of tool results take `delay`.
-#[derive(Debug)]
-struct SlowResults {
-    memory: Arc<MemoryStore>,
-    delay: std::time::Duration,
-}
-
-#[async_trait::async_trait]
-impl SessionStore for SlowResults {
-    async fn list(&self) -> panto_core::Result<Vec<panto_core::SessionInfo>> {
-        self.memory.list().await
-    }
-    async fn load_branch(&self, id: &str) -> panto_core::Result<Option<panto_core::LoadedBranch>> {
-        self.memory.load_branch(id).await
-    }
-    async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> panto_core::Result<Vec<String>> {
-        if holds_tool_results(messages) {
-            tokio::time::sleep(self.delay).await;
-        }
-        self.memory.append(id, messages).await
-    }
-}
-
 /// The reply to a request carrying tool results is shown only once they are stored, but it is
 /// read while they are written: left in the connection, the unread replies of thousands of
 /// agents waiting on a slow store overran the shared HTTP/2 connection's budget for unread
@@ -537,10 +504,7 @@ async fn a_reply_is_read_while_its_tool_results_are_written_and_shown_after() {
     server.push_keyed(key, Reply::sse(answer));
     let delay = std::time::Duration::from_secs(3);
     let memory = MemoryStore::new();
-    let session = Session::create(Arc::new(SlowResults {
-        memory: memory.clone(),
-        delay,
-    }));
+    let session = Session::create(SlowResults::new(memory.clone(), delay));
     let id = session.id().to_owned();
     let mut agent = Agent::new(config, session, None).unwrap();
     agent.register_tool(Arc::new(Echo)).unwrap();

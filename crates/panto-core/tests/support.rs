@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use panto_core::{
-    Agent, ApiStyle, Config, ContentDelta, Event, NullStore, ProviderConfig, Session, Tool, ToolCall, ToolCallResult,
-    ToolDecl, ToolError, Usage,
+    Agent, ApiStyle, Config, ContentBlock, ContentDelta, Event, MemoryStore, NullStore, PersistentMessage,
+    ProviderConfig, Session, SessionStore, Tool, ToolCall, ToolCallResult, ToolDecl, ToolError, Usage,
 };
 use panto_testkit::script::{AnthropicScript, OpenAiScript, ResponsesScript};
 use panto_testkit::{MockServer, RecordedRequest};
@@ -251,5 +251,54 @@ impl Tool for Picture {
         let mut out = std::io::Cursor::new(Vec::new());
         img.write_to(&mut out, image::ImageFormat::Png)?;
         Ok(ToolCallResult::image(out.into_inner()))
+    }
+}
+
+/// Whether a batch being appended holds tool results.
+pub fn holds_tool_results(messages: &[PersistentMessage<'_>]) -> bool {
+    messages.iter().any(|m| {
+        m.message
+            .content
+            .iter()
+            .any(|b| matches!(b, ContentBlock::ToolResult { .. }))
+    })
+}
+
+/// A `MemoryStore` whose writes of tool results take `delay`, and that says when one is stored.
+#[derive(Debug)]
+pub struct SlowResults {
+    pub memory: Arc<MemoryStore>,
+    pub delay: Duration,
+    pub written: AtomicBool,
+}
+
+impl SlowResults {
+    pub fn new(memory: Arc<MemoryStore>, delay: Duration) -> Arc<Self> {
+        Arc::new(SlowResults {
+            memory,
+            delay,
+            written: false.into(),
+        })
+    }
+}
+
+#[async_trait]
+impl SessionStore for SlowResults {
+    async fn list(&self) -> panto_core::Result<Vec<panto_core::SessionInfo>> {
+        self.memory.list().await
+    }
+    async fn load_branch(&self, id: &str) -> panto_core::Result<Option<panto_core::LoadedBranch>> {
+        self.memory.load_branch(id).await
+    }
+    async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> panto_core::Result<Vec<String>> {
+        let results = holds_tool_results(messages);
+        if results {
+            tokio::time::sleep(self.delay).await;
+        }
+        let ids = self.memory.append(id, messages).await?;
+        if results {
+            self.written.store(true, Ordering::SeqCst);
+        }
+        Ok(ids)
     }
 }
