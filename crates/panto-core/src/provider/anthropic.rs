@@ -9,6 +9,8 @@ mod body;
 mod cache;
 mod decoder;
 
+use std::borrow::Cow;
+
 use body::{Block, BlockKind, Body, Image, ResultPart, Thinking, ToolChoice, WireMessage, WireTool};
 
 pub(crate) use decoder::AnthropicDecoder;
@@ -74,7 +76,7 @@ fn wire_body<'a>(req: &ProviderRequest<'a>) -> Body<'a> {
             .system
             .iter()
             .filter(|text| !text.is_empty())
-            .map(|text| Block::new(BlockKind::Text(text)))
+            .map(|text| Block::new(BlockKind::Text(Cow::Borrowed(text))))
             .collect(),
         messages: messages(req.messages),
         tools,
@@ -122,7 +124,7 @@ fn messages(messages: &[Message]) -> Vec<WireMessage<'_>> {
 fn block(block: &ContentBlock) -> Option<Block<'_>> {
     let kind = match block {
         ContentBlock::Text { text } if text.is_empty() => return None,
-        ContentBlock::Text { text } => BlockKind::Text(text),
+        ContentBlock::Text { text } => BlockKind::Text(Cow::Borrowed(text)),
         ContentBlock::Thinking {
             thinking,
             signature: Some(signature),
@@ -141,7 +143,7 @@ fn block(block: &ContentBlock) -> Option<Block<'_>> {
             content: content.iter().filter_map(tool_result_part).collect(),
             is_error: *is_error,
         },
-        ContentBlock::CompactionSummary { summary } => BlockKind::OwnedText(summary_text(summary)),
+        ContentBlock::CompactionSummary { summary } => BlockKind::Text(Cow::Owned(summary_text(summary))),
         ContentBlock::Image { media_type, data } => BlockKind::Image(Image { media_type, data }),
         // System blocks travel in the request's `system` field.
         ContentBlock::System { .. } => return None,

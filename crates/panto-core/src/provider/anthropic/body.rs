@@ -7,6 +7,8 @@
 //! hold references; the only thing written into them after they are built is where the cache
 //! breakpoints go ([`super::cache`]).
 
+use std::borrow::Cow;
+
 use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 use serde_json::Value;
@@ -93,9 +95,8 @@ impl<'a> Block<'a> {
 /// What a content block holds, each kind as the API names it.
 #[derive(Debug)]
 pub(super) enum BlockKind<'a> {
-    Text(&'a str),
-    /// Text panto makes up (a compaction summary's framing).
-    OwnedText(String),
+    /// Owned only when panto makes the text up (a compaction summary's framing).
+    Text(Cow<'a, str>),
     Thinking {
         thinking: &'a str,
         signature: &'a str,
@@ -114,17 +115,6 @@ pub(super) enum BlockKind<'a> {
         is_error: bool,
     },
     Image(Image<'a>),
-}
-
-impl BlockKind<'_> {
-    /// The block's text, for a text block.
-    pub fn text(&self) -> Option<&str> {
-        match self {
-            BlockKind::Text(text) => Some(text),
-            BlockKind::OwnedText(text) => Some(text),
-            _ => None,
-        }
-    }
 }
 
 /// A part of a tool result.
@@ -162,7 +152,6 @@ impl Serialize for Block<'_> {
         let mut map = serializer.serialize_map(None)?;
         match &self.kind {
             BlockKind::Text(text) => text_entries(&mut map, text)?,
-            BlockKind::OwnedText(text) => text_entries(&mut map, text)?,
             BlockKind::Thinking { thinking, signature } => {
                 map.serialize_entry("type", "thinking")?;
                 map.serialize_entry("thinking", thinking)?;

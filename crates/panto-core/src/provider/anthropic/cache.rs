@@ -82,15 +82,19 @@ impl Item<'_> {
         };
         count.0
     }
-}
 
-/// One block in prefix order, as the placement sees it.
-struct Candidate<'b> {
-    slot: Slot,
-    /// The block, to measure.
-    value: Item<'b>,
-    /// Whether the API accepts a breakpoint on it.
-    cacheable: bool,
+    /// Whether the API accepts a breakpoint on the item: not on thinking, redacted thinking or
+    /// an empty text block. A tool definition has no kind the API refuses.
+    fn cacheable(self) -> bool {
+        match self {
+            Item::Tool(_) => true,
+            Item::Block(block) => match &block.kind {
+                BlockKind::Thinking { .. } | BlockKind::RedactedThinking { .. } => false,
+                BlockKind::Text(text) => !text.is_empty(),
+                _ => true,
+            },
+        }
+    }
 }
 
 /// Marks the blocks of `body` where caching pays with `cache_control`, unless caching is off.
@@ -111,19 +115,20 @@ pub(super) fn place_breakpoints(body: &mut Body<'_>, config: &ProviderConfig) {
 
 /// Where the breakpoints of `body` go, at most [`MAX_BREAKPOINTS`], in prefix order.
 fn breakpoints<'b>(body: &'b Body<'b>, min_tokens: usize) -> Vec<Slot> {
-    let block = |slot: Slot, block: &'b Block<'b>| Candidate {
-        slot,
-        cacheable: cacheable(&block.kind),
-        value: Item::Block(block),
-    };
-    // Every block in prefix order. A tool definition has no kind the API refuses.
-    let mut blocks: Vec<Candidate<'_>> = Vec::new();
-    blocks.extend(body.tools.iter().enumerate().map(|(i, t)| Candidate {
-        slot: Slot::Tool(i),
-        value: Item::Tool(t),
-        cacheable: true,
-    }));
-    blocks.extend(body.system.iter().enumerate().map(|(i, b)| block(Slot::System(i), b)));
+    // Every block in prefix order.
+    let mut blocks: Vec<(Slot, Item<'b>)> = Vec::new();
+    blocks.extend(
+        body.tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (Slot::Tool(i), Item::Tool(t))),
+    );
+    blocks.extend(
+        body.system
+            .iter()
+            .enumerate()
+            .map(|(i, b)| (Slot::System(i), Item::Block(b))),
+    );
     let (tools, system) = (body.tools.len(), body.system.len());
     // The flat index where the last assistant message's blocks start.
     let mut last_assistant = None;
@@ -136,13 +141,13 @@ fn breakpoints<'b>(body: &'b Body<'b>, min_tokens: usize) -> Vec<Slot> {
                 .content
                 .iter()
                 .enumerate()
-                .map(|(b, content)| block(Slot::Message(m, b), content)),
+                .map(|(b, block)| (Slot::Message(m, b), Item::Block(block))),
         );
     }
     let Some(first_big_enough) = first_reaching(&blocks, min_tokens) else {
         return Vec::new();
     };
-    let usable = |index: usize| index >= first_big_enough && blocks[index].cacheable;
+    let usable = |index: usize| index >= first_big_enough && blocks[index].1.cacheable();
 
     let mut chosen: Vec<usize> = Vec::with_capacity(MAX_BREAKPOINTS);
     if tools > 0 && usable(tools - 1) {
@@ -166,31 +171,21 @@ fn breakpoints<'b>(body: &'b Body<'b>, min_tokens: usize) -> Vec<Slot> {
     }
     chosen.dedup();
     chosen.truncate(MAX_BREAKPOINTS);
-    chosen.into_iter().map(|i| blocks[i].slot).collect()
+    chosen.into_iter().map(|i| blocks[i].0).collect()
 }
 
 /// The index of the first block whose prefix (it included) reaches `min_tokens`, by the
 /// estimate; `None` when the whole request is shorter. Measures only as far as it must.
-fn first_reaching(blocks: &[Candidate<'_>], min_tokens: usize) -> Option<usize> {
+fn first_reaching(blocks: &[(Slot, Item<'_>)], min_tokens: usize) -> Option<usize> {
     let wanted = min_tokens.saturating_mul(BYTES_PER_TOKEN);
     let mut bytes = 0usize;
-    for (index, candidate) in blocks.iter().enumerate() {
-        bytes = bytes.saturating_add(candidate.value.json_len());
+    for (index, (_, item)) in blocks.iter().enumerate() {
+        bytes = bytes.saturating_add(item.json_len());
         if bytes >= wanted {
             return Some(index);
         }
     }
     None
-}
-
-/// Whether the API accepts a breakpoint on a block: not on thinking, redacted thinking or an
-/// empty text block.
-fn cacheable(kind: &BlockKind<'_>) -> bool {
-    match kind {
-        BlockKind::Thinking { .. } | BlockKind::RedactedThinking { .. } => false,
-        BlockKind::Text(_) | BlockKind::OwnedText(_) => kind.text().is_some_and(|t| !t.is_empty()),
-        _ => true,
-    }
 }
 
 #[cfg(test)]
