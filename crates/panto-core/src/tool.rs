@@ -124,8 +124,11 @@ pub type ToolError = Box<dyn std::error::Error + Send + Sync>;
 
 /// A single tool.
 ///
-/// Calls within one assistant message run concurrently on the runtime, so `call` may be entered
-/// by several tasks at once. For a tool whose arguments are a Rust type, [`tool_fn`] builds one
+/// Calls within one assistant message run concurrently, so `call` may be entered several times at
+/// once. They run inside the turn's [`Stream`](crate::Stream), progressing while its consumer
+/// pulls events, as the response does, rather than on a Tokio task each: a tool that does
+/// blocking or CPU-heavy work moves it to the blocking pool (`tokio::task::spawn_blocking`), or
+/// it holds up the other calls and the turn. For a tool whose arguments are a Rust type, [`tool_fn`] builds one
 /// from an async function; [`ToolDecl::for_args`] and [`ToolCall::args`] serve a hand-written
 /// implementation.
 ///

@@ -254,7 +254,11 @@ async fn dropping_the_stream_while_tools_run_stops_them_and_closes_the_calls() {
                     break;
                 }
             }
-            started.notified().await;
+            // The calls run inside the stream, so it is pulled until the tool has started.
+            tokio::select! {
+                () = started.notified() => {}
+                e = stream.next() => panic!("{style}: the turn went on without the tool: {e:?}"),
+            }
         }
         // The tool saw the cancel (cooperative stop) before being abandoned.
         for _ in 0..100 {

@@ -1,10 +1,13 @@
 //! Running the tool calls of one assistant message, concurrently, and collecting their results in
 //! call order.
 
+use std::collections::VecDeque;
+use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 
-use futures_util::FutureExt;
-use tokio::task::JoinSet;
+use futures_util::stream::FuturesUnordered;
+use futures_util::{FutureExt, StreamExt};
 use tokio_util::sync::CancellationToken;
 
 use super::hooks::{panic_message, Hooks};
@@ -25,24 +28,47 @@ struct Call {
 
 type Outcome = (Vec<ToolResultContent>, bool);
 
+/// One tool call's run, to its outcome: the tool, its hooks, the conversion of its result.
+type Run = Pin<Box<dyn Future<Output = (usize, Outcome)> + Send>>;
+
 /// How long cancelled tools may take to notice their token before they are aborted.
 pub(crate) const ABORT_GRACE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The tool calls of one message, in flight.
-#[derive(Debug)]
+///
+/// The calls run inside the turn's [`Stream`](super::Stream), polled by its `next` like the
+/// response before them, rather than as a Tokio task each: a task would cost a spawn and two
+/// trips through a busy runtime's queue per call (one to start, one to wake the turn), which a
+/// fleet of agents on two cores feels in every tool step's latency. They still run
+/// concurrently with each other; a tool with CPU-heavy or blocking work moves it to the blocking
+/// pool itself, as it would have to in a task too.
 pub(crate) struct Dispatch {
     calls: Vec<Call>,
     results: Vec<Option<Outcome>>,
-    tasks: JoinSet<(usize, Outcome)>,
+    /// Calls whose outcome was known without running (rejected, unknown tool), in call order,
+    /// not yet reported.
+    known: VecDeque<usize>,
+    /// The calls to run, set up by [`Dispatch::start`] and moved to `running` by
+    /// [`Dispatch::launch`].
+    waiting: Vec<Run>,
+    running: FuturesUnordered<Run>,
     cancel: CancellationToken,
-    /// Set by [`Dispatch::launch`]; the calls wait for it (see there).
-    go: tokio::sync::watch::Sender<bool>,
+}
+
+impl std::fmt::Debug for Dispatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Dispatch")
+            .field("calls", &self.calls)
+            .field("waiting", &self.waiting.len())
+            .field("running", &self.running.len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Dispatch {
-    /// Sets up every tool call of `message` on the runtime, except the `rejected` ones, which get
-    /// their error result without running; the calls run once [`Dispatch::launch`] is called.
-    /// Returns the dispatch and one `ToolDispatchStart` event per call, in call order.
+    /// Sets up every tool call of `message`, except the `rejected` ones, which get their error
+    /// result without running; the calls run once [`Dispatch::launch`] is called. Returns the
+    /// dispatch and one `ToolDispatchStart` event per call, in call order.
     pub fn start(
         registry: &ToolRegistry,
         message: &Message,
@@ -55,9 +81,10 @@ impl Dispatch {
         let mut dispatch = Dispatch {
             calls: Vec::new(),
             results: Vec::new(),
-            tasks: JoinSet::new(),
+            known: VecDeque::new(),
+            waiting: Vec::new(),
+            running: FuturesUnordered::new(),
             cancel,
-            go: tokio::sync::watch::Sender::new(false),
         };
         let mut events = Vec::new();
         for (index, (id, wire_name, input)) in message.tool_uses().enumerate() {
@@ -77,17 +104,21 @@ impl Dispatch {
             dispatch.results.push(None);
             let span = trace::tool_span(&dispatch.calls[index].name, id);
             let started = std::time::Instant::now();
-            if let Some(rejected) = rejected.iter().find(|r| r.id == id) {
-                let outcome = (vec![text(rejected.reason.clone())], true);
+            let known = if let Some(rejected) = rejected.iter().find(|r| r.id == id) {
+                Some((vec![text(rejected.reason.clone())], true))
+            } else if resolved.is_none() {
+                Some((vec![text(format!("unknown tool {wire_name:?}"))], true))
+            } else {
+                None
+            };
+            if let Some(outcome) = known {
                 trace::tool_finished(&span, started, &outcome.0, outcome.1);
-                dispatch.tasks.spawn(async move { (index, outcome) });
+                dispatch.results[index] = Some(outcome);
+                dispatch.known.push_back(index);
                 continue;
             }
             let Some((target, _)) = resolved else {
-                let outcome = (vec![text(format!("unknown tool {wire_name:?}"))], true);
-                trace::tool_finished(&span, started, &outcome.0, outcome.1);
-                dispatch.tasks.spawn(async move { (index, outcome) });
-                continue;
+                unreachable!("an unknown tool's outcome is known above");
             };
             let call = ToolCall {
                 id: id.to_owned(),
@@ -100,17 +131,7 @@ impl Dispatch {
                 checkpoints: checkpoints.clone(),
             };
             let hooks = hooks.clone();
-            let mut go = dispatch.go.subscribe();
-            let stop = dispatch.cancel.clone();
-            let task = async move {
-                tokio::select! {
-                    launched = go.wait_for(|go| *go) => {
-                        if launched.is_err() {
-                            return (index, (vec![text(INTERRUPTED_RESULT.to_owned())], true));
-                        }
-                    }
-                    () = stop.cancelled() => return (index, (vec![text(INTERRUPTED_RESULT.to_owned())], true)),
-                }
+            let run = async move {
                 let invoke = |call: ToolCall| async move {
                     let run = async {
                         match &target {
@@ -124,8 +145,17 @@ impl Dispatch {
                         Err(panic) => ToolCallResult::error(format!("the tool panicked: {}", panic_message(&*panic))),
                     }
                 };
-                // Hooks may deny the call, rewrite its input or replace its result (agent/hooks.rs).
-                let result = hooks.around_call(call, &name, invoke).await;
+                // Hooks may deny the call, rewrite its input or replace its result (agent/hooks.rs),
+                // with their own panics caught there. The call runs inside the turn's stream, so
+                // anything else that panics on its way is caught here too: the call fails, the
+                // turn goes on.
+                let result = match AssertUnwindSafe(hooks.around_call(call, &name, invoke))
+                    .catch_unwind()
+                    .await
+                {
+                    Ok(result) => result,
+                    Err(panic) => ToolCallResult::error(format!("the tool call panicked: {}", panic_message(&*panic))),
+                };
                 // Decoding and resizing an image is CPU work for the blocking pool; text needs
                 // none, and the pool's thread hand-off would cost a text result more than its
                 // conversion (two wake-ups, felt by every call of a busy fleet).
@@ -139,7 +169,9 @@ impl Dispatch {
                 trace::tool_finished(&tracing::Span::current(), started, &outcome.0, outcome.1);
                 (index, outcome)
             };
-            dispatch.tasks.spawn(task.instrument(span).with_current_subscriber());
+            dispatch
+                .waiting
+                .push(Box::pin(run.instrument(span).with_current_subscriber()));
         }
         (dispatch, events)
     }
@@ -148,56 +180,54 @@ impl Dispatch {
     /// stored: a tool's file checkpoint is recorded as that message's, and a new session's file
     /// only exists from its first assistant message on, so a tool that ran earlier could change a
     /// file with no session yet to keep its previous content in.
-    pub fn launch(&self) {
-        self.go.send_replace(true);
+    pub fn launch(&mut self) {
+        self.running.extend(self.waiting.drain(..));
     }
 
-    /// Waits for the next call to finish and returns its `ToolDispatchComplete` event; `None` once
-    /// every call has finished.
+    /// Runs the calls until the next one finishes and returns its `ToolDispatchComplete` event;
+    /// `None` once every call has finished. Calls whose outcome was known without running are
+    /// reported first.
     pub async fn next_completion(&mut self) -> Option<Event> {
-        let (index, outcome) = match self.tasks.join_next().await? {
-            Ok(done) => done,
-            // Tasks catch their own panics, so a join error means the task was aborted; the
-            // call then keeps no result and gets the interrupted closer.
-            Err(_) => return Box::pin(self.next_completion()).await,
+        let index = match self.known.pop_front() {
+            Some(index) => index,
+            None => {
+                let (index, outcome) = self.running.next().await?;
+                self.results[index] = Some(outcome);
+                index
+            }
         };
         let call = &self.calls[index];
-        let event = Event::ToolDispatchComplete {
+        let outcome = self.results[index].as_ref().expect("a reported call has its outcome");
+        Some(Event::ToolDispatchComplete {
             id: call.id.clone(),
             name: call.name.clone(),
             content: outcome.0.clone(),
             is_error: outcome.1,
-        };
-        self.results[index] = Some(outcome);
-        Some(event)
+        })
     }
 
     /// Tells running tools to stop and abandons them: each gets [`ABORT_GRACE`] to notice its
-    /// cancellation token and return; what still runs then is aborted.
+    /// cancellation token and return, on a task of its own; what still runs then is aborted.
+    /// Calls never launched are dropped unrun. A call runs only while the dispatch is polled,
+    /// so each call that returned was reported and has its result; the others get the
+    /// interrupted closer, whatever they return now.
     pub fn abort(&mut self) {
         self.cancel.cancel();
-        // Keep the results of calls that finished but were not reported yet.
-        while let Some(joined) = self.tasks.try_join_next() {
-            if let Ok((index, outcome)) = joined {
-                self.results[index] = Some(outcome);
-            }
-        }
-        let mut tasks = std::mem::take(&mut self.tasks);
-        if tasks.is_empty() {
+        self.waiting.clear();
+        let mut running = std::mem::take(&mut self.running);
+        if running.is_empty() {
             return;
         }
         match tokio::runtime::Handle::try_current() {
             Ok(runtime) => {
                 runtime.spawn(async move {
-                    let drained =
-                        tokio::time::timeout(ABORT_GRACE, async { while tasks.join_next().await.is_some() {} });
-                    if drained.await.is_err() {
-                        tasks.abort_all();
-                    }
+                    let drained = tokio::time::timeout(ABORT_GRACE, async { while running.next().await.is_some() {} });
+                    // What still runs when the grace ends is dropped with the future.
+                    let _ = drained.await;
                 });
             }
-            // Outside a runtime nothing can wait: abort at once.
-            Err(_) => tasks.abort_all(),
+            // Outside a runtime nothing can run them: they are dropped (aborted) at once.
+            Err(_) => drop(running),
         }
     }
 
@@ -224,7 +254,8 @@ impl Dispatch {
 
 impl Drop for Dispatch {
     fn drop(&mut self) {
-        // Dropping the JoinSet aborts the tasks; the token tells cooperative tools first.
+        // The calls' futures are dropped with the dispatch; the token tells what they started
+        // (a tool's own tasks and processes) to stop.
         self.cancel.cancel();
     }
 }

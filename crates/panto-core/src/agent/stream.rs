@@ -495,7 +495,7 @@ impl<'a> Stream<'a> {
         }
         // Only now, with the message that called them stored, may the tools run
         // (`Dispatch::launch` says why).
-        if let Phase::Tools(dispatch) = &self.phase {
+        if let Phase::Tools(dispatch) = &mut self.phase {
             dispatch.launch();
         }
         Ok(Some(Event::MessageComplete { usage, stop_reason }))
