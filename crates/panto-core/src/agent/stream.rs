@@ -233,7 +233,10 @@ impl<'a> Stream<'a> {
             return self.pull_response().await;
         }
         let span = self.trace.span().clone();
-        self.step().instrument(span).await
+        // A step's future is large (a request's opening, a compaction: kilobytes) and a step is
+        // rare next to the deltas a turn pulls; boxed, it is not part of the future every
+        // `next` builds and moves.
+        Box::pin(self.step().instrument(span)).await
     }
 
     /// The next event of the streaming response. Its deltas are pulled outside any span: that
@@ -273,13 +276,16 @@ impl<'a> Stream<'a> {
             Err(e) => Err((e, partial.seen)),
         };
         let span = self.trace.span().clone();
+        // Boxed for the reason `traced_step` gives: once per response, not per delta.
         match end {
             Ok((blocks, usage, stop_reason, rejected)) => {
-                self.complete_message(blocks, usage, stop_reason, &rejected)
-                    .instrument(span)
-                    .await
+                Box::pin(
+                    self.complete_message(blocks, usage, stop_reason, &rejected)
+                        .instrument(span),
+                )
+                .await
             }
-            Err((error, seen_partial)) => self.retry_or_fail(error, seen_partial).instrument(span).await,
+            Err((error, seen_partial)) => Box::pin(self.retry_or_fail(error, seen_partial).instrument(span)).await,
         }
     }
 
@@ -346,7 +352,13 @@ impl<'a> Stream<'a> {
                 };
                 let request_span = self.trace.request_started(&self.agent.config, self.attempt);
                 let opening = match self.agent.config.provider.http_client() {
-                    Ok(client) => Ok(ProviderStream::start(&client, &request, self.agent.config.idle_timeout)),
+                    // Boxed: the HTTP exchange's future is over a kilobyte, and the step
+                    // around it would otherwise carry it through its every state.
+                    Ok(client) => Ok(Box::pin(ProviderStream::start(
+                        &client,
+                        &request,
+                        self.agent.config.idle_timeout,
+                    ))),
                     Err(e) => Err(e),
                 };
                 drop(system);
@@ -400,7 +412,8 @@ impl<'a> Stream<'a> {
             Phase::Streaming(..) => self.pull_response().await,
             Phase::Compact { overflow } => {
                 let overflow = *overflow;
-                match self.agent.compact(None, None).await {
+                // Boxed: a compaction's future is kilobytes, and most steps are not one.
+                match Box::pin(self.agent.compact(None, None)).await {
                     Ok(result) => {
                         self.phase = Phase::Request;
                         self.state = StreamState::Requesting;
