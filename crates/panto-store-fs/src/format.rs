@@ -76,7 +76,7 @@ pub(crate) struct BranchOut<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<&'a CheckpointOnDisk>,
     pub timestamp: DateTime<Utc>,
-    pub activity: &'a Activity,
+    pub activity: ActivityOut<'a>,
 }
 
 /// A file change, as the branch entry that records it carries it (a branch entry that keeps
@@ -132,7 +132,40 @@ pub(crate) struct Activity {
     pub wire: Option<WireIdentity>,
 }
 
+/// [`Activity`] as written: borrowed from the writer's `SessionInfo` (or an entry's
+/// `Activity`), so that writing an entry's line copies neither the last user message nor the
+/// wire identity. Serialises as `Activity` does.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub(crate) struct ActivityOut<'a> {
+    pub message_count: usize,
+    pub last_prompt_at: Option<DateTime<Utc>>,
+    pub last_user_message: Option<&'a str>,
+    pub wire: Option<&'a WireIdentity>,
+}
+
+impl<'a> ActivityOut<'a> {
+    /// The activity part of `info`.
+    pub fn of(info: &'a SessionInfo) -> Self {
+        ActivityOut {
+            message_count: info.message_count,
+            last_prompt_at: info.last_prompt_at,
+            last_user_message: info.last_user_message.as_deref(),
+            wire: info.wire.as_ref(),
+        }
+    }
+}
+
 impl Activity {
+    /// This activity, to write.
+    pub fn out(&self) -> ActivityOut<'_> {
+        ActivityOut {
+            message_count: self.message_count,
+            last_prompt_at: self.last_prompt_at,
+            last_user_message: self.last_user_message.as_deref(),
+            wire: self.wire.as_ref(),
+        }
+    }
+
     /// The activity part of `info`.
     pub fn of(info: &SessionInfo) -> Self {
         Activity {
@@ -186,7 +219,7 @@ pub(crate) struct EntryOut<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compaction: Option<&'a CompactionOnDisk>,
     pub timestamp: DateTime<Utc>,
-    pub activity: &'a Activity,
+    pub activity: ActivityOut<'a>,
 }
 
 /// A message entry, as read by `load` and by a writer reopening a session.
@@ -344,6 +377,26 @@ fn explain_entry_error(line: &[u8], location: &str, e: &serde_json::Error) -> Er
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_activity_is_written_as_it_is_read() {
+        let mut info = SessionInfo::new("0194f0c1-0000-7000-8000-000000000000".to_owned(), Utc::now());
+        info.message_count = 3;
+        info.last_prompt_at = Some(Utc::now());
+        info.last_user_message = Some("say \"hi\"\n".to_owned());
+        info.wire = Some(WireIdentity::new(
+            panto_core::ApiStyle::OpenAiChat,
+            "http://user:secret@127.0.0.1:9/v1",
+            "m",
+            panto_core::ReasoningEffort::default(),
+        ));
+        let written = serde_json::to_string(&ActivityOut::of(&info)).unwrap();
+        let read: Activity = serde_json::from_str(&written).unwrap();
+        assert_eq!(read, Activity::of(&info));
+        assert_eq!(written, serde_json::to_string(&Activity::of(&info)).unwrap());
+        assert_eq!(serde_json::to_string(&read.out()).unwrap(), written);
+        assert!(!written.contains("secret"), "{written}");
+    }
 
     fn message_of(e: Error) -> String {
         match e {

@@ -13,8 +13,8 @@ use panto_core::store::compact_view;
 use panto_core::{CompactionRecord, Error, Message, Result, Role, SessionInfo, Usage, WireIdentity};
 
 use crate::format::{
-    Activity, BranchOut, CheckpointOnDisk, CompactionOnDisk, EntryOut, ForkOnDisk, HeaderOut, BRANCH_TYPE, HEADER_TYPE,
-    MAX_LINE, MESSAGE_TYPE, VERSION,
+    Activity, ActivityOut, BranchOut, CheckpointOnDisk, CompactionOnDisk, EntryOut, ForkOnDisk, HeaderOut, BRANCH_TYPE,
+    HEADER_TYPE, MAX_LINE, MESSAGE_TYPE, VERSION,
 };
 use crate::log::{scan_log, ForkSource, ParsedLog, Scanned};
 use crate::open::open_for_append;
@@ -252,7 +252,7 @@ impl Writer {
             tip,
             checkpoint: None,
             timestamp: now,
-            activity: &activity,
+            activity: activity.out(),
         };
         let mut buf = Vec::new();
         crate::json::to_writer(&mut buf, &entry).map_err(|e| Error::store("serialising a branch entry", e))?;
@@ -278,7 +278,6 @@ impl Writer {
             return Err(Error::SessionNotFound(self.id.clone()));
         }
         let id = self.mint_id();
-        let activity = Activity::of(&self.info);
         let entry = BranchOut {
             kind: BRANCH_TYPE,
             id: &id,
@@ -286,7 +285,7 @@ impl Writer {
             tip: self.last_id.as_deref(),
             checkpoint: Some(checkpoint),
             timestamp: now,
-            activity: &activity,
+            activity: ActivityOut::of(&self.info),
         };
         let mut buf = Vec::new();
         crate::json::to_writer(&mut buf, &entry).map_err(|e| Error::store("serialising a checkpoint entry", e))?;
@@ -361,7 +360,7 @@ impl Writer {
                 tip: to,
                 checkpoint,
                 timestamp: now,
-                activity,
+                activity: activity.out(),
             };
             crate::json::to_writer(&mut *buf, &entry).map_err(|e| Error::store("serialising a branch entry", e))?;
             buf.push(b'\n');
@@ -506,7 +505,6 @@ impl Writer {
                 });
             }
             self.info.record(pending.message, pending.wire, now);
-            let activity = Activity::of(&self.info);
             let entry = EntryOut {
                 kind: MESSAGE_TYPE,
                 id: &id,
@@ -516,7 +514,7 @@ impl Writer {
                 usage: pending.usage,
                 wire: pending.wire,
                 compaction: compaction.as_ref(),
-                activity: &activity,
+                activity: ActivityOut::of(&self.info),
             };
             let before = buf.len();
             crate::json::to_writer(buf, &entry).map_err(serialise)?;
