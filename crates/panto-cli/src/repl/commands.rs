@@ -1,5 +1,8 @@
 //! Slash commands: the one table of them (name, arguments, what the argument completes to,
-//! help), parsing, and suggestions for a mistyped name.
+//! help), parsing, and suggestions for a mistyped name; and what a typed line is (command,
+//! shell line or message).
+
+use std::borrow::Cow;
 
 /// What the argument of a command completes to on Tab.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,6 +93,31 @@ impl Command {
     /// The command called `name` (with its slash).
     pub fn named(name: &str) -> Option<Command> {
         COMMANDS.iter().find(|c| c.name == name).map(|c| c.command)
+    }
+}
+
+/// What a line typed at the REPL is: the prompt and the keys typed during a turn read it alike.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Input<'a> {
+    /// `!command`: runs in the shell (the command, trimmed).
+    Shell(&'a str),
+    /// `/name args`: a slash command (the line from its slash on).
+    Command(&'a str),
+    /// A message to the model; `//text` is the message `/text`.
+    Message(Cow<'a, str>),
+}
+
+/// Reads `line` as the REPL does.
+pub fn classify(line: &str) -> Input<'_> {
+    let trimmed = line.trim_start();
+    if let Some(command) = trimmed.strip_prefix('!') {
+        Input::Shell(command.trim())
+    } else if let Some(literal) = trimmed.strip_prefix("//") {
+        Input::Message(Cow::Owned(format!("/{literal}")))
+    } else if trimmed.starts_with('/') {
+        Input::Command(trimmed)
+    } else {
+        Input::Message(Cow::Borrowed(line))
     }
 }
 
@@ -185,6 +213,17 @@ mod tests {
             rest.starts_with(&" ".repeat(29)) && !rest.trim().is_empty(),
             "{help:#?}"
         );
+    }
+
+    #[test]
+    fn a_line_is_a_command_a_shell_line_or_a_message() {
+        assert_eq!(classify("  /quit"), Input::Command("/quit"));
+        assert_eq!(classify("! git status "), Input::Shell("git status"));
+        assert_eq!(
+            classify("//etc is empty"),
+            Input::Message(Cow::Borrowed("/etc is empty"))
+        );
+        assert_eq!(classify("what next?"), Input::Message(Cow::Borrowed("what next?")));
     }
 
     #[test]

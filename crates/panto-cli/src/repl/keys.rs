@@ -11,7 +11,9 @@
 //! as a steer (`typeahead = "steer"`, the default: it joins after the current step's tool
 //! results) or a follow-up (`typeahead = "follow-up"`: a new turn once this one ends). The line
 //! stays in the footer ("sent: ...") until the turn takes it; what the turn never took (a cancel,
-//! an error) comes back as a prompt to send next, so nothing typed is lost.
+//! an error) comes back as a prompt to send next, so nothing typed is lost. A command or shell
+//! line (`/quit`, `!ls`) is never sent to the model: it waits, with what is typed after it, and
+//! runs at the prompt when the turn ends, as if typed there.
 //!
 //! An approval question reads its answer in canonical mode: [`pause`] gives the terminal back
 //! (cooked, echoing) and keeps the reader thread off it until the answer is read.
@@ -25,6 +27,7 @@ use nix::poll::{poll, PollFd, PollFlags};
 use nix::sys::termios::{self, LocalFlags, SetArg, SpecialCharacterIndices, Termios};
 use panto_core::{CancellationToken, QueueMode, RunControl};
 
+use super::commands::{classify, Input};
 use crate::render::wrap::{Line, Span};
 use crate::render::{footer, Style};
 
@@ -119,12 +122,24 @@ impl TypeAhead {
         Some(line)
     }
 
-    /// Sends every finished line to the running turn through `control`, keeping each as sent
-    /// until the turn takes it.
+    /// Sends the finished lines that are messages to the running turn through `control`,
+    /// keeping each as sent until the turn takes it. A command or shell line (`/quit`,
+    /// `!git status`) is the REPL's, not the model's: it waits for the prompt, where it runs once
+    /// the turn ends, and the lines typed after it wait with it, so that all run in the order
+    /// typed.
     fn send(&mut self, control: &RunControl, mode: QueueMode) {
-        for line in std::mem::take(&mut self.lines) {
-            if control.send(mode, panto_core::UserMessage::text(line.clone())) {
-                self.sent.push(line);
+        let mut lines = std::mem::take(&mut self.lines).into_iter();
+        while let Some(line) = lines.next() {
+            let text = match classify(&line) {
+                Input::Message(text) => text.into_owned(),
+                Input::Command(_) | Input::Shell(_) => {
+                    self.lines.push(line);
+                    self.lines.extend(lines);
+                    return;
+                }
+            };
+            if control.send(mode, panto_core::UserMessage::text(text.clone())) {
+                self.sent.push(text);
             } else {
                 // The turn is over: the line waits for the next prompt instead.
                 self.lines.push(line);
@@ -416,6 +431,26 @@ mod tests {
         );
         q.keys("\u{7f}");
         assert_eq!(q.partial, "first");
+    }
+
+    #[test]
+    fn commands_and_shell_lines_wait_for_the_prompt_with_the_lines_after_them() {
+        let control = RunControl::default();
+        let mut q = TypeAhead::default();
+        q.keys("//etc is empty\r/model opus\rthen this\r");
+        q.send(&control, QueueMode::Steer);
+        // `//` sends a message starting with `/`; the command and the line after it wait.
+        assert_eq!(q.sent, ["/etc is empty"]);
+        assert_eq!(q.lines, ["/model opus", "then this"]);
+        q.keys("!ls\rmore\r");
+        q.send(&control, QueueMode::Steer);
+        assert_eq!(q.sent, ["/etc is empty"]);
+        assert_eq!(q.lines, ["/model opus", "then this", "!ls", "more"]);
+        let mut q = TypeAhead::default();
+        q.keys("first\r  !git status\r");
+        q.send(&control, QueueMode::FollowUp);
+        assert_eq!(q.sent, ["first"]);
+        assert_eq!(q.lines, ["  !git status"]);
     }
 
     #[test]

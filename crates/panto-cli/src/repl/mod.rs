@@ -31,7 +31,7 @@ use crate::setup::{self, Launch, SessionChoice};
 use crate::store::OpenStore;
 use crate::terminal::TerminalAsker;
 use crate::tools::{Approval, Gate, GatedTool, ToolName, Toolbox};
-use commands::{Command, Parsed};
+use commands::{Command, Input, Parsed};
 use helper::{join_continuations, PantoHelper, RecentIds};
 
 /// Whether the loop goes on after a command.
@@ -371,16 +371,15 @@ impl Repl<'_> {
 
     /// One line of input: a command, or a prompt.
     fn input(&mut self, input: String) -> Flow {
-        let trimmed = input.trim_start();
-        if let Some(command) = trimmed.strip_prefix('!') {
-            self.shell(command.trim());
-        } else if let Some(literal) = trimmed.strip_prefix("//") {
-            self.turn(format!("/{literal}"));
-        } else if trimmed.starts_with('/') {
-            return self.command(trimmed);
-        } else {
-            self.turn(input);
-        }
+        let message = match commands::classify(&input) {
+            Input::Shell(command) => {
+                self.shell(command);
+                return Flow::Continue;
+            }
+            Input::Command(command) => return self.command(command),
+            Input::Message(text) => text.into_owned(),
+        };
+        self.turn(message);
         Flow::Continue
     }
 

@@ -223,6 +223,43 @@ async fn typeahead_follow_up_runs_the_line_after_the_turn() {
     );
 }
 
+/// A command typed while a turn runs is the REPL's, not the model's: it waits in the footer,
+/// runs at the prompt when the turn ends, and no request carries it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_command_typed_during_a_turn_runs_when_the_turn_ends() {
+    let server = MockServer::start().await;
+    server.push(Reply::sse(script::anthropic_tool_uses(&[(
+        "toolu_01",
+        "bash",
+        &waiting_command(),
+    )])));
+    server.push(Reply::sse(script::anthropic_text("The first answer.")));
+    let mut home = Home::new();
+    home.anthropic(&server);
+    let work = home.work();
+    let (queued, code) = blocking(move || {
+        let mut t = Terminal::start_sized(&home, &["--approve", "auto"], 30, 100);
+        t.wait_for_prompt();
+        t.send_line("run the slow thing");
+        t.wait_for("running bash…");
+        t.send("/quit\r");
+        t.wait_for("queued: /quit");
+        let queued = t.contents();
+        std::fs::write(work.join("go"), "").unwrap();
+        t.wait_for("The first answer.");
+        (queued, t.wait_exit().code)
+    })
+    .await;
+    assert!(!queued.contains("sent: /quit"), "{queued}");
+    assert_eq!(code, Some(0), "the queued /quit ended the REPL");
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    for request in &requests {
+        let text = all_text(&body(request)["messages"]);
+        assert!(!text.contains("/quit"), "{text}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_tool_spinner_and_type_ahead_at_60_columns() {
     let (spinner, after, prompts) = typed_ahead_at(60, false).await;
