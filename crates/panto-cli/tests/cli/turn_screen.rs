@@ -123,26 +123,29 @@ async fn an_edit_approval_shows_its_diff_at_60_columns() {
     insta::assert_snapshot!("edit_approval_60_columns", screen);
 }
 
-/// A bash call that runs until the test creates `go` in the working directory: the turn is
+/// A bash command that runs until the test creates `go` in the working directory: the turn is
 /// running for as long as the test needs, without timing.
-fn waiting_command() -> String {
-    json!({ "command": "while [ ! -e go ]; do sleep 0.05; done; echo released" }).to_string()
+const WAITING_COMMAND: &str = "while [ ! -e go ]; do sleep 0.05; done; echo released";
+
+/// A mock whose model runs `command` with bash, then gives `answers` one request each, and a
+/// home set up to talk to it.
+async fn bash_then(command: &str, answers: &[&str]) -> (MockServer, Home) {
+    let server = MockServer::start().await;
+    let input = json!({ "command": command }).to_string();
+    server.push(Reply::sse(script::anthropic_tool_uses(&[("toolu_01", "bash", &input)])));
+    for answer in answers {
+        server.push(Reply::sse(script::anthropic_text(answer)));
+    }
+    let mut home = Home::new();
+    home.anthropic(&server);
+    (server, home)
 }
 
 /// Types a line and the start of another while bash runs; with `follow_up` the config says
 /// `typeahead = "follow-up"`. Returns the screen while bash ran, the screen after, and the text
 /// of each request the mock got.
 async fn typed_ahead_at(cols: u16, follow_up: bool) -> (String, String, Vec<String>) {
-    let server = MockServer::start().await;
-    server.push(Reply::sse(script::anthropic_tool_uses(&[(
-        "toolu_01",
-        "bash",
-        &waiting_command(),
-    )])));
-    server.push(Reply::sse(script::anthropic_text("The first answer.")));
-    server.push(Reply::sse(script::anthropic_text("The queued answer.")));
-    let mut home = Home::new();
-    home.anthropic(&server);
+    let (server, home) = bash_then(WAITING_COMMAND, &["The first answer.", "The queued answer."]).await;
     if follow_up {
         home.write_config("typeahead = \"follow-up\"\n");
     }
@@ -227,15 +230,7 @@ async fn typeahead_follow_up_runs_the_line_after_the_turn() {
 /// runs at the prompt when the turn ends, and no request carries it.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_command_typed_during_a_turn_runs_when_the_turn_ends() {
-    let server = MockServer::start().await;
-    server.push(Reply::sse(script::anthropic_tool_uses(&[(
-        "toolu_01",
-        "bash",
-        &waiting_command(),
-    )])));
-    server.push(Reply::sse(script::anthropic_text("The first answer.")));
-    let mut home = Home::new();
-    home.anthropic(&server);
+    let (server, home) = bash_then(WAITING_COMMAND, &["The first answer."]).await;
     let work = home.work();
     let (queued, code) = blocking(move || {
         let mut t = Terminal::start_sized(&home, &["--approve", "auto"], 30, 100);
@@ -410,14 +405,10 @@ async fn bang_runs_a_command_and_at_attaches_a_file_for_the_next_prompt() {
 /// shown as `^[`, never acted on); the line goes when the call ends.
 #[tokio::test(flavor = "multi_thread")]
 async fn bash_shows_the_tail_of_its_output_live() {
-    let server = MockServer::start().await;
     let command = "printf 'first line\\nstep 2 of 3 \\033[31mred\\n'; \
                    while [ ! -e go ]; do sleep 0.05; done; echo released";
-    let input = json!({ "command": command }).to_string();
-    server.push(Reply::sse(script::anthropic_tool_uses(&[("toolu_01", "bash", &input)])));
-    server.push(Reply::sse(script::anthropic_text("All done.")));
-    let mut home = Home::new();
-    home.anthropic(&server);
+    // The server answers for as long as it lives.
+    let (_server, home) = bash_then(command, &["All done."]).await;
     let work = home.work();
     let (live, after) = blocking(move || {
         let mut t = Terminal::start_sized(&home, &["--approve", "auto"], 30, 100);
