@@ -104,21 +104,17 @@ impl Dispatch {
             dispatch.results.push(None);
             let span = trace::tool_span(&dispatch.calls[index].name, id);
             let started = std::time::Instant::now();
-            let known = if let Some(rejected) = rejected.iter().find(|r| r.id == id) {
-                Some((vec![text(rejected.reason.clone())], true))
-            } else if resolved.is_none() {
-                Some((vec![text(format!("unknown tool {wire_name:?}"))], true))
-            } else {
-                None
-            };
-            if let Some(outcome) = known {
-                trace::tool_finished(&span, started, &outcome.0, outcome.1);
-                dispatch.results[index] = Some(outcome);
-                dispatch.known.push_back(index);
-                continue;
-            }
-            let Some((target, _)) = resolved else {
-                unreachable!("an unknown tool's outcome is known above");
+            // A rejected call or an unknown tool has its error result without running.
+            let target = match (rejected.iter().find(|r| r.id == id), resolved) {
+                (None, Some((target, _))) => target,
+                (Some(rejected), _) => {
+                    dispatch.known_outcome(index, &span, started, rejected.reason.clone());
+                    continue;
+                }
+                (None, None) => {
+                    dispatch.known_outcome(index, &span, started, format!("unknown tool {wire_name:?}"));
+                    continue;
+                }
             };
             let call = ToolCall {
                 id: id.to_owned(),
@@ -204,6 +200,14 @@ impl Dispatch {
             content: outcome.0.clone(),
             is_error: outcome.1,
         })
+    }
+
+    /// Records call `index`'s error result, known without running it, to be reported first.
+    fn known_outcome(&mut self, index: usize, span: &tracing::Span, started: std::time::Instant, error: String) {
+        let outcome = (vec![text(error)], true);
+        trace::tool_finished(span, started, &outcome.0, outcome.1);
+        self.results[index] = Some(outcome);
+        self.known.push_back(index);
     }
 
     /// Tells running tools to stop and abandons them: each gets [`ABORT_GRACE`] to notice its
