@@ -8,10 +8,13 @@
 //! through a limit (so a size that lies, as in `/proc`, cannot grow memory). Blocking calls: run
 //! them through [`crate::running::blocking`].
 
-use std::fs::{File, FileType, Metadata, OpenOptions};
+use std::ffi::OsStr;
+use std::fs::{File, FileType, Metadata, OpenOptions, Permissions};
 use std::io::{Read, Write};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
-use std::path::Path;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::roots::Roots;
 
@@ -158,27 +161,155 @@ pub fn existing_regular(path: &Path) -> Result<bool, String> {
 
 /// Replaces the content of the regular file at `path` with `bytes`, creating it when missing.
 /// Anything that is not a regular file is refused before a byte is written.
+///
+/// The new content goes to a temporary file beside the target, synced, and renamed over it, so a
+/// kill or a crash at any moment leaves the file with its old content or its new one, never a
+/// truncated mix (a rewind relies on that). A symbolic link at `path` is followed: the file it
+/// names is replaced and the link stays. The replaced file keeps its permission bits, and its
+/// owner where the process may set it. Where a rename would change what the file is, the content is
+/// written in place instead: the file has other hard links (a rename would part them),
+/// its directory does not let panto create the temporary file, or its owner cannot be kept.
 pub fn write_regular(path: &Path, roots: &Roots, bytes: &[u8]) -> Result<(), String> {
     existing_regular(path)?;
-    // No O_TRUNC: the file is truncated only once the descriptor proves to be a regular file.
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .custom_flags(OPEN_FLAGS)
-        .open(path)
-        .map_err(|e| open_error(path, &e, "write"))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    let target = last_link_target(path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    // Opening the existing file for writing proves panto may write it (a read-only file is not
+    // replaced behind its mode's back) and lets the descriptor be checked, not the path.
+    let existing = match OpenOptions::new().write(true).custom_flags(OPEN_FLAGS).open(&target) {
+        Ok(file) => Some(file),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(open_error(path, &e, "write")),
+    };
+    let failed = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
+    let Some(file) = existing else {
+        return match replace(&target, None, roots, bytes) {
+            Ok(()) => Ok(()),
+            Err(Replace::Refused(why)) => Err(why),
+            Err(Replace::Unusable(e) | Replace::Failed(e)) => Err(failed(e)),
+        };
+    };
+    let meta = file.metadata().map_err(failed)?;
     if !meta.is_file() {
         return Err(not_regular(path, meta.file_type(), "write"));
     }
     roots.check_opened(&file, path)?;
-    file.set_len(0)
-        .and_then(|()| file.write_all(bytes))
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+    if meta.nlink() == 1 {
+        match replace(&target, Some(&meta), roots, bytes) {
+            Ok(()) => return Ok(()),
+            Err(Replace::Refused(why)) => return Err(why),
+            Err(Replace::Failed(e)) => return Err(failed(e)),
+            Err(Replace::Unusable(_)) => {}
+        }
+    }
+    write_in_place(file, bytes).map_err(failed)
 }
+
+/// Truncates `file` and writes `bytes` into it: a kill between the two leaves it partial, so
+/// this is only for files a rename would change in another way.
+fn write_in_place(mut file: File, bytes: &[u8]) -> std::io::Result<()> {
+    file.set_len(0)?;
+    file.write_all(bytes)
+}
+
+/// Why [`replace`] did not replace the file.
+enum Replace {
+    /// The roots refused the temporary file's real place: the write must not happen.
+    Refused(String),
+    /// A rename cannot replace this file faithfully (no temporary file in its directory, its owner
+    /// not kept); nothing was changed, and writing in place is the way left.
+    Unusable(std::io::Error),
+    /// Writing, syncing or renaming failed; nothing was changed.
+    Failed(std::io::Error),
+}
+
+/// Writes `bytes` to a new temporary file beside `target`, with the permission bits and owner of
+/// the file it replaces (`existing`), syncs it and renames it over `target`. The temporary file
+/// is removed on every failure.
+fn replace(target: &Path, existing: Option<&Metadata>, roots: &Roots, bytes: &[u8]) -> Result<(), Replace> {
+    let (mut tmp, tmp_path) = create_beside(target, existing).map_err(|e| match e.kind() {
+        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem if existing.is_some() => {
+            Replace::Unusable(e)
+        }
+        _ => Replace::Failed(e),
+    })?;
+    let result = (|| {
+        roots.check_opened(&tmp, target).map_err(Replace::Refused)?;
+        if let Some(meta) = existing {
+            let made = tmp.metadata().map_err(Replace::Failed)?;
+            if (made.uid(), made.gid()) != (meta.uid(), meta.gid()) {
+                std::os::unix::fs::fchown(&tmp, Some(meta.uid()), Some(meta.gid())).map_err(Replace::Unusable)?;
+            }
+            // After the owner: changing it clears set-user-ID and set-group-ID bits.
+            tmp.set_permissions(Permissions::from_mode(meta.mode() & 0o7777))
+                .map_err(Replace::Failed)?;
+        }
+        tmp.write_all(bytes).map_err(Replace::Failed)?;
+        // Synced before the rename: otherwise a crash of the machine could keep the rename and
+        // lose the content, leaving the file empty.
+        tmp.sync_data().map_err(Replace::Failed)?;
+        std::fs::rename(&tmp_path, target).map_err(Replace::Failed)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp_path);
+    }
+    result
+}
+
+/// Creates a new temporary file in `target`'s directory, named after it (`.name.panto-PID-N.tmp`)
+/// so that one a kill left behind says whose it is. Mode 0600 while it is written when it will
+/// replace a file (its own bits are set before the rename); otherwise the mode a new file gets.
+fn create_beside(target: &Path, existing: Option<&Metadata>) -> std::io::Result<(File, PathBuf)> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let dir = match target.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let name = target.file_name().map_or(&[][..], |n| n.as_bytes());
+    // Room for the decoration within a file name's 255 bytes.
+    let name = &name[..name.len().min(200)];
+    loop {
+        let mut tmp_name = b".".to_vec();
+        tmp_name.extend_from_slice(name);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        tmp_name.extend_from_slice(format!(".panto-{}-{n}.tmp", std::process::id()).as_bytes());
+        let tmp_path = dir.join(OsStr::from_bytes(&tmp_name));
+        let mut options = OpenOptions::new();
+        options.write(true).create_new(true).custom_flags(OPEN_FLAGS);
+        if existing.is_some() {
+            options.mode(0o600);
+        }
+        match options.open(&tmp_path) {
+            Ok(file) => return Ok((file, tmp_path)),
+            // Left by a process with the same id before: take the next name.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The file `path` names once symbolic links in its last component are followed (a relative
+/// link is taken from the link's directory), so that a write replaces the linked file and leaves
+/// the link. `path` itself when it is no link or does not exist.
+fn last_link_target(path: &Path) -> std::io::Result<PathBuf> {
+    let mut current = path.to_path_buf();
+    for _ in 0..MAX_LINKS_FOLLOWED {
+        match std::fs::symlink_metadata(&current) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let link = std::fs::read_link(&current)?;
+                current = match current.parent() {
+                    Some(dir) if link.is_relative() => dir.join(link),
+                    _ => link,
+                };
+            }
+            _ => return Ok(current),
+        }
+    }
+    Err(std::io::Error::other(format!(
+        "more than {MAX_LINKS_FOLLOWED} symbolic links on the way"
+    )))
+}
+
+/// How many symbolic links [`last_link_target`] follows, as Linux does (`ELOOP` beyond).
+const MAX_LINKS_FOLLOWED: usize = 40;
 
 #[cfg(test)]
 mod tests {
@@ -225,5 +356,132 @@ mod tests {
         assert!(e.contains("is 5 bytes, more than the 3 bytes"), "{e}");
         let e = read_capped(dir.path(), &Roots::unrestricted(), 3).unwrap_err();
         assert!(e.contains("is a directory; use bash (ls)"), "{e}");
+    }
+
+    /// What the directory holds besides `keep`: a temporary file left behind shows here.
+    fn others(dir: &Path, keep: &[&str]) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| !keep.contains(&n.as_str()))
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_reader_sees_the_old_content_or_the_new_never_a_part() {
+        // What a kill in the middle of a write could leave is what a reader racing the writes
+        // sees: an empty or half-written file, if the write truncates and writes in place.
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("plan.md");
+        let (a, b) = (vec![b'a'; 256 * 1024], vec![b'b'; 192 * 1024]);
+        write_regular(&f, &Roots::unrestricted(), &a).unwrap();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let reader = {
+            let (f, stop, a, b) = (f.clone(), stop.clone(), a.clone(), b.clone());
+            std::thread::spawn(move || {
+                let mut reads = 0u32;
+                while !stop.load(Ordering::Relaxed) || reads == 0 {
+                    let seen = std::fs::read(&f).unwrap();
+                    assert!(
+                        seen == a || seen == b,
+                        "read {} bytes that are neither the old content nor the new",
+                        seen.len()
+                    );
+                    reads += 1;
+                }
+                reads
+            })
+        };
+        for round in 0..200 {
+            write_regular(&f, &Roots::unrestricted(), if round % 2 == 0 { &b } else { &a }).unwrap();
+        }
+        stop.store(true, Ordering::Relaxed);
+        assert!(reader.join().unwrap() > 0);
+        assert_eq!(others(dir.path(), &["plan.md"]), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_replaced_file_keeps_its_mode_and_a_read_only_one_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("run.sh");
+        std::fs::write(&f, "old").unwrap();
+        std::fs::set_permissions(&f, Permissions::from_mode(0o750)).unwrap();
+        write_regular(&f, &Roots::unrestricted(), b"#!/bin/sh\nnew\n").unwrap();
+        assert_eq!(std::fs::read(&f).unwrap(), b"#!/bin/sh\nnew\n");
+        assert_eq!(std::fs::metadata(&f).unwrap().mode() & 0o7777, 0o750);
+
+        // Running as root, a mode does not stop a write: only check the refusal where it would.
+        let ro = dir.path().join("ro.txt");
+        std::fs::write(&ro, "keep").unwrap();
+        std::fs::set_permissions(&ro, Permissions::from_mode(0o444)).unwrap();
+        if OpenOptions::new().write(true).open(&ro).is_err() {
+            let e = write_regular(&ro, &Roots::unrestricted(), b"x").unwrap_err();
+            assert!(e.contains("ro.txt") && e.contains("ermission denied"), "{e}");
+            assert_eq!(std::fs::read(&ro).unwrap(), b"keep");
+        }
+        assert_eq!(others(dir.path(), &["run.sh", "ro.txt"]), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_link_is_followed_and_kept_and_hard_links_keep_sharing() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.txt");
+        std::fs::write(&real, "old").unwrap();
+        // A relative link, through a second link.
+        std::os::unix::fs::symlink("real.txt", dir.path().join("one")).unwrap();
+        std::os::unix::fs::symlink("one", dir.path().join("two")).unwrap();
+        write_regular(&dir.path().join("two"), &Roots::unrestricted(), b"via links").unwrap();
+        assert!(std::fs::symlink_metadata(dir.path().join("two"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert!(std::fs::symlink_metadata(dir.path().join("one"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read(&real).unwrap(), b"via links");
+
+        // A dangling link: the file it names is created, the link stays.
+        std::os::unix::fs::symlink("made.txt", dir.path().join("dangling")).unwrap();
+        write_regular(&dir.path().join("dangling"), &Roots::unrestricted(), b"made").unwrap();
+        assert!(std::fs::symlink_metadata(dir.path().join("dangling"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read(dir.path().join("made.txt")).unwrap(), b"made");
+
+        // Two names for one file: a write through one is seen through the other.
+        let other = dir.path().join("other.txt");
+        std::fs::hard_link(&real, &other).unwrap();
+        write_regular(&real, &Roots::unrestricted(), b"shared").unwrap();
+        assert_eq!(std::fs::read(&other).unwrap(), b"shared");
+        assert_eq!(
+            others(
+                dir.path(),
+                &["real.txt", "one", "two", "dangling", "made.txt", "other.txt"]
+            ),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn a_failed_write_leaves_the_file_and_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        let f = sub.join("f.txt");
+        std::fs::write(&f, "old").unwrap();
+        // A file name at the limit: the temporary file's name still fits.
+        let long = sub.join("x".repeat(255));
+        write_regular(&long, &Roots::unrestricted(), b"long name").unwrap();
+        assert_eq!(std::fs::read(&long).unwrap(), b"long name");
+        // Roots that do not hold the directory: the write is refused and nothing is left.
+        let roots = Roots::new(vec![dir.path().join("elsewhere")]);
+        let e = write_regular(&f, &roots, b"new").unwrap_err();
+        assert!(e.contains("outside the directories file tools may use"), "{e}");
+        assert_eq!(std::fs::read(&f).unwrap(), b"old");
+        assert_eq!(others(&sub, &["f.txt", &"x".repeat(255)]), Vec::<String>::new());
     }
 }
