@@ -59,7 +59,12 @@ fn lines(text: &str) -> BTreeSet<String> {
 }
 
 fn rg(root: &Path, args: &[&str]) -> BTreeSet<String> {
-    let out = Command::new("rg").current_dir(root).args(args).output().unwrap();
+    // No skipping without it: these tests are the proof that grep and find agree with ripgrep.
+    let out = Command::new("rg")
+        .current_dir(root)
+        .args(args)
+        .output()
+        .expect("running rg (ripgrep), which these tests compare against: install it (.ci/run does)");
     assert!(out.status.code().is_some_and(|c| c <= 1), "{out:?}");
     lines(&String::from_utf8(out.stdout).unwrap())
 }
