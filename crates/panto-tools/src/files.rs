@@ -16,7 +16,7 @@ use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::roots::Roots;
+use crate::roots::{real_path, Roots};
 
 /// Flags for every open: a FIFO or device must not block the open, and a terminal must not become
 /// panto's controlling terminal.
@@ -155,8 +155,13 @@ pub fn existing_regular(path: &Path) -> Result<bool, String> {
         Ok(meta) if meta.is_file() => Ok(true),
         Ok(meta) => Err(not_regular(path, meta.file_type(), "write")),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-        Err(e) => Err(format!("cannot write {}: {e}", path.display())),
+        Err(e) => Err(cannot_write(path, &e)),
     }
+}
+
+/// "cannot write PATH: ERROR".
+fn cannot_write(path: &Path, error: &std::io::Error) -> String {
+    format!("cannot write {}: {error}", path.display())
 }
 
 /// Replaces the content of the regular file at `path` with `bytes`, creating it when missing.
@@ -171,7 +176,10 @@ pub fn existing_regular(path: &Path) -> Result<bool, String> {
 /// its directory does not let panto create the temporary file, or its owner cannot be kept.
 pub fn write_regular(path: &Path, roots: &Roots, bytes: &[u8]) -> Result<(), String> {
     existing_regular(path)?;
-    let target = last_link_target(path).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    // Where the kernel's open would land: the rename must replace that file, not a link to it.
+    let target = std::path::absolute(path)
+        .and_then(|absolute| real_path(&absolute))
+        .map_err(|e| cannot_write(path, &e))?;
     // Opening the existing file for writing proves panto may write it (a read-only file is not
     // replaced behind its mode's back) and lets the descriptor be checked, not the path.
     let existing = match OpenOptions::new().write(true).custom_flags(OPEN_FLAGS).open(&target) {
@@ -179,14 +187,10 @@ pub fn write_regular(path: &Path, roots: &Roots, bytes: &[u8]) -> Result<(), Str
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(open_error(path, &e, "write")),
     };
-    let failed = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
     let Some(file) = existing else {
-        return match replace(&target, None, roots, bytes) {
-            Ok(()) => Ok(()),
-            Err(Replace::Refused(why)) => Err(why),
-            Err(Replace::Unusable(e) | Replace::Failed(e)) => Err(failed(e)),
-        };
+        return replace(&target, None, roots, bytes).map_err(|e| e.describe(path));
     };
+    let failed = |e: std::io::Error| cannot_write(path, &e);
     let meta = file.metadata().map_err(failed)?;
     if !meta.is_file() {
         return Err(not_regular(path, meta.file_type(), "write"));
@@ -194,10 +198,8 @@ pub fn write_regular(path: &Path, roots: &Roots, bytes: &[u8]) -> Result<(), Str
     roots.check_opened(&file, path)?;
     if meta.nlink() == 1 {
         match replace(&target, Some(&meta), roots, bytes) {
-            Ok(()) => return Ok(()),
-            Err(Replace::Refused(why)) => return Err(why),
-            Err(Replace::Failed(e)) => return Err(failed(e)),
             Err(Replace::Unusable(_)) => {}
+            done => return done.map_err(|e| e.describe(path)),
         }
     }
     write_in_place(file, bytes).map_err(failed)
@@ -215,20 +217,28 @@ enum Replace {
     /// The roots refused the temporary file's real place: the write must not happen.
     Refused(String),
     /// A rename cannot replace this file faithfully (no temporary file in its directory, its owner
-    /// not kept); nothing was changed, and writing in place is the way left.
+    /// not kept); nothing was changed. For a file that exists, writing in place is the way left.
     Unusable(std::io::Error),
     /// Writing, syncing or renaming failed; nothing was changed.
     Failed(std::io::Error),
+}
+
+impl Replace {
+    /// The write's error, naming `path`.
+    fn describe(self, path: &Path) -> String {
+        match self {
+            Replace::Refused(why) => why,
+            Replace::Unusable(e) | Replace::Failed(e) => cannot_write(path, &e),
+        }
+    }
 }
 
 /// Writes `bytes` to a new temporary file beside `target`, with the permission bits and owner of
 /// the file it replaces (`existing`), syncs it and renames it over `target`. The temporary file
 /// is removed on every failure.
 fn replace(target: &Path, existing: Option<&Metadata>, roots: &Roots, bytes: &[u8]) -> Result<(), Replace> {
-    let (mut tmp, tmp_path) = create_beside(target, existing).map_err(|e| match e.kind() {
-        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem if existing.is_some() => {
-            Replace::Unusable(e)
-        }
+    let (mut tmp, tmp_path) = create_beside(target, existing.is_some()).map_err(|e| match e.kind() {
+        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem => Replace::Unusable(e),
         _ => Replace::Failed(e),
     })?;
     let result = (|| {
@@ -255,14 +265,12 @@ fn replace(target: &Path, existing: Option<&Metadata>, roots: &Roots, bytes: &[u
 }
 
 /// Creates a new temporary file in `target`'s directory, named after it (`.name.panto-PID-N.tmp`)
-/// so that one a kill left behind says whose it is. Mode 0600 while it is written when it will
-/// replace a file (its own bits are set before the rename); otherwise the mode a new file gets.
-fn create_beside(target: &Path, existing: Option<&Metadata>) -> std::io::Result<(File, PathBuf)> {
+/// so that one a kill left behind says whose it is. Mode 0600 while it is written when it is
+/// `replacing` a file (that file's bits are set before the rename); otherwise the mode a new file
+/// gets. `target` is absolute.
+fn create_beside(target: &Path, replacing: bool) -> std::io::Result<(File, PathBuf)> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
-    let dir = match target.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
+    let dir = target.parent().unwrap_or(Path::new("/"));
     let name = target.file_name().map_or(&[][..], |n| n.as_bytes());
     // Room for the decoration within a file name's 255 bytes.
     let name = &name[..name.len().min(200)];
@@ -274,7 +282,7 @@ fn create_beside(target: &Path, existing: Option<&Metadata>) -> std::io::Result<
         let tmp_path = dir.join(OsStr::from_bytes(&tmp_name));
         let mut options = OpenOptions::new();
         options.write(true).create_new(true).custom_flags(OPEN_FLAGS);
-        if existing.is_some() {
+        if replacing {
             options.mode(0o600);
         }
         match options.open(&tmp_path) {
@@ -285,31 +293,6 @@ fn create_beside(target: &Path, existing: Option<&Metadata>) -> std::io::Result<
         }
     }
 }
-
-/// The file `path` names once symbolic links in its last component are followed (a relative
-/// link is taken from the link's directory), so that a write replaces the linked file and leaves
-/// the link. `path` itself when it is no link or does not exist.
-fn last_link_target(path: &Path) -> std::io::Result<PathBuf> {
-    let mut current = path.to_path_buf();
-    for _ in 0..MAX_LINKS_FOLLOWED {
-        match std::fs::symlink_metadata(&current) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                let link = std::fs::read_link(&current)?;
-                current = match current.parent() {
-                    Some(dir) if link.is_relative() => dir.join(link),
-                    _ => link,
-                };
-            }
-            _ => return Ok(current),
-        }
-    }
-    Err(std::io::Error::other(format!(
-        "more than {MAX_LINKS_FOLLOWED} symbolic links on the way"
-    )))
-}
-
-/// How many symbolic links [`last_link_target`] follows, as Linux does (`ELOOP` beyond).
-const MAX_LINKS_FOLLOWED: usize = 40;
 
 #[cfg(test)]
 mod tests {
@@ -424,6 +407,10 @@ mod tests {
         assert_eq!(others(dir.path(), &["run.sh", "ro.txt"]), Vec::<String>::new());
     }
 
+    fn is_link(path: &Path) -> bool {
+        std::fs::symlink_metadata(path).unwrap().file_type().is_symlink()
+    }
+
     #[test]
     fn a_link_is_followed_and_kept_and_hard_links_keep_sharing() {
         let dir = tempfile::tempdir().unwrap();
@@ -433,23 +420,14 @@ mod tests {
         std::os::unix::fs::symlink("real.txt", dir.path().join("one")).unwrap();
         std::os::unix::fs::symlink("one", dir.path().join("two")).unwrap();
         write_regular(&dir.path().join("two"), &Roots::unrestricted(), b"via links").unwrap();
-        assert!(std::fs::symlink_metadata(dir.path().join("two"))
-            .unwrap()
-            .file_type()
-            .is_symlink());
-        assert!(std::fs::symlink_metadata(dir.path().join("one"))
-            .unwrap()
-            .file_type()
-            .is_symlink());
+        assert!(is_link(&dir.path().join("two")));
+        assert!(is_link(&dir.path().join("one")));
         assert_eq!(std::fs::read(&real).unwrap(), b"via links");
 
         // A dangling link: the file it names is created, the link stays.
         std::os::unix::fs::symlink("made.txt", dir.path().join("dangling")).unwrap();
         write_regular(&dir.path().join("dangling"), &Roots::unrestricted(), b"made").unwrap();
-        assert!(std::fs::symlink_metadata(dir.path().join("dangling"))
-            .unwrap()
-            .file_type()
-            .is_symlink());
+        assert!(is_link(&dir.path().join("dangling")));
         assert_eq!(std::fs::read(dir.path().join("made.txt")).unwrap(), b"made");
 
         // Two names for one file: a write through one is seen through the other.

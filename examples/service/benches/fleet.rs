@@ -141,9 +141,9 @@ struct Measured {
 /// Set in the child process that serves the mock: how many agents' scripts it holds.
 const MOCK_CHILD: &str = "PANTO_FLEET_MOCK_AGENTS";
 
-/// Lets the file system finish what a floor's files left it (its journal's checkpoint, the
-/// writeback of their metadata), which the next run would otherwise pay for: at 1,000 agents
-/// with fsync it made the fleet's p50 two to four times longer.
+/// Lets the file system finish what a floor's files left it (a journal's checkpoint where it
+/// keeps one, the writeback of their metadata), which the next run would otherwise pay for: at
+/// 1,000 agents with fsync it made the fleet's p50 two to four times longer.
 fn settle_files() {
     let _ = std::process::Command::new("sync").status();
     std::thread::sleep(Duration::from_secs(2));
