@@ -19,6 +19,16 @@ pub fn preview(text: &str) -> String {
     }
 }
 
+/// "rewound to before “PROMPT”; N messages remain": the line both ways of rewinding print first.
+pub fn summary(target: &Target, remaining: usize) -> String {
+    let remain = if remaining == 1 {
+        "1 message remains".to_owned()
+    } else {
+        format!("{remaining} messages remain")
+    };
+    format!("rewound to before “{}”; {remain}", preview(&target.text))
+}
+
 /// One prompt a rewind can go back to.
 #[derive(Debug, Clone)]
 pub struct Target {
@@ -115,6 +125,26 @@ pub fn describe(file: &RestoredFile) -> (Tone, String) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_summary_counts_what_remains_in_words() {
+        let target = Target {
+            entry: "id".to_owned(),
+            text: "fix the notes\nand more".to_owned(),
+        };
+        assert_eq!(
+            summary(&target, 1),
+            "rewound to before “fix the notes”; 1 message remains"
+        );
+        assert_eq!(
+            summary(&target, 0),
+            "rewound to before “fix the notes”; 0 messages remain"
+        );
+        assert_eq!(
+            summary(&target, 7),
+            "rewound to before “fix the notes”; 7 messages remain"
+        );
+    }
 
     #[test]
     fn a_rewind_number_is_checked_against_the_prompts() {

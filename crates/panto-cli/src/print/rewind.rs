@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use super::RewindRequest;
 use crate::exit::Failure;
-use crate::rewind::{self, preview, Tone};
+use crate::rewind::{self, Tone};
 use crate::tools::Toolbox;
 
 /// Rewinds `agent` as `request` says. Returns the stream-json `rewind` line. Notes go to
@@ -25,11 +25,7 @@ pub async fn apply(agent: &mut Agent, toolbox: &Toolbox, request: RewindRequest)
     let rewound = rewind::rewind(agent, toolbox, &target, request.files)
         .await
         .map_err(Failure::runtime)?;
-    crate::safe::eprint_line(&format!(
-        "rewound to before “{}”; {} messages remain",
-        preview(&target.text),
-        rewound.remaining
-    ));
+    crate::safe::eprint_line(&rewind::summary(&target, rewound.remaining));
     for file in rewound.files.iter().flatten() {
         match rewind::describe(file) {
             (Tone::Error, line) => crate::safe::eprint_line(&format!("warning: {line}")),

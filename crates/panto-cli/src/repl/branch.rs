@@ -54,9 +54,8 @@ impl Repl<'_> {
             }
         };
         self.note(&format!(
-            "rewound to before “{}”; {} messages remain, and your next prompt starts a new branch",
-            preview(&target.text),
-            rewound.remaining
+            "{}, and your next prompt starts a new branch",
+            rewind::summary(&target, rewound.remaining)
         ));
         match rewound.files {
             None => {}
