@@ -77,12 +77,13 @@ impl Tool for WriteTool {
             files::write_regular(&path, &roots, content.as_bytes())
         })
         .await?;
-        let lines = input.content.lines().count();
+        let (bytes, lines) = (input.content.len(), input.content.lines().count());
         let mut done = format!(
-            "{} {} ({} bytes, {lines} lines)",
+            "{} {} ({bytes} byte{}, {lines} line{})",
             if existed { "overwrote" } else { "created" },
             input.path,
-            input.content.len()
+            if bytes == 1 { "" } else { "s" },
+            if lines == 1 { "" } else { "s" },
         );
         if let Some(why) = unkept {
             done.push_str(&format!(
@@ -160,9 +161,9 @@ mod tests {
             std::fs::read_to_string(dir.path().join("a/b/c.txt")).unwrap(),
             "hi\nthere\n"
         );
-        assert!(text(&r).starts_with("created a/b/c.txt"), "{}", text(&r));
+        assert_eq!(text(&r), "created a/b/c.txt (9 bytes, 2 lines)");
         let r = call(&tool, json!({"path": "a/b/c.txt", "content": "x"})).await;
-        assert!(text(&r).starts_with("overwrote"), "{}", text(&r));
+        assert_eq!(text(&r), "overwrote a/b/c.txt (1 byte, 1 line)");
     }
 
     #[tokio::test]
