@@ -36,21 +36,21 @@ pub(crate) fn open_for_reading(path: &Path) -> Result<Option<(File, Metadata)>> 
 }
 
 /// Opens (creating it `0600` if needed) the session file at `path` for reading and appending,
-/// with its metadata, refusing anything but a regular file, a link to one included.
-pub(crate) fn open_for_append(path: &Path) -> Result<(File, Metadata)> {
-    let file = OpenOptions::new()
+/// refusing a link. The caller checks it with [`check_regular`] before reading or writing it
+/// (after taking its lock, so that the length it reads is the one as of holding it), and names
+/// a failure with [`open_error`].
+pub(crate) fn open_for_append(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
         .read(true)
         .append(true)
         .create(true)
         .mode(0o600)
         .custom_flags(flags())
         .open(path)
-        .map_err(|e| open_error(path, e))?;
-    check_regular(file, path)
 }
 
 /// The file and its metadata, if `fstat` says it is a regular file.
-fn check_regular(file: File, path: &Path) -> Result<(File, Metadata)> {
+pub(crate) fn check_regular(file: File, path: &Path) -> Result<(File, Metadata)> {
     let meta = file.metadata().map_err(|e| io_error("reading", path, e))?;
     if meta.is_file() {
         Ok((file, meta))
@@ -61,7 +61,7 @@ fn check_regular(file: File, path: &Path) -> Result<(File, Metadata)> {
 
 /// The error for a failed open. `O_NOFOLLOW` makes opening a link fail with `ELOOP`, whose
 /// text ("too many levels of symbolic links") would mislead, so a link is named as such.
-fn open_error(path: &Path, e: io::Error) -> Error {
+pub(crate) fn open_error(path: &Path, e: io::Error) -> Error {
     if e.raw_os_error() == Some(Errno::ELOOP as i32) {
         if let Ok(meta) = std::fs::symlink_metadata(path) {
             if meta.file_type().is_symlink() {

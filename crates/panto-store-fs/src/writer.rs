@@ -17,7 +17,7 @@ use crate::format::{
     HEADER_TYPE, MAX_LINE, MESSAGE_TYPE, VERSION,
 };
 use crate::log::{scan_log, ForkSource, ParsedLog, Scanned};
-use crate::open::open_for_append;
+use crate::open::{check_regular, open_error, open_for_append};
 use crate::scan::io_error;
 
 /// When an append's bytes reach the disk.
@@ -90,6 +90,9 @@ pub(crate) struct Writer {
     path: PathBuf,
     /// Opened for append, and locked.
     file: File,
+    /// The file's device and inode number, which identify it for as long as it is open: an
+    /// append compares them with what the path names now, without an `fstat` each time.
+    identity: (u64, u64),
     /// The committed length: every byte before it is whole lines.
     len: u64,
     /// True until the header is written (a new file, or one whose only line was torn).
@@ -128,21 +131,31 @@ impl Writer {
     /// after (the read, the cut, the appends) goes through that one descriptor: a link planted
     /// in the directory cannot make an append or a repair touch another file.
     pub fn open(dir: &Path, id: &str, durability: Durability) -> Result<Writer> {
-        DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .map_err(|e| io_error("creating the session directory", dir, e))?;
         let path = dir.join(format!("{id}.jsonl"));
-        let (mut file, _) = open_for_append(&path)?;
+        // The directory is created only when the open finds it missing: it is there for all
+        // but a store's first session, and a `mkdir` of an existing directory still takes its
+        // lock, against every other session being created in it.
+        let file = match open_for_append(&path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                DirBuilder::new()
+                    .recursive(true)
+                    .mode(0o700)
+                    .create(dir)
+                    .map_err(|e| io_error("creating the session directory", dir, e))?;
+                open_for_append(&path)
+            }
+            opened => opened,
+        }
+        .map_err(|e| open_error(&path, e))?;
         match FileExt::try_lock_exclusive(&file) {
             Ok(true) => {}
             Ok(false) => return Err(Error::SessionInUse { id: id.to_owned() }),
             Err(e) => return Err(io_error("locking", &path, e)),
         }
-
-        // The length as of holding the lock: another writer may have appended before it.
-        let len = file.metadata().map_err(|e| io_error("reading", &path, e))?.len();
+        // Checked once the lock is held, so that the length is the one as of holding it:
+        // another writer may have appended before.
+        let (mut file, meta) = check_regular(file, &path)?;
+        let len = meta.len();
         // Read through the locked handle, so what is parsed is the file that is locked. Only the
         // entries' skeletons are needed to append: ids, roles, compactions and the activity. A
         // new session's file is empty: nothing to read (a fleet of new sessions paid a scan's
@@ -173,6 +186,7 @@ impl Writer {
             id: id.to_owned(),
             path,
             file,
+            identity: (meta.dev(), meta.ino()),
             len: committed,
             needs_header: committed == 0,
             last_id: None,
@@ -604,10 +618,10 @@ impl Writer {
     /// (by another file, or by a link, even one to this file): appending to a file no longer at
     /// the session's path would lose the batch silently.
     fn check_still_there(&mut self) -> Result<()> {
-        let same = match (std::fs::symlink_metadata(&self.path), self.file.metadata()) {
-            (Ok(on_disk), Ok(open)) => on_disk.dev() == open.dev() && on_disk.ino() == open.ino(),
-            (Err(e), _) if e.kind() == io::ErrorKind::NotFound => false,
-            (Err(e), _) | (_, Err(e)) => return Err(io_error("checking", &self.path, e)),
+        let same = match std::fs::symlink_metadata(&self.path) {
+            Ok(on_disk) => (on_disk.dev(), on_disk.ino()) == self.identity,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+            Err(e) => return Err(io_error("checking", &self.path, e)),
         };
         if same {
             Ok(())

@@ -74,3 +74,16 @@ async fn invalid_ids_never_touch_the_filesystem() {
         "an invalid id wrote next to the directory"
     );
 }
+
+#[tokio::test]
+async fn a_file_where_the_directory_should_be_is_reported_and_left_alone() {
+    let root = tempfile::tempdir().unwrap();
+    let dir = root.path().join("sessions");
+    std::fs::write(&dir, "not a directory").unwrap();
+    let store = JsonlStore::new(&dir);
+    let session = Session::create(as_dyn(&store));
+    let error = append_one(&*store, session.id(), &user("hi")).await.unwrap_err();
+    let shown = error.to_string();
+    assert!(shown.contains(&dir.display().to_string()), "{shown}");
+    assert_eq!(std::fs::read_to_string(&dir).unwrap(), "not a directory");
+}
