@@ -30,7 +30,7 @@ use panto_testkit::KEY_HEADER;
 use serde_json::json;
 
 use super::timeline::now;
-use super::{cpu_time, http2, percentile, ramp, MockChild};
+use super::{cpu_time, http2, percentile, ramp, MockChild, Sampler};
 
 /// The connection window of a provider's shared client (panto-core's config.rs).
 const CONNECTION_WINDOW: u32 = 256 << 20;
@@ -169,6 +169,7 @@ pub async fn run(n: usize, files: Option<&Files>) -> Floor {
     }
     // Made before the clock starts: the floor is the HTTP and the mock, not building JSON.
     let mut all_bodies: Vec<[Vec<u8>; 3]> = (0..n).map(bodies).collect();
+    let sampler = Sampler::start(mock.child.id().to_string(), false);
     let cpu_start = cpu_time();
     let started = Instant::now();
     let ramp = ramp();
@@ -263,6 +264,7 @@ pub async fn run(n: usize, files: Option<&Files>) -> Floor {
         turns.push(task.await.expect("a bare turn's task"));
     }
     let cpu = cpu_time().saturating_sub(cpu_start);
+    let cpu = cpu.saturating_sub(sampler.stop().sampler_cpu);
     let stats = mock.stats().await;
     let mut floor = Floor {
         cpu_ms_per_turn: cpu.as_secs_f64() * 1e3 / n as f64,
