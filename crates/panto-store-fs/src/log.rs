@@ -556,7 +556,7 @@ pub(crate) fn fork_lines(path: &Path, id: &str, at: &str) -> Result<ForkSource> 
     }
     chain.reverse();
     let ids: Vec<String> = chain.iter().map(|&i| log.entries[i].entry.id.clone()).collect();
-    let empty_start = Activity::of(&panto_core::SessionInfo::new(id, log.header.created));
+    let empty_start = Activity::default();
     let changes = log
         .entries
         .iter()

@@ -247,7 +247,7 @@ impl Writer {
             return Err(Error::SessionNotFound(self.id.clone()));
         };
         let activity = match tip {
-            None => Activity::of(&SessionInfo::new(self.id.clone(), log.header.created)),
+            None => Activity::default(),
             Some(tip) => match log.entries.iter().find(|e| e.entry.id == tip && e.entry.is_message()) {
                 Some(target) => target.entry.activity.clone(),
                 None => {
