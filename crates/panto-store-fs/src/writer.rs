@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use fs4::fs_std::FileExt;
-use panto_core::store::compact_view;
+use panto_core::store::{compact_view, EntryIds};
 use panto_core::{CompactionRecord, Error, Message, Result, Role, SessionInfo, Usage, WireIdentity};
 
 use crate::format::{
@@ -194,7 +194,7 @@ impl Writer {
             last_id: None,
             view: Vec::new(),
             ids: HashSet::new(),
-            id_source: EntryIds::seeded(),
+            id_source: EntryIds::new(),
             info: SessionInfo::new(id, Utc::now()),
             scratch: Vec::new(),
             broken: false,
@@ -361,7 +361,7 @@ impl Writer {
         buf.push(b'\n');
         buf.extend_from_slice(lines);
         let mut ids: HashSet<String> = source.ids.iter().cloned().collect();
-        let mut id_source = EntryIds::seeded();
+        let mut id_source = EntryIds::new();
         let mut tip = source.ids.last().map(String::as_str);
         let mut branch_line = |buf: &mut Vec<u8>,
                                ids: &mut HashSet<String>,
@@ -370,7 +370,7 @@ impl Writer {
                                checkpoint: Option<&CheckpointOnDisk>,
                                activity: &Activity|
          -> Result<()> {
-            let id = id_source.unused(ids);
+            let id = id_source.next_unused(|id| ids.contains(id));
             let entry = BranchOut {
                 kind: BRANCH_TYPE,
                 id: &id,
@@ -577,7 +577,7 @@ impl Writer {
 
     /// A new entry id, unique within the file.
     fn mint_id(&mut self) -> String {
-        self.id_source.unused(&self.ids)
+        self.id_source.next_unused(|id| self.ids.contains(id))
     }
 
     fn restore(&mut self, undo: Undo) {
@@ -695,44 +695,6 @@ pub(crate) fn commit_batch<T: BatchTarget>(
     }
 }
 
-/// Where a writer draws new entry ids from: 8 hex digits, from a generator seeded once (from a
-/// UUIDv7's random bits) and stepped for each id. Minting a UUIDv7 for every id took the uuid
-/// crate's process-wide lock and often a `getrandom` call, on every append of every session.
-/// An id only has to be unique within its file, which [`EntryIds::unused`] checks; the
-/// generator only makes a repeat rare.
-#[derive(Debug)]
-struct EntryIds(u64);
-
-impl EntryIds {
-    fn seeded() -> EntryIds {
-        let bytes = uuid::Uuid::now_v7().into_bytes();
-        // Bytes 8..16 of a UUIDv7 the uuid crate mints: the variant bits, the rest of its
-        // counter, and random bits.
-        let mut seed = [0u8; 8];
-        seed.copy_from_slice(&bytes[8..]);
-        EntryIds(u64::from_le_bytes(seed))
-    }
-
-    /// The next id not in `ids`.
-    fn unused(&mut self, ids: &HashSet<String>) -> String {
-        loop {
-            let id = format!("{:08x}", self.next() as u32);
-            if !ids.contains(&id) {
-                return id;
-            }
-        }
-    }
-
-    /// SplitMix64: every seed gives a full-period sequence whose outputs are well mixed.
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -809,34 +771,5 @@ mod tests {
         d.fail_set_len = true;
         let err = commit_batch(&mut d, 12, b"one\n", Durability::None).unwrap_err();
         assert_eq!(err.rollback.unwrap().to_string(), "set_len failed");
-    }
-
-    #[test]
-    fn entry_ids_are_eight_hex_digits_and_never_one_the_file_holds() {
-        let mut ids = HashSet::new();
-        let mut source = EntryIds::seeded();
-        for _ in 0..20_000 {
-            let id = source.unused(&ids);
-            assert!(
-                id.len() == 8 && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)),
-                "{id:?}"
-            );
-            assert!(ids.insert(id.clone()), "{id} minted twice");
-        }
-        // The ids a source would give next, already in the file, are skipped.
-        let mut next = EntryIds(source.0);
-        let taken: HashSet<String> = (0..3).map(|_| next.unused(&HashSet::new())).collect();
-        let id = source.unused(&taken);
-        assert!(!taken.contains(&id), "{id}");
-        assert_eq!(id, next.unused(&HashSet::new()));
-    }
-
-    #[test]
-    fn two_writers_draw_different_ids() {
-        let (mut a, mut b) = (EntryIds::seeded(), EntryIds::seeded());
-        let none = HashSet::new();
-        let first: Vec<String> = (0..4).map(|_| a.unused(&none)).collect();
-        let second: Vec<String> = (0..4).map(|_| b.unused(&none)).collect();
-        assert_ne!(first, second);
     }
 }

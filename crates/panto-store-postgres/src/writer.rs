@@ -13,6 +13,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use chrono::{DateTime, Utc};
+use panto_core::store::EntryIds;
 use panto_core::{Error, Message, PersistentMessage, Result, Role, SessionInfo, ToolDecl};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{GenericClient, Statement};
@@ -39,6 +40,8 @@ pub(crate) struct OpenSession {
     pub last_id: Option<String>,
     /// Every entry id in the session.
     pub ids: HashSet<String>,
+    /// Where new entry ids are drawn from.
+    pub id_source: EntryIds,
     /// The next entry's position.
     pub next_seq: i64,
     /// The next branch event's position.
@@ -245,6 +248,7 @@ pub(crate) async fn open(pool: &Pool, id: &str, token: &str) -> Result<OpenSessi
             view: Vec::new(),
             last_id: None,
             ids: HashSet::new(),
+            id_source: EntryIds::new(),
             next_seq: 0,
             next_event: 0,
         });
@@ -269,6 +273,7 @@ pub(crate) async fn open(pool: &Pool, id: &str, token: &str) -> Result<OpenSessi
         next_seq: tree.next_seq(),
         last_id: tip.map(|i| tree.nodes[i].id.clone()),
         ids: tree.ids(),
+        id_source: EntryIds::new(),
         next_event,
     })
 }
@@ -300,7 +305,7 @@ pub(crate) fn stage<'a>(
     let mut tools = BTreeMap::new();
     let mut last_tools: Option<(&[ToolDecl], Vec<Vec<u8>>)> = None;
     for m in messages {
-        let id = mint_id(&open.ids);
+        let id = open.id_source.next_unused(|id| open.ids.contains(id));
         let seq = open.next_seq;
         let entry = ViewEntry {
             id: id.clone(),
@@ -379,19 +384,6 @@ pub(crate) fn stage<'a>(
     }
     let metadata = messages.first().and_then(|m| m.conversation.metadata.as_deref());
     Ok(Staged { rows, tools, metadata })
-}
-
-/// A new entry id: 8 hex digits from the random tail of a UUIDv7, unique within the session (as
-/// in the file store, so imported and native sessions look alike).
-fn mint_id(ids: &HashSet<String>) -> String {
-    loop {
-        let bytes = uuid::Uuid::now_v7().into_bytes();
-        // Bytes 12..16 are random in every UUIDv7 the uuid crate mints.
-        let id = format!("{:02x}{:02x}{:02x}{:02x}", bytes[12], bytes[13], bytes[14], bytes[15]);
-        if !ids.contains(&id) {
-            return id;
-        }
-    }
 }
 
 /// Why an append's transaction did not commit.

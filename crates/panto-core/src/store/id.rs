@@ -1,4 +1,4 @@
-//! Session ids: how they are minted and what may be one.
+//! Session ids: how they are minted and what may be one; and how stores mint entry ids.
 
 use crate::error::{Error, Result};
 
@@ -8,6 +8,66 @@ pub(crate) const MAX_SESSION_ID_LEN: usize = 36;
 /// Mints a new session id: a UUIDv7, so ids sort by creation time.
 pub fn new_session_id() -> String {
     uuid::Uuid::now_v7().to_string()
+}
+
+/// Where a store draws new entry ids from: 8 lowercase hex digits, unique within a session
+/// (every store of panto's uses the same scheme, so that a session moved between stores keeps
+/// its ids and looks alike).
+///
+/// A store holds one per session it writes (or per fork it writes) and asks it for each new
+/// entry, passing what the session already holds: an id only has to be unique there, which
+/// [`EntryIds::next_unused`] checks, and the generator only makes a repeat rare. It is seeded
+/// once, from a UUIDv7's random bits, and stepped per id: minting a UUIDv7 for every id took the
+/// uuid crate's process-wide lock and often a `getrandom` call, on every append of every session.
+///
+/// ```
+/// use std::collections::HashSet;
+/// use panto_core::store::EntryIds;
+///
+/// let mut held = HashSet::new();
+/// let mut ids = EntryIds::new();
+/// let id = ids.next_unused(|id| held.contains(id));
+/// assert_eq!(id.len(), 8);
+/// held.insert(id);
+/// ```
+#[derive(Debug, Clone)]
+pub struct EntryIds(u64);
+
+impl EntryIds {
+    /// A generator with a fresh seed.
+    pub fn new() -> EntryIds {
+        let bytes = uuid::Uuid::now_v7().into_bytes();
+        // Bytes 8..16 of a UUIDv7 the uuid crate mints: the variant bits, the rest of its
+        // counter, and random bits.
+        let mut seed = [0u8; 8];
+        seed.copy_from_slice(&bytes[8..]);
+        EntryIds(u64::from_le_bytes(seed))
+    }
+
+    /// The next id for which `taken` is false: pass whether the session already holds it.
+    pub fn next_unused(&mut self, taken: impl Fn(&str) -> bool) -> String {
+        loop {
+            let id = format!("{:08x}", self.step() as u32);
+            if !taken(&id) {
+                return id;
+            }
+        }
+    }
+
+    /// SplitMix64: every seed gives a full-period sequence whose outputs are well mixed.
+    fn step(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+impl Default for EntryIds {
+    fn default() -> EntryIds {
+        EntryIds::new()
+    }
 }
 
 /// Checks that `id` could be a session id or id prefix: 1 to 36 characters of lowercase hex and
@@ -37,5 +97,33 @@ mod tests {
         }
         validate_session_id(&new_session_id()).unwrap();
         validate_session_id("0190").unwrap();
+    }
+
+    #[test]
+    fn entry_ids_are_eight_hex_digits_and_never_one_the_session_holds() {
+        let mut held = std::collections::HashSet::new();
+        let mut ids = EntryIds::new();
+        for _ in 0..20_000 {
+            let id = ids.next_unused(|id| held.contains(id));
+            assert!(
+                id.len() == 8 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')),
+                "{id:?}"
+            );
+            assert!(held.insert(id.clone()), "{id} minted twice");
+        }
+        // The ids the generator would give next, already held, are skipped.
+        let mut next = ids.clone();
+        let taken: std::collections::HashSet<String> = (0..3).map(|_| next.next_unused(|_| false)).collect();
+        let id = ids.next_unused(|id| taken.contains(id));
+        assert!(!taken.contains(&id), "{id}");
+        assert_eq!(id, next.next_unused(|_| false));
+    }
+
+    #[test]
+    fn two_generators_draw_different_ids() {
+        let (mut a, mut b) = (EntryIds::new(), EntryIds::new());
+        let first: Vec<String> = (0..4).map(|_| a.next_unused(|_| false)).collect();
+        let second: Vec<String> = (0..4).map(|_| b.next_unused(|_| false)).collect();
+        assert_ne!(first, second);
     }
 }

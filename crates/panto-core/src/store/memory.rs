@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::checkpoint::{checkpoint_address, validate_checkpoint_address, CheckpointRecord, StoredCheckpoint};
-use super::id::validate_session_id;
+use super::id::{validate_session_id, EntryIds};
 use super::info::{sort_by_recency, SessionInfo};
 use super::seam::{
     CompactionRecord, EntryRef, ForkOrigin, LoadedBranch, PersistentMessage, SessionStore, SessionTree, TreeEntry,
@@ -52,6 +52,8 @@ struct MemorySession {
     nodes: Vec<Node>,
     /// The tip of the active branch, an index into `nodes`.
     tip: Option<usize>,
+    /// Where new entry ids are drawn from.
+    id_source: EntryIds,
 }
 
 impl MemorySession {
@@ -110,14 +112,9 @@ impl MemorySession {
         self.nodes.iter().position(|n| n.id == entry)
     }
 
-    fn mint_id(&self) -> String {
-        loop {
-            let bytes = uuid::Uuid::now_v7().into_bytes();
-            let id = format!("{:02x}{:02x}{:02x}{:02x}", bytes[12], bytes[13], bytes[14], bytes[15]);
-            if self.find(&id).is_none() {
-                return id;
-            }
-        }
+    fn mint_id(&mut self) -> String {
+        let nodes = &self.nodes;
+        self.id_source.next_unused(|id| nodes.iter().any(|n| n.id == id))
     }
 }
 
@@ -293,6 +290,7 @@ impl SessionStore for MemoryStore {
             }),
             tip: nodes.len().checked_sub(1),
             nodes,
+            id_source: EntryIds::new(),
         };
         if sessions.get(new_id).is_some_and(MemorySession::exists) {
             return Err(Error::Store {
