@@ -611,11 +611,15 @@ impl Sampler {
 
 fn sample_peaks(running: &AtomicBool, mock_pid: &str, postgres: bool) -> Peaks {
     let mut peaks = Peaks::default();
-    while running.load(Ordering::Relaxed) {
+    // The threads' scheduling is sampled once more after the run, so that it counts to the end.
+    loop {
         peaks.fleet_sched.sample("self");
         peaks.mock_sched.sample(mock_pid);
         if postgres {
             peaks.postgres_sched.sample_named("postgres");
+        }
+        if !running.load(Ordering::Relaxed) {
+            break;
         }
         peaks.threads = peaks.threads.max(thread_count());
         let all = open_descriptors();
@@ -624,11 +628,6 @@ fn sample_peaks(running: &AtomicBool, mock_pid: &str, postgres: bool) -> Peaks {
         peaks.rss = peaks.rss.max(rss_bytes());
         peaks.heap = peaks.heap.max(HEAP.allocated());
         std::thread::sleep(SAMPLE_EVERY);
-    }
-    peaks.fleet_sched.sample("self");
-    peaks.mock_sched.sample(mock_pid);
-    if postgres {
-        peaks.postgres_sched.sample_named("postgres");
     }
     peaks.sampler_cpu = std::fs::read_to_string("/proc/thread-self/schedstat")
         .ok()
