@@ -158,9 +158,10 @@ async fn play(
         Cut::Stall(n) | Cut::Close(n) => n.min(body.len()),
         Cut::None | Cut::End(_) => body.len(),
     };
-    for piece in reply.chunking.pieces(&body[..limit]) {
-        if !reply.delay.is_zero() {
-            tokio::time::sleep(reply.delay).await;
+    for (index, piece) in reply.chunking.pieces(&body[..limit]).into_iter().enumerate() {
+        let delay = reply.delay_before(index);
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
         }
         if pieces.send(Ok(Bytes::copy_from_slice(piece))).await.is_err() {
             return;

@@ -77,6 +77,7 @@ pub struct Reply {
     pub(crate) chunking: Chunking,
     pub(crate) crlf: bool,
     pub(crate) delay: Duration,
+    pub(crate) first_delay: Option<Duration>,
     pub(crate) cut: Cut,
     pub(crate) hang: bool,
 }
@@ -94,6 +95,7 @@ impl Reply {
             chunking: Chunking::Whole,
             crlf: false,
             delay: Duration::ZERO,
+            first_delay: None,
             cut: Cut::None,
             hang: false,
         }
@@ -189,6 +191,22 @@ impl Reply {
     pub fn delay(mut self, delay: Duration) -> Self {
         self.delay = delay;
         self
+    }
+
+    /// Waits this long before the first body write instead of [`Reply::delay`]: a model's time
+    /// to first token, with the headers sent at once as a provider sends them, then the body's
+    /// pieces [`Reply::delay`] apart.
+    pub fn first_delay(mut self, delay: Duration) -> Self {
+        self.first_delay = Some(delay);
+        self
+    }
+
+    /// How long to wait before the body write numbered `index` (from 0).
+    pub(crate) fn delay_before(&self, index: usize) -> Duration {
+        match (index, self.first_delay) {
+            (0, Some(first)) => first,
+            _ => self.delay,
+        }
     }
 
     /// Sends the headers and the first `n` body bytes, then sends nothing more while keeping the

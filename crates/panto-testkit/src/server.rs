@@ -595,9 +595,10 @@ async fn write_reply(stream: &mut TcpStream, reply: &Reply, keep_alive: bool) ->
         Cut::Stall(n) | Cut::Close(n) => n.min(body.len()),
         Cut::None | Cut::End(_) => body.len(),
     };
-    for piece in reply.chunking.pieces(&body[..limit]) {
-        if !reply.delay.is_zero() {
-            tokio::time::sleep(reply.delay).await;
+    for (index, piece) in reply.chunking.pieces(&body[..limit]).into_iter().enumerate() {
+        let delay = reply.delay_before(index);
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
         }
         match reply.framing {
             Framing::Chunked => stream.write_all(&http::chunk(piece)).await?,

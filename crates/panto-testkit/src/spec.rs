@@ -8,7 +8,7 @@
 //!  "headers": [["retry-after", "0"]],
 //!  "fixture": "anthropic/text-basic.sse",
 //!  "chunking": "every_byte",
-//!  "crlf": false, "delay_ms": 0, "stall_after": 10, "close_after": 10, "end_after": 10}
+//!  "crlf": false, "delay_ms": 0, "first_delay_ms": 0, "stall_after": 10, "close_after": 10, "end_after": 10}
 //! ```
 //!
 //! Body keys: `fixture` (a path under the fixtures directory, see
@@ -42,6 +42,7 @@ const KEYS: &[&str] = &[
     "chunking",
     "crlf",
     "delay_ms",
+    "first_delay_ms",
     "stall_after",
     "close_after",
     "end_after",
@@ -117,6 +118,9 @@ pub fn reply_from_json(value: &Value, fixtures_dir: &Path) -> Result<Reply, Erro
     }
     if let Some(ms) = count(obj, "delay_ms")? {
         reply = reply.delay(Duration::from_millis(ms as u64));
+    }
+    if let Some(ms) = count(obj, "first_delay_ms")? {
+        reply = reply.first_delay(Duration::from_millis(ms as u64));
     }
     let cuts: Vec<&str> = ["stall_after", "close_after", "end_after"]
         .into_iter()
@@ -237,12 +241,14 @@ mod tests {
     #[test]
     fn modifiers_are_applied() {
         let r = parse(json!({"sse": "data: x\n\n", "status": 201, "headers": [["x-a", "1"]],
-            "chunking": "fixed:3", "crlf": true, "delay_ms": 5, "close_after": 4}))
+            "chunking": "fixed:3", "crlf": true, "delay_ms": 5, "first_delay_ms": 300, "close_after": 4}))
         .expect("valid");
         assert_eq!(r.status, 201);
         assert_eq!(r.chunking, Chunking::Fixed(3));
         assert!(r.crlf);
         assert_eq!(r.delay, Duration::from_millis(5));
+        assert_eq!(r.delay_before(0), Duration::from_millis(300));
+        assert_eq!(r.delay_before(1), Duration::from_millis(5));
         assert_eq!(r.cut, Cut::Close(4));
         assert!(r.headers.contains(&("x-a".to_owned(), "1".to_owned())));
         let r = parse(json!({"json": {"a": 1}, "chunking": {"split_at": 2}})).expect("valid");

@@ -282,6 +282,61 @@ async fn delay_spaces_the_writes() {
     assert!(arrivals[1] - arrivals[0] >= Duration::from_millis(50), "{arrivals:?}");
 }
 
+/// A model's time to first token: the status and headers at once, the body's first write
+/// after `first_delay`, the rest `delay` apart; the same over HTTP/1.1 and HTTP/2.
+#[tokio::test]
+async fn first_delay_holds_the_body_not_the_headers() {
+    for http2 in [false, true] {
+        let server = MockServer::start().await;
+        server.push(
+            Reply::sse("data: a\n\ndata: b\n\n")
+                .chunking(Chunking::Fixed(9))
+                .first_delay(Duration::from_millis(300))
+                .delay(Duration::from_millis(20)),
+        );
+        let mut client = reqwest::Client::builder();
+        if http2 {
+            client = client.http2_prior_knowledge();
+        }
+        let started = Instant::now();
+        let response = client
+            .build()
+            .expect("client")
+            .post(format!("{}/v1/messages", server.anthropic_base_url()))
+            .header("x-api-key", "sk-ant-test")
+            .header("anthropic-version", "2023-06-01")
+            .header("content-type", "application/json")
+            .body(anthropic_body(hello()).to_string())
+            .send()
+            .await
+            .expect("send");
+        let headers_at = started.elapsed();
+        assert_eq!(response.status(), 200, "http2 {http2}");
+        let mut stream = response.bytes_stream();
+        let mut arrivals = Vec::new();
+        while let Some(chunk) = stream.next().await {
+            // HTTP/2 may end the stream with an empty DATA frame: not a write of the body.
+            if !chunk.expect("chunk").is_empty() {
+                arrivals.push(started.elapsed());
+            }
+        }
+        assert!(
+            headers_at < Duration::from_millis(250),
+            "http2 {http2}: headers after {headers_at:?}"
+        );
+        assert_eq!(arrivals.len(), 2, "http2 {http2}: {arrivals:?}");
+        assert!(arrivals[0] >= Duration::from_millis(300), "http2 {http2}: {arrivals:?}");
+        assert!(
+            arrivals[1] - arrivals[0] < Duration::from_millis(250),
+            "http2 {http2}: {arrivals:?}"
+        );
+        assert!(
+            arrivals[1] - arrivals[0] >= Duration::from_millis(15),
+            "http2 {http2}: {arrivals:?}"
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Endings: stall, close, end, hang.
 
