@@ -752,7 +752,7 @@ pub(crate) fn fleet_rows(r: &Results) -> Vec<Row> {
                 "/s",
                 Bound::Info,
                 0.0,
-                "agents / wall time, starts spread over 1 s",
+                "agents / wall time, starts spread over 1 s, each reply's first token after 400 ms",
             ));
             rows.push(row(
                 &name("added latency p50"),
@@ -807,7 +807,7 @@ pub(crate) fn fleet_rows(r: &Results) -> Vec<Row> {
                 "",
                 Bound::Info,
                 0.0,
-                "sampled every 20 ms",
+                "sampled every 100 ms",
             ));
             rows.push(row(
                 &name("idle agent heap beyond its conversation"),

@@ -6,7 +6,8 @@
 //! with two worker threads each run one 3-step tool turn (tool call, tool call, answer) against
 //! the mock LLM server, which runs in a child process (this binary again) so that its sockets
 //! and CPU are not counted as the fleet's. Every agent is made from one `Config` (so they share one HTTP
-//! client) and has its own script, picked by the `x-mock-key` header. Each reply streams in
+//! client) and has its own script, picked by the `x-mock-key` header. Each reply starts after a
+//! Sonnet-class model's time to first token (400 ms; `PANTO_FLEET_FIRST_TOKEN_MS`) and streams in
 //! 96-byte pieces, 10 ms apart, as streams of one HTTP/2 connection (cleartext, prior
 //! knowledge), or with `PANTO_FLEET_HTTP=1` over kept-alive HTTP/1.1 connections, one per
 //! request in flight. The agents' starts are spread over
@@ -64,9 +65,18 @@ use timeline::{Phases, SchedTotals, TimedStore, TurnTimes};
 #[global_allocator]
 static HEAP: Cap<std::alloc::System> = Cap::new(std::alloc::System, usize::MAX);
 
-/// How the mock streams each reply: pieces of this many bytes, this far apart.
+/// How the mock streams each reply: pieces of this many bytes, this far apart (about a
+/// hundred tokens a second, as a Sonnet-class model streams).
 const PIECE: usize = 96;
 const PIECE_DELAY: Duration = Duration::from_millis(10);
+
+/// How long the mock takes to a reply's first piece by default: a Sonnet-class model's time to
+/// first token (the bench's requests name `claude-sonnet-4-5`), about 400 ms at the median.
+/// It is what makes a fleet's agents concurrent as a service's are: each request waits on the
+/// model far longer than panto works on it. `PANTO_FLEET_FIRST_TOKEN_MS=0` answers at once,
+/// which asks the two cores for a turn per agent as fast as the ramp starts them: a test of the
+/// machine's capacity rather than of many agents at once.
+const FIRST_TOKEN: Duration = Duration::from_millis(400);
 
 /// The tool every step calls: answers at once.
 struct Lookup;
@@ -428,6 +438,21 @@ fn ramp() -> Duration {
     Duration::from_millis(ms)
 }
 
+/// The mock's time to a reply's first piece: `PANTO_FLEET_FIRST_TOKEN_MS`, default
+/// [`FIRST_TOKEN`]. Read by the mock's process (this binary again, with the bench's
+/// environment).
+fn first_token() -> Duration {
+    std::env::var("PANTO_FLEET_FIRST_TOKEN_MS")
+        .ok()
+        .map(|v| {
+            Duration::from_millis(
+                v.parse()
+                    .expect("PANTO_FLEET_FIRST_TOKEN_MS is a number of milliseconds"),
+            )
+        })
+        .unwrap_or(FIRST_TOKEN)
+}
+
 /// Whether the agents talk HTTP/2 to the mock (cleartext, prior knowledge: every request a
 /// stream of one shared connection), unless `PANTO_FLEET_HTTP=1` (HTTP/1.1, a kept-alive
 /// connection per request in flight).
@@ -463,7 +488,13 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 /// The three replies of agent `i`'s turn: two tool calls, then the answer.
 fn script(i: usize) -> [Reply; 3] {
-    let reply = |body: Vec<u8>| Reply::sse(body).chunking(Chunking::Fixed(PIECE)).delay(PIECE_DELAY);
+    let first_token = first_token();
+    let reply = |body: Vec<u8>| {
+        Reply::sse(body)
+            .chunking(Chunking::Fixed(PIECE))
+            .first_delay(first_token)
+            .delay(PIECE_DELAY)
+    };
     [
         reply(
             AnthropicScript::new()
