@@ -11,6 +11,8 @@ use chrono::{DateTime, Utc};
 use panto_core::{Error, Message, Result, SessionInfo, Usage, WireIdentity};
 use serde::{Deserialize, Serialize};
 
+use crate::timestamp;
+
 /// The format version this crate writes (2: reasoning blocks of the OpenAI Responses API, the
 /// `branch` entry and the header's `forked_from` of the session tree; docs/session-format.md).
 pub(crate) const VERSION: u64 = 2;
@@ -41,6 +43,7 @@ pub(crate) struct HeaderOut<'a> {
     pub kind: &'static str,
     pub version: u64,
     pub id: &'a str,
+    #[serde(serialize_with = "timestamp::write")]
     pub created: DateTime<Utc>,
     pub cwd: Option<&'a str>,
     pub metadata: Option<&'a str>,
@@ -75,6 +78,7 @@ pub(crate) struct BranchOut<'a> {
     pub tip: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub checkpoint: Option<&'a CheckpointOnDisk>,
+    #[serde(serialize_with = "timestamp::write")]
     pub timestamp: DateTime<Utc>,
     pub activity: ActivityOut<'a>,
 }
@@ -125,7 +129,7 @@ struct TypeProbe {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Activity {
     pub message_count: usize,
-    #[serde(default)]
+    #[serde(default, serialize_with = "timestamp::write_option")]
     pub last_prompt_at: Option<DateTime<Utc>>,
     #[serde(default)]
     pub last_user_message: Option<String>,
@@ -139,6 +143,7 @@ pub(crate) struct Activity {
 #[derive(Debug, Clone, Copy, Serialize)]
 pub(crate) struct ActivityOut<'a> {
     pub message_count: usize,
+    #[serde(serialize_with = "timestamp::write_option")]
     pub last_prompt_at: Option<DateTime<Utc>>,
     pub last_user_message: Option<&'a str>,
     pub wire: Option<&'a WireIdentity>,
@@ -220,6 +225,7 @@ pub(crate) struct EntryOut<'a> {
     pub wire: Option<&'a WireIdentity>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compaction: Option<&'a CompactionOnDisk>,
+    #[serde(serialize_with = "timestamp::write")]
     pub timestamp: DateTime<Utc>,
     pub activity: ActivityOut<'a>,
 }

@@ -77,6 +77,7 @@ mod json;
 mod log;
 mod open;
 mod scan;
+mod timestamp;
 mod trace;
 mod writer;
 

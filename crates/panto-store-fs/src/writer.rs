@@ -306,7 +306,7 @@ impl Writer {
         };
         let mut buf = Vec::new();
         crate::json::to_writer(&mut buf, &entry).map_err(|e| Error::store("serialising a checkpoint entry", e))?;
-        self.check_line_size(buf.len(), "the checkpoint entry")?;
+        self.check_line_size(buf.len(), format_args!("the checkpoint entry"))?;
         buf.push(b'\n');
         self.commit(&buf, durability)?;
         self.len += buf.len() as u64;
@@ -506,7 +506,7 @@ impl Writer {
             };
             let before = buf.len();
             crate::json::to_writer(buf, &header).map_err(serialise)?;
-            self.check_line_size(buf.len() - before, "the session header")?;
+            self.check_line_size(buf.len() - before, format_args!("the session header"))?;
             buf.push(b'\n');
             self.info = SessionInfo::new(self.id.clone(), now);
             self.needs_header = false;
@@ -536,7 +536,8 @@ impl Writer {
             };
             let before = buf.len();
             crate::json::to_writer(buf, &entry).map_err(serialise)?;
-            self.check_line_size(buf.len() - before, &format!("message {} of the batch", number + 1))?;
+            // What the line is, formatted only if it is refused.
+            self.check_line_size(buf.len() - before, format_args!("message {} of the batch", number + 1))?;
             buf.push(b'\n');
             self.last_id = Some(id);
         }
@@ -545,7 +546,7 @@ impl Writer {
 
     /// Refuses a line longer than [`MAX_LINE`]: no reader would read it back, so writing it
     /// would make the session fail to load.
-    fn check_line_size(&self, len: usize, what: &str) -> Result<()> {
+    fn check_line_size(&self, len: usize, what: std::fmt::Arguments<'_>) -> Result<()> {
         if len <= MAX_LINE {
             return Ok(());
         }

@@ -47,7 +47,7 @@ impl EntryIds {
     /// The next id for which `taken` is false: pass whether the session already holds it.
     pub fn next_unused(&mut self, taken: impl Fn(&str) -> bool) -> String {
         loop {
-            let id = format!("{:08x}", self.step() as u32);
+            let id = hex8(self.step() as u32);
             if !taken(&id) {
                 return id;
             }
@@ -83,6 +83,16 @@ pub fn validate_session_id(id: &str) -> Result<()> {
     }
 }
 
+/// `value` as 8 lowercase hex digits, as `format!("{value:08x}")` writes it without its
+/// formatting machinery (an id is minted for every entry a store writes).
+fn hex8(value: u32) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    (0..8)
+        .rev()
+        .map(|nibble| char::from(DIGITS[(value >> (nibble * 4)) as usize & 0xf]))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,6 +107,13 @@ mod tests {
         }
         validate_session_id(&new_session_id()).unwrap();
         validate_session_id("0190").unwrap();
+    }
+
+    #[test]
+    fn hex8_writes_what_format_writes() {
+        for value in [0, 1, 0xf, 0x10, 0xdead_beef, 0x0123_4567, u32::MAX, 0x8000_0000] {
+            assert_eq!(hex8(value), format!("{value:08x}"));
+        }
     }
 
     #[test]
