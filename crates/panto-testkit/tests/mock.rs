@@ -28,7 +28,12 @@ fn hello() -> Value {
 
 /// A request panto would send to the Anthropic endpoint.
 fn anthropic_post(server: &MockServer, body: &Value) -> reqwest::RequestBuilder {
-    reqwest::Client::new()
+    anthropic_post_with(&reqwest::Client::new(), server, body)
+}
+
+/// [`anthropic_post`] through `client`.
+fn anthropic_post_with(client: &reqwest::Client, server: &MockServer, body: &Value) -> reqwest::RequestBuilder {
+    client
         .post(format!("{}/v1/messages", server.anthropic_base_url()))
         .header("x-api-key", "sk-ant-test")
         .header("anthropic-version", "2023-06-01")
@@ -298,15 +303,9 @@ async fn first_delay_holds_the_body_not_the_headers() {
         if http2 {
             client = client.http2_prior_knowledge();
         }
+        let client = client.build().expect("client");
         let started = Instant::now();
-        let response = client
-            .build()
-            .expect("client")
-            .post(format!("{}/v1/messages", server.anthropic_base_url()))
-            .header("x-api-key", "sk-ant-test")
-            .header("anthropic-version", "2023-06-01")
-            .header("content-type", "application/json")
-            .body(anthropic_body(hello()).to_string())
+        let response = anthropic_post_with(&client, &server, &anthropic_body(hello()))
             .send()
             .await
             .expect("send");
