@@ -296,7 +296,7 @@ async fn first_delay_holds_the_body_not_the_headers() {
         server.push(
             Reply::sse("data: a\n\ndata: b\n\n")
                 .chunking(Chunking::Fixed(9))
-                .first_delay(Duration::from_millis(300))
+                .first_delay(Duration::from_millis(600))
                 .delay(Duration::from_millis(20)),
         );
         let mut client = reqwest::Client::builder();
@@ -320,13 +320,13 @@ async fn first_delay_holds_the_body_not_the_headers() {
             }
         }
         assert!(
-            headers_at < Duration::from_millis(250),
+            headers_at < Duration::from_millis(500),
             "http2 {http2}: headers after {headers_at:?}"
         );
         assert_eq!(arrivals.len(), 2, "http2 {http2}: {arrivals:?}");
-        assert!(arrivals[0] >= Duration::from_millis(300), "http2 {http2}: {arrivals:?}");
+        assert!(arrivals[0] >= Duration::from_millis(600), "http2 {http2}: {arrivals:?}");
         assert!(
-            arrivals[1] - arrivals[0] < Duration::from_millis(250),
+            arrivals[1] - arrivals[0] < Duration::from_millis(500),
             "http2 {http2}: {arrivals:?}"
         );
         assert!(
