@@ -196,8 +196,9 @@ impl<'a, 'o> ser::Serializer for &'a mut Json<'o> {
         write_str(self.out, v);
         Ok(())
     }
-    /// A value's `Display` text (timestamps, uuids) written as a JSON string as it is formatted:
-    /// serde's default makes a `String` of it first, two or three allocations a timestamp.
+    /// A value's `Display` text (uuids; timestamps only where `timestamp.rs` leaves them to
+    /// chrono) written as a JSON string as it is formatted: serde's default makes a `String` of it
+    /// first, two or three allocations a timestamp.
     fn collect_str<T: std::fmt::Display + ?Sized>(self, value: &T) -> Result<(), Error> {
         struct Escaped<'v>(&'v mut Vec<u8>);
         impl std::fmt::Write for Escaped<'_> {

@@ -429,28 +429,27 @@ fn cpu_time() -> Duration {
     tv(usage.user_time()) + tv(usage.system_time())
 }
 
+/// The duration in milliseconds that environment variable `name` holds, or `default`.
+fn millis_from_env(name: &str, default: Duration) -> Duration {
+    match std::env::var(name) {
+        Ok(v) => Duration::from_millis(
+            v.parse()
+                .unwrap_or_else(|_| panic!("{name} is a number of milliseconds, not {v:?}")),
+        ),
+        Err(_) => default,
+    }
+}
+
 /// How long the agents' starts are spread over: `PANTO_FLEET_RAMP_MS`, default 1,000.
 fn ramp() -> Duration {
-    let ms = std::env::var("PANTO_FLEET_RAMP_MS")
-        .ok()
-        .map(|v| v.parse().expect("PANTO_FLEET_RAMP_MS is a number of milliseconds"))
-        .unwrap_or(1000);
-    Duration::from_millis(ms)
+    millis_from_env("PANTO_FLEET_RAMP_MS", Duration::from_secs(1))
 }
 
 /// The mock's time to a reply's first piece: `PANTO_FLEET_FIRST_TOKEN_MS`, default
 /// [`FIRST_TOKEN`]. Read by the mock's process (this binary again, with the bench's
 /// environment).
 fn first_token() -> Duration {
-    std::env::var("PANTO_FLEET_FIRST_TOKEN_MS")
-        .ok()
-        .map(|v| {
-            Duration::from_millis(
-                v.parse()
-                    .expect("PANTO_FLEET_FIRST_TOKEN_MS is a number of milliseconds"),
-            )
-        })
-        .unwrap_or(FIRST_TOKEN)
+    millis_from_env("PANTO_FLEET_FIRST_TOKEN_MS", FIRST_TOKEN)
 }
 
 /// Whether the agents talk HTTP/2 to the mock (cleartext, prior knowledge: every request a
@@ -486,9 +485,9 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
     sorted[at]
 }
 
-/// The three replies of agent `i`'s turn: two tool calls, then the answer.
-fn script(i: usize) -> [Reply; 3] {
-    let first_token = first_token();
+/// The three replies of agent `i`'s turn: two tool calls, then the answer, each starting after
+/// `first_token`.
+fn script(i: usize, first_token: Duration) -> [Reply; 3] {
     let reply = |body: Vec<u8>| {
         Reply::sse(body)
             .chunking(Chunking::Fixed(PIECE))
@@ -529,8 +528,9 @@ fn serve_mock(n: usize) {
         let mock = MockServer::start().await;
         mock.set_keep_alive(true);
         mock.set_recording(false);
+        let first_token = first_token();
         for i in 0..n {
-            for reply in script(i) {
+            for reply in script(i, first_token) {
                 mock.push_keyed(&format!("agent-{i}"), reply);
             }
         }
