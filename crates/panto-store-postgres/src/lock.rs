@@ -8,6 +8,8 @@
 //! takes each lock again before the session's next append, and the fencing token (see
 //! `writer.rs`) stops any append that raced with another writer in between.
 
+use std::sync::Arc;
+
 use panto_core::Result;
 use sha2::{Digest, Sha256};
 use tokio::sync::Mutex;
@@ -39,14 +41,21 @@ fn key_of(namespace: &str, id: &str) -> i64 {
 /// The lock connection and its generation: a new connection is a new generation, and holds none
 /// of the locks an earlier one held.
 struct LockState {
-    client: Option<Client>,
+    client: Option<Arc<Client>>,
     generation: u64,
 }
 
 /// The advisory locks of one store.
+///
+/// The connection is shared, not held: lock and unlock requests from many sessions' appends are
+/// pipelined on it, and checking that a lock is still held takes no round trip. (Holding the
+/// connection across each round trip made every append of a busy store wait behind every other
+/// session's lock and unlock: at a thousand agents that queue was most of an append's latency.)
 pub(crate) struct Locker {
     target: Target,
-    state: Mutex<LockState>,
+    state: std::sync::Mutex<LockState>,
+    /// Held while a new lock connection is opened, so that only one is.
+    connecting: Mutex<()>,
 }
 
 impl Locker {
@@ -54,26 +63,43 @@ impl Locker {
     pub fn new(target: Target) -> Self {
         Locker {
             target,
-            state: Mutex::new(LockState {
+            state: std::sync::Mutex::new(LockState {
                 client: None,
                 generation: 0,
             }),
+            connecting: Mutex::new(()),
         }
+    }
+
+    /// The lock connection and its generation, if it is open.
+    fn current(&self) -> Option<(Arc<Client>, u64)> {
+        // Plain data that a panic cannot leave half-updated.
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let client = state.client.as_ref().filter(|c| !c.is_closed())?;
+        Some((Arc::clone(client), state.generation))
+    }
+
+    /// The lock connection and its generation, opening a new connection (a new generation) when
+    /// there is none or it closed.
+    async fn connection(&self) -> Result<(Arc<Client>, u64)> {
+        if let Some(current) = self.current() {
+            return Ok(current);
+        }
+        let _connecting = self.connecting.lock().await;
+        if let Some(current) = self.current() {
+            return Ok(current);
+        }
+        let client = Arc::new(Conn::connect(&self.target).await?.client);
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.generation += 1;
+        state.client = Some(Arc::clone(&client));
+        Ok((client, state.generation))
     }
 
     /// Tries to take the lock of session `id` without waiting. `Some(generation)` when taken,
     /// `None` when another connection holds it.
     pub async fn try_lock(&self, id: &str) -> Result<Option<u64>> {
-        let mut state = self.state.lock().await;
-        let open = state.client.as_ref().is_some_and(|c| !c.is_closed());
-        if !open {
-            state.client = Some(Conn::connect(&self.target).await?.client);
-            state.generation += 1;
-        }
-        let generation = state.generation;
-        let Some(client) = state.client.as_ref() else {
-            unreachable!("the lock connection was just opened")
-        };
+        let (client, generation) = self.connection().await?;
         let row = client
             .query_one("select pg_try_advisory_lock($1)", &[&session_lock_key(id)])
             .await
@@ -84,19 +110,17 @@ impl Locker {
 
     /// Whether locks taken in `generation` are still held: the connection that took them is
     /// the current one and still open.
-    pub async fn holds(&self, generation: u64) -> bool {
-        let state = self.state.lock().await;
-        state.generation == generation && state.client.as_ref().is_some_and(|c| !c.is_closed())
+    pub fn holds(&self, generation: u64) -> bool {
+        self.current().is_some_and(|(_, current)| current == generation)
     }
 
     /// Releases the lock of session `id` taken in `generation`. Best effort: a lock whose
     /// connection is gone is already released.
     pub async fn unlock(&self, id: &str, generation: u64) {
-        let state = self.state.lock().await;
-        if state.generation != generation {
+        let Some((client, current)) = self.current() else {
             return;
-        }
-        if let Some(client) = state.client.as_ref() {
+        };
+        if current == generation {
             let _ = client
                 .execute("select pg_advisory_unlock($1)", &[&session_lock_key(id)])
                 .await;
@@ -105,8 +129,7 @@ impl Locker {
 
     /// Releases every lock this store holds, now.
     pub async fn unlock_all(&self) {
-        let state = self.state.lock().await;
-        if let Some(client) = state.client.as_ref() {
+        if let Some((client, _)) = self.current() {
             let _ = client.execute("select pg_advisory_unlock_all()", &[]).await;
         }
     }
@@ -114,8 +137,7 @@ impl Locker {
     /// The server process id of the lock connection, if it is open: what `pg_locks.pid` shows
     /// for this store's locks.
     pub async fn backend_pid(&self) -> Result<Option<i32>> {
-        let state = self.state.lock().await;
-        let Some(client) = state.client.as_ref().filter(|c| !c.is_closed()) else {
+        let Some((client, _)) = self.current() else {
             return Ok(None);
         };
         let row = client

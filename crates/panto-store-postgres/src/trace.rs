@@ -49,7 +49,8 @@ pub(crate) fn record_bytes(span: &Span, staged: &Staged<'_>) {
     span.record("panto.store.bytes", count(bytes));
 }
 
-/// Records how long the transaction took, from its first statement to the commit.
+/// Records how long the append took from being handed to the store's writer to its outcome:
+/// waiting for a statement, and the statement that wrote it (commit included).
 pub(crate) fn record_commit(span: &Span, took: Duration) {
     span.record("panto.store.commit_ms", took.as_secs_f64() * 1_000.0);
 }

@@ -1,5 +1,5 @@
-//! The write side of one session: the state a store keeps while it has the session open, the
-//! rows an append writes, and the statement that writes them (one round trip; `append_sql.rs`).
+//! The write side of one session: the state a store keeps while it has the session open and
+//! the rows an append writes (written, with other sessions' appends, by `batch.rs`).
 //!
 //! # Fencing
 //! The advisory lock (see `lock.rs`) keeps a second writer out, but it lives on a connection
@@ -18,7 +18,6 @@ use panto_core::{Error, Message, PersistentMessage, Result, Role, SessionInfo, T
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{GenericClient, Statement};
 
-use crate::append_sql::{append_existing, append_new, TAIL_PARAMS};
 use crate::db::{bigint, invalid, pg, pg_text, preview_text, wire_columns, WireColumns};
 use crate::pool::Pool;
 use crate::read::info_from_row;
@@ -46,6 +45,22 @@ pub(crate) struct OpenSession {
     pub next_seq: i64,
     /// The next branch event's position.
     pub next_event: i64,
+}
+
+impl OpenSession {
+    /// A session that is not stored yet.
+    fn new(id: &str) -> OpenSession {
+        OpenSession {
+            exists: false,
+            info: SessionInfo::new(id, crate::db::now()),
+            view: Vec::new(),
+            last_id: None,
+            ids: HashSet::new(),
+            id_source: EntryIds::new(),
+            next_seq: 0,
+            next_event: 0,
+        }
+    }
 }
 
 /// One entry row, as written by an append or an import.
@@ -128,6 +143,7 @@ pub(crate) const UPDATE_SESSION: &str =
      last_user_message = $5, wire_api_style = $6, wire_base_url = $7, wire_model = $8, wire_reasoning = $9 \
      where id = $1 and writer = $10";
 
+/// The session's writer column, to tell a session another store claimed from a deleted one.
 const WRITER_OF: &str = "select writer from panto.sessions where id = $1";
 
 pub(crate) const INSERT_ENTRY: &str =
@@ -142,7 +158,38 @@ const OPEN_SESSION: &str = concat!(
     " from panto.sessions where id = $1 for update"
 );
 
+const SESSION_EXISTS: &str = "select 1 from panto.sessions where id = $1";
+
 const CLAIM_SESSION: &str = "update panto.sessions set writer = $2 where id = $1";
+
+/// The listing columns of a session row that need converting from its [`SessionInfo`]: the
+/// message count, the last prompt's preview and the wire identity.
+pub(crate) struct Listing<'a> {
+    pub count: i64,
+    pub preview: Option<String>,
+    pub wire: WireColumns<'a>,
+}
+
+impl<'a> Listing<'a> {
+    /// The columns of `info`; an error names what PostgreSQL cannot hold.
+    pub fn of(context: &str, info: &'a SessionInfo) -> Result<Listing<'a>> {
+        Ok(Listing {
+            count: bigint(context, "the message count", info.message_count as u64)?,
+            preview: info.last_user_message.as_deref().map(preview_text),
+            wire: wire_columns(context, info.wire.as_ref())?,
+        })
+    }
+}
+
+/// Why session `id`'s row was not written under this store's fencing token: another store
+/// claimed it ([`CommitError::Fenced`]) or it was deleted ([`CommitError::Gone`]).
+pub(crate) async fn not_written<C: GenericClient + Sync>(client: &C, context: &str, id: &str) -> CommitError {
+    match client.query_opt(WRITER_OF, &[&id]).await {
+        Ok(Some(_)) => CommitError::Fenced,
+        Ok(None) => CommitError::Gone,
+        Err(e) => CommitError::Failed(pg(format!("{context}: checking the session's writer"), e)),
+    }
+}
 
 /// Inserts a new session row; `false` when a row with that id already exists.
 pub(crate) async fn insert_session<C: GenericClient + Sync>(
@@ -154,9 +201,7 @@ pub(crate) async fn insert_session<C: GenericClient + Sync>(
     if let Some(m) = new.metadata {
         pg_text(context, "the conversation metadata", m)?;
     }
-    let preview = info.last_user_message.as_deref().map(preview_text);
-    let count = bigint(context, "the message count", info.message_count as u64)?;
-    let wire = wire_columns(context, info.wire.as_ref())?;
+    let Listing { count, preview, wire } = Listing::of(context, info)?;
     let json = metadata_json(new.metadata);
     let n = client
         .execute(
@@ -235,23 +280,27 @@ pub(crate) async fn insert_entries<C: GenericClient + Sync>(
 pub(crate) async fn open(pool: &Pool, id: &str, token: &str) -> Result<OpenSession> {
     let context = format!("opening session {id} for writing");
     let mut conn = pool.get().await?;
+    // A new session (most sessions a service opens) is one round trip: nothing to claim or read.
+    // One created meanwhile by another writer makes the first append's insert find it, and fail
+    // as fenced.
+    let exists = conn
+        .client
+        .query_opt(SESSION_EXISTS, &[&id])
+        .await
+        .map_err(|e| pg(context.clone(), e))?
+        .is_some();
+    if !exists {
+        return Ok(OpenSession::new(id));
+    }
     let txn = conn.client.transaction().await.map_err(|e| pg(context.clone(), e))?;
     let row = txn
         .query_opt(OPEN_SESSION, &[&id])
         .await
         .map_err(|e| pg(context.clone(), e))?;
     let Some(row) = row else {
+        // Deleted since.
         txn.commit().await.map_err(|e| pg(context.clone(), e))?;
-        return Ok(OpenSession {
-            exists: false,
-            info: SessionInfo::new(id, crate::db::now()),
-            view: Vec::new(),
-            last_id: None,
-            ids: HashSet::new(),
-            id_source: EntryIds::new(),
-            next_seq: 0,
-            next_event: 0,
-        });
+        return Ok(OpenSession::new(id));
     };
     let info = info_from_row(&row)?;
     txn.execute(CLAIM_SESSION, &[&id, &token])
@@ -403,76 +452,6 @@ impl From<Error> for CommitError {
     }
 }
 
-/// The parameters of a session row's listing columns, computed once for whichever statement
-/// writes them: [`UPDATE_SESSION`] (a branch event) and the append's one statement, which
-/// updates the row the same way or creates it.
-pub(crate) struct RowParams<'a> {
-    info: &'a SessionInfo,
-    count: i64,
-    preview: Option<String>,
-    wire: WireColumns<'a>,
-    token: &'a str,
-}
-
-/// The listing columns of `info`, written under the fencing token `token`; an error names what
-/// PostgreSQL cannot hold.
-pub(crate) fn row_params<'a>(context: &str, info: &'a SessionInfo, token: &'a str) -> Result<RowParams<'a>> {
-    Ok(RowParams {
-        info,
-        count: bigint(context, "the message count", info.message_count as u64)?,
-        preview: info.last_user_message.as_deref().map(preview_text),
-        wire: wire_columns(context, info.wire.as_ref())?,
-        token,
-    })
-}
-
-impl RowParams<'_> {
-    /// `$1`..`$10` of [`UPDATE_SESSION`] and of the append's update of an existing row: the
-    /// id, the listing columns, the fencing token.
-    pub fn update(&self) -> [&(dyn ToSql + Sync); 10] {
-        let info = self.info;
-        [
-            &info.id,
-            &info.modified,
-            &info.last_prompt_at,
-            &self.count,
-            &self.preview,
-            &self.wire.0,
-            &self.wire.1,
-            &self.wire.2,
-            &self.wire.3,
-            &self.token,
-        ]
-    }
-
-    /// `$1`..`$14` of the append's creation of the row: the id, the creation time, the listing
-    /// columns, the metadata (verbatim and as jsonb), the working directory, the fencing token.
-    pub fn insert<'b>(
-        &'b self,
-        metadata: &'b Option<&str>,
-        metadata_json: &'b Option<&str>,
-        cwd: &'b Option<String>,
-    ) -> [&'b (dyn ToSql + Sync); 14] {
-        let info = self.info;
-        [
-            &info.id,
-            &info.created,
-            &info.modified,
-            &info.last_prompt_at,
-            &self.count,
-            &self.preview,
-            &self.wire.0,
-            &self.wire.1,
-            &self.wire.2,
-            &self.wire.3,
-            metadata,
-            metadata_json,
-            cwd,
-            &self.token,
-        ]
-    }
-}
-
 /// Updates the listing columns of the session row to `info`, under the fencing token:
 /// [`CommitError::Fenced`] when another store claimed the session, [`CommitError::Gone`] when
 /// the row was deleted.
@@ -483,137 +462,25 @@ pub(crate) async fn update_row<C: GenericClient + Sync>(
     info: &SessionInfo,
     token: &str,
 ) -> Result<(), CommitError> {
-    let failed = |what: &str, e| CommitError::Failed(pg(format!("{context}: {what}"), e));
-    let id = info.id.as_str();
-    let params = row_params(context, info, token)?;
+    let Listing { count, preview, wire } = Listing::of(context, info)?;
+    let params: [&(dyn ToSql + Sync); 10] = [
+        &info.id,
+        &info.modified,
+        &info.last_prompt_at,
+        &count,
+        &preview,
+        &wire.0,
+        &wire.1,
+        &wire.2,
+        &wire.3,
+        &token,
+    ];
     let n = txn
-        .execute(update, &params.update())
+        .execute(update, &params)
         .await
-        .map_err(|e| failed("updating the session row", e))?;
+        .map_err(|e| CommitError::Failed(pg(format!("{context}: updating the session row"), e)))?;
     if n == 0 {
-        // Not ours any more: find out whether it was taken over or deleted.
-        let writer = txn
-            .query_opt(WRITER_OF, &[&id])
-            .await
-            .map_err(|e| failed("checking the session's writer", e))?;
-        return Err(if writer.is_some() {
-            CommitError::Fenced
-        } else {
-            CommitError::Gone
-        });
+        return Err(not_written(txn, context, &info.id).await);
     }
-    Ok(())
-}
-
-/// Writes a staged batch with one statement (one round trip; see `append_sql.rs`): the session
-/// row (created, or updated under the fencing token), the tools not yet known to be stored, and
-/// the entries. `open` is the state after staging; `known` filters tools this store has already
-/// seen committed.
-pub(crate) async fn commit(
-    pool: &Pool,
-    context: &str,
-    open: &OpenSession,
-    token: &str,
-    staged: &Staged<'_>,
-    known: &(dyn Fn(&ToolHash) -> bool + Sync),
-) -> Result<(), CommitError> {
-    let id = open.info.id.as_str();
-    let info = &open.info;
-    let mut conn = pool.get().await?;
-    let failed = |what: &str, e| CommitError::Failed(pg(format!("{context}: {what}"), e));
-    let sql = if open.exists { append_existing() } else { append_new() };
-    let statement = conn.statement(sql).await.map_err(|e| failed("preparing", e))?;
-
-    // The session row's columns.
-    let session_row = row_params(context, info, token)?;
-    let cwd = NewSession::this_cwd();
-    if let Some(m) = staged.metadata {
-        pg_text(context, "the conversation metadata", m)?;
-    }
-    let metadata_json = metadata_json(staged.metadata);
-    let mut params: Vec<&(dyn ToSql + Sync)> = Vec::with_capacity(14 + TAIL_PARAMS);
-    if open.exists {
-        params.extend(session_row.update());
-    } else {
-        params.extend(session_row.insert(&staged.metadata, &metadata_json, &cwd));
-    }
-
-    // The tools not yet known to be stored, sorted by hash (a `BTreeMap`).
-    let new_tools: Vec<(&ToolHash, &&ToolDecl)> = staged.tools.iter().filter(|(h, _)| !known(h)).collect();
-    let hashes: Vec<&[u8]> = new_tools.iter().map(|(h, _)| h.0.as_slice()).collect();
-    let names: Vec<&str> = new_tools.iter().map(|(_, t)| t.name.as_str()).collect();
-    let descriptions: Vec<&str> = new_tools.iter().map(|(_, t)| t.description.as_str()).collect();
-    let schemas: Vec<String> = new_tools.iter().map(|(_, t)| canonical_json(&t.input_schema)).collect();
-
-    // The entries, as parallel arrays.
-    let rows = &staged.rows;
-    let ts = rows.first().map_or(info.modified, |r| r.ts);
-    let seqs: Vec<i64> = rows.iter().map(|r| r.seq).collect();
-    let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
-    let parents: Vec<Option<&str>> = rows.iter().map(|r| r.parent_id.as_deref()).collect();
-    let roles: Vec<&str> = rows.iter().map(|r| r.role).collect();
-    let messages: Vec<Option<&str>> = rows.iter().map(|r| r.message.as_deref()).collect();
-    let raws: Vec<Option<&str>> = rows.iter().map(|r| r.message_raw.as_deref()).collect();
-    let usages: Vec<Option<&str>> = rows.iter().map(|r| r.usage.as_deref()).collect();
-    let styles: Vec<Option<&str>> = rows.iter().map(|r| r.wire.0).collect();
-    let urls: Vec<Option<&str>> = rows.iter().map(|r| r.wire.1.as_deref()).collect();
-    let models: Vec<Option<&str>> = rows.iter().map(|r| r.wire.2.as_deref()).collect();
-    let efforts: Vec<Option<&str>> = rows.iter().map(|r| r.wire.3).collect();
-    let kept: Vec<Option<&str>> = rows.iter().map(|r| r.compaction_first_kept.as_deref()).collect();
-    let before: Vec<Option<i64>> = rows.iter().map(|r| r.compaction_tokens.map(|t| t.0)).collect();
-    let after: Vec<Option<i64>> = rows.iter().map(|r| r.compaction_tokens.map(|t| t.1)).collect();
-    let tools: Vec<Vec<u8>> = rows
-        .iter()
-        .map(|r| r.tool_hashes.iter().flatten().flatten().copied().collect())
-        .collect();
-    params.extend([
-        &hashes as &(dyn ToSql + Sync),
-        &names,
-        &descriptions,
-        &schemas,
-        &ts,
-        &seqs,
-        &ids,
-        &parents,
-        &roles,
-        &messages,
-        &raws,
-        &usages,
-        &styles,
-        &urls,
-        &models,
-        &efforts,
-        &kept,
-        &before,
-        &after,
-        &tools,
-    ]);
-
-    let row = conn
-        .client
-        .query_one(&statement, &params)
-        .await
-        .map_err(|e| failed("writing the batch", e))?;
-    let (sessions, entries): (i64, i64) = (row.get(0), row.get(1));
-    if sessions == 0 {
-        if !open.exists {
-            // Someone created the session while this store believed it held the lock.
-            return Err(CommitError::Fenced);
-        }
-        // Not ours any more: find out whether it was taken over or deleted.
-        let writer = conn
-            .client
-            .query_opt(WRITER_OF, &[&id])
-            .await
-            .map_err(|e| failed("checking the session's writer", e))?;
-        return Err(if writer.is_some() {
-            CommitError::Fenced
-        } else {
-            CommitError::Gone
-        });
-    }
-    // The entries are written exactly when the session row is (both depend on the `session`
-    // CTE), so a written row means the whole batch is stored.
-    debug_assert_eq!(entries, rows.len() as i64);
     Ok(())
 }

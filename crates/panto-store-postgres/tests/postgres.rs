@@ -9,6 +9,7 @@ mod pg {
     mod audit;
     mod contract;
     mod delete;
+    mod group_commit;
     mod import;
     mod import_tree;
     mod locking;

@@ -459,11 +459,15 @@ fn http2() -> bool {
     !matches!(std::env::var("PANTO_FLEET_HTTP").as_deref(), Ok("1"))
 }
 
-/// The PostgreSQL store's options: the default pool, or `PANTO_FLEET_PG_POOL` connections.
+/// The PostgreSQL store's options: the defaults, or `PANTO_FLEET_PG_POOL` connections and
+/// `PANTO_FLEET_PG_APPENDS` append statements at once.
 fn postgres_options() -> PostgresOptions {
     let mut options = PostgresOptions::default();
     if let Ok(n) = std::env::var("PANTO_FLEET_PG_POOL") {
         options.pool_size = n.parse().expect("PANTO_FLEET_PG_POOL is a number of connections");
+    }
+    if let Ok(n) = std::env::var("PANTO_FLEET_PG_APPENDS") {
+        options.appends_in_flight = n.parse().expect("PANTO_FLEET_PG_APPENDS is a number of statements");
     }
     options
 }

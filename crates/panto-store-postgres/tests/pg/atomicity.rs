@@ -7,22 +7,8 @@ use panto_core::{
 use panto_testkit::store_contract::{append_one, reply, tools, user, Driver};
 use serde_json::json;
 
-use super::common::{as_dyn, fresh_store, texts};
+use super::common::{as_dyn, fresh_store, texts, FAILING_TRIGGER};
 use panto_testkit::postgres::connect;
-
-/// Makes the database refuse any entry whose first text block is `FAIL`, from inside the
-/// append's transaction, after the rows before it in the batch were inserted.
-const FAILING_TRIGGER: &str = r#"
-create function test_refuse_fail() returns trigger language plpgsql as $$
-begin
-    if new.message #>> '{content,0,text}' = 'FAIL' then
-        raise exception 'refused by the test trigger';
-    end if;
-    return new;
-end $$;
-create trigger test_refuse_fail before insert on panto.entries
-    for each row execute function test_refuse_fail();
-"#;
 
 fn tools_with_grep() -> Vec<panto_core::ToolDecl> {
     let mut t = tools();

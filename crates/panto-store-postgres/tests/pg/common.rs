@@ -8,6 +8,20 @@ use panto_core::{SessionInfo, SessionStore};
 use panto_store_postgres::PostgresStore;
 use panto_testkit::postgres::server;
 
+/// Makes the database refuse any entry whose first text block is `FAIL`, from inside the
+/// append's transaction, after the rows before it in the batch were inserted.
+pub const FAILING_TRIGGER: &str = r#"
+create function test_refuse_fail() returns trigger language plpgsql as $$
+begin
+    if new.message #>> '{content,0,text}' = 'FAIL' then
+        raise exception 'refused by the test trigger';
+    end if;
+    return new;
+end $$;
+create trigger test_refuse_fail before insert on panto.entries
+    for each row execute function test_refuse_fail();
+"#;
+
 /// A store over a fresh, empty database, and the database's URL.
 pub async fn fresh_store() -> (Arc<PostgresStore>, String) {
     let url = server().create_database().await;
