@@ -255,9 +255,23 @@ impl PostgresStore {
     pub async fn claim(&self, id: &str) -> Result<()> {
         validate_session_id(id)?;
         let mut slot = self.slot(id).await;
-        if let Err(e) = self.ensure_locked(id, &mut slot).await {
-            self.retire_locked(id, &mut slot).await;
-            return Err(e);
+        let stored = match self.ensure_locked(id, &mut slot).await {
+            Ok(stored) => stored,
+            Err(e) => {
+                self.retire_locked(id, &mut slot).await;
+                return Err(e);
+            }
+        };
+        if slot.open.is_none() {
+            // Opened now, while the lock's look-up says whether the session is stored (the
+            // session's first append would otherwise look it up again).
+            match writer::open(&self.pool, id, &self.token, stored).await {
+                Ok(open) => slot.open = Some(open),
+                Err(e) => {
+                    self.retire_locked(id, &mut slot).await;
+                    return Err(e);
+                }
+            }
         }
         Ok(())
     }
@@ -310,11 +324,12 @@ impl PostgresStore {
     }
 
     /// Makes sure this store holds the lock of session `id`; [`Error::SessionInUse`] when
-    /// another writer does.
-    async fn ensure_locked(&self, id: &str, slot: &mut Slot) -> Result<()> {
+    /// another writer does. `Some(stored)` when the lock was taken now: whether the session
+    /// was stored then (see [`writer::open`]).
+    async fn ensure_locked(&self, id: &str, slot: &mut Slot) -> Result<Option<bool>> {
         if let Some(generation) = slot.lock {
             if self.locker.holds(generation) {
-                return Ok(());
+                return Ok(None);
             }
             // The lock connection was lost, and the lock with it: what this store knew of the
             // session may be stale.
@@ -322,9 +337,9 @@ impl PostgresStore {
             slot.open = None;
         }
         match self.locker.try_lock(id).await? {
-            Some(generation) => {
-                slot.lock = Some(generation);
-                Ok(())
+            Some(taken) => {
+                slot.lock = Some(taken.generation);
+                Ok(Some(taken.stored))
             }
             None => Err(Error::SessionInUse { id: id.to_owned() }),
         }
@@ -381,13 +396,16 @@ impl PostgresStore {
     async fn branch_event(&self, id: &str, context: String, event: branch::Event<'_>) -> Result<()> {
         let mut slot = self.slot(id).await;
         let held = slot.lock.is_some();
-        if let Err(e) = self.ensure_locked(id, &mut slot).await {
-            self.retire_locked(id, &mut slot).await;
-            return Err(e);
-        }
+        let stored = match self.ensure_locked(id, &mut slot).await {
+            Ok(stored) => stored,
+            Err(e) => {
+                self.retire_locked(id, &mut slot).await;
+                return Err(e);
+            }
+        };
         let mut open = match slot.open.take() {
             Some(open) => open,
-            None => match writer::open(&self.pool, id, &self.token).await {
+            None => match writer::open(&self.pool, id, &self.token, stored).await {
                 Ok(open) => open,
                 Err(e) => {
                     self.retire_locked(id, &mut slot).await;
@@ -430,13 +448,16 @@ impl PostgresStore {
         let mut slot = self.slot(id).await;
         // A store that cannot write a session (another writer has it, or the database cannot
         // be reached) keeps nothing of it.
-        if let Err(e) = self.ensure_locked(id, &mut slot).await {
-            self.retire_locked(id, &mut slot).await;
-            return Err(e);
-        }
+        let stored = match self.ensure_locked(id, &mut slot).await {
+            Ok(stored) => stored,
+            Err(e) => {
+                self.retire_locked(id, &mut slot).await;
+                return Err(e);
+            }
+        };
         let mut open = match slot.open.take() {
             Some(open) => open,
-            None => match writer::open(&self.pool, id, &self.token).await {
+            None => match writer::open(&self.pool, id, &self.token, stored).await {
                 Ok(open) => open,
                 Err(e) => {
                     self.retire_locked(id, &mut slot).await;
@@ -473,10 +494,18 @@ impl PostgresStore {
         }
     }
 
-    /// The rows `query` returns, on a connection of the pool; `doing` names the work in an error.
-    async fn rows(&self, query: &str, params: &[&(dyn ToSql + Sync)], doing: impl Into<String>) -> Result<Vec<Row>> {
-        let conn = self.pool.get().await?;
-        conn.client.query(query, params).await.map_err(|e| pg(doing, e))
+    /// The rows `query` returns, on a connection of the pool (prepared there once); `doing`
+    /// names the work in an error.
+    async fn rows(
+        &self,
+        query: &'static str,
+        params: &[&(dyn ToSql + Sync)],
+        doing: impl Into<String>,
+    ) -> Result<Vec<Row>> {
+        let mut conn = self.pool.get().await?;
+        let doing = doing.into();
+        let statement = conn.statement(query).await.map_err(|e| pg(doing.clone(), e))?;
+        conn.client.query(&statement, params).await.map_err(|e| pg(doing, e))
     }
 }
 

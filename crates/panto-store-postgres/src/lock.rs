@@ -7,13 +7,18 @@
 //! the server releases its locks; the store notices (the connection's *generation* changes) and
 //! takes each lock again before the session's next append, and the fencing token (see
 //! `writer.rs`) stops any append that raced with another writer in between.
+//!
+//! Taking a lock also tells whether the session is stored: the look-up is pipelined behind the
+//! lock on the same connection, so a session's first append costs one round trip before its
+//! statement, not a lock's and then a look-up's on another connection.
 
 use std::sync::Arc;
 
 use panto_core::Result;
 use sha2::{Digest, Sha256};
 use tokio::sync::Mutex;
-use tokio_postgres::Client;
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{Client, Statement};
 
 use crate::tls::Target;
 
@@ -38,11 +43,38 @@ fn key_of(namespace: &str, id: &str) -> i64 {
     i64::from_be_bytes(bytes)
 }
 
+/// Takes a session's lock if no other connection holds it.
+const TRY_LOCK: &str = "select pg_try_advisory_lock($1)";
+
+/// Releases a session's lock.
+const UNLOCK: &str = "select pg_advisory_unlock($1)";
+
+/// Whether a session is stored.
+const STORED: &str = "select 1 from panto.sessions where id = $1";
+
+/// The lock connection and its statements, prepared once: a statement given as text costs a
+/// round trip to prepare before each execution.
+struct LockConn {
+    client: Client,
+    try_lock: Statement,
+    unlock: Statement,
+    stored: Statement,
+}
+
 /// The lock connection and its generation: a new connection is a new generation, and holds none
 /// of the locks an earlier one held.
 struct LockState {
-    client: Option<Arc<Client>>,
+    conn: Option<Arc<LockConn>>,
     generation: u64,
+}
+
+/// A session's lock, just taken.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Taken {
+    /// The lock connection's generation (see [`Locker::holds`]).
+    pub generation: u64,
+    /// Whether the session was stored once the lock was taken.
+    pub stored: bool,
 }
 
 /// The advisory locks of one store.
@@ -64,7 +96,7 @@ impl Locker {
         Locker {
             target,
             state: std::sync::Mutex::new(LockState {
-                client: None,
+                conn: None,
                 generation: 0,
             }),
             connecting: Mutex::new(()),
@@ -72,16 +104,16 @@ impl Locker {
     }
 
     /// The lock connection and its generation, if it is open.
-    fn current(&self) -> Option<(Arc<Client>, u64)> {
+    fn current(&self) -> Option<(Arc<LockConn>, u64)> {
         // Plain data that a panic cannot leave half-updated.
         let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let client = state.client.as_ref().filter(|c| !c.is_closed())?;
-        Some((Arc::clone(client), state.generation))
+        let conn = state.conn.as_ref().filter(|c| !c.client.is_closed())?;
+        Some((Arc::clone(conn), state.generation))
     }
 
     /// The lock connection and its generation, opening a new connection (a new generation) when
     /// there is none or it closed.
-    async fn connection(&self) -> Result<(Arc<Client>, u64)> {
+    async fn connection(&self) -> Result<(Arc<LockConn>, u64)> {
         if let Some(current) = self.current() {
             return Ok(current);
         }
@@ -89,23 +121,52 @@ impl Locker {
         if let Some(current) = self.current() {
             return Ok(current);
         }
-        let client = Arc::new(Conn::connect(&self.target).await?.client);
+        let client = Conn::connect(&self.target).await?.client;
+        let prepared = tokio::try_join!(client.prepare(TRY_LOCK), client.prepare(UNLOCK), client.prepare(STORED));
+        let (try_lock, unlock, stored) =
+            prepared.map_err(|e| pg("preparing the statements of the lock connection", e))?;
+        let conn = Arc::new(LockConn {
+            client,
+            try_lock,
+            unlock,
+            stored,
+        });
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         state.generation += 1;
-        state.client = Some(Arc::clone(&client));
-        Ok((client, state.generation))
+        state.conn = Some(Arc::clone(&conn));
+        Ok((conn, state.generation))
     }
 
-    /// Tries to take the lock of session `id` without waiting. `Some(generation)` when taken,
-    /// `None` when another connection holds it.
-    pub async fn try_lock(&self, id: &str) -> Result<Option<u64>> {
-        let (client, generation) = self.connection().await?;
-        let row = client
-            .query_one("select pg_try_advisory_lock($1)", &[&session_lock_key(id)])
-            .await
-            .map_err(|e| pg(format!("locking session {id} for writing"), e))?;
-        let taken: bool = row.get(0);
-        Ok(taken.then_some(generation))
+    /// Tries to take the lock of session `id` without waiting, and looks up whether the
+    /// session is stored. `None` when another connection holds the lock.
+    pub async fn try_lock(&self, id: &str) -> Result<Option<Taken>> {
+        let (conn, generation) = self.connection().await?;
+        let key = session_lock_key(id);
+        // One round trip: the two statements are sent together, and the server runs the
+        // look-up after it granted the lock. So the look-up sees every write of a writer that
+        // held the lock before, and no writer can create the session after it.
+        let (lock_params, look_up_params): ([&(dyn ToSql + Sync); 1], [&(dyn ToSql + Sync); 1]) = ([&key], [&id]);
+        let (taken, stored) = tokio::join!(
+            conn.client.query_one(&conn.try_lock, &lock_params),
+            conn.client.query_opt(&conn.stored, &look_up_params),
+        );
+        let taken: bool = taken
+            .map_err(|e| pg(format!("locking session {id} for writing"), e))?
+            .get(0);
+        if !taken {
+            return Ok(None);
+        }
+        match stored {
+            Ok(row) => Ok(Some(Taken {
+                generation,
+                stored: row.is_some(),
+            })),
+            Err(e) => {
+                // Not left holding a lock the caller does not know it has.
+                self.unlock(id, generation).await;
+                Err(pg(format!("looking up session {id} for writing"), e))
+            }
+        }
     }
 
     /// Whether locks taken in `generation` are still held: the connection that took them is
@@ -117,30 +178,29 @@ impl Locker {
     /// Releases the lock of session `id` taken in `generation`. Best effort: a lock whose
     /// connection is gone is already released.
     pub async fn unlock(&self, id: &str, generation: u64) {
-        let Some((client, current)) = self.current() else {
+        let Some((conn, current)) = self.current() else {
             return;
         };
         if current == generation {
-            let _ = client
-                .execute("select pg_advisory_unlock($1)", &[&session_lock_key(id)])
-                .await;
+            let _ = conn.client.execute(&conn.unlock, &[&session_lock_key(id)]).await;
         }
     }
 
     /// Releases every lock this store holds, now.
     pub async fn unlock_all(&self) {
-        if let Some((client, _)) = self.current() {
-            let _ = client.execute("select pg_advisory_unlock_all()", &[]).await;
+        if let Some((conn, _)) = self.current() {
+            let _ = conn.client.execute("select pg_advisory_unlock_all()", &[]).await;
         }
     }
 
     /// The server process id of the lock connection, if it is open: what `pg_locks.pid` shows
     /// for this store's locks.
     pub async fn backend_pid(&self) -> Result<Option<i32>> {
-        let Some((client, _)) = self.current() else {
+        let Some((conn, _)) = self.current() else {
             return Ok(None);
         };
-        let row = client
+        let row = conn
+            .client
             .query_one("select pg_backend_pid()", &[])
             .await
             .map_err(|e| pg("asking for the lock connection's process id", e))?;

@@ -276,21 +276,32 @@ pub(crate) async fn insert_entries<C: GenericClient + Sync>(
 }
 
 /// Opens session `id` for writing: claims its row for `token` (if it exists) and rebuilds the
-/// view, ids and position from its entries. The caller holds the session's lock.
-pub(crate) async fn open(pool: &Pool, id: &str, token: &str) -> Result<OpenSession> {
+/// view, ids and position from its entries. The caller holds the session's lock; `stored` is
+/// whether the session was stored when the lock was taken, if the caller just took it (see
+/// [`Locker::try_lock`](crate::lock::Locker::try_lock)), and is looked up here otherwise.
+pub(crate) async fn open(pool: &Pool, id: &str, token: &str, stored: Option<bool>) -> Result<OpenSession> {
+    // A new session (most sessions a service opens) costs nothing more: nothing to claim or
+    // read. One created meanwhile by another writer makes the first append's insert find it,
+    // and fail as fenced.
+    if stored == Some(false) {
+        return Ok(OpenSession::new(id));
+    }
     let context = format!("opening session {id} for writing");
     let mut conn = pool.get().await?;
-    // A new session (most sessions a service opens) is one round trip: nothing to claim or read.
-    // One created meanwhile by another writer makes the first append's insert find it, and fail
-    // as fenced.
-    let exists = conn
-        .client
-        .query_opt(SESSION_EXISTS, &[&id])
-        .await
-        .map_err(|e| pg(context.clone(), e))?
-        .is_some();
-    if !exists {
-        return Ok(OpenSession::new(id));
+    if stored.is_none() {
+        let look_up = conn
+            .statement(SESSION_EXISTS)
+            .await
+            .map_err(|e| pg(context.clone(), e))?;
+        let exists = conn
+            .client
+            .query_opt(&look_up, &[&id])
+            .await
+            .map_err(|e| pg(context.clone(), e))?
+            .is_some();
+        if !exists {
+            return Ok(OpenSession::new(id));
+        }
     }
     let txn = conn.client.transaction().await.map_err(|e| pg(context.clone(), e))?;
     let row = txn

@@ -264,3 +264,34 @@ async fn dropping_the_agent_releases_the_session_lock() {
         ["first", "first answer", "second", "second answer"]
     );
 }
+
+/// `claim` takes a session's lock before any append (a service does so when it makes a session
+/// live): another store is refused, and the claiming store's appends continue the session from
+/// what its last writer stored, or start it when nothing is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claimed_session_is_refused_to_others_and_continues_from_what_is_stored() {
+    let (first, url) = fresh_store().await;
+    let second = PostgresStore::connect(&url).await.unwrap();
+    let mut d = Driver::new(&as_dyn(&first), None);
+    d.append(vec![user("one"), reply("two")]).await;
+    let id = d.id();
+    first.release(&id).await.unwrap();
+
+    second.claim(&id).await.unwrap();
+    assert!(lock_held(&url, &id).await);
+    in_use(append_one(&*first, &id, &user("not yours")).await, &id);
+    append_one(&*second, &id, &user("three")).await.unwrap();
+    assert_eq!(texts(&second, &id).await, ["one", "two", "three"]);
+    let history = second.history(&id).await.unwrap().unwrap();
+    assert_eq!(
+        history[2].parent_id.as_deref(),
+        Some(history[1].id.as_str()),
+        "the claiming store's first entry follows the stored ones"
+    );
+
+    let new_id = panto_core::store::new_session_id();
+    second.claim(&new_id).await.unwrap();
+    in_use(append_one(&*first, &new_id, &user("mine?")).await, &new_id);
+    append_one(&*second, &new_id, &user("started")).await.unwrap();
+    assert_eq!(texts(&first, &new_id).await, ["started"]);
+}
