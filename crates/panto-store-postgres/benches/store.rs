@@ -6,6 +6,9 @@
 //!   one batch of one message, one transaction.
 //! - `list/100k`, `latest/100k`, `resolve_prefix/100k`: over 100,000 sessions generated
 //!   server-side.
+//! - `load/100_messages`: a session of 100 messages loaded (what resuming it reads), and
+//!   `claim_and_load/100_messages`: taken by another store and loaded, as a service instance
+//!   takes a session it has not served before (released after each).
 //!
 //! The server runs with PostgreSQL's default durability (every commit flushed to disk); set
 //! `PANTO_BENCH_PG_DURABILITY=fast` to run it with fsync off instead.
@@ -138,5 +141,42 @@ fn listing(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, appends, listing);
+fn loading(c: &mut Criterion) {
+    let rt = runtime();
+    let server = server_with(durability());
+    let url = rt.block_on(server.create_database());
+    let store = rt.block_on(PostgresStore::connect(&url)).expect("connect");
+    let id = panto_core::store::new_session_id();
+    rt.block_on(async {
+        for i in 0..50 {
+            append_one(&*store, &id, &user(&format!("question {i}")))
+                .await
+                .expect("append");
+            append_one(&*store, &id, &reply(&format!("answer {i}")))
+                .await
+                .expect("append");
+        }
+        store.release(&id).await.expect("release");
+    });
+    let other = rt.block_on(PostgresStore::connect(&url)).expect("connect");
+
+    let mut group = c.benchmark_group("sessions");
+    group.bench_function("load/100_messages", |b| {
+        b.to_async(&rt).iter(|| async {
+            let loaded = store.load_branch(&id).await.expect("load").expect("the session");
+            assert_eq!(loaded.conversation.messages.len(), 100);
+        })
+    });
+    group.bench_function("claim_and_load/100_messages", |b| {
+        b.to_async(&rt).iter(|| async {
+            other.claim(&id).await.expect("claim");
+            let loaded = other.load_branch(&id).await.expect("load").expect("the session");
+            assert_eq!(loaded.conversation.messages.len(), 100);
+            other.release(&id).await.expect("release");
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, appends, listing, loading);
 criterion_main!(benches);

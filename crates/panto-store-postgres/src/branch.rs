@@ -6,7 +6,7 @@ use panto_core::{CheckpointRecord, Error, ForkOrigin, Result, SessionInfo};
 
 use crate::db::{now, pg, pg_text};
 use crate::pool::Pool;
-use crate::tree::{path_info, Tree};
+use crate::tree::{path_info, Tree, TreeReads};
 use crate::writer::{insert_session, update_row, CommitError, NewSession, OpenSession, UPDATE_SESSION};
 
 /// What a branch event does.
@@ -97,6 +97,7 @@ pub(crate) async fn commit_event(
         .statement(UPDATE_SESSION)
         .await
         .map_err(|e| failed("preparing", e))?;
+    let reads = TreeReads::prepare(&mut conn, context).await?;
     let txn = conn
         .client
         .transaction()
@@ -105,7 +106,7 @@ pub(crate) async fn commit_event(
     let at = now();
     let (tip, change, switched) = match event {
         Event::Switch(tip) => {
-            let tree = Tree::read(&txn, context, id).await?;
+            let tree = Tree::read(&txn, &reads, context, id).await?;
             let target = match tip {
                 None => None,
                 Some(entry) => Some(tree.find(entry).ok_or_else(|| unknown_entry(id, entry))?),
@@ -160,6 +161,7 @@ pub(crate) async fn fork(pool: &Pool, from: &str, at: &str, new_id: &str) -> Res
     let context = format!("forking session {from} at entry {at} into {new_id}");
     let failed = |what: &str, e| pg(format!("{context}: {what}"), e);
     let mut conn = pool.get().await?;
+    let reads = TreeReads::prepare(&mut conn, &context).await?;
     // A read-write transaction on one snapshot: the source's entries and events agree even while
     // its writer appends.
     let txn = conn
@@ -177,7 +179,7 @@ pub(crate) async fn fork(pool: &Pool, from: &str, at: &str, new_id: &str) -> Res
         return Err(Error::SessionNotFound(from.to_owned()));
     };
     let metadata: Option<String> = source.get(0);
-    let tree = Tree::read(&txn, &context, from).await?;
+    let tree = Tree::read(&txn, &reads, &context, from).await?;
     let end = tree.find(at).ok_or_else(|| unknown_entry(from, at))?;
     let path = tree.path(Some(end));
     // The source's view on the path must be sound before it is copied.

@@ -9,12 +9,13 @@ use panto_core::{
     CheckpointRecord, Conversation, EntryRef, Error, ForkOrigin, LoadedBranch, Message, Result, SessionInfo,
     SessionTree, StoredCheckpoint, ToolDecl, TreeEntry, Usage, WireIdentity,
 };
-use tokio_postgres::{IsolationLevel, Row, Transaction};
+use tokio_postgres::types::ToSql;
+use tokio_postgres::{IsolationLevel, Row, Statement, Transaction};
 
 use crate::db::{pg, unsigned, wire_from_columns};
 use crate::pool::Pool;
 use crate::tools::ToolHash;
-use crate::tree::{last_switch, Tree};
+use crate::tree::{last_switch, Switch, Tree, TreeReads};
 
 /// Every session, newest first by recency (the last human prompt, else creation), ties broken
 /// by the newer id: the order of `SessionInfo::recency` and `sort_by_recency`, served by the
@@ -126,30 +127,48 @@ pub(crate) async fn snapshot<'a>(conn: &'a mut tokio_postgres::Client, context: 
         .map_err(|e| pg(context.to_owned(), e))
 }
 
+/// The row of session `id` that `row` reads (`None`: no such session), its tree and its newest
+/// branch switch. The three reads are independent: sent together, they cost one round trip.
+async fn row_and_tree(
+    txn: &Transaction<'_>,
+    row: &Statement,
+    reads: &TreeReads,
+    context: &str,
+    id: &str,
+) -> Result<Option<(Row, Tree, Option<Switch>)>> {
+    let by_id: [&(dyn ToSql + Sync); 1] = [&id];
+    let (row, tree, switch) = tokio::join!(
+        txn.query_opt(row, &by_id),
+        Tree::read(txn, reads, context, id),
+        last_switch(txn, reads, context, id),
+    );
+    let Some(row) = row.map_err(|e| pg(context.to_owned(), e))? else {
+        return Ok(None);
+    };
+    Ok(Some((row, tree?, switch?)))
+}
+
 /// The active branch of session `id`: the conversation the model sees on it, each message's
 /// entry, and the fork origin.
 pub(crate) async fn load(pool: &Pool, id: &str) -> Result<Option<LoadedBranch>> {
     let context = format!("loading session {id}");
     let mut conn = pool.get().await?;
+    let reads = TreeReads::prepare(&mut conn, &context).await?;
+    let branch_row = conn.statement(BRANCH_ROW).await.map_err(|e| pg(context.clone(), e))?;
+    let messages_at = conn.statement(MESSAGES_AT).await.map_err(|e| pg(context.clone(), e))?;
     let txn = snapshot(&mut conn.client, &context).await?;
-    let Some(row) = txn
-        .query_opt(BRANCH_ROW, &[&id])
-        .await
-        .map_err(|e| pg(context.clone(), e))?
-    else {
+    let Some((row, tree, switch)) = row_and_tree(&txn, &branch_row, &reads, &context, id).await? else {
         return Ok(None);
     };
     let metadata: Option<String> = row.get(0);
     let forked_from = fork_origin(row.get(1), row.get(2));
-    let tree = Tree::read(&txn, &context, id).await?;
-    let switch = last_switch(&txn, &context, id).await?;
     let path = tree.path(tree.tip(switch.as_ref())?);
     let view = tree.view(&path)?;
     let seqs: Vec<i64> = view.iter().map(|v| v.seq).collect();
     // Only the messages in the view are fetched: a long history that compaction hid, and the
     // other branches, are not read.
     let bodies = txn
-        .query(MESSAGES_AT, &[&id, &seqs])
+        .query(&messages_at, &[&id, &seqs])
         .await
         .map_err(|e| pg(context.clone(), e))?;
     txn.commit().await.map_err(|e| pg(context.clone(), e))?;
@@ -179,20 +198,19 @@ pub(crate) async fn load(pool: &Pool, id: &str) -> Result<Option<LoadedBranch>> 
 pub(crate) async fn tree(pool: &Pool, id: &str) -> Result<Option<SessionTree>> {
     let context = format!("reading the tree of session {id}");
     let mut conn = pool.get().await?;
-    let txn = snapshot(&mut conn.client, &context).await?;
-    if txn
-        .query_opt(METADATA, &[&id])
+    let reads = TreeReads::prepare(&mut conn, &context).await?;
+    let metadata = conn.statement(METADATA).await.map_err(|e| pg(context.clone(), e))?;
+    let tree_messages = conn
+        .statement(TREE_MESSAGES)
         .await
-        .map_err(|e| pg(context.clone(), e))?
-        .is_none()
-    {
+        .map_err(|e| pg(context.clone(), e))?;
+    let txn = snapshot(&mut conn.client, &context).await?;
+    let Some((_, tree, switch)) = row_and_tree(&txn, &metadata, &reads, &context, id).await? else {
         return Ok(None);
-    }
-    let tree = Tree::read(&txn, &context, id).await?;
-    let switch = last_switch(&txn, &context, id).await?;
+    };
     let tip = tree.tip(switch.as_ref())?;
     let bodies = txn
-        .query(TREE_MESSAGES, &[&id])
+        .query(&tree_messages, &[&id])
         .await
         .map_err(|e| pg(context.clone(), e))?;
     txn.commit().await.map_err(|e| pg(context.clone(), e))?;

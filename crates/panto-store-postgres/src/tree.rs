@@ -11,19 +11,20 @@ use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use panto_core::{Error, Message, Result, SessionInfo};
-use tokio_postgres::{GenericClient, Row};
+use tokio_postgres::{GenericClient, Row, Statement};
 
 use crate::db::{pg, wire_from_columns};
+use crate::pool::Conn;
 use crate::read::{entry_location, parse_message};
 use crate::view::{compact_recorded, ViewEntry};
 
 /// The skeleton of every entry of session `$1`, oldest first: what the tree, the path and the
 /// view are built from, without the messages.
-pub(crate) const TREE_ENTRIES: &str = "select seq, id, parent_id, role = 'system', compaction_first_kept, \
+const TREE_ENTRIES: &str = "select seq, id, parent_id, role = 'system', compaction_first_kept, \
      compaction_tokens_before is not null from panto.entries where session_id = $1 order by seq";
 
 /// The newest branch switch of session `$1` (served by `branch_events_switch_idx`).
-pub(crate) const LAST_SWITCH: &str = "select tip, entries_before from panto.branch_events \
+const LAST_SWITCH: &str = "select tip, entries_before from panto.branch_events \
      where session_id = $1 and checkpoint_path is null order by seq desc limit 1";
 
 /// The position the next branch event of session `$1` takes.
@@ -32,6 +33,29 @@ pub(crate) const NEXT_EVENT: &str = "select coalesce(max(seq) + 1, 0) from panto
 /// What the listing folds of each entry on a path: its time, message and wire identity.
 const PATH_MESSAGES: &str = "select seq, ts, coalesce(message_raw, message::text), wire_api_style, \
      wire_base_url, wire_model, wire_reasoning from panto.entries where session_id = $1 and seq = any($2)";
+
+/// The statements that read a session's tree ([`Tree::read`], [`last_switch`]), prepared on the
+/// connection that runs them: a statement sent as text costs a round trip to prepare each time.
+pub(crate) struct TreeReads {
+    entries: Statement,
+    last_switch: Statement,
+}
+
+impl TreeReads {
+    /// The statements, prepared on `conn` (once per connection).
+    pub async fn prepare(conn: &mut Conn, context: &str) -> Result<TreeReads> {
+        Ok(TreeReads {
+            entries: conn
+                .statement(TREE_ENTRIES)
+                .await
+                .map_err(|e| pg(context.to_owned(), e))?,
+            last_switch: conn
+                .statement(LAST_SWITCH)
+                .await
+                .map_err(|e| pg(context.to_owned(), e))?,
+        })
+    }
+}
 
 /// A branch switch as its row records it.
 #[derive(Debug, Clone)]
@@ -45,11 +69,12 @@ pub(crate) struct Switch {
 /// The newest switch of session `id`, if it has any.
 pub(crate) async fn last_switch<C: GenericClient + Sync>(
     client: &C,
+    reads: &TreeReads,
     context: &str,
     id: &str,
 ) -> Result<Option<Switch>> {
     let row = client
-        .query_opt(LAST_SWITCH, &[&id])
+        .query_opt(&reads.last_switch, &[&id])
         .await
         .map_err(|e| pg(context.to_owned(), e))?;
     Ok(row.map(|r| Switch {
@@ -111,9 +136,9 @@ impl Tree {
     }
 
     /// Reads the tree of session `id`.
-    pub async fn read<C: GenericClient + Sync>(client: &C, context: &str, id: &str) -> Result<Tree> {
+    pub async fn read<C: GenericClient + Sync>(client: &C, reads: &TreeReads, context: &str, id: &str) -> Result<Tree> {
         let rows = client
-            .query(TREE_ENTRIES, &[&id])
+            .query(&reads.entries, &[&id])
             .await
             .map_err(|e| pg(context.to_owned(), e))?;
         Tree::from_rows(id, &rows)

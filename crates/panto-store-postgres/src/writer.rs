@@ -22,7 +22,7 @@ use crate::db::{bigint, invalid, pg, pg_text, preview_text, wire_columns, WireCo
 use crate::pool::Pool;
 use crate::read::info_from_row;
 use crate::tools::{canonical_json, ToolHash};
-use crate::tree::{last_switch, Tree, NEXT_EVENT};
+use crate::tree::{last_switch, Tree, TreeReads, NEXT_EVENT};
 use crate::view::{compact_at, ViewEntry};
 
 /// What a store knows of a session it has open for writing. Valid only while the store holds
@@ -303,27 +303,32 @@ pub(crate) async fn open(pool: &Pool, id: &str, token: &str, stored: Option<bool
             return Ok(OpenSession::new(id));
         }
     }
+    let reads = TreeReads::prepare(&mut conn, &context).await?;
+    let prepare_failed = |e| pg(context.clone(), e);
+    let open_session = conn.statement(OPEN_SESSION).await.map_err(prepare_failed)?;
+    let claim = conn.statement(CLAIM_SESSION).await.map_err(prepare_failed)?;
+    let next_event = conn.statement(NEXT_EVENT).await.map_err(prepare_failed)?;
     let txn = conn.client.transaction().await.map_err(|e| pg(context.clone(), e))?;
-    let row = txn
-        .query_opt(OPEN_SESSION, &[&id])
-        .await
-        .map_err(|e| pg(context.clone(), e))?;
-    let Some(row) = row else {
+    // Sent together, run in this order: the row is locked (`for update`) and claimed before the
+    // entries are read. For a row deleted since, the claim and the reads find nothing.
+    let by_id: [&(dyn ToSql + Sync); 1] = [&id];
+    let claim_params: [&(dyn ToSql + Sync); 2] = [&id, &token];
+    let (row, claimed, tree, switch, next_event) = tokio::join!(
+        txn.query_opt(&open_session, &by_id),
+        txn.execute(&claim, &claim_params),
+        Tree::read(&txn, &reads, &context, id),
+        last_switch(&txn, &reads, &context, id),
+        txn.query_one(&next_event, &by_id),
+    );
+    let Some(row) = row.map_err(|e| pg(context.clone(), e))? else {
         // Deleted since.
         txn.commit().await.map_err(|e| pg(context.clone(), e))?;
         return Ok(OpenSession::new(id));
     };
     let info = info_from_row(&row)?;
-    txn.execute(CLAIM_SESSION, &[&id, &token])
-        .await
-        .map_err(|e| pg(context.clone(), e))?;
-    let tree = Tree::read(&txn, &context, id).await?;
-    let switch = last_switch(&txn, &context, id).await?;
-    let next_event: i64 = txn
-        .query_one(NEXT_EVENT, &[&id])
-        .await
-        .map_err(|e| pg(context.clone(), e))?
-        .get(0);
+    claimed.map_err(|e| pg(context.clone(), e))?;
+    let (tree, switch) = (tree?, switch?);
+    let next_event: i64 = next_event.map_err(|e| pg(context.clone(), e))?.get(0);
     txn.commit().await.map_err(|e| pg(context.clone(), e))?;
     let tip = tree.tip(switch.as_ref())?;
     Ok(OpenSession {
