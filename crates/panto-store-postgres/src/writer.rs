@@ -158,8 +158,6 @@ const OPEN_SESSION: &str = concat!(
     " from panto.sessions where id = $1 for update"
 );
 
-const SESSION_EXISTS: &str = "select 1 from panto.sessions where id = $1";
-
 const CLAIM_SESSION: &str = "update panto.sessions set writer = $2 where id = $1";
 
 /// The listing columns of a session row that need converting from its [`SessionInfo`]: the
@@ -278,7 +276,7 @@ pub(crate) async fn insert_entries<C: GenericClient + Sync>(
 /// Opens session `id` for writing: claims its row for `token` (if it exists) and rebuilds the
 /// view, ids and position from its entries. The caller holds the session's lock; `stored` is
 /// whether the session was stored when the lock was taken, if the caller just took it (see
-/// [`Locker::try_lock`](crate::lock::Locker::try_lock)), and is looked up here otherwise.
+/// [`Locker::try_lock`](crate::lock::Locker::try_lock)); otherwise the reads below find out.
 pub(crate) async fn open(pool: &Pool, id: &str, token: &str, stored: Option<bool>) -> Result<OpenSession> {
     // A new session (most sessions a service opens) costs nothing more: nothing to claim or
     // read. One created meanwhile by another writer makes the first append's insert find it,
@@ -288,21 +286,6 @@ pub(crate) async fn open(pool: &Pool, id: &str, token: &str, stored: Option<bool
     }
     let context = format!("opening session {id} for writing");
     let mut conn = pool.get().await?;
-    if stored.is_none() {
-        let look_up = conn
-            .statement(SESSION_EXISTS)
-            .await
-            .map_err(|e| pg(context.clone(), e))?;
-        let exists = conn
-            .client
-            .query_opt(&look_up, &[&id])
-            .await
-            .map_err(|e| pg(context.clone(), e))?
-            .is_some();
-        if !exists {
-            return Ok(OpenSession::new(id));
-        }
-    }
     let reads = TreeReads::prepare(&mut conn, &context).await?;
     let prepare_failed = |e| pg(context.clone(), e);
     let open_session = conn.statement(OPEN_SESSION).await.map_err(prepare_failed)?;
@@ -321,7 +304,7 @@ pub(crate) async fn open(pool: &Pool, id: &str, token: &str, stored: Option<bool
         txn.query_one(&next_event, &by_id),
     );
     let Some(row) = row.map_err(|e| pg(context.clone(), e))? else {
-        // Deleted since.
+        // Not stored, or deleted since.
         txn.commit().await.map_err(|e| pg(context.clone(), e))?;
         return Ok(OpenSession::new(id));
     };
