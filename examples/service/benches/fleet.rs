@@ -24,8 +24,9 @@
 //!
 //! Before each fleet, the floor under its added latency (`bare.rs`): the same turns made by a
 //! bare HTTP client against a mock with the same scripts, same ramp, reading each reply to its
-//! end and, on the JSONL store, writing and syncing each turn's lines as that store must.
-//! Panto's own added latency is the fleet's over the floor's.
+//! end and writing each turn as the fleet's store must (lines synced to a file, or appends
+//! committed to PostgreSQL). Panto's own added latency is the fleet's over the floor's. The
+//! same turns without the writes (the HTTP floor) show what panto and its store add together.
 //! `PANTO_FLEET_TURNS=FILE` writes every turn's phases by its start time; `PANTO_FLEET_KEEP=1`
 //! leaves the session files behind.
 //!
@@ -153,9 +154,12 @@ const MOCK_CHILD: &str = "PANTO_FLEET_MOCK_AGENTS";
 
 /// Lets the file system finish what a floor's files left it (a journal's checkpoint where it
 /// keeps one, the writeback of their metadata), which the next run would otherwise pay for: at
-/// 1,000 agents with fsync it made the fleet's p50 two to four times longer.
-fn settle_files() {
-    let _ = std::process::Command::new("sync").status();
+/// 1,000 agents with fsync it made the fleet's p50 two to four times longer. A floor on
+/// PostgreSQL leaves the server's background writer a moment of work as well.
+fn settle(kind: StoreKind) {
+    if kind == StoreKind::Jsonl {
+        let _ = std::process::Command::new("sync").status();
+    }
     std::thread::sleep(Duration::from_secs(2));
 }
 
@@ -245,35 +249,49 @@ fn main() {
             // printed), so that alternating invocations of two builds do not pay for each
             // other's deletions.
             let dir = tempfile::tempdir().expect("a temporary directory");
-            // On the JSONL store the floor writes each turn as that store must, on the same
-            // file system, so that the disk's syncs are the floor's as much as the fleet's.
-            let files = (kind == StoreKind::Jsonl).then(|| bare::Files {
-                dir: dir.path().join("floor"),
-                sync: jsonl_durability() == Durability::Fsync,
-            });
-            let floor = if std::env::var("PANTO_FLEET_FLOOR").as_deref() == Ok("0") {
-                bare::Floor::default()
+            // The floor writes each turn as the fleet's store must: on the JSONL store on the
+            // same file system, so that the disk's syncs are the floor's as much as the
+            // fleet's; on PostgreSQL into a database of its own on the same server.
+            let floor_database = |name: &str| {
+                let server = postgres.as_ref().expect("the bench's PostgreSQL");
+                let name = format!("{name}_{}_{n_index}", std::process::id());
+                server.createdb(&name).expect("a database for the floor");
+                bare::Writes::Postgres {
+                    url: server.url(&name),
+                    pool_size: postgres_options().pool_size,
+                }
+            };
+            let writes = match kind {
+                StoreKind::Jsonl => bare::Writes::Files {
+                    dir: dir.path().join("floor"),
+                    sync: jsonl_durability() == Durability::Fsync,
+                },
+                StoreKind::Postgres => floor_database("floor"),
+            };
+            let (http_floor, floor) = if std::env::var("PANTO_FLEET_FLOOR").as_deref() == Ok("0") {
+                (bare::Floor::default(), bare::Floor::default())
             } else {
                 if !warmed {
                     // The process's first fleet pays for what every later one finds ready (the
                     // blocking pool's threads, the allocator's arenas, the pages of a thousand
                     // tasks): a floor measured cold had a p99 above the warm fleet's own. One
                     // unmeasured floor of the same size first.
-                    let warm_up = files.as_ref().map(|f| bare::Files {
-                        dir: f.dir.with_file_name("warm-up"),
-                        sync: f.sync,
-                    });
-                    let _ = runtime.block_on(bare::run(n, warm_up.as_ref()));
-                    if warm_up.is_some() {
-                        settle_files();
-                    }
+                    let warm_up = match &writes {
+                        bare::Writes::Files { dir, sync } => bare::Writes::Files {
+                            dir: dir.with_file_name("warm-up"),
+                            sync: *sync,
+                        },
+                        bare::Writes::Postgres { .. } => floor_database("warm_up"),
+                    };
+                    let _ = runtime.block_on(bare::run(n, Some(&warm_up)));
+                    settle(kind);
                     warmed = true;
                 }
-                let floor = runtime.block_on(bare::run(n, files.as_ref()));
-                if files.is_some() {
-                    settle_files();
-                }
-                floor
+                // The HTTP alone, then with the store's writes: what panto adds over each.
+                let http_floor = runtime.block_on(bare::run(n, None));
+                let floor = runtime.block_on(bare::run(n, Some(&writes)));
+                settle(kind);
+                (http_floor, floor)
             };
             let m = runtime.block_on(run(kind, n, url.as_deref(), dir.path()));
             if std::env::var("PANTO_FLEET_KEEP").as_deref() == Ok("1") {
@@ -337,6 +355,10 @@ fn main() {
                 ("bare_failed", floor.failed as f64),
                 ("panto_added_p50_ms", m.added_p50_ms - floor.added_p50_ms),
                 ("panto_added_p99_ms", m.added_p99_ms - floor.added_p99_ms),
+                ("http_floor_added_p50_ms", http_floor.added_p50_ms),
+                ("http_floor_added_p99_ms", http_floor.added_p99_ms),
+                ("panto_added_over_http_p50_ms", m.added_p50_ms - http_floor.added_p50_ms),
+                ("panto_added_over_http_p99_ms", m.added_p99_ms - http_floor.added_p99_ms),
             ] {
                 facts.add(&id, key, value);
             }
@@ -354,11 +376,11 @@ fn main() {
                     .join(", ")
             );
             println!(
-                "          the floor (a bare HTTP client{}, same mock, scripts and ramp): added p50 {:.2} / p99 {:.2} ms (to_mock {:.2}, after_mock {:.2}, writes {:.2} mean), CPU {:.2} ms a turn, {} failed; panto over it: p50 {:.2}, p99 {:.2} ms",
-                match &files {
-                    Some(files) if files.sync => " writing and syncing as the store",
-                    Some(_) => " writing as the store",
-                    None => "",
+                "          the floor (a bare HTTP client {}, same mock, scripts and ramp): added p50 {:.2} / p99 {:.2} ms (to_mock {:.2}, after_mock {:.2}, writes {:.2} mean), CPU {:.2} ms a turn, {} failed; panto over it: p50 {:.2}, p99 {:.2} ms",
+                match &writes {
+                    bare::Writes::Files { sync: true, .. } => "writing and syncing as the store",
+                    bare::Writes::Files { sync: false, .. } => "writing as the store",
+                    bare::Writes::Postgres { .. } => "committing each append to PostgreSQL",
                 },
                 floor.added_p50_ms,
                 floor.added_p99_ms,
@@ -369,6 +391,14 @@ fn main() {
                 floor.failed,
                 m.added_p50_ms - floor.added_p50_ms,
                 m.added_p99_ms - floor.added_p99_ms,
+            );
+            println!(
+                "          the HTTP floor (no writes): added p50 {:.2} / p99 {:.2} ms, {} failed; panto and its store over it: p50 {:.2}, p99 {:.2} ms",
+                http_floor.added_p50_ms,
+                http_floor.added_p99_ms,
+                http_floor.failed,
+                m.added_p50_ms - http_floor.added_p50_ms,
+                m.added_p99_ms - http_floor.added_p99_ms,
             );
             println!(
                 "          run-queue wait per turn: fleet {:.2} ms, mock {:.2} ms, PostgreSQL {:.2} ms; CPU per turn: mock {:.2} ms, PostgreSQL {:.2} ms; fleet threads peak {}",
@@ -675,6 +705,35 @@ fn thread_count() -> usize {
     std::fs::read_dir("/proc/self/task").map(|d| d.count()).unwrap_or(0)
 }
 
+/// Has the store serve a few sessions of its own before the clock starts, as a service's store
+/// has by the time a thousand agents are in flight: its pool's connections open, their
+/// statements prepared and the lock connection's. The floor's connections are opened before its
+/// clock too. A cold store (measured 2026-12-04) added 8 to 43 ms to the p99 of the first
+/// appends at 1,000 agents: the first hundred agents' first appends queued behind the opening
+/// of the connections (docs/performance.md).
+async fn warm_up(store: &Arc<dyn SessionStore>) {
+    let conversation = panto_core::Conversation::new();
+    let prompt = panto_core::Message::new(panto_core::Role::User, vec![panto_core::ContentBlock::text("warm-up")]);
+    let sessions: Vec<_> = (0..2 * postgres_options().pool_size)
+        .map(|_| {
+            let (store, conversation, prompt) = (store.clone(), conversation.clone(), prompt.clone());
+            tokio::spawn(async move {
+                let mut session = Session::create(store.clone());
+                for _ in 0..3 {
+                    session
+                        .append(&[panto_core::PersistentMessage::new(&prompt, &conversation)])
+                        .await
+                        .expect("the store's warm-up append");
+                }
+                store.release_writer(session.id());
+            })
+        })
+        .collect();
+    for session in sessions {
+        session.await.expect("a warm-up session's task");
+    }
+}
+
 async fn run(kind: StoreKind, n: usize, postgres_url: Option<&str>, dir: &Path) -> Measured {
     let mock = MockChild::start(n);
     let inner: Arc<dyn SessionStore> = match kind {
@@ -683,6 +742,9 @@ async fn run(kind: StoreKind, n: usize, postgres_url: Option<&str>, dir: &Path) 
             .await
             .expect("connecting to the bench database"),
     };
+    if kind == StoreKind::Postgres {
+        warm_up(&inner).await;
+    }
     let timed = TimedStore::new(inner);
     let store: Arc<dyn SessionStore> = timed.clone();
     let config = Config::new(

@@ -9,14 +9,24 @@
 //! nothing. What such a turn adds is the floor; panto's added latency is what a fleet of agents
 //! adds over it.
 //!
-//! When the fleet's store is the JSONL one, the floor also writes each turn as that store must
-//! to keep panto's durability promise (docs/stores.md, "When a turn writes"): a new file per
-//! turn, created with the first assistant message's line, and a line per message after it,
-//! each synced (`fdatasync`) when the fleet's store syncs, at the same points of the turn: the
-//! assistant messages' before the turn goes on, the tool results' while the next request
-//! travels. The lines are of the store's sizes and the writes run on Tokio's blocking pool, as
-//! the store's do. What the disk's syncs cost, under the same load of syncs, is then the
-//! floor's as much as the fleet's, and what remains over it is panto's.
+//! With [`Writes`], the floor also writes each turn as the fleet's store must to keep panto's
+//! durability promise (docs/stores.md, "When a turn writes"), at the same points of the turn:
+//! the assistant messages' before the turn goes on, the tool results' while the next request
+//! travels. What the disk's syncs or the database's commits cost, under the same load, is then
+//! the floor's as much as the fleet's, and what remains over it is panto's.
+//!
+//! - On the JSONL store: a new file per turn, created with the first assistant message's line,
+//!   and a line per message after it, each synced (`fdatasync`) when the fleet's store syncs.
+//!   The lines are of the store's sizes and the writes run on Tokio's blocking pool, as the
+//!   store's do.
+//! - On PostgreSQL: the least a store there must do, on the same server: each of the turn's
+//!   five appends is one statement committed on its own (so durably, as the server flushes every
+//!   commit), writing the session's row (created by the first, updated under the writer's
+//!   token by the others, so that a session another writer took gets nothing) and the append's
+//!   messages as `jsonb` of the store's sizes, over as many connections as the store's pool,
+//!   the statements prepared and pipelined. Not the floor's: the store's session lock (an
+//!   advisory lock taken before a session's first append), its schema's other columns and
+//!   indexes, and its writing the appends of many sessions in one statement.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -87,38 +97,71 @@ fn bodies(i: usize) -> [Vec<u8>; 3] {
     out
 }
 
-/// Where and how the floor writes its turns, as the JSONL store would (see the module's
-/// overview).
+/// How the floor writes its turns, as the fleet's store must (see the module's overview).
 #[derive(Debug, Clone)]
-pub struct Files {
-    /// The directory the turns' files go to (one file per turn).
-    pub dir: PathBuf,
-    /// Whether each write is synced, as the store's `Durability::Fsync`.
-    pub sync: bool,
+pub enum Writes {
+    /// As the JSONL store: a file per turn in `dir`, each write synced when `sync` is (the
+    /// store's `Durability::Fsync`).
+    Files { dir: PathBuf, sync: bool },
+    /// As the PostgreSQL store: into the database at `url`, which the floor has to itself, over
+    /// `pool_size` connections (the store's pool).
+    Postgres { url: String, pool_size: usize },
 }
 
 /// The bytes the JSONL store writes for a fleet turn, in the order of its appends: the header
 /// with the prompt and the first assistant message (a new session is written with its first
 /// answer), the first tool result, the second assistant message, the second result, the answer.
 /// Measured from the session files of a fleet run (`PANTO_FLEET_KEEP=1`, 2026-12-02).
-const LINES: [usize; 5] = [FIRST_APPEND, RESULT, ASSISTANT, RESULT, ANSWER];
-const FIRST_APPEND: usize = 153 + 588 + 860;
+const LINES: [usize; 5] = [HEADER + PROMPT + ASSISTANT_FIRST, RESULT, ASSISTANT, RESULT, ANSWER];
+const HEADER: usize = 153;
+const PROMPT: usize = 588;
+const ASSISTANT_FIRST: usize = 860;
 const RESULT: usize = 675;
 const ASSISTANT: usize = 853;
 const ANSWER: usize = 835;
+
+/// The messages of the same appends on PostgreSQL (the header is the session's row there), by
+/// the sizes of their lines.
+const APPENDS: [&[usize]; 5] = [
+    &[PROMPT, ASSISTANT_FIRST],
+    &[RESULT],
+    &[ASSISTANT],
+    &[RESULT],
+    &[ANSWER],
+];
+
+/// Where a turn's writes go.
+enum TurnWrites {
+    File(TurnFile),
+    Rows(TurnRows),
+}
+
+impl TurnWrites {
+    /// Writes the turn's next append and returns once it is durable (as the store's setting
+    /// makes it).
+    async fn write(&mut self) -> io::Result<()> {
+        match self {
+            TurnWrites::File(file) => file.write().await,
+            TurnWrites::Rows(rows) => rows.write().await,
+        }
+    }
+}
 
 /// One turn's file: created by the first write, locked as the store locks a session it writes.
 struct TurnFile {
     path: PathBuf,
     file: Option<Arc<File>>,
     sync: bool,
+    written: usize,
 }
 
 impl TurnFile {
-    /// Writes the turn's next line of `len` bytes (synced per `sync`) and returns once it is
-    /// written: on the blocking pool as the store does, except an unsynced line to a file
-    /// already open, which the store writes on the calling thread.
-    async fn write(&mut self, len: usize) -> io::Result<()> {
+    /// Writes the turn's next line (synced per `sync`) and returns once it is written: on the
+    /// blocking pool as the store does, except an unsynced line to a file already open, which
+    /// the store writes on the calling thread.
+    async fn write(&mut self) -> io::Result<()> {
+        let len = LINES[self.written.min(LINES.len() - 1)];
+        self.written += 1;
         let line = move || {
             let mut line = vec![b'x'; len];
             line[len - 1] = b'\n';
@@ -154,9 +197,127 @@ impl TurnFile {
     }
 }
 
-/// Runs `n` bare turns and measures them; with `files`, each turn also writes as the JSONL store
-/// would.
-pub async fn run(n: usize, files: Option<&Files>) -> Floor {
+/// The floor's tables: a session's row and its messages, keyed as the store's.
+const SCHEMA: &str = "create table floor_sessions ( \
+     id text collate \"C\" primary key, writer text not null, modified timestamptz not null, \
+     message_count bigint not null); \
+     create table floor_entries ( \
+     session_id text collate \"C\" not null references floor_sessions (id) on delete cascade, \
+     seq bigint not null, message jsonb not null, primary key (session_id, seq))";
+
+/// A session's first append: its row created, its messages inserted. `$1` the session, `$2` the
+/// writer's token, `$3` the message count after the append, `$4`/`$5` the messages' positions
+/// and JSON.
+const FIRST_APPEND: &str = "with s as ( \
+     insert into floor_sessions (id, writer, modified, message_count) values ($1, $2, now(), $3) \
+     on conflict (id) do nothing returning id) \
+     insert into floor_entries (session_id, seq, message) \
+     select s.id, r.seq, r.message::jsonb from s, unnest($4::bigint[], $5::text[]) as r(seq, message)";
+
+/// Every later append: the row updated only while this writer holds the session.
+const NEXT_APPEND: &str = "with s as ( \
+     update floor_sessions set modified = now(), message_count = $3 where id = $1 and writer = $2 \
+     returning id) \
+     insert into floor_entries (session_id, seq, message) \
+     select s.id, r.seq, r.message::jsonb from s, unnest($4::bigint[], $5::text[]) as r(seq, message)";
+
+/// The floor's connections to PostgreSQL, as many as the store's pool, each with the two
+/// statements prepared on it.
+struct Database {
+    connections: Vec<(tokio_postgres::Client, [tokio_postgres::Statement; 2])>,
+    next: std::sync::atomic::AtomicUsize,
+    token: String,
+}
+
+impl Database {
+    /// Connects `pool_size` times to `url`, with the store's planner settings, and makes the
+    /// floor's tables.
+    async fn open(url: &str, pool_size: usize) -> Database {
+        let token = format!("floor-{}", std::process::id());
+        let mut connections = Vec::with_capacity(pool_size);
+        for k in 0..pool_size.max(1) {
+            let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+                .await
+                .unwrap_or_else(|e| panic!("the floor's connection to {url}: {e}"));
+            tokio::spawn(connection);
+            client
+                .batch_execute(
+                    "set plan_cache_mode = force_generic_plan; set enable_seqscan = off; \
+                     set application_name = 'panto fleet floor'",
+                )
+                .await
+                .expect("the floor's connection settings");
+            if k == 0 {
+                client.batch_execute(SCHEMA).await.expect("the floor's tables");
+            }
+            let first = client.prepare(FIRST_APPEND).await.expect("the floor's first append");
+            let next = client.prepare(NEXT_APPEND).await.expect("the floor's next append");
+            // Each statement run once before the clock starts, as the fleet's store runs its
+            // own (`warm_up` in fleet.rs): the connection's generic plans made.
+            let session = format!("warm-up-{k}");
+            for (statement, seq) in [(&first, 0_i64), (&next, 1)] {
+                client
+                    .execute(statement, &[&session, &token, &(seq + 1), &vec![seq], &vec!["{}"]])
+                    .await
+                    .expect("the floor's warm-up append");
+            }
+            connections.push((client, [first, next]));
+        }
+        Database {
+            connections,
+            next: Default::default(),
+            token,
+        }
+    }
+}
+
+/// One turn's session in the floor's database.
+struct TurnRows {
+    database: Arc<Database>,
+    session: String,
+    written: usize,
+    messages: i64,
+}
+
+impl TurnRows {
+    /// Writes the turn's next append in one statement, committed on its own, on the next
+    /// connection in turn.
+    async fn write(&mut self) -> io::Result<()> {
+        let sizes = APPENDS[self.written.min(APPENDS.len() - 1)];
+        let first = self.written == 0;
+        self.written += 1;
+        let seqs: Vec<i64> = (self.messages..).take(sizes.len()).collect();
+        self.messages += sizes.len() as i64;
+        // A JSON object of the line's size: `{"text":"xx…"}`.
+        let bodies: Vec<String> = sizes
+            .iter()
+            .map(|&len| format!("{{\"text\":\"{}\"}}", "x".repeat(len.saturating_sub(11))))
+            .collect();
+        let database = &self.database;
+        let k = database.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % database.connections.len();
+        let (client, statements) = &database.connections[k];
+        let statement = &statements[usize::from(!first)];
+        let written = client
+            .execute(
+                statement,
+                &[&self.session, &database.token, &self.messages, &seqs, &bodies],
+            )
+            .await
+            .map_err(io::Error::other)?;
+        if written != sizes.len() as u64 {
+            return Err(io::Error::other(format!(
+                "the floor's session {} was not written ({written} of {} messages)",
+                self.session,
+                sizes.len()
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Runs `n` bare turns and measures them; with `writes`, each turn also writes as the fleet's
+/// store would.
+pub async fn run(n: usize, writes: Option<&Writes>) -> Floor {
     let mock = MockChild::start(n);
     let mut builder = panto_core::http_client_builder().http2_initial_connection_window_size(CONNECTION_WINDOW);
     if http2() {
@@ -164,9 +325,19 @@ pub async fn run(n: usize, files: Option<&Files>) -> Floor {
     }
     let client = builder.build().expect("an HTTP client");
     let url = format!("{}/v1/messages", mock.base_url);
-    if let Some(files) = files {
-        std::fs::create_dir_all(&files.dir).expect("the floor's directory");
-    }
+    let database = match writes {
+        Some(Writes::Files { dir, .. }) => {
+            std::fs::create_dir_all(dir).expect("the floor's directory");
+            None
+        }
+        Some(Writes::Postgres { url, pool_size }) => Some(Arc::new(Database::open(url, *pool_size).await)),
+        None => None,
+    };
+    // The sessions' ids: time-ordered as the store's (UUID v7), this run's apart from others'.
+    let run_id = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos();
     // Made before the clock starts: the floor is the HTTP and the mock, not building JSON.
     let mut all_bodies: Vec<[Vec<u8>; 3]> = (0..n).map(bodies).collect();
     let sampler = Sampler::start(mock.child.id().to_string(), false);
@@ -178,10 +349,19 @@ pub async fn run(n: usize, files: Option<&Files>) -> Floor {
             let (client, url) = (client.clone(), url.clone());
             let bodies = std::mem::take(&mut all_bodies[i]);
             let start_at = started + ramp.mul_f64(i as f64 / n as f64);
-            let mut file = files.map(|files| TurnFile {
-                path: files.dir.join(format!("turn-{i}.jsonl")),
-                file: None,
-                sync: files.sync,
+            let mut file = writes.map(|writes| match writes {
+                Writes::Files { dir, sync } => TurnWrites::File(TurnFile {
+                    path: dir.join(format!("turn-{i}.jsonl")),
+                    file: None,
+                    sync: *sync,
+                    written: 0,
+                }),
+                Writes::Postgres { .. } => TurnWrites::Rows(TurnRows {
+                    database: database.clone().expect("the floor's database"),
+                    session: format!("{run_id:032x}-{i:08}"),
+                    written: 0,
+                    messages: 0,
+                }),
             });
             tokio::spawn(async move {
                 tokio::time::sleep_until(start_at.into()).await;
@@ -189,7 +369,6 @@ pub async fn run(n: usize, files: Option<&Files>) -> Floor {
                 let mut requests = Vec::with_capacity(3);
                 let mut writes = 0.0;
                 let mut ok = true;
-                let mut lines = LINES.iter().copied();
                 for (k, body) in bodies.into_iter().enumerate() {
                     let ready = now();
                     let send = client
@@ -205,13 +384,12 @@ pub async fn run(n: usize, files: Option<&Files>) -> Floor {
                     // travels, and stored before its response is read.
                     let (sent, written) = match file.as_mut().filter(|_| k > 0) {
                         Some(file) => {
-                            let len = lines.next().unwrap_or(RESULT);
                             let send = async {
                                 let sent = send.await;
                                 (sent, now())
                             };
                             let ((sent, sent_at), written) = tokio::join!(send, async {
-                                let written = file.write(len).await;
+                                let written = file.write().await;
                                 (written, now())
                             });
                             writes += (written.1 - sent_at).max(0.0) * 1e3;
@@ -244,8 +422,7 @@ pub async fn run(n: usize, files: Option<&Files>) -> Floor {
                     // The assistant message is stored before the turn goes on.
                     if let Some(file) = file.as_mut() {
                         let before = now();
-                        let len = lines.next().unwrap_or(ASSISTANT);
-                        if let Err(e) = file.write(len).await {
+                        if let Err(e) = file.write().await {
                             if i == 0 {
                                 println!("fleet: the bare client's turn 0 failed to write: {e}");
                             }
