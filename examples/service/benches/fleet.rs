@@ -261,16 +261,16 @@ fn main() {
                     pool_size: postgres_options().pool_size,
                 }
             };
-            let writes = match kind {
-                StoreKind::Jsonl => bare::Writes::Files {
-                    dir: dir.path().join("floor"),
-                    sync: jsonl_durability() == Durability::Fsync,
-                },
-                StoreKind::Postgres => floor_database("floor"),
-            };
-            let (http_floor, floor) = if std::env::var("PANTO_FLEET_FLOOR").as_deref() == Ok("0") {
-                (bare::Floor::default(), bare::Floor::default())
+            let (http_floor, floor, writes) = if std::env::var("PANTO_FLEET_FLOOR").as_deref() == Ok("0") {
+                (bare::Floor::default(), bare::Floor::default(), None)
             } else {
+                let writes = match kind {
+                    StoreKind::Jsonl => bare::Writes::Files {
+                        dir: dir.path().join("floor"),
+                        sync: jsonl_durability() == Durability::Fsync,
+                    },
+                    StoreKind::Postgres => floor_database("floor"),
+                };
                 if !warmed {
                     // The process's first fleet pays for what every later one finds ready (the
                     // blocking pool's threads, the allocator's arenas, the pages of a thousand
@@ -291,7 +291,7 @@ fn main() {
                 let http_floor = runtime.block_on(bare::run(n, None));
                 let floor = runtime.block_on(bare::run(n, Some(&writes)));
                 settle(kind);
-                (http_floor, floor)
+                (http_floor, floor, Some(writes))
             };
             let m = runtime.block_on(run(kind, n, url.as_deref(), dir.path()));
             if std::env::var("PANTO_FLEET_KEEP").as_deref() == Ok("1") {
@@ -378,9 +378,10 @@ fn main() {
             println!(
                 "          the floor (a bare HTTP client {}, same mock, scripts and ramp): added p50 {:.2} / p99 {:.2} ms (to_mock {:.2}, after_mock {:.2}, writes {:.2} mean), CPU {:.2} ms a turn, {} failed; panto over it: p50 {:.2}, p99 {:.2} ms",
                 match &writes {
-                    bare::Writes::Files { sync: true, .. } => "writing and syncing as the store",
-                    bare::Writes::Files { sync: false, .. } => "writing as the store",
-                    bare::Writes::Postgres { .. } => "committing each append to PostgreSQL",
+                    Some(bare::Writes::Files { sync: true, .. }) => "writing and syncing as the store",
+                    Some(bare::Writes::Files { sync: false, .. }) => "writing as the store",
+                    Some(bare::Writes::Postgres { .. }) => "committing each append to PostgreSQL",
+                    None => "(not run)",
                 },
                 floor.added_p50_ms,
                 floor.added_p99_ms,

@@ -227,6 +227,9 @@ struct Database {
     connections: Vec<(tokio_postgres::Client, [tokio_postgres::Statement; 2])>,
     next: std::sync::atomic::AtomicUsize,
     token: String,
+    /// Each append's messages, the same for every turn and so made once, before the clock (as
+    /// the HTTP bodies are): JSON objects of the lines' sizes, `{"text":"xx…"}`.
+    appends: [Vec<String>; 5],
 }
 
 impl Database {
@@ -267,6 +270,12 @@ impl Database {
             connections,
             next: Default::default(),
             token,
+            appends: APPENDS.map(|sizes| {
+                sizes
+                    .iter()
+                    .map(|&len| format!("{{\"text\":\"{}\"}}", "x".repeat(len.saturating_sub(11))))
+                    .collect()
+            }),
         }
     }
 }
@@ -283,32 +292,27 @@ impl TurnRows {
     /// Writes the turn's next append in one statement, committed on its own, on the next
     /// connection in turn.
     async fn write(&mut self) -> io::Result<()> {
-        let sizes = APPENDS[self.written.min(APPENDS.len() - 1)];
+        let database = &self.database;
+        let bodies = &database.appends[self.written.min(APPENDS.len() - 1)];
         let first = self.written == 0;
         self.written += 1;
-        let seqs: Vec<i64> = (self.messages..).take(sizes.len()).collect();
-        self.messages += sizes.len() as i64;
-        // A JSON object of the line's size: `{"text":"xx…"}`.
-        let bodies: Vec<String> = sizes
-            .iter()
-            .map(|&len| format!("{{\"text\":\"{}\"}}", "x".repeat(len.saturating_sub(11))))
-            .collect();
-        let database = &self.database;
+        let seqs: Vec<i64> = (self.messages..).take(bodies.len()).collect();
+        self.messages += bodies.len() as i64;
         let k = database.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % database.connections.len();
         let (client, statements) = &database.connections[k];
         let statement = &statements[usize::from(!first)];
         let written = client
             .execute(
                 statement,
-                &[&self.session, &database.token, &self.messages, &seqs, &bodies],
+                &[&self.session, &database.token, &self.messages, &seqs, bodies],
             )
             .await
             .map_err(io::Error::other)?;
-        if written != sizes.len() as u64 {
+        if written != bodies.len() as u64 {
             return Err(io::Error::other(format!(
                 "the floor's session {} was not written ({written} of {} messages)",
                 self.session,
-                sizes.len()
+                bodies.len()
             )));
         }
         Ok(())
