@@ -68,16 +68,64 @@ pub(crate) fn pump(
 }
 
 /// Opens (creating it and its directory) the log file a server's standard error is appended to.
+/// Opens `path` for appending as panto's own log is opened: a missing directory is created
+/// `0700`, the file `0600` (tightened if it was wider), never through a symbolic link planted in
+/// its place, and only a regular file. A server's stderr can hold whatever it prints (tokens in
+/// a traceback), so other users must not read it.
 pub(crate) async fn open_log(path: &Path) -> std::io::Result<tokio::fs::File> {
-    if let Some(dir) = path.parent() {
-        tokio::fs::create_dir_all(dir).await?;
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
     }
-    tokio::fs::OpenOptions::new().create(true).append(true).open(path).await
+    let file = tokio::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(path)
+        .await?;
+    let meta = file.metadata().await?;
+    if !meta.is_file() {
+        return Err(std::io::Error::other("not a regular file"));
+    }
+    if meta.permissions().mode() & 0o077 != 0 {
+        file.set_permissions(std::fs::Permissions::from_mode(0o600)).await?;
+    }
+    Ok(file)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn the_log_is_private_and_never_opened_through_a_link() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        let log = dir.path().join("mcp/server.log");
+        open_log(&log).await.unwrap();
+        assert_eq!(mode(&log), 0o600);
+        assert_eq!(mode(log.parent().unwrap()), 0o700);
+
+        // A log left world-readable is tightened.
+        std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o644)).unwrap();
+        open_log(&log).await.unwrap();
+        assert_eq!(mode(&log), 0o600);
+
+        // A link planted in the log's place is not followed.
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        let planted = dir.path().join("mcp/planted.log");
+        std::os::unix::fs::symlink(&victim, &planted).unwrap();
+        assert!(open_log(&planted).await.is_err());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+
+        // Nor is a FIFO opened (it would block the server's start).
+        let fifo = dir.path().join("mcp/fifo.log");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert!(open_log(&fifo).await.is_err());
+    }
 
     #[test]
     fn the_tail_keeps_whole_last_lines() {

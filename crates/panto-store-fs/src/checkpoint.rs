@@ -7,7 +7,7 @@ use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use nix::fcntl::OFlag;
-use panto_core::store::{checkpoint_address, validate_checkpoint_address};
+use panto_core::store::{checkpoint_address, validate_checkpoint_address, MAX_CHECKPOINT_BYTES};
 use panto_core::{Error, Result};
 
 use crate::open::open_for_reading;
@@ -55,16 +55,30 @@ pub(crate) fn put(dir: &Path, id: &str, content: &[u8]) -> Result<String> {
 }
 
 /// The content kept under `address` for session `id`, checked against the address; `None` when
-/// there is none.
+/// there is none. A blob larger than [`MAX_CHECKPOINT_BYTES`] is refused before it is read: no
+/// checkpoint is that large, so it was planted or damaged.
 pub(crate) fn get(dir: &Path, id: &str, address: &str) -> Result<Option<Vec<u8>>> {
     validate_checkpoint_address(address)?;
     let path = blob_dir(dir, id).join(address);
-    let Some((mut file, _)) = open_for_reading(&path)? else {
+    let Some((file, meta)) = open_for_reading(&path)? else {
         return Ok(None);
     };
-    let mut content = Vec::new();
-    file.read_to_end(&mut content)
+    let oversized = || Error::CorruptSession {
+        location: path.display().to_string(),
+        message: format!("the checkpoint is larger than any checkpoint panto keeps ({MAX_CHECKPOINT_BYTES} bytes)"),
+    };
+    let size = meta.len();
+    if size > MAX_CHECKPOINT_BYTES {
+        return Err(oversized());
+    }
+    let mut content = Vec::with_capacity(usize::try_from(size).unwrap_or(0));
+    // Bounded again while reading: the file may grow after its size was taken.
+    file.take(MAX_CHECKPOINT_BYTES + 1)
+        .read_to_end(&mut content)
         .map_err(|e| io_error("reading", &path, e))?;
+    if content.len() as u64 > MAX_CHECKPOINT_BYTES {
+        return Err(oversized());
+    }
     if checkpoint_address(&content) != address {
         return Err(Error::CorruptSession {
             location: path.display().to_string(),

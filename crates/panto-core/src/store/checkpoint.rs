@@ -5,6 +5,11 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 
+/// The largest content a checkpoint keeps (50 MiB): the file tools write a larger file without a
+/// checkpoint, and a store refuses to read a kept blob larger than this (a planted sparse file of
+/// gigabytes is refused before it is read, not read and then found to mismatch its address).
+pub const MAX_CHECKPOINT_BYTES: u64 = 50 * 1024 * 1024;
+
 /// The content address of a checkpoint: the SHA-256 of the bytes, 64 lowercase hex digits. Every
 /// store names checkpoints by it, so the same bytes have the same address everywhere and an
 /// address is safe in a file name.

@@ -361,3 +361,27 @@ fn a_two_gigabyte_damaged_line_costs_bounded_memory() {
         peak >> 20
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_planted_checkpoint_blob_of_gigabytes_is_refused_before_it_is_read() {
+    use panto_core::store::{checkpoint_address, MAX_CHECKPOINT_BYTES};
+    use panto_core::SessionStore;
+    let dir = tempfile::tempdir().unwrap();
+    let id = good_session(dir.path()).await;
+    let store = fast_store(dir.path());
+    let address = store.put_checkpoint(&id, b"small and real").await.unwrap();
+    assert_eq!(
+        store.get_checkpoint(&id, &address).await.unwrap().as_deref(),
+        Some(&b"small and real"[..])
+    );
+    // A sparse file of 4 GiB named like a blob: reading it whole would take 4 GiB of memory.
+    let planted_address = checkpoint_address(b"planted");
+    let planted = dir.path().join(format!("{id}.blobs")).join(&planted_address);
+    let file = std::fs::File::create(&planted).unwrap();
+    file.set_len(4 << 30).unwrap();
+    let error = store.get_checkpoint(&id, &planted_address).await.unwrap_err();
+    let shown = naming(error, &planted);
+    assert!(shown.contains(&MAX_CHECKPOINT_BYTES.to_string()), "{shown}");
+    // The real blob is still served.
+    assert!(store.get_checkpoint(&id, &address).await.unwrap().is_some());
+}
