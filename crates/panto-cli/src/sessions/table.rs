@@ -47,7 +47,8 @@ pub fn table(infos: &[SessionInfo]) -> Vec<String> {
         .zip(ids)
         .map(|(info, id)| {
             let origin = match &info.forked_from {
-                Some(f) => format!("  (fork of {})", &f.session[..f.session.len().min(8)]),
+                // The id comes from a file: cut by characters, never by bytes.
+                Some(f) => format!("  (fork of {})", f.session.chars().take(8).collect::<String>()),
                 None => String::new(),
             };
             format!(

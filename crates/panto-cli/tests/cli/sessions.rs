@@ -60,6 +60,25 @@ async fn sessions_list_newest_first_and_export() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_fork_origin_with_multibyte_characters_is_listed_not_a_panic() {
+    let server = MockServer::start().await;
+    server.push(Reply::sse(script::anthropic_text("answer")));
+    let mut home = Home::new();
+    home.anthropic(&server);
+    home.run(&["-p", "question"], None).await.ok();
+    let file = home.session_files().pop().unwrap();
+    let text = std::fs::read_to_string(&file).unwrap();
+    let (header, rest) = text.split_once('\n').unwrap();
+    let mut header: serde_json::Value = serde_json::from_str(header).unwrap();
+    // Eight bytes end inside the third character.
+    header["forked_from"] = serde_json::json!({"session": "ééééééé-fork", "entry": "e1"});
+    std::fs::write(&file, format!("{header}\n{rest}")).unwrap();
+
+    let out = home.run(&["sessions"], None).await;
+    assert!(out.ok().contains("(fork of ééééééé-)"), "{}", out.ok());
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn sessions_on_an_empty_store_and_a_custom_dir() {
     let mut home = Home::new();
     let out = home.run(&["sessions", "--json"], None).await;
