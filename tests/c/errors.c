@@ -101,6 +101,11 @@ static void tool_errors(void) {
                 PANTO_ERR_INVALID_ARGUMENT, "schema_json of tool \"t\" is not JSON");
     CHECK_ERROR(panto_tool_new("t", "d", "[1]", NULL, noop_call, NULL, &tool, &err), err,
                 PANTO_ERR_INVALID_ARGUMENT, "must be a JSON object");
+    /* Tool input is always an object: a schema of another type would fail every request. */
+    CHECK_ERROR(panto_tool_new("t", "d", "{\"type\":\"string\"}", NULL, noop_call, NULL, &tool, &err), err,
+                PANTO_ERR_INVALID_ARGUMENT, "field `type` must be \"object\"");
+    CHECK_ERROR(panto_tool_new("t", "d", "{\"properties\":{}}", NULL, noop_call, NULL, &tool, &err), err,
+                PANTO_ERR_INVALID_ARGUMENT, "field `type` is missing");
     CHECK_ERROR(panto_tool_new("t", "d", schema, NULL, NULL, NULL, &tool, &err), err, PANTO_ERR_NULL,
                 "argument `call` is NULL");
     CHECK_ERROR(panto_tool_new("t", NULL, schema, NULL, noop_call, NULL, &tool, &err), err, PANTO_ERR_NULL,

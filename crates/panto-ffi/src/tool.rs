@@ -174,7 +174,7 @@ impl Tool for AgentTool {
 ///
 /// Errors: `PANTO_ERR_NULL` (a NULL string, `call` or `out`), `PANTO_ERR_UTF8`,
 /// `PANTO_ERR_INVALID_ARGUMENT` (a name outside `[A-Za-z0-9_-]{1,64}`, a schema that is not a
-/// JSON object). A name already taken on an agent is `PANTO_ERR_TOOL` from `panto_agent_add_tool`.
+/// JSON object with `"type": "object"`, naming the field). A name already taken on an agent is `PANTO_ERR_TOOL` from `panto_agent_add_tool`.
 ///
 /// Ownership: the strings are copied during the call. `*out` receives an owned tool (NULL on
 /// failure), freed with `panto_tool_free`. On failure `drop` is not called: `context` stays the
@@ -213,11 +213,7 @@ pub unsafe extern "C" fn panto_tool_new(
         }
         let input_schema: Value = serde_json::from_str(&schema)
             .map_err(|e| Failure::invalid(format!("schema_json of tool {name:?} is not JSON: {e}")))?;
-        if !input_schema.is_object() {
-            return Err(Failure::invalid(format!(
-                "schema_json of tool {name:?} must be a JSON object (a JSON schema), got {input_schema}"
-            )));
-        }
+        check_input_schema(&name, &input_schema)?;
         let tool = CTool {
             decl: ToolDecl {
                 name,
@@ -230,6 +226,43 @@ pub unsafe extern "C" fn panto_tool_new(
         };
         Ok(panto_tool { tool: Arc::new(tool) })
     })
+}
+
+/// A tool's input is a JSON object, so its schema must be a JSON object whose `type` is
+/// `"object"`: a provider refuses any other (`{"type":"string"}` would fail every request of the
+/// agent holding the tool, far from the call that made it). The error names the field.
+fn check_input_schema(name: &str, schema: &Value) -> Result<(), Failure> {
+    let Some(members) = schema.as_object() else {
+        return Err(Failure::invalid(format!(
+            "schema_json of tool {name:?} must be a JSON object (a JSON schema), got {}",
+            json_kind(schema)
+        )));
+    };
+    match members.get("type") {
+        Some(Value::String(t)) if t == "object" => Ok(()),
+        Some(other) => Err(Failure::invalid(format!(
+            "schema_json of tool {name:?}: field `type` must be \"object\" (a tool's input is a JSON object), got {}",
+            json_kind(other)
+        ))),
+        None => Err(Failure::invalid(format!(
+            "schema_json of tool {name:?}: field `type` is missing; it must be \"object\" (a tool's input is a JSON object)"
+        ))),
+    }
+}
+
+/// A JSON value as an error shows it: short values whole, longer ones by their kind.
+fn json_kind(value: &Value) -> String {
+    let text = value.to_string();
+    if text.chars().count() <= 40 {
+        text
+    } else {
+        match value {
+            Value::Object(_) => "an object".to_owned(),
+            Value::Array(_) => "an array".to_owned(),
+            Value::String(_) => "a long string".to_owned(),
+            _ => text.chars().take(40).collect(),
+        }
+    }
 }
 
 /// Writes the outcome of a tool call: `text` is what the model sees; `is_error` is 0 for
