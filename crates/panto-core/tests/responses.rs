@@ -159,6 +159,79 @@ async fn a_conversation_moves_between_styles_without_the_other_apis_reasoning() 
     }
 }
 
+#[tokio::test]
+async fn litellm_interleaved_function_calls_both_run_and_both_results_go_back() {
+    // LiteLLM's bridge streams function call 2 before call 1 is done; delivered a byte at a time.
+    let server = MockServer::start().await;
+    server.push(Reply::fixture("litellm/responses-tool-calls-interleaved-customllm.sse").chunking(Chunking::EveryByte));
+    server.push(Reply::sse(ResponsesScript::new().text("Sunny, and 14:00.").build()));
+    let mut agent = agent(STYLE, &server);
+    agent.register_tool(Arc::new(Answer("get_weather"))).unwrap();
+    agent.register_tool(Arc::new(Answer("get_time"))).unwrap();
+    let events = collect(&mut agent, "weather and time in Paris?").await.unwrap();
+
+    let started: Vec<(&str, &str, String)> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolDispatchStart { id, name, input } => Some((id.as_str(), name.as_str(), input.to_string())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        started,
+        [
+            ("call_a1", "get_weather", r#"{"city":"Paris"}"#.to_owned()),
+            ("call_b2", "get_time", r#"{"tz":"Europe/Paris"}"#.to_owned()),
+        ]
+    );
+    let first = &agent.conversation().messages[1];
+    assert_eq!(first.text(), "Checking.");
+    assert_eq!(first.stop_reason.as_ref(), Some(&StopReason::ToolUse));
+
+    let second = body(&server.requests(), 1);
+    let outputs: Vec<(String, String)> = second["input"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["type"] == "function_call_output")
+        .map(|i| (i["call_id"].as_str().unwrap().to_owned(), i["output"].to_string()))
+        .collect();
+    assert_eq!(
+        outputs,
+        [
+            (
+                "call_a1".to_owned(),
+                r#""get_weather ran with {\"city\":\"Paris\"}""#.to_owned()
+            ),
+            (
+                "call_b2".to_owned(),
+                r#""get_time ran with {\"tz\":\"Europe/Paris\"}""#.to_owned()
+            ),
+        ]
+    );
+    assert_eq!(streamed_text(&events), "Checking.Sunny, and 14:00.");
+}
+
+/// A tool of the given name whose result repeats its arguments.
+struct Answer(&'static str);
+
+#[panto_core::async_trait]
+impl panto_core::Tool for Answer {
+    fn declaration(&self) -> panto_core::ToolDecl {
+        panto_core::ToolDecl {
+            name: self.0.into(),
+            description: "Answers".into(),
+            input_schema: serde_json::json!({"type": "object"}),
+        }
+    }
+    async fn call(&self, call: panto_core::ToolCall) -> Result<panto_core::ToolCallResult, panto_core::ToolError> {
+        Ok(panto_core::ToolCallResult::text(format!(
+            "{} ran with {}",
+            self.0, call.input
+        )))
+    }
+}
+
 /// `get_weather`: a fixed answer naming its location.
 struct GetWeather;
 

@@ -10,6 +10,7 @@ pub(crate) mod cache;
 pub(crate) mod http;
 pub(crate) mod models;
 pub(crate) mod openai;
+pub(crate) mod order;
 pub(crate) mod responses;
 pub(crate) mod sse;
 pub(crate) mod validate;
@@ -50,7 +51,9 @@ pub(crate) struct ProviderRequest<'a> {
 /// One decoded step of a provider response.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum ProviderEvent {
-    /// A block starts at `index` (indices count blocks of this message from 0, in order).
+    /// A block starts at `index` (indices count blocks of this message from 0, in order). Blocks
+    /// come one at a time: a block starts after the one before it completed, however the server
+    /// interleaved its sources (see [`order`]).
     BlockStart {
         index: usize,
         kind: BlockKind,

@@ -277,6 +277,18 @@ impl AnthropicDecoder {
         if self.find(start.index).is_some() || self.skipped.contains(&start.index) {
             return Err(protocol(offset, format!("content block {} started twice", start.index)));
         }
+        // The Messages API streams one block at a time, and panto's events promise consumers
+        // the same: a block starting while another is open is a stream that broke the protocol.
+        // (The last block left open is closed by message_stop.)
+        if let Some(open) = self.blocks.iter().find(|s| matches!(s.state, SlotState::Open(_))) {
+            return Err(protocol(
+                offset,
+                format!(
+                    "content block {} started while block {} was open",
+                    start.index, open.wire_index
+                ),
+            ));
+        }
         let b = start.content_block;
         let index = self.blocks.len();
         let (kind, partial, tool) = match b.kind.as_str() {

@@ -671,7 +671,7 @@ fn bad_streams_are_protocol_errors_at_the_offending_event() {
     assert!(message.contains("content_block_start"), "{message}");
 
     let body = [
-        opened,
+        opened.clone(),
         stream(&[(
             "content_block_delta",
             r#"{"index":0,"delta":{"type":"text_delta","text":"x"}}"#,
@@ -680,6 +680,18 @@ fn bad_streams_are_protocol_errors_at_the_offending_event() {
     .concat();
     let (_, message) = protocol_error(&body);
     assert!(message.contains("text_delta for a tool_use block"), "{message}");
+
+    // One block at a time: unlike the OpenAI APIs', Anthropic's protocol promises it.
+    let second = stream(&[(
+        "content_block_start",
+        r#"{"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}"#,
+    )]);
+    let (offset, message) = protocol_error(&[&opened[..], &second[..]].concat());
+    assert!(
+        message.contains("content block 1 started while block 0 was open"),
+        "{message}"
+    );
+    assert_eq!(offset, opened.len() as u64);
 }
 
 #[test]

@@ -1,9 +1,13 @@
 //! Decoding a Chat Completions stream into [`ProviderEvent`]s.
 //!
 //! Chat Completions streams have no blocks: each chunk's delta may carry text, reasoning and
-//! tool-call fragments. Blocks are synthesised in order of appearance, and the open block is
-//! closed when content of another kind (or another tool call) begins. Compatible servers differ
-//! in the details, and each difference handled here is named where it is handled.
+//! tool-call fragments. Blocks are synthesised in order of appearance. Text and reasoning have no
+//! identity on the wire: a text or reasoning block ends when content of another kind (or a tool
+//! call) begins. Tool calls are keyed by their `index`, and nothing in the protocol keeps one
+//! open at a time: a server may send a fragment of call 1 and then more of call 0. So a tool call
+//! is complete only when the message is, and [`BlockOrder`] hands the blocks out one at a time:
+//! the first call streams live, a later one's fragments wait until the message ends. Compatible
+//! servers differ in the details, and each difference handled here is named where it is handled.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -16,6 +20,7 @@ use crate::conversation::{ContentBlock, StopReason, Usage};
 use crate::error::{Error, Result};
 use crate::event::{BlockKind, ContentDelta, ToolDetails};
 use crate::provider::http::classify_stream_error;
+use crate::provider::order::BlockOrder;
 use crate::provider::sse::json::{or_empty, parse, Str};
 use crate::provider::validate::{kept_name, ToolCallCheck, OPENAI_ID_PREFIX};
 use crate::provider::{Decoder, ProviderEvent};
@@ -23,12 +28,14 @@ use crate::provider::{Decoder, ProviderEvent};
 /// Decodes one Chat Completions response.
 #[derive(Debug, Default)]
 pub(crate) struct OpenAiDecoder {
-    /// Completed blocks; the open block, if any, has index `blocks.len()`.
-    blocks: Vec<ContentBlock>,
-    /// The block receiving content.
-    open: Option<Open>,
-    /// Wire indices of tool calls already closed.
-    closed_tools: Vec<u64>,
+    /// The blocks, one at a time.
+    order: BlockOrder<Source>,
+    /// The text or reasoning block being assembled, while nothing else has begun after it.
+    text: Option<TextBlock>,
+    /// How many text and reasoning blocks were begun.
+    texts: u64,
+    /// The tool calls, in the order they began; each is open until the message ends.
+    tools: Vec<ToolCall>,
     /// The first finish reason seen for choice 0.
     finish_reason: Option<StopReason>,
     /// The last usage report seen.
@@ -39,23 +46,34 @@ pub(crate) struct OpenAiDecoder {
     calls: ToolCallCheck,
 }
 
-/// The block being assembled.
+/// What a block comes from: the `n`th text or reasoning run, or the tool call of a wire index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Source {
+    Text(u64),
+    Tool(u64),
+}
+
+/// A text or reasoning block being assembled.
 #[derive(Debug)]
-enum Open {
-    Text(String),
-    Thinking(String),
-    Tool {
-        wire_index: u64,
-        /// The id as the server sent it with the call's first fragment, which later fragments
-        /// may repeat.
-        wire_id: String,
-        /// The id the call keeps: the server's, or one minted in its place (also when the server
-        /// sends none, as some compatible servers do).
-        id: String,
-        /// The name as the server sent it; checked when the call completes.
-        name: String,
-        arguments: String,
-    },
+struct TextBlock {
+    n: u64,
+    kind: BlockKind,
+    text: String,
+}
+
+/// A tool call being assembled.
+#[derive(Debug)]
+struct ToolCall {
+    wire_index: u64,
+    /// The id as the server sent it with the call's first fragment, which later fragments
+    /// may repeat.
+    wire_id: String,
+    /// The id the call keeps: the server's, or one minted in its place (also when the server
+    /// sends none, as some compatible servers do).
+    id: String,
+    /// The name as the server sent it; checked when the call completes.
+    name: String,
+    arguments: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -261,7 +279,7 @@ impl Decoder for OpenAiDecoder {
             self.push_text(BlockKind::Thinking, or_empty(&delta.reasoning), out);
             self.push_text(BlockKind::Text, or_empty(&delta.text), out);
             for call in delta.tool_calls.iter().flatten() {
-                self.tool_call(call, offset, out)?;
+                self.tool_call(call, out);
             }
         }
         // OpenRouter repeats the finish reason on the usage chunk; the first one stands.
@@ -298,48 +316,55 @@ impl OpenAiDecoder {
         }
     }
 
-    /// Appends text or reasoning, opening a block of that kind if another is open. Empty
-    /// strings (`content: ""` beside reasoning, say) never open a block.
+    /// Appends text or reasoning, beginning a block of that kind if the newest block is another.
+    /// Empty strings (`content: ""` beside reasoning, say) never begin a block.
     fn push_text(&mut self, kind: BlockKind, s: &str, out: &mut VecDeque<ProviderEvent>) {
         if s.is_empty() {
             return;
         }
-        let continues = matches!(
-            (&self.open, kind),
-            (Some(Open::Text(_)), BlockKind::Text) | (Some(Open::Thinking(_)), BlockKind::Thinking)
-        );
-        if !continues {
-            self.close_open(out);
-            self.open = Some(if kind == BlockKind::Text {
-                Open::Text(String::new())
-            } else {
-                Open::Thinking(String::new())
-            });
-            out.push_back(ProviderEvent::BlockStart {
-                index: self.blocks.len(),
+        if self.text.as_ref().is_none_or(|t| t.kind != kind) {
+            self.close_text(out);
+            let n = self.texts;
+            self.texts += 1;
+            self.order.open(Source::Text(n));
+            self.order.start(Source::Text(n), kind, None, out);
+            self.text = Some(TextBlock {
+                n,
                 kind,
-                tool: None,
+                text: String::new(),
             });
         }
-        let delta = match &mut self.open {
-            Some(Open::Text(text)) => {
-                text.push_str(s);
-                ContentDelta::Text(s.to_owned())
-            }
-            Some(Open::Thinking(text)) => {
-                text.push_str(s);
-                ContentDelta::Thinking(s.to_owned())
-            }
-            _ => return,
+        let Some(block) = &mut self.text else {
+            return;
         };
-        out.push_back(ProviderEvent::Delta {
-            index: self.blocks.len(),
-            delta,
-        });
+        block.text.push_str(s);
+        let delta = if kind == BlockKind::Text {
+            ContentDelta::Text(s.to_owned())
+        } else {
+            ContentDelta::Thinking(s.to_owned())
+        };
+        self.order.delta(Source::Text(block.n), delta, out);
+    }
+
+    /// Completes the text or reasoning block being assembled, if any.
+    fn close_text(&mut self, out: &mut VecDeque<ProviderEvent>) {
+        let Some(TextBlock { n, kind, text }) = self.text.take() else {
+            return;
+        };
+        let block = if kind == BlockKind::Text {
+            ContentBlock::Text { text }
+        } else {
+            ContentBlock::Thinking {
+                thinking: text,
+                signature: None,
+            }
+        };
+        self.order.complete(Source::Text(n), block, out);
+        self.order.finish(Source::Text(n), out);
     }
 
     /// Applies one tool-call fragment.
-    fn tool_call(&mut self, call: &ToolCallDelta<'_>, offset: u64, out: &mut VecDeque<ProviderEvent>) -> Result<()> {
+    fn tool_call(&mut self, call: &ToolCallDelta<'_>, out: &mut VecDeque<ProviderEvent>) {
         let id = or_empty(&call.id);
         let (name, arguments) = match &call.function {
             Some(f) => (or_empty(&f.name), or_empty(&f.arguments)),
@@ -348,113 +373,72 @@ impl OpenAiDecoder {
         let wire_index = match call.index {
             Some(i) => i,
             // Without an index, a new id means a new call and anything else continues the
-            // current one.
-            None => match &self.open {
-                Some(Open::Tool {
-                    wire_index, wire_id, ..
-                }) if id.is_empty() || id == wire_id.as_str() => *wire_index,
-                open => {
-                    let open_index = match open {
-                        Some(Open::Tool { wire_index, .. }) => Some(*wire_index),
-                        _ => None,
-                    };
-                    self.closed_tools
-                        .iter()
-                        .copied()
-                        .chain(open_index)
-                        .max()
-                        .map_or(0, |m| m + 1)
-                }
+            // newest one.
+            None => match self.tools.last() {
+                Some(newest) if id.is_empty() || id == newest.wire_id => newest.wire_index,
+                _ => self.tools.iter().map(|t| t.wire_index).max().map_or(0, |m| m + 1),
             },
         };
-        let continues = matches!(&self.open, Some(Open::Tool { wire_index: w, .. }) if *w == wire_index);
-        if !continues {
-            if self.closed_tools.contains(&wire_index) {
-                if arguments.is_empty() {
-                    return Ok(());
-                }
-                return Err(Error::Protocol {
-                    offset,
-                    message: format!("arguments for tool call {wire_index} arrived after another block began"),
+        let pos = match self.tools.iter().rposition(|t| t.wire_index == wire_index) {
+            Some(pos) => pos,
+            None => {
+                self.close_text(out);
+                // Consumers see the id the call keeps, and its name as far as it is known yet.
+                let kept_id = self.calls.id(id, OPENAI_ID_PREFIX);
+                let shown_name = if name.is_empty() { "" } else { kept_name(name) };
+                let source = Source::Tool(wire_index);
+                self.order.open(source);
+                self.order.start(
+                    source,
+                    BlockKind::ToolUse,
+                    Some(ToolDetails {
+                        id: kept_id.clone(),
+                        name: shown_name.to_owned(),
+                    }),
+                    out,
+                );
+                self.tools.push(ToolCall {
+                    wire_index,
+                    wire_id: id.to_owned(),
+                    id: kept_id,
+                    name: String::new(),
+                    arguments: String::new(),
                 });
+                self.tools.len() - 1
             }
-            self.close_open(out);
-            // Consumers see the id the call keeps, and its name as far as it is known yet.
-            let kept_id = self.calls.id(id, OPENAI_ID_PREFIX);
-            let shown_name = if name.is_empty() { "" } else { kept_name(name) };
-            out.push_back(ProviderEvent::BlockStart {
-                index: self.blocks.len(),
-                kind: BlockKind::ToolUse,
-                tool: Some(ToolDetails {
-                    id: kept_id.clone(),
-                    name: shown_name.to_owned(),
-                }),
-            });
-            self.open = Some(Open::Tool {
-                wire_index,
-                wire_id: id.to_owned(),
-                id: kept_id,
-                name: name.to_owned(),
-                arguments: String::new(),
-            });
-        }
-        let Some(Open::Tool {
-            name: open_name,
-            arguments: open_arguments,
-            ..
-        }) = &mut self.open
-        else {
-            return Ok(());
         };
+        let tool = &mut self.tools[pos];
         // llama-cpp-python repeats the id and the whole name on every fragment: they are taken
         // once, never appended.
-        if open_name.is_empty() {
-            open_name.push_str(name);
+        if tool.name.is_empty() {
+            tool.name.push_str(name);
         }
         if !arguments.is_empty() {
-            open_arguments.push_str(arguments);
-            out.push_back(ProviderEvent::Delta {
-                index: self.blocks.len(),
-                delta: ContentDelta::ToolInput(arguments.to_owned()),
-            });
+            tool.arguments.push_str(arguments);
+            self.order.delta(
+                Source::Tool(wire_index),
+                ContentDelta::ToolInput(arguments.to_owned()),
+                out,
+            );
         }
-        Ok(())
     }
 
-    /// Completes the open block, if any, and announces it.
-    fn close_open(&mut self, out: &mut VecDeque<ProviderEvent>) {
-        let Some(open) = self.open.take() else {
-            return;
-        };
-        let index = self.blocks.len();
-        let block = match open {
-            Open::Text(text) => ContentBlock::Text { text },
-            Open::Thinking(thinking) => ContentBlock::Thinking {
-                thinking,
-                signature: None,
-            },
-            Open::Tool {
-                wire_index,
-                id,
-                name,
-                arguments,
-                ..
-            } => {
-                self.closed_tools.push(wire_index);
-                let source = if arguments.trim().is_empty() { "{}" } else { &arguments };
-                // Arguments that are not a JSON object are kept as a call that does not run,
-                // never as a stream error: the model is told why.
-                self.calls.finish(id, &name, source)
-            }
-        };
-        self.blocks.push(block.clone());
-        out.push_back(ProviderEvent::BlockComplete { index, block });
-    }
-
-    /// Closes the open block and produces `MessageComplete`.
+    /// Completes every block, in order, and produces `MessageComplete`.
     fn complete(&mut self, out: &mut VecDeque<ProviderEvent>) {
-        self.close_open(out);
-        let blocks = std::mem::take(&mut self.blocks);
+        self.close_text(out);
+        for tool in std::mem::take(&mut self.tools) {
+            let source = if tool.arguments.trim().is_empty() {
+                "{}"
+            } else {
+                &tool.arguments
+            };
+            // Arguments that are not a JSON object are kept as a call that does not run,
+            // never as a stream error: the model is told why.
+            let block = self.calls.finish(tool.id, &tool.name, source);
+            self.order.complete(Source::Tool(tool.wire_index), block, out);
+            self.order.finish(Source::Tool(tool.wire_index), out);
+        }
+        let blocks = self.order.take_blocks();
         out.push_back(ProviderEvent::message_complete(
             blocks,
             self.usage,

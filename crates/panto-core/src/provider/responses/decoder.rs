@@ -3,11 +3,16 @@
 //! The stream announces output items (`response.output_item.added`), streams their content
 //! (`response.output_text.delta`, `response.reasoning_summary_text.delta`,
 //! `response.function_call_arguments.delta`), completes each whole (`response.output_item.done`)
-//! and ends with `response.completed`, `response.incomplete` or `response.failed`. Items arrive
-//! one after another, so one block is open at a time. A reasoning item becomes a thinking block
-//! (its summary, as it streams) followed by a [`ContentBlock::Reasoning`] holding the encrypted
-//! reasoning, which arrives whole when the item is done. Events panto has no use for are
-//! skipped.
+//! and ends with `response.completed`, `response.incomplete` or `response.failed`. Every event
+//! names its item by `output_index` (and `item_id`), and nothing in the protocol keeps one item
+//! open at a time: OpenAI streams items one after another, LiteLLM's bridge streams a second
+//! function call before the first is done and finishes its message last. Each item is decoded
+//! on its own, and [`BlockOrder`] hands the blocks out one at a time in the order the items were
+//! announced: an item streams live once every item announced before it is done.
+//!
+//! A reasoning item becomes a thinking block (its summary, as it streams) followed by a
+//! [`ContentBlock::Reasoning`] holding the encrypted reasoning, which arrives whole when the item
+//! is done. Events panto has no use for are skipped.
 
 use std::collections::VecDeque;
 
@@ -17,6 +22,7 @@ use crate::conversation::{ContentBlock, StopReason, Usage};
 use crate::error::{Error, Result};
 use crate::event::{BlockKind, ContentDelta, ToolDetails};
 use crate::provider::http::is_context_overflow;
+use crate::provider::order::BlockOrder;
 use crate::provider::sse::json::{or_empty, parse, Str};
 use crate::provider::validate::{kept_name, ToolCallCheck, OPENAI_ID_PREFIX};
 use crate::provider::{Decoder, ProviderEvent};
@@ -24,47 +30,78 @@ use crate::provider::{Decoder, ProviderEvent};
 /// Decodes one Responses stream.
 #[derive(Debug, Default)]
 pub(crate) struct ResponsesDecoder {
-    /// Completed blocks; the open block, if any, has index `blocks.len()`.
-    blocks: Vec<ContentBlock>,
-    /// The block receiving content.
-    open: Option<Open>,
-    /// Output indices of items whose block was closed.
-    closed_items: Vec<u64>,
+    /// Every output item seen, in the order it was first named.
+    items: Vec<OutputItem>,
+    /// The items' blocks, one at a time, keyed by output index.
+    order: BlockOrder<u64>,
     /// Whether `MessageComplete` has been produced.
     done: bool,
     /// The tool calls' ids and verdicts.
     calls: ToolCallCheck,
 }
 
-/// The block being assembled, and the output item it belongs to.
+/// The kinds of output item that become blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ItemKind {
+    Message,
+    Reasoning,
+    FunctionCall,
+}
+
+impl ItemKind {
+    fn from_wire(kind: &str) -> Option<Self> {
+        match kind {
+            "message" => Some(ItemKind::Message),
+            "reasoning" => Some(ItemKind::Reasoning),
+            "function_call" => Some(ItemKind::FunctionCall),
+            _ => None,
+        }
+    }
+
+    fn noun(self) -> &'static str {
+        match self {
+            ItemKind::Message => "message",
+            ItemKind::Reasoning => "reasoning item",
+            ItemKind::FunctionCall => "function call",
+        }
+    }
+}
+
+/// One output item as far as it has streamed.
+#[derive(Debug)]
+struct OutputItem {
+    /// Its `output_index`, the key every event names it by.
+    index: u64,
+    /// Its `id`, once known; events without an `output_index` name the item by it.
+    id: Option<String>,
+    kind: ItemKind,
+    /// A function call's `call_id` and name as announced, for telling a repeated announcement
+    /// from a contradictory one.
+    call: Option<(String, String)>,
+    /// The block being assembled.
+    open: Option<Open>,
+    /// Whether content arrived as deltas (then the finished item's copy of it is not used).
+    streamed: bool,
+    /// Whether the item is done: nothing more may arrive for it.
+    complete: bool,
+}
+
+/// An item's block being assembled.
 #[derive(Debug)]
 enum Open {
-    Text {
-        item: u64,
-        text: String,
-    },
+    Text(String),
     /// A reasoning item's summary, shown as thinking; `part` is the summary part streaming.
     Summary {
-        item: u64,
         part: u64,
         text: String,
     },
     Tool {
-        item: u64,
         /// The id the call keeps: its `call_id`, or one minted in its place.
         id: String,
         /// The name as the server sent it; checked when the call completes.
         name: String,
         arguments: String,
     },
-}
-
-impl Open {
-    fn item(&self) -> u64 {
-        match self {
-            Open::Text { item, .. } | Open::Summary { item, .. } | Open::Tool { item, .. } => *item,
-        }
-    }
 }
 
 /// The fields of a streaming event panto reads; which are present depends on `type`.
@@ -75,6 +112,8 @@ struct WireEvent<'a> {
     #[serde(borrow)]
     delta: Option<Str<'a>>,
     output_index: Option<u64>,
+    #[serde(borrow)]
+    item_id: Option<Str<'a>>,
     summary_index: Option<u64>,
     item: Option<Item>,
     /// Boxed: large, and only on the events that begin and end a response.
@@ -219,26 +258,28 @@ impl Decoder for ResponsesDecoder {
                 _ => return Err(e),
             },
         };
-        let index = event.output_index.unwrap_or(0);
         match event.kind.as_str() {
             "response.output_item.added" => {
-                if let Some(item) = event.item.as_ref().filter(|i| i.kind == "function_call") {
-                    self.open_tool(index, item, offset, out)?;
+                if let Some(item) = &event.item {
+                    self.added(event.output_index.unwrap_or(0), item, offset, out)?;
                 }
             }
             "response.output_text.delta" | "response.refusal.delta" => {
-                self.push_text(index, None, or_empty(&event.delta), offset, out)?;
+                let index = self.key(&event, offset)?;
+                self.content(index, None, or_empty(&event.delta), offset, out)?;
             }
             "response.reasoning_summary_text.delta" => {
+                let index = self.key(&event, offset)?;
                 let part = event.summary_index.unwrap_or(0);
-                self.push_text(index, Some(part), or_empty(&event.delta), offset, out)?;
+                self.content(index, Some(part), or_empty(&event.delta), offset, out)?;
             }
             "response.function_call_arguments.delta" => {
+                let index = self.key(&event, offset)?;
                 self.arguments(index, or_empty(&event.delta), offset, out)?;
             }
             "response.output_item.done" => {
                 if let Some(item) = &event.item {
-                    self.item_done(index, item, offset, out)?;
+                    self.item_done(event.output_index.unwrap_or(0), item, offset, out)?;
                 }
             }
             "response.completed" => {
@@ -289,6 +330,10 @@ impl Decoder for ResponsesDecoder {
     }
 }
 
+fn protocol(offset: u64, message: String) -> Error {
+    Error::Protocol { offset, message }
+}
+
 impl ResponsesDecoder {
     /// A decoder whose tool calls are checked by `calls`.
     pub(crate) fn new(calls: ToolCallCheck) -> Self {
@@ -298,23 +343,169 @@ impl ResponsesDecoder {
         }
     }
 
-    /// Content for an item whose block was closed is a stream that went back on itself.
-    fn check_not_closed(&self, item: u64, offset: u64) -> Result<()> {
-        if self.closed_items.contains(&item) && self.open.as_ref().is_none_or(|o| o.item() != item) {
-            return Err(Error::Protocol {
+    /// The position in `items` of output item `index`.
+    fn find(&self, index: u64) -> Option<usize> {
+        // Content almost always targets the newest item, so search from the end.
+        self.items.iter().rposition(|i| i.index == index)
+    }
+
+    /// The output index a content event names: its `output_index`, or the item its `item_id`
+    /// names when it has none. An `item_id` that belongs to another item than the index is a
+    /// stream contradicting itself.
+    fn key(&self, event: &WireEvent<'_>, offset: u64) -> Result<u64> {
+        let item_id = event.item_id.as_ref().map(Str::as_str).filter(|id| !id.is_empty());
+        let by_id = || item_id.and_then(|id| self.items.iter().find(|i| i.id.as_deref() == Some(id)));
+        match event.output_index {
+            Some(index) => {
+                let matches = |pos: usize| item_id.is_none_or(|id| self.items[pos].id.as_deref() == Some(id));
+                if self.find(index).is_none_or(matches) {
+                    return Ok(index);
+                }
+                match by_id() {
+                    Some(other) => Err(protocol(
+                        offset,
+                        format!(
+                            "an event for output item {index} names item {:?}, which is output item {}",
+                            item_id.unwrap_or(""),
+                            other.index
+                        ),
+                    )),
+                    None => Ok(index),
+                }
+            }
+            None => Ok(by_id().map_or(0, |i| i.index)),
+        }
+    }
+
+    /// Adds output item `index` after every item seen so far.
+    fn register(&mut self, index: u64, kind: ItemKind, id: Option<&str>) -> usize {
+        self.items.push(OutputItem {
+            index,
+            id: id.filter(|id| !id.is_empty()).map(str::to_owned),
+            kind,
+            call: None,
+            open: None,
+            streamed: false,
+            complete: false,
+        });
+        self.order.open(index);
+        self.items.len() - 1
+    }
+
+    /// Registers a function call and starts its block, announcing its id and name.
+    fn register_call(&mut self, index: u64, wire: &Item, out: &mut VecDeque<ProviderEvent>) -> usize {
+        let pos = self.register(index, ItemKind::FunctionCall, wire.id.as_deref());
+        let name = wire.name.as_deref().unwrap_or("");
+        let call_id = wire.call_id.as_deref().unwrap_or("");
+        let id = self.calls.id(call_id, OPENAI_ID_PREFIX);
+        let shown_name = if name.is_empty() { "" } else { kept_name(name) };
+        self.order.start(
+            index,
+            BlockKind::ToolUse,
+            Some(ToolDetails {
+                id: id.clone(),
+                name: shown_name.to_owned(),
+            }),
+            out,
+        );
+        let item = &mut self.items[pos];
+        item.call = Some((call_id.to_owned(), name.to_owned()));
+        item.open = Some(Open::Tool {
+            id,
+            name: name.to_owned(),
+            arguments: String::new(),
+        });
+        pos
+    }
+
+    /// `response.output_item.added`: the item takes its place in the order. Announcing an item
+    /// again is accepted while it says the same; announcing a finished item, or an open one as
+    /// something else, is an error.
+    fn added(&mut self, index: u64, wire: &Item, offset: u64, out: &mut VecDeque<ProviderEvent>) -> Result<()> {
+        // Items panto does not offer (built-in tools' calls) carry nothing it keeps.
+        let Some(kind) = ItemKind::from_wire(&wire.kind) else {
+            return Ok(());
+        };
+        let Some(pos) = self.find(index) else {
+            self.check_id_is_free(index, wire, offset)?;
+            if kind == ItemKind::FunctionCall {
+                self.register_call(index, wire, out);
+            } else {
+                self.register(index, kind, wire.id.as_deref());
+            }
+            return Ok(());
+        };
+        let item = &self.items[pos];
+        if item.complete {
+            return Err(protocol(
                 offset,
-                message: format!("content for output item {item} arrived after it was complete"),
-            });
+                format!("{} {index} was announced again after it was complete", item.kind.noun()),
+            ));
+        }
+        self.check_same(pos, kind, wire, "announced", offset)
+    }
+
+    /// An item newly named must not carry the id of another.
+    fn check_id_is_free(&self, index: u64, wire: &Item, offset: u64) -> Result<()> {
+        let Some(id) = wire.id.as_deref().filter(|id| !id.is_empty()) else {
+            return Ok(());
+        };
+        match self.items.iter().find(|i| i.id.as_deref() == Some(id)) {
+            Some(other) => Err(protocol(
+                offset,
+                format!("output item {index} has the id {id:?} of output item {}", other.index),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// What the server says of a known item (`verb`: announced, completed) must agree with what
+    /// it said before: its kind, its id, and a function call's `call_id` and name.
+    fn check_same(&mut self, pos: usize, kind: ItemKind, wire: &Item, verb: &str, offset: u64) -> Result<()> {
+        let item = &mut self.items[pos];
+        let index = item.index;
+        let contradiction = |what: String| {
+            protocol(
+                offset,
+                format!("output item {index} was {verb} as {what}, contradicting what the stream said of it before"),
+            )
+        };
+        if item.kind != kind {
+            return Err(contradiction(format!("a {}, not a {}", kind.noun(), item.kind.noun())));
+        }
+        let differs = |known: &str, new: Option<&str>| {
+            let new = new.unwrap_or("");
+            !known.is_empty() && !new.is_empty() && known != new
+        };
+        match (wire.id.as_deref().filter(|id| !id.is_empty()), &item.id) {
+            (Some(new), Some(known)) if new != known => {
+                return Err(contradiction(format!("item {new:?}, not {known:?}")));
+            }
+            (Some(new), None) => item.id = Some(new.to_owned()),
+            _ => {}
+        }
+        if let Some((call_id, name)) = &item.call {
+            if differs(call_id, wire.call_id.as_deref()) {
+                return Err(contradiction(format!(
+                    "call {:?}, not {call_id:?}",
+                    wire.call_id.as_deref().unwrap_or("")
+                )));
+            }
+            if differs(name, wire.name.as_deref()) {
+                return Err(contradiction(format!(
+                    "a call of {:?}, not {name:?}",
+                    wire.name.as_deref().unwrap_or("")
+                )));
+            }
         }
         Ok(())
     }
 
-    /// Appends text (`summary` is `None`) or reasoning summary text (the summary part) to the
-    /// block of output item `item`, opening it if another block is open. A new summary part
-    /// starts a new paragraph of the same thinking block.
-    fn push_text(
+    /// Text (`summary` is `None`) or reasoning summary text (the summary part) for output item
+    /// `index`; an item nobody announced is a message or reasoning item from here on.
+    fn content(
         &mut self,
-        item: u64,
+        index: u64,
         summary: Option<u64>,
         s: &str,
         offset: u64,
@@ -323,45 +514,67 @@ impl ResponsesDecoder {
         if s.is_empty() {
             return Ok(());
         }
-        self.check_not_closed(item, offset)?;
-        let index = self.blocks.len();
-        let continues = match (&mut self.open, summary) {
-            (Some(Open::Text { item: i, .. }), None) => *i == item,
-            (Some(Open::Summary { item: i, .. }), Some(_)) => *i == item,
-            _ => false,
+        let pos = match self.find(index) {
+            Some(pos) => pos,
+            None => {
+                let kind = if summary.is_some() {
+                    ItemKind::Reasoning
+                } else {
+                    ItemKind::Message
+                };
+                self.register(index, kind, None)
+            }
         };
+        let item = &mut self.items[pos];
+        if item.complete {
+            return Err(protocol(
+                offset,
+                format!("content for output item {index} arrived after it was complete"),
+            ));
+        }
+        if item.kind == ItemKind::FunctionCall {
+            return Err(protocol(
+                offset,
+                format!("text for output item {index}, which is a function call"),
+            ));
+        }
+        item.streamed = true;
+        self.push_text(pos, summary, s, out);
+        Ok(())
+    }
+
+    /// Appends text or summary text to item `pos`'s block, starting one if its open block is of
+    /// the other kind. A new summary part starts a new paragraph of the same thinking block.
+    fn push_text(&mut self, pos: usize, summary: Option<u64>, s: &str, out: &mut VecDeque<ProviderEvent>) {
+        if s.is_empty() {
+            return;
+        }
+        let index = self.items[pos].index;
+        let continues = matches!(
+            (&self.items[pos].open, summary),
+            (Some(Open::Text(_)), None) | (Some(Open::Summary { .. }), Some(_))
+        );
         if !continues {
-            self.close_open(out);
+            self.close_block(pos, out);
             let (open, kind) = match summary {
-                None => (
-                    Open::Text {
-                        item,
-                        text: String::new(),
-                    },
-                    BlockKind::Text,
-                ),
+                None => (Open::Text(String::new()), BlockKind::Text),
                 Some(part) => (
                     Open::Summary {
-                        item,
                         part,
                         text: String::new(),
                     },
                     BlockKind::Thinking,
                 ),
             };
-            self.open = Some(open);
-            out.push_back(ProviderEvent::BlockStart {
-                index: self.blocks.len(),
-                kind,
-                tool: None,
-            });
+            self.items[pos].open = Some(open);
+            self.order.start(index, kind, None, out);
         }
-        let delta = match &mut self.open {
-            Some(Open::Text { text, .. }) => {
+        let delta = match &mut self.items[pos].open {
+            Some(Open::Text(text)) => {
                 text.push_str(s);
                 ContentDelta::Text(s.to_owned())
             }
-            Some(Open::Summary { part, text, .. }) => {
+            Some(Open::Summary { part, text }) => {
                 let mut piece = String::new();
                 if let Some(new_part) = summary.filter(|p| *p != *part) {
                     *part = new_part;
@@ -373,182 +586,164 @@ impl ResponsesDecoder {
                 text.push_str(&piece);
                 ContentDelta::Thinking(piece)
             }
-            _ => return Ok(()),
+            _ => return,
         };
-        out.push_back(ProviderEvent::Delta { index, delta });
-        Ok(())
+        self.order.delta(index, delta, out);
     }
 
-    /// Opens the block of a function call item, announcing its id and name.
-    fn open_tool(&mut self, item: u64, wire: &Item, offset: u64, out: &mut VecDeque<ProviderEvent>) -> Result<()> {
-        if matches!(&self.open, Some(Open::Tool { item: i, .. }) if *i == item) {
-            return Ok(());
-        }
-        if self.closed_items.contains(&item) {
-            return Err(Error::Protocol {
-                offset,
-                message: format!("function call {item} was announced again after it was complete"),
-            });
-        }
-        self.close_open(out);
-        let name = wire.name.as_deref().unwrap_or("");
-        let id = self.calls.id(wire.call_id.as_deref().unwrap_or(""), OPENAI_ID_PREFIX);
-        let shown_name = if name.is_empty() { "" } else { kept_name(name) };
-        out.push_back(ProviderEvent::BlockStart {
-            index: self.blocks.len(),
-            kind: BlockKind::ToolUse,
-            tool: Some(ToolDetails {
-                id: id.clone(),
-                name: shown_name.to_owned(),
-            }),
-        });
-        self.open = Some(Open::Tool {
-            item,
-            id,
-            name: name.to_owned(),
-            arguments: String::new(),
-        });
-        Ok(())
-    }
-
-    /// Appends a fragment of the open function call's arguments.
-    fn arguments(&mut self, item: u64, s: &str, offset: u64, out: &mut VecDeque<ProviderEvent>) -> Result<()> {
+    /// A fragment of function call `index`'s arguments.
+    fn arguments(&mut self, index: u64, s: &str, offset: u64, out: &mut VecDeque<ProviderEvent>) -> Result<()> {
         if s.is_empty() {
             return Ok(());
         }
-        let index = self.blocks.len();
-        match &mut self.open {
-            Some(Open::Tool { item: i, arguments, .. }) if *i == item => {
-                arguments.push_str(s);
-                out.push_back(ProviderEvent::Delta {
-                    index,
-                    delta: ContentDelta::ToolInput(s.to_owned()),
-                });
-                Ok(())
-            }
-            _ => Err(Error::Protocol {
+        let item = self.find(index).map(|pos| &mut self.items[pos]);
+        let Some(Open::Tool { arguments, .. }) = item.and_then(|i| i.open.as_mut()) else {
+            return Err(protocol(
                 offset,
-                message: format!("arguments for output item {item}, which is not an open function call"),
-            }),
-        }
+                format!("arguments for output item {index}, which is not an open function call"),
+            ));
+        };
+        arguments.push_str(s);
+        self.order.delta(index, ContentDelta::ToolInput(s.to_owned()), out);
+        Ok(())
     }
 
-    /// An item is complete: closes its block, and emits what only the finished item carries (the
-    /// encrypted reasoning; text or arguments a server sent without deltas).
-    fn item_done(&mut self, index: u64, item: &Item, offset: u64, out: &mut VecDeque<ProviderEvent>) -> Result<()> {
-        match item.kind.as_str() {
-            "message" => {
-                let streamed = matches!(&self.open, Some(Open::Text { item: i, .. }) if *i == index)
-                    || self.closed_items.contains(&index);
-                if !streamed {
-                    let text: String = item.content.iter().map(TextPart::text).collect();
-                    self.push_text(index, None, &text, offset, out)?;
-                }
-                self.close_item(index, out);
-            }
-            "reasoning" => {
-                let streamed = matches!(&self.open, Some(Open::Summary { item: i, .. }) if *i == index)
-                    || self.closed_items.contains(&index);
-                if !streamed {
-                    for (part, summary) in item.summary.iter().enumerate() {
-                        self.push_text(index, Some(part as u64), summary.text(), offset, out)?;
-                    }
-                }
-                self.close_item(index, out);
-                self.reasoning(item, out);
-            }
-            "function_call" => {
-                self.open_tool(index, item, offset, out)?;
-                if let Some(Open::Tool { arguments, name, .. }) = &mut self.open {
-                    if name.is_empty() {
-                        name.push_str(item.name.as_deref().unwrap_or(""));
-                    }
-                    let whole = item.arguments.as_deref().unwrap_or("");
-                    if arguments.is_empty() && !whole.is_empty() {
-                        self.arguments(index, whole, offset, out)?;
-                    }
-                }
-                self.close_item(index, out);
+    /// `response.output_item.done`: closes the item's block, and emits what only the finished
+    /// item carries (the encrypted reasoning; text or arguments a server sent without deltas).
+    fn item_done(&mut self, index: u64, wire: &Item, offset: u64, out: &mut VecDeque<ProviderEvent>) -> Result<()> {
+        let known = self.find(index);
+        let Some(kind) = ItemKind::from_wire(&wire.kind) else {
+            if let Some(pos) = known {
+                return Err(protocol(
+                    offset,
+                    format!(
+                        "output item {index} was completed as a {:?} item, but it is a {}",
+                        wire.kind,
+                        self.items[pos].kind.noun()
+                    ),
+                ));
             }
             // Items panto does not offer (built-in tools' calls) carry nothing it keeps.
-            _ => {}
+            return Ok(());
+        };
+        let pos = match known {
+            Some(pos) if self.items[pos].complete => {
+                return Err(protocol(
+                    offset,
+                    format!("{} {index} was completed twice", self.items[pos].kind.noun()),
+                ));
+            }
+            Some(pos) => {
+                self.check_same(pos, kind, wire, "completed", offset)?;
+                pos
+            }
+            None => {
+                self.check_id_is_free(index, wire, offset)?;
+                if kind == ItemKind::FunctionCall {
+                    self.register_call(index, wire, out)
+                } else {
+                    self.register(index, kind, wire.id.as_deref())
+                }
+            }
+        };
+        let streamed = self.items[pos].streamed;
+        match kind {
+            ItemKind::Message => {
+                if !streamed {
+                    let text: String = wire.content.iter().map(TextPart::text).collect();
+                    self.push_text(pos, None, &text, out);
+                }
+                self.close_block(pos, out);
+            }
+            ItemKind::Reasoning => {
+                if !streamed {
+                    for (part, summary) in wire.summary.iter().enumerate() {
+                        self.push_text(pos, Some(part as u64), summary.text(), out);
+                    }
+                }
+                self.close_block(pos, out);
+                self.reasoning(index, wire, out);
+            }
+            ItemKind::FunctionCall => {
+                let mut whole = None;
+                if let Some(Open::Tool { name, arguments, .. }) = &mut self.items[pos].open {
+                    if name.is_empty() {
+                        name.push_str(wire.name.as_deref().unwrap_or(""));
+                    }
+                    let sent = wire.arguments.as_deref().unwrap_or("");
+                    if arguments.is_empty() && !sent.is_empty() {
+                        arguments.push_str(sent);
+                        whole = Some(sent);
+                    }
+                }
+                if let Some(sent) = whole {
+                    self.order.delta(index, ContentDelta::ToolInput(sent.to_owned()), out);
+                }
+                self.close_block(pos, out);
+            }
         }
+        self.items[pos].complete = true;
+        self.order.finish(index, out);
         Ok(())
     }
 
     /// Keeps a finished reasoning item's encrypted reasoning as a block of its own. Without
     /// `encrypted_content` (the server ignored the include) there is nothing a later request
     /// could send back, so nothing is kept.
-    fn reasoning(&mut self, item: &Item, out: &mut VecDeque<ProviderEvent>) {
+    fn reasoning(&mut self, index: u64, item: &Item, out: &mut VecDeque<ProviderEvent>) {
         let (Some(id), Some(encrypted)) = (item.id.as_deref(), item.encrypted_content.as_deref()) else {
             return;
         };
         if id.is_empty() || encrypted.is_empty() {
             return;
         }
-        let index = self.blocks.len();
         let block = ContentBlock::Reasoning {
             id: id.to_owned(),
             summary: item.summary.iter().map(|p| p.text().to_owned()).collect(),
             encrypted_content: encrypted.to_owned(),
         };
-        out.push_back(ProviderEvent::BlockStart {
-            index,
-            kind: BlockKind::Reasoning,
-            tool: None,
-        });
-        self.blocks.push(block.clone());
-        out.push_back(ProviderEvent::BlockComplete { index, block });
+        self.order.start(index, BlockKind::Reasoning, None, out);
+        self.order.complete(index, block, out);
     }
 
-    /// Closes the open block if it belongs to output item `item`, and remembers the item as done.
-    fn close_item(&mut self, item: u64, out: &mut VecDeque<ProviderEvent>) {
-        if self.open.as_ref().is_some_and(|o| o.item() == item) {
-            self.close_open(out);
-        }
-        if !self.closed_items.contains(&item) {
-            self.closed_items.push(item);
-        }
-    }
-
-    /// Completes the open block, if any, and announces it.
-    fn close_open(&mut self, out: &mut VecDeque<ProviderEvent>) {
-        let Some(open) = self.open.take() else {
+    /// Completes item `pos`'s open block, if any.
+    fn close_block(&mut self, pos: usize, out: &mut VecDeque<ProviderEvent>) {
+        let item = &mut self.items[pos];
+        let Some(open) = item.open.take() else {
             return;
         };
-        let index = self.blocks.len();
-        if !self.closed_items.contains(&open.item()) {
-            self.closed_items.push(open.item());
-        }
         let block = match open {
-            Open::Text { text, .. } => ContentBlock::Text { text },
+            Open::Text(text) => ContentBlock::Text { text },
             Open::Summary { text, .. } => ContentBlock::Thinking {
                 thinking: text,
                 signature: None,
             },
-            Open::Tool {
-                id, name, arguments, ..
-            } => {
+            Open::Tool { id, name, arguments } => {
                 let source = if arguments.trim().is_empty() { "{}" } else { &arguments };
                 // Arguments that are not a JSON object are kept as a call that does not run,
                 // never as a stream error: the model is told why.
                 self.calls.finish(id, &name, source)
             }
         };
-        self.blocks.push(block.clone());
-        out.push_back(ProviderEvent::BlockComplete { index, block });
+        self.order.complete(item.index, block, out);
     }
 
-    /// Closes the open block and produces `MessageComplete`.
+    /// Closes every item still open, in order, and produces `MessageComplete`.
     fn complete(
         &mut self,
         response: Option<&WireResponse>,
         stop: Option<StopReason>,
         out: &mut VecDeque<ProviderEvent>,
     ) {
-        self.close_open(out);
+        for pos in 0..self.items.len() {
+            if !self.items[pos].complete {
+                self.close_block(pos, out);
+                self.items[pos].complete = true;
+                self.order.finish(self.items[pos].index, out);
+            }
+        }
         let usage = response.and_then(|r| r.usage.as_ref()).map(WireUsage::to_usage);
-        let blocks = std::mem::take(&mut self.blocks);
+        let blocks = self.order.take_blocks();
         out.push_back(ProviderEvent::message_complete(
             blocks,
             usage,

@@ -508,3 +508,198 @@ fn the_session_id_is_the_prompt_cache_key_when_configured() {
     let body = body_for(&config(), &[], &[], &[], false);
     assert!(body.get("prompt_cache_key").is_none(), "{body}");
 }
+
+// ---- interleaved output items ----
+
+/// The blocks' start and complete events, as `(start|complete, index)`, in order.
+fn block_boundaries(decoded: &Decoded) -> Vec<(&'static str, usize)> {
+    decoded
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            ProviderEvent::BlockStart { index, .. } => Some(("start", *index)),
+            ProviderEvent::BlockComplete { index, .. } => Some(("complete", *index)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn litellm_interleaved_function_calls_decode_in_order_however_the_body_is_cut() {
+    // LiteLLM's Responses bridge: data-only lines, `sequence_number`, `[DONE]` after
+    // `response.completed`; function call 2 is announced and streams arguments before call 1
+    // is done, and the message (item 0) is done last.
+    let decoded = assert_message(
+        "litellm/responses-tool-calls-interleaved-customllm.sse",
+        &[
+            text("Checking."),
+            tool_use("call_a1", "get_weather", json!({"city": "Paris"})),
+            tool_use("call_b2", "get_time", json!({"tz": "Europe/Paris"})),
+        ],
+        usage(12, 9, 0),
+        StopReason::ToolUse,
+    );
+    // One block at a time, in the order the items were announced; the text streamed live.
+    assert_eq!(
+        block_boundaries(&decoded),
+        [
+            ("start", 0),
+            ("complete", 0),
+            ("start", 1),
+            ("complete", 1),
+            ("start", 2),
+            ("complete", 2)
+        ]
+    );
+    assert_eq!(
+        decoded.events[1],
+        ProviderEvent::Delta {
+            index: 0,
+            delta: ContentDelta::Text("Checking.".into())
+        }
+    );
+}
+
+#[test]
+fn reasoning_messages_and_function_calls_interleave_in_any_order() {
+    let b = body_raw(&[
+        r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"reasoning","id":"rs_1","summary":[]}}"#,
+        r#"{"type":"response.output_item.added","output_index":1,"item":{"type":"message","id":"msg_1","content":[]}}"#,
+        r#"{"type":"response.output_text.delta","item_id":"msg_1","output_index":1,"delta":"Let me "}"#,
+        r#"{"type":"response.reasoning_summary_text.delta","item_id":"rs_1","output_index":0,"summary_index":0,"delta":"**Plan**"}"#,
+        r#"{"type":"response.output_item.added","output_index":2,"item":{"type":"function_call","id":"fc_1","call_id":"call_1","name":"echo","arguments":""}}"#,
+        r#"{"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":2,"delta":"{\"text\":"}"#,
+        r#"{"type":"response.output_text.delta","item_id":"msg_1","output_index":1,"delta":"look."}"#,
+        // An event that names its item only by id.
+        r#"{"type":"response.reasoning_summary_text.delta","item_id":"rs_1","summary_index":1,"delta":"Echo it."}"#,
+        r#"{"type":"response.function_call_arguments.delta","item_id":"fc_1","output_index":2,"delta":"\"hi\"}"}"#,
+        r#"{"type":"response.output_item.done","output_index":2,"item":{"type":"function_call","id":"fc_1","call_id":"call_1","name":"echo","arguments":"{\"text\":\"hi\"}"}}"#,
+        r#"{"type":"response.output_item.done","output_index":1,"item":{"type":"message","id":"msg_1","content":[{"type":"output_text","text":"Let me look."}]}}"#,
+        r#"{"type":"response.output_item.done","output_index":0,"item":{"type":"reasoning","id":"rs_1","encrypted_content":"gAAAAB-enc","summary":[{"type":"summary_text","text":"**Plan**"},{"type":"summary_text","text":"Echo it."}]}}"#,
+        COMPLETED,
+    ]);
+    let decoded = decode_every_way::<ResponsesDecoder>("interleaved", &b);
+    let (blocks, _, stop) = decoded.message();
+    assert_eq!(
+        blocks,
+        &[
+            thinking("**Plan**\n\nEcho it."),
+            reasoning("rs_1", &["**Plan**", "Echo it."], "gAAAAB-enc"),
+            text("Let me look."),
+            tool_use("call_1", "echo", json!({"text": "hi"})),
+        ]
+    );
+    assert_eq!(stop, &StopReason::ToolUse);
+    // The reasoning item, announced first, streams live; the others wait for it, their deltas
+    // joined.
+    assert_eq!(
+        decoded.events[..2],
+        [
+            ProviderEvent::BlockStart {
+                index: 0,
+                kind: BlockKind::Thinking,
+                tool: None
+            },
+            ProviderEvent::Delta {
+                index: 0,
+                delta: ContentDelta::Thinking("**Plan**".into())
+            },
+        ]
+    );
+    assert!(decoded.events.contains(&ProviderEvent::Delta {
+        index: 2,
+        delta: ContentDelta::Text("Let me look.".into())
+    }));
+}
+
+/// The offset and message of the protocol error a body ends in.
+fn protocol_error(events: &[&str]) -> (u64, String) {
+    let b = body_raw(events);
+    match decode_every_way::<ResponsesDecoder>("bad", &b).error {
+        Some(Error::Protocol { offset, message }) => (offset, message),
+        other => panic!("expected a protocol error, got {other:?}"),
+    }
+}
+
+/// The byte offset of the last event of `events` in their body.
+fn offset_of_last(events: &[&str]) -> u64 {
+    (body_raw(&events[..events.len() - 1]).len()) as u64
+}
+
+#[test]
+fn repeated_contradictory_and_late_items_are_errors_naming_the_byte() {
+    const ADDED_1: &str = r#"{"type":"response.output_item.added","output_index":1,"item":{"type":"function_call","id":"fc_a","call_id":"call_a","name":"echo","arguments":""}}"#;
+    const DONE_1: &str = r#"{"type":"response.output_item.done","output_index":1,"item":{"type":"function_call","id":"fc_a","call_id":"call_a","name":"echo","arguments":"{}"}}"#;
+    for (events, expected) in [
+        (
+            vec![ADDED_1, DONE_1, ADDED_1],
+            "function call 1 was announced again after it was complete",
+        ),
+        (
+            vec![
+                ADDED_1,
+                r#"{"type":"response.output_item.added","output_index":1,"item":{"type":"function_call","id":"fc_a","call_id":"call_b","name":"echo","arguments":""}}"#,
+            ],
+            r#"output item 1 was announced as call "call_b", not "call_a""#,
+        ),
+        (
+            vec![
+                ADDED_1,
+                r#"{"type":"response.output_item.added","output_index":1,"item":{"type":"message","id":"fc_a","content":[]}}"#,
+            ],
+            "output item 1 was announced as a message, not a function call",
+        ),
+        (
+            vec![
+                ADDED_1,
+                r#"{"type":"response.output_item.added","output_index":2,"item":{"type":"function_call","id":"fc_a","call_id":"call_c","name":"echo","arguments":""}}"#,
+            ],
+            r#"output item 2 has the id "fc_a" of output item 1"#,
+        ),
+        (vec![ADDED_1, DONE_1, DONE_1], "function call 1 was completed twice"),
+        (
+            vec![
+                ADDED_1,
+                DONE_1,
+                r#"{"type":"response.function_call_arguments.delta","item_id":"fc_a","output_index":1,"delta":"{}"}"#,
+            ],
+            "arguments for output item 1, which is not an open function call",
+        ),
+        (
+            vec![
+                ADDED_1,
+                r#"{"type":"response.output_text.delta","output_index":1,"delta":"hi"}"#,
+            ],
+            "text for output item 1, which is a function call",
+        ),
+        (
+            vec![
+                ADDED_1,
+                r#"{"type":"response.output_item.added","output_index":2,"item":{"type":"message","id":"msg_b","content":[]}}"#,
+                r#"{"type":"response.output_text.delta","item_id":"fc_a","output_index":2,"delta":"hi"}"#,
+            ],
+            r#"an event for output item 2 names item "fc_a", which is output item 1"#,
+        ),
+    ] {
+        let (offset, message) = protocol_error(&events);
+        assert!(message.contains(expected), "{expected}: {message}");
+        assert_eq!(
+            offset,
+            offset_of_last(&events),
+            "{expected}: the offending event's byte"
+        );
+    }
+}
+
+#[test]
+fn an_item_announced_again_unchanged_while_open_is_accepted() {
+    let b = body(&[
+        r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"function_call","id":"fc_a","call_id":"call_a","name":"echo","arguments":""}}"#,
+        r#"{"type":"response.function_call_arguments.delta","output_index":0,"delta":"{}"}"#,
+        r#"{"type":"response.output_item.added","output_index":0,"item":{"type":"function_call","id":"fc_a","call_id":"call_a","name":"echo","arguments":""}}"#,
+        r#"{"type":"response.output_item.done","output_index":0,"item":{"type":"function_call","id":"fc_a","call_id":"call_a","name":"echo","arguments":"{}"}}"#,
+        COMPLETED,
+    ]);
+    let decoded = decode_every_way::<ResponsesDecoder>("announced twice", &b);
+    assert_eq!(decoded.message().0, &[tool_use("call_a", "echo", json!({}))]);
+}

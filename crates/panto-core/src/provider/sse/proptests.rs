@@ -168,7 +168,7 @@ proptest! {
         let decoder = || -> Box<dyn Decoder> {
             if path.starts_with("anthropic/") || path.contains("messages-") {
                 Box::new(AnthropicDecoder::default())
-            } else if path.starts_with("responses/") {
+            } else if path.starts_with("responses/") || path.contains("responses-") {
                 Box::new(ResponsesDecoder::default())
             } else {
                 Box::new(OpenAiDecoder::default())

@@ -145,7 +145,7 @@ pub(crate) fn decode_every_way<D: Decoder + Default>(name: &str, body: &[u8]) ->
 }
 
 /// Checks the contract of [`ProviderEvent`]s: each block starts once, in index order, before its
-/// deltas; a tool call starts with the id it completes with (and its name, once known); its
+/// deltas, and only after the block before it completed (one block at a time); a tool call starts with the id it completes with (and its name, once known); its
 /// deltas add up to the completed block; `MessageComplete` comes last and repeats the completed
 /// blocks in index order.
 pub(crate) fn assert_well_formed(name: &str, events: &[ProviderEvent]) {
@@ -156,6 +156,12 @@ pub(crate) fn assert_well_formed(name: &str, events: &[ProviderEvent]) {
         match event {
             ProviderEvent::BlockStart { index, kind, tool } => {
                 assert_eq!(*index, started.len(), "{name}: block {index} started out of order");
+                assert_eq!(
+                    started.len(),
+                    completed.len(),
+                    "{name}: block {index} started while block {} was open",
+                    completed.len()
+                );
                 assert_eq!(tool.is_some(), *kind == BlockKind::ToolUse, "{name}: tool details");
                 started.push((*kind, String::new()));
                 tools.push(tool.clone());
