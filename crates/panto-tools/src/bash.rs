@@ -229,7 +229,7 @@ impl Tool for BashTool {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let setup = ChildSetup::new(self.ctx.sandbox.as_ref().clone());
+        let setup = ChildSetup::new(self.ctx.bash_sandbox(&input.command).as_ref().clone());
         let mut group = child::spawn(command, &setup)
             .map_err(|e| format!("cannot start bash: {}", child::explain_spawn_error(&e)))?;
         // bash leads its own group, so the group id is its pid.

@@ -60,11 +60,20 @@ pub struct Found {
     pub matches: Vec<Match>,
     /// Every match, kept or not.
     pub total: usize,
+    /// The files not searched because a `read` deny rule protects them.
+    pub withheld: usize,
 }
 
 /// Searches the files under `root` (or `root` itself, a file) for `pattern`; `glob` limits the
-/// files searched (`*.rs`, `src/**`). Blocking.
-pub fn search(root: &Path, pattern: &str, glob: Option<&str>, ignore_case: bool) -> Result<Found, String> {
+/// files searched (`*.rs`, `src/**`). A file `withhold` answers true for (one a `read` deny rule
+/// protects) is not opened, only counted. Blocking.
+pub fn search(
+    root: &Path,
+    pattern: &str,
+    glob: Option<&str>,
+    ignore_case: bool,
+    withhold: &(dyn Fn(&Path) -> bool + Sync),
+) -> Result<Found, String> {
     let matcher = RegexMatcherBuilder::new()
         .case_insensitive(ignore_case)
         .line_terminator(Some(b'\n'))
@@ -73,6 +82,7 @@ pub fn search(root: &Path, pattern: &str, glob: Option<&str>, ignore_case: bool)
     let glob = glob.map(PathGlob::new).transpose()?;
     let kept = Mutex::new(Vec::new());
     let total = AtomicUsize::new(0);
+    let withheld = AtomicUsize::new(0);
     walker(root).build_parallel().run(|| {
         let matcher = matcher.clone();
         let glob = glob.clone();
@@ -80,7 +90,7 @@ pub fn search(root: &Path, pattern: &str, glob: Option<&str>, ignore_case: bool)
             .line_number(true)
             .binary_detection(BinaryDetection::quit(0))
             .build();
-        let (kept, total) = (&kept, &total);
+        let (kept, total, withheld) = (&kept, &total, &withheld);
         Box::new(move |entry| {
             let Ok(entry) = entry else {
                 return WalkState::Continue;
@@ -90,6 +100,10 @@ pub fn search(root: &Path, pattern: &str, glob: Option<&str>, ignore_case: bool)
             }
             let path = entry.path();
             if glob.as_ref().is_some_and(|g| !g.matches(root, path)) {
+                return WalkState::Continue;
+            }
+            if withhold(path) {
+                withheld.fetch_add(1, Ordering::Relaxed);
                 return WalkState::Continue;
             }
             let mut local = Vec::new();
@@ -121,6 +135,7 @@ pub fn search(root: &Path, pattern: &str, glob: Option<&str>, ignore_case: bool)
     Ok(Found {
         matches,
         total: total.into_inner(),
+        withheld: withheld.into_inner(),
     })
 }
 
@@ -132,7 +147,8 @@ impl Tool for GrepTool {
             description: format!(
                 "Search file contents with a regular expression (Rust regex syntax, like ripgrep). Searches \
                  the files under `path` (default: the working directory), skipping hidden files, binary files \
-                 and what .gitignore/.ignore exclude (`glob` only narrows that set). Returns `path:line:text` lines sorted by file and line; \
+                 and what .gitignore/.ignore exclude (`glob` only narrows that set), and files the user's `read` \
+                 deny rules protect (the result counts them). Returns `path:line:text` lines sorted by file and line; \
                  output beyond {} bytes is cut and the result says how many matches there were.",
                 self.ctx.max_output_bytes
             ),
@@ -157,15 +173,31 @@ impl Tool for GrepTool {
         let what = format!("grep {} in {raw}", input.pattern);
         let cwd = self.ctx.cwd.clone();
         let max_bytes = self.ctx.max_output_bytes;
-        let found = running::blocking(what, move || {
-            if !root.exists() {
-                return Err(format!("{} does not exist", root.display()));
+        let policy = self.ctx.policy.clone();
+        let found = running::blocking(what, {
+            let cwd = cwd.clone();
+            move || {
+                if !root.exists() {
+                    return Err(format!("{} does not exist", root.display()));
+                }
+                let withhold = |path: &Path| policy.read_denied(path, &cwd).is_some();
+                search(
+                    &root,
+                    &input.pattern,
+                    input.glob.as_deref(),
+                    input.ignore_case,
+                    &withhold,
+                )
             }
-            search(&root, &input.pattern, input.glob.as_deref(), input.ignore_case)
         })
         .await?;
+        let withheld = match found.withheld {
+            0 => String::new(),
+            1 => "[1 file was not searched: a `read` deny rule protects it]\n".to_owned(),
+            n => format!("[{n} files were not searched: a `read` deny rule protects them]\n"),
+        };
         if found.total == 0 {
-            return Ok(ToolCallResult::text("no matches"));
+            return Ok(ToolCallResult::text(format!("{withheld}no matches")));
         }
         let lines: Vec<String> = found
             .matches
@@ -179,6 +211,7 @@ impl Tool for GrepTool {
                 found.total
             ));
         }
+        out.push_str(&withheld);
         Ok(ToolCallResult::text(out))
     }
 }

@@ -39,7 +39,9 @@ pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(10);
 /// One `[[hooks.before_tool]]`: a program asked about every call its rule matches.
 #[derive(Debug, Clone)]
 pub struct CommandHook {
-    /// Which calls it is asked about (`TOOL` or `TOOL(GLOB)`).
+    /// Which calls it is asked about (`TOOL` or `TOOL(GLOB)`), matched as a deny rule is
+    /// ([`Rule::covers`]): a `bash(GLOB)` hook is asked about a command line when the glob
+    /// matches the whole line or any simple command in it.
     pub rule: Rule,
     /// The shell command (run with `sh -c`).
     pub command: String,
@@ -216,12 +218,12 @@ impl PolicyHook {
         let mut input = input.clone();
         let mut rewritten = false;
         let subjects = rule_subjects(tool, &main_argument(tool, &input), &self.cwd);
-        if let Some(rule) = self.deny.iter().find(|r| r.matches(tool, &subjects)) {
+        if let Some(rule) = self.deny.iter().find(|r| r.covers(tool, &subjects)) {
             return HookVerdict::Deny(format!("the {tool} call is denied by the rule `{rule}` ([tools] deny)"));
         }
         for hook in &self.hooks {
             let subjects = rule_subjects(tool, &main_argument(tool, &input), &self.cwd);
-            if !hook.rule.matches(tool, &subjects) {
+            if !hook.rule.covers(tool, &subjects) {
                 continue;
             }
             match hook.ask(tool, &input, &self.cwd).await {
@@ -344,6 +346,40 @@ mod tests {
         assert!(
             matches!(&garbled, HookVerdict::Deny(r) if r.contains("not its JSON") && r.contains("yes please")),
             "{garbled:?}"
+        );
+    }
+
+    /// A hook's `match` is matched as a deny rule: a compound command is asked about when any
+    /// simple command in it (or the whole line) matches, so `echo a; rm -rf x` cannot slip past
+    /// a `bash(rm *)` hook.
+    #[tokio::test]
+    async fn a_hook_is_asked_about_a_compound_command_any_part_of_which_matches() {
+        let second = Duration::from_secs(5);
+        let guard = PolicyHook::new(
+            Vec::new(),
+            vec![CommandHook {
+                rule: Rule::parse("bash(rm *)").unwrap(),
+                command: "echo 'no rm' >&2; exit 1".to_owned(),
+                timeout: second,
+            }],
+            std::env::temp_dir(),
+        );
+        for command in [
+            "rm -rf x",
+            "echo a; rm -rf x",
+            "echo a && rm x",
+            "echo $(rm x)",
+            "echo a\nrm x",
+        ] {
+            assert_eq!(
+                guard.decide(ToolName::Bash, &bash(command)).await,
+                HookVerdict::Deny("no rm".into()),
+                "{command:?}"
+            );
+        }
+        assert_eq!(
+            guard.decide(ToolName::Bash, &bash("echo rm x")).await,
+            HookVerdict::Allow
         );
     }
 }

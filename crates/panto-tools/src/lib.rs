@@ -58,6 +58,7 @@ mod roots;
 mod running;
 mod sandbox;
 mod search;
+pub mod shell;
 mod write;
 
 use std::fmt;
@@ -78,7 +79,7 @@ pub use error::Error;
 pub use files::{image_format, kind as file_kind, open_regular, read_bounded, OpenRefusal};
 pub use hooks::{ask_command, main_argument, CommandHook, HookVerdict, PolicyHook, DEFAULT_HOOK_TIMEOUT};
 pub use options::{Options, DEFAULT_BASH_TIMEOUT, DEFAULT_MAX_OUTPUT_BYTES};
-pub use policy::{rule_subjects, Approval, Policy, Prompt, Rule};
+pub use policy::{rule_subjects, Approval, Policy, Prompt, Rule, Subjects};
 pub use preview::{FileChange, Preview};
 pub use roots::Roots;
 pub use running::{global as running, Running};
@@ -189,6 +190,12 @@ pub(crate) struct ToolContext {
     pub sandbox: Arc<SandboxConfig>,
     /// Who sees `bash`'s output while it runs ([`Options::bash_progress`]).
     pub bash_progress: Option<Arc<dyn BashProgress>>,
+    /// The policy: its `read` deny rules are applied to every file a search tool opens, and its
+    /// allow rules pick [`ToolContext::rule_sandbox`] for the bash calls they run.
+    pub policy: Arc<Policy>,
+    /// The sandbox a bash call that runs because an allow rule matched it runs in
+    /// ([`Policy::runs_by_rule`]), when the configured one is off and this system has one.
+    pub rule_sandbox: Option<Arc<SandboxConfig>>,
 }
 
 impl ToolContext {
@@ -206,6 +213,22 @@ impl ToolContext {
             self.cwd.join(path)
         };
         self.roots.check(&absolute)
+    }
+
+    /// The sandbox a bash call of `command` runs in: [`ToolContext::rule_sandbox`] when an
+    /// allow rule runs it ([`Policy::runs_by_rule`]), else the configured one. A pure function
+    /// of the command, so the approval hook's decision and the sandbox never disagree.
+    pub fn bash_sandbox(&self, command: &str) -> Arc<SandboxConfig> {
+        match &self.rule_sandbox {
+            Some(sandbox)
+                if self
+                    .policy
+                    .runs_by_rule(ToolName::Bash, &rule_subjects(ToolName::Bash, command, &self.cwd)) =>
+            {
+                sandbox.clone()
+            }
+            _ => self.sandbox.clone(),
+        }
     }
 }
 
@@ -307,6 +330,14 @@ impl Toolbox {
     pub fn sandbox(&self) -> &SandboxConfig {
         &self.ctx.sandbox
     }
+
+    /// The sandbox of the bash calls an allow rule runs ([`Policy::runs_by_rule`]) when it is
+    /// not [`Toolbox::sandbox`]: workspace-write, chosen because the configured sandbox is off.
+    /// `None` when the configured sandbox is on, the approval mode is `auto`, no allow rule names
+    /// `bash`, or this system cannot apply a sandbox (then such calls run unconfined).
+    pub fn rule_sandbox(&self) -> Option<&SandboxConfig> {
+        self.ctx.rule_sandbox.as_deref()
+    }
 }
 
 /// Decodes a tool's arguments, with an error that names the tool and the problem.
@@ -353,6 +384,8 @@ pub(crate) mod testing {
             roots: Roots::unrestricted(),
             sandbox: Arc::new(SandboxConfig::off()),
             bash_progress: None,
+            policy: Arc::new(Policy::new(Approval::Auto)),
+            rule_sandbox: None,
         }
     }
 

@@ -45,7 +45,10 @@ pub struct Options {
     /// The directories the file tools may use; `None` (the default) leaves them unrestricted.
     /// Must exist.
     pub read_roots: Option<Vec<PathBuf>>,
-    /// The sandbox of `bash` and of where `write`/`edit` may write. Default: off.
+    /// The sandbox of `bash` and of where `write`/`edit` may write. Default: off. When it is
+    /// off and the approval mode is not `auto`, a `bash` call that runs because an allow rule
+    /// matched it (nobody approved it) still runs in `workspace-write` where this system can
+    /// apply it ([`crate::Toolbox::rule_sandbox`]).
     pub sandbox: Sandbox,
     /// Whether sandboxed commands may open internet (`AF_INET`/`AF_INET6`) sockets. Default false.
     pub sandbox_network: bool,
@@ -146,6 +149,33 @@ impl Options {
         };
         let sandbox = SandboxConfig::new(self.sandbox, self.sandbox_network, &cwd, &self.writable_roots)?;
         sandbox.probe()?;
+        let mut names = Vec::new();
+        for name in self.tools.clone().unwrap_or_else(|| ToolName::ALL.to_vec()) {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        // A bash call an allow rule runs (in `ask` or `read-only`, where nobody approved it) runs
+        // sandboxed: workspace-write with the configured network switch when the configured
+        // sandbox is off and this system can apply one; else as configured.
+        let rule_sandbox = if !sandbox.is_on()
+            && self.approval != Approval::Auto
+            && names.contains(&ToolName::Bash)
+            && policy.allows_any(ToolName::Bash)
+        {
+            SandboxConfig::new(
+                Sandbox::WorkspaceWrite,
+                self.sandbox_network,
+                &cwd,
+                &self.writable_roots,
+            )
+            .ok()
+            .filter(|s| s.probe().is_ok())
+            .map(Arc::new)
+        } else {
+            None
+        };
+        let policy = Arc::new(policy);
         let ctx = ToolContext {
             cwd,
             bash_timeout: Duration::from_secs(self.bash_timeout_secs.max(1)),
@@ -153,14 +183,10 @@ impl Options {
             roots,
             sandbox: Arc::new(sandbox),
             bash_progress: self.bash_progress.clone(),
+            policy: policy.clone(),
+            rule_sandbox,
         };
-        let mut names = Vec::new();
-        for name in self.tools.clone().unwrap_or_else(|| ToolName::ALL.to_vec()) {
-            if !names.contains(&name) {
-                names.push(name);
-            }
-        }
-        Ok((ctx, Arc::new(policy), names))
+        Ok((ctx, policy, names))
     }
 }
 

@@ -20,6 +20,7 @@ use panto_core::CancellationToken;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
+use crate::shell::{self, Split};
 use crate::ToolName;
 
 /// How tool calls that change things (`write`, `edit`, `bash`) are approved when no rule decided.
@@ -75,6 +76,18 @@ pub trait Prompt: Send + Sync + fmt::Debug {
 }
 
 /// One `TOOL` or `TOOL(GLOB)` matcher.
+///
+/// A rule is matched two ways. As an allow rule ([`Rule::allows`]) it must match the whole call:
+/// for `bash`, every simple command of the command line (see [`crate::shell`]), and a line the
+/// splitter cannot reason about (a command substitution, a redirection to a file, ...) is
+/// matched by no `bash(GLOB)` allow rule. As a deny rule or a hook's `match`
+/// ([`Rule::covers`]) it matches when any part does: the whole line or any simple command in it,
+/// those inside substitutions and subshells included, as written or with quotes removed.
+///
+/// Rules about a file also cover the tools that do the same to it: a `write` rule is also an
+/// `edit` rule (an edit is a smaller write), a deny rule on `edit` also refuses `write`, and a
+/// deny rule on `read` also refuses `edit` (which reads the file) and withholds the file from
+/// `grep`.
 #[derive(Debug, Clone)]
 pub struct Rule {
     text: String,
@@ -122,14 +135,49 @@ impl Rule {
         &self.text
     }
 
-    /// Whether the rule matches a call of `tool` whose main argument has the forms `subjects`
-    /// (a path is offered both relative to the working directory and absolute).
-    pub fn matches(&self, tool: ToolName, subjects: &[String]) -> bool {
-        self.tool == tool
-            && match &self.glob {
-                None => true,
-                Some(glob) => subjects.iter().any(|s| glob.is_match(s)),
+    /// The tool the rule names.
+    pub fn tool(&self) -> ToolName {
+        self.tool
+    }
+
+    /// Whether the rule, as an allow rule, lets the call run: it names `tool` (or `write` for an
+    /// `edit`), and its glob matches the path, or every simple command of a command line that is
+    /// nothing but simple commands.
+    pub fn allows(&self, tool: ToolName, subjects: &Subjects) -> bool {
+        let names = self.tool == tool || (self.tool == ToolName::Write && tool == ToolName::Edit);
+        if !names {
+            return false;
+        }
+        let Some(glob) = &self.glob else {
+            return true;
+        };
+        match &subjects.split {
+            None => subjects.forms.iter().any(|s| glob.is_match(s)),
+            Some(split) => {
+                split.is_plain() && !split.commands.is_empty() && split.commands.iter().all(|c| glob.is_match(&c.text))
             }
+        }
+    }
+
+    /// Whether the rule, as a deny rule or a hook's `match`, covers the call: it names `tool` (or
+    /// a tool that does the same to the file, see [`Rule`]), and its glob matches the path, the
+    /// whole command line, or any simple command in it (as written or with quotes removed).
+    pub fn covers(&self, tool: ToolName, subjects: &Subjects) -> bool {
+        use ToolName::{Edit, Read, Write};
+        let names = self.tool == tool || matches!((self.tool, tool), (Write, Edit) | (Edit, Write) | (Read, Edit));
+        if !names {
+            return false;
+        }
+        let Some(glob) = &self.glob else {
+            return true;
+        };
+        subjects.forms.iter().any(|s| glob.is_match(s))
+            || subjects.split.as_ref().is_some_and(|split| {
+                split
+                    .commands
+                    .iter()
+                    .any(|c| glob.is_match(&c.text) || glob.is_match(&c.plain))
+            })
     }
 }
 
@@ -139,13 +187,34 @@ impl fmt::Display for Rule {
     }
 }
 
-/// The forms of a call's main argument rules are matched against. A command is matched as
-/// written. A path is normalised first (made absolute against `cwd`, symbolic links and `..`
-/// resolved as the kernel will), then offered both absolute and, when inside `cwd`, relative to
-/// it: `src/../../etc/passwd` is matched as `/etc/passwd`, never as something under `src/`.
-pub fn rule_subjects(tool: ToolName, argument: &str, cwd: &Path) -> Vec<String> {
+/// A call's main argument in the forms rules are matched against ([`rule_subjects`]).
+#[derive(Debug, Clone)]
+pub struct Subjects {
+    /// A path's forms (absolute, and relative to the working directory), or a command line as
+    /// written.
+    forms: Vec<String>,
+    /// A command line's simple commands.
+    split: Option<Split>,
+}
+
+impl Subjects {
+    /// Why a command line cannot be matched command by command by an allow rule, if it cannot.
+    pub fn opaque(&self) -> Option<&str> {
+        self.split.as_ref().and_then(|s| s.opaque.as_deref())
+    }
+}
+
+/// The forms of a call's main argument rules are matched against. A command is split into its
+/// simple commands ([`crate::shell`]). A path is normalised first (made absolute against `cwd`,
+/// symbolic links and `..` resolved as the kernel will), then offered both absolute and, when
+/// inside `cwd`, relative to it: `src/../../etc/passwd` is matched as `/etc/passwd`, never as
+/// something under `src/`.
+pub fn rule_subjects(tool: ToolName, argument: &str, cwd: &Path) -> Subjects {
     if !tool.takes_path() {
-        return vec![argument.to_owned()];
+        return Subjects {
+            forms: vec![argument.to_owned()],
+            split: Some(shell::split(argument)),
+        };
     }
     let raw = Path::new(argument);
     let absolute = if raw.is_absolute() {
@@ -160,7 +229,10 @@ pub fn rule_subjects(tool: ToolName, argument: &str, cwd: &Path) -> Vec<String> 
         let relative = relative.display().to_string();
         out.push(if relative.is_empty() { ".".to_owned() } else { relative });
     }
-    out
+    Subjects {
+        forms: out,
+        split: None,
+    }
 }
 
 /// The policy every built-in tool asks before it acts.
@@ -228,11 +300,11 @@ impl Policy {
     pub async fn check(
         &self,
         tool: ToolName,
-        subjects: &[String],
+        subjects: &Subjects,
         what: &str,
         cancel: &CancellationToken,
     ) -> Result<(), String> {
-        if let Some(rule) = self.deny.iter().find(|r| r.matches(tool, subjects)) {
+        if let Some(rule) = self.deny.iter().find(|r| r.covers(tool, subjects)) {
             return Err(format!("the {tool} call is denied by the rule `{rule}` ([tools] deny)"));
         }
         if self.runs_freely(tool, subjects) {
@@ -243,8 +315,29 @@ impl Policy {
 
     /// Whether a call of `tool` runs without approval: an allow rule matches it, or the tool
     /// changes nothing.
-    pub fn runs_freely(&self, tool: ToolName, subjects: &[String]) -> bool {
-        !tool.needs_approval() || self.allow.iter().any(|r| r.matches(tool, subjects))
+    pub fn runs_freely(&self, tool: ToolName, subjects: &Subjects) -> bool {
+        !tool.needs_approval() || self.allow.iter().any(|r| r.allows(tool, subjects))
+    }
+
+    /// Whether a call of `tool` that needs approval runs because an allow rule matched it, where
+    /// the approval mode would not have run it unasked (`ask`, `read-only`). Such a `bash` call
+    /// runs in the sandbox even when the configured sandbox is off (see [`crate::Options`]).
+    pub fn runs_by_rule(&self, tool: ToolName, subjects: &Subjects) -> bool {
+        tool.needs_approval() && self.approval != Approval::Auto && self.allow.iter().any(|r| r.allows(tool, subjects))
+    }
+
+    /// The `read` deny rule that protects the file at `path` (relative to `cwd` or absolute),
+    /// if one does: a search tool withholds such a file.
+    pub fn read_denied(&self, path: &Path, cwd: &Path) -> Option<&Rule> {
+        let mut rules = self.deny.iter().filter(|r| r.tool() == ToolName::Read).peekable();
+        rules.peek()?;
+        let subjects = rule_subjects(ToolName::Read, &path.to_string_lossy(), cwd);
+        rules.find(|r| r.covers(ToolName::Read, &subjects))
+    }
+
+    /// Whether any allow rule names `tool`.
+    pub(crate) fn allows_any(&self, tool: ToolName) -> bool {
+        self.allow.iter().any(|r| r.tool() == tool)
     }
 
     /// The approval mode's answer for a call no rule decided: run it (`auto`), refuse it
@@ -275,17 +368,21 @@ mod tests {
         list.iter().map(|r| Rule::parse(r).unwrap()).collect()
     }
 
-    fn cmd(c: &str) -> Vec<String> {
-        vec![c.to_owned()]
+    fn cmd(c: &str) -> Subjects {
+        rule_subjects(ToolName::Bash, c, Path::new("/w"))
+    }
+
+    fn path(p: &str) -> Subjects {
+        rule_subjects(ToolName::Read, p, Path::new("/w"))
     }
 
     #[test]
     fn rules_parse_and_bad_ones_say_why() {
         let r = Rule::parse(" bash(git status*) ").unwrap();
-        assert!(r.matches(ToolName::Bash, &cmd("git status --short")));
-        assert!(!r.matches(ToolName::Bash, &cmd("git push")));
-        assert!(!r.matches(ToolName::Read, &cmd("git status")));
-        assert!(Rule::parse("read").unwrap().matches(ToolName::Read, &cmd("anything")));
+        assert!(r.allows(ToolName::Bash, &cmd("git status --short")));
+        assert!(!r.allows(ToolName::Bash, &cmd("git push")));
+        assert!(!r.allows(ToolName::Read, &path("git status")));
+        assert!(Rule::parse("read").unwrap().allows(ToolName::Read, &path("anything")));
         for (bad, why) in [
             ("rm(x)", "unknown tool \"rm\""),
             ("bash(git", "ends with `)`"),
@@ -304,11 +401,11 @@ mod tests {
         std::fs::create_dir(cwd.join("src")).unwrap();
         let s = rule_subjects(ToolName::Write, "src/../../escape.txt", &cwd);
         let allow = Rule::parse("write(src/*)").unwrap();
-        assert!(!allow.matches(ToolName::Write, &s), "{s:?}");
+        assert!(!allow.allows(ToolName::Write, &s), "{s:?}");
         let s = rule_subjects(ToolName::Write, "./src/a.rs", &cwd);
-        assert!(allow.matches(ToolName::Write, &s), "{s:?}");
+        assert!(allow.allows(ToolName::Write, &s), "{s:?}");
         let s = rule_subjects(ToolName::Read, "/etc/passwd", &cwd);
-        assert!(Rule::parse("read(/etc/*)").unwrap().matches(ToolName::Read, &s));
+        assert!(Rule::parse("read(/etc/*)").unwrap().covers(ToolName::Read, &s));
     }
 
     #[tokio::test]
@@ -328,11 +425,11 @@ mod tests {
         assert!(e.contains("denied by the rule `bash(git push*)`"), "{e}");
         let e = check("rm -rf x").await.unwrap_err();
         assert!(e.contains("read-only (use --approve auto)"), "{e}");
-        assert!(policy.check(ToolName::Write, &cmd("x"), "x", &cancel).await.is_ok());
-        assert!(policy.check(ToolName::Read, &cmd("x"), "x", &cancel).await.is_ok());
+        assert!(policy.check(ToolName::Write, &path("x"), "x", &cancel).await.is_ok());
+        assert!(policy.check(ToolName::Read, &path("x"), "x", &cancel).await.is_ok());
         let denied = Policy::new(Approval::Auto).with_rules(rules(&["read(*.env)"]), vec![]);
         let e = denied
-            .check(ToolName::Read, &cmd("/w/.env"), "x", &cancel)
+            .check(ToolName::Read, &path("/w/.env"), "x", &cancel)
             .await
             .unwrap_err();
         assert!(e.contains("denied"), "{e}");
@@ -341,9 +438,113 @@ mod tests {
     #[tokio::test]
     async fn ask_without_a_prompt_refuses() {
         let e = Policy::new(Approval::Ask)
-            .check(ToolName::Edit, &cmd("f"), "f", &CancellationToken::new())
+            .check(ToolName::Edit, &path("f"), "f", &CancellationToken::new())
             .await
             .unwrap_err();
         assert!(e.contains("no terminal to ask on"), "{e}");
+    }
+
+    /// The documented allow rule and compound commands: every simple command must match, and a
+    /// line the splitter cannot reason about is matched by no allow rule.
+    #[test]
+    fn a_bash_allow_rule_matches_only_when_every_simple_command_does() {
+        let allow = Rule::parse("bash(git status*)").unwrap();
+        for ok in [
+            "git status",
+            "git status --short",
+            "git status && git status -s",
+            "git status | git status",
+            "git status 2>&1",
+            "git status >/dev/null",
+            "git status ';' x",
+            "git status \\; rm x",
+            "git status 'a\nb'",
+            "  git   status  ",
+        ] {
+            assert!(allow.allows(ToolName::Bash, &cmd(ok)), "{ok:?} should be allowed");
+        }
+        for bad in [
+            "git status; echo PWN > ~/x",
+            "git status; touch x",
+            "git status\ntouch x",
+            "git status && rm -rf x",
+            "git status || rm -rf x",
+            "git status | sh",
+            "git status & rm x",
+            "git status |& sh",
+            "git status \"$(rm x)\"",
+            "git status `rm x`",
+            "git status > x",
+            "git status >> ~/.bashrc",
+            "LD_PRELOAD=/tmp/x.so git status",
+            "git status <(rm x)",
+            "(git status)",
+            "{ git status; }",
+            "git status <<EOF\nx\nEOF",
+            "git status $((1))",
+            "if git status; then rm x; fi",
+            "git status 'unclosed",
+            "# git status",
+        ] {
+            assert!(
+                !allow.allows(ToolName::Bash, &cmd(bad)),
+                "{bad:?} should not be allowed"
+            );
+        }
+        // A rule without a glob is the user's word for every command.
+        assert!(Rule::parse("bash").unwrap().allows(ToolName::Bash, &cmd("a; $(b)")));
+    }
+
+    #[test]
+    fn a_bash_deny_rule_matches_when_any_part_does() {
+        let deny = Rule::parse("bash(rm *)").unwrap();
+        for hit in [
+            "rm -rf x",
+            "cd x && rm y",
+            "git status; rm -rf ~",
+            "git status\nrm x",
+            "echo $(rm x)",
+            "echo `rm x`",
+            "(rm x)",
+            "if true; then rm x; fi",
+            "X=1 rm x",
+            "\\rm x",
+            "'rm' x",
+            "git status | rm x",
+        ] {
+            assert!(deny.covers(ToolName::Bash, &cmd(hit)), "{hit:?} should be denied");
+        }
+        assert!(!deny.covers(ToolName::Bash, &cmd("git status; echo rm x")));
+        // A glob with a leading `*` still sees the whole line.
+        assert!(Rule::parse("bash(*push*)")
+            .unwrap()
+            .covers(ToolName::Bash, &cmd("a; b $(c) push")));
+    }
+
+    #[test]
+    fn write_rules_cover_edit_and_read_deny_rules_cover_edit() {
+        let cwd = Path::new("/w");
+        let edit = rule_subjects(ToolName::Edit, "Cargo.lock", cwd);
+        assert!(Rule::parse("write(*.lock)").unwrap().covers(ToolName::Edit, &edit));
+        assert!(Rule::parse("write(*.lock)").unwrap().allows(ToolName::Edit, &edit));
+        assert!(Rule::parse("edit(*.lock)").unwrap().covers(ToolName::Write, &edit));
+        // An edit allow rule does not let a whole-file write run.
+        assert!(!Rule::parse("edit(*.lock)").unwrap().allows(ToolName::Write, &edit));
+        assert!(Rule::parse("read(*.lock)").unwrap().covers(ToolName::Edit, &edit));
+        assert!(!Rule::parse("read(*.lock)").unwrap().covers(ToolName::Write, &edit));
+        let policy = Policy::new(Approval::Auto).with_rules(rules(&["read(*.env)", "write(*)"]), vec![]);
+        assert!(policy.read_denied(Path::new("sub/.env"), cwd).is_some());
+        assert!(policy.read_denied(Path::new("/w/a.rs"), cwd).is_none());
+    }
+
+    #[test]
+    fn only_a_rule_runs_a_call_by_rule_and_auto_runs_everything_itself() {
+        let allow = rules(&["bash(git status*)"]);
+        let ask = Policy::new(Approval::Ask).with_rules(vec![], allow.clone());
+        assert!(ask.runs_by_rule(ToolName::Bash, &cmd("git status")));
+        assert!(!ask.runs_by_rule(ToolName::Bash, &cmd("git status; rm x")));
+        assert!(!ask.runs_by_rule(ToolName::Read, &path("x")));
+        let auto = Policy::new(Approval::Auto).with_rules(vec![], allow);
+        assert!(!auto.runs_by_rule(ToolName::Bash, &cmd("git status")));
     }
 }

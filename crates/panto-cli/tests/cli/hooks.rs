@@ -23,7 +23,14 @@ async fn the_documented_rm_rf_hook_denies_outside_and_allows_inside() {
     std::fs::create_dir_all(&outside).unwrap();
     std::fs::write(outside.join("cat.jpg"), "precious").unwrap();
     std::fs::create_dir_all(home.work().join("build")).unwrap();
+    std::fs::create_dir_all(home.work().join("build2")).unwrap();
     let outside_path = outside.display().to_string();
+    // A compound command whose last part is harmless: every part is checked.
+    let documents = home.home().join("documents");
+    std::fs::create_dir_all(&documents).unwrap();
+    std::fs::write(documents.join("thesis.tex"), "precious").unwrap();
+    let compound =
+        serde_json::json!({ "command": format!("rm -rf {}; rm -rf build2", documents.display()) }).to_string();
 
     let server = MockServer::start().await;
     server.push(Reply::sse(script::anthropic_tool_uses(&[
@@ -33,6 +40,7 @@ async fn the_documented_rm_rf_hook_denies_outside_and_allows_inside() {
             &format!(r#"{{"command":"rm -rf {outside_path}"}}"#),
         ),
         ("toolu_in", "bash", r#"{"command":"rm -rf build"}"#),
+        ("toolu_compound", "bash", &compound),
     ])));
     server.push(Reply::sse(script::anthropic_text("Done.")));
     home.anthropic(&server);
@@ -56,6 +64,10 @@ async fn the_documented_rm_rf_hook_denies_outside_and_allows_inside() {
         !home.work().join("build").exists(),
         "rm -rf inside the working directory runs"
     );
+    assert!(
+        documents.join("thesis.tex").exists() && home.work().join("build2").exists(),
+        "a compound command with an rm -rf outside must be denied whole"
+    );
 
     let second = body(&server.requests()[1]);
     let results = second["messages"].as_array().unwrap().last().unwrap()["content"].clone();
@@ -70,6 +82,17 @@ async fn the_documented_rm_rf_hook_denies_outside_and_allows_inside() {
     assert_eq!(
         denied["content"][0]["text"].as_str().unwrap(),
         format!("the call was denied: rm -rf outside the working directory ({real_outside}) is not allowed")
+    );
+    let compound = results
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["tool_use_id"] == "toolu_compound")
+        .unwrap();
+    let real_documents = documents.canonicalize().unwrap().display().to_string();
+    assert_eq!(
+        compound["content"][0]["text"].as_str().unwrap(),
+        format!("the call was denied: rm -rf outside the working directory ({real_documents}) is not allowed")
     );
 }
 

@@ -54,18 +54,18 @@ async fn print_mode_with_approve_auto_cannot_write_outside_or_reach_the_network(
 async fn allow_and_deny_rules_decide_before_the_approval_mode() {
     let server = MockServer::start().await;
     server.push(Reply::sse(script::anthropic_tool_uses(&[
-        ("toolu_01", "bash", r#"{"command":"echo allowed > a.txt"}"#),
-        ("toolu_02", "bash", r#"{"command":"echo denied > b.txt"}"#),
+        ("toolu_01", "bash", r#"{"command":"touch a.txt"}"#),
+        ("toolu_02", "bash", r#"{"command":"touch b.txt"}"#),
         ("toolu_03", "write", r#"{"path":"c.txt","content":"x"}"#),
     ])));
     server.push(Reply::sse(script::anthropic_text("Done.")));
     let mut home = Home::new();
     home.anthropic(&server);
-    home.write_config("[tools]\nallow = [\"bash(echo *)\"]\ndeny = [\"bash(*b.txt)\"]\n");
+    home.write_config("[tools]\nallow = [\"bash(touch *)\"]\ndeny = [\"bash(*b.txt)\"]\n");
     // Print mode is read-only without --approve auto: only the allow rule lets bash run.
     let out = home.run(&["-p", "go"], None).await;
     assert_eq!(out.ok(), "Done.\n");
-    assert_eq!(std::fs::read_to_string(home.work().join("a.txt")).unwrap(), "allowed\n");
+    assert!(home.work().join("a.txt").exists());
     assert!(!home.work().join("b.txt").exists());
     assert!(!home.work().join("c.txt").exists());
     let text = last_result(&server, 1);
@@ -92,4 +92,44 @@ async fn a_bad_rule_is_an_error_at_its_line() {
         "{}",
         out.stderr
     );
+}
+
+/// The documented `allow = ["bash(git status*)"]` in print mode's read-only default: a compound
+/// command that only starts with `git status` is refused, and what the rule does run runs in the
+/// workspace-write sandbox although the sandbox is off (nobody approved it).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_allow_rule_runs_no_compound_command_and_what_it_runs_is_sandboxed() {
+    // Outside the workspace and the temp directories.
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let pwned = outside.path().join("pwned");
+    let escaped = outside.path().join("escaped");
+    let compound = serde_json::json!({ "command": format!("git status; touch {}", pwned.display()) }).to_string();
+    let newline = serde_json::json!({ "command": format!("git status\ntouch {}", pwned.display()) }).to_string();
+    let touch = serde_json::json!({ "command": format!("touch inside {}", escaped.display()) }).to_string();
+    let server = MockServer::start().await;
+    server.push(Reply::sse(script::anthropic_tool_uses(&[
+        ("toolu_01", "bash", &compound),
+        ("toolu_02", "bash", &newline),
+        ("toolu_03", "bash", &touch),
+    ])));
+    server.push(Reply::sse(script::anthropic_text("Done.")));
+    let mut home = Home::new();
+    home.anthropic(&server);
+    home.write_config("[tools]\nallow = [\"bash(git status*)\", \"bash(touch *)\"]\n");
+    let out = home.run(&["-p", "go", "--sandbox", "off"], None).await;
+    assert_eq!(out.ok(), "Done.\n");
+    assert!(
+        !pwned.exists(),
+        "a compound command ran on a rule that matched its first part"
+    );
+    assert!(home.work().join("inside").exists());
+    assert!(!escaped.exists(), "a call run by a rule wrote outside the workspace");
+    let text = last_result(&server, 1);
+    assert_eq!(
+        text.matches("the bash tool is not allowed: tool approval is read-only")
+            .count(),
+        2,
+        "{text}"
+    );
+    assert!(text.contains("Permission denied"), "{text}");
 }
