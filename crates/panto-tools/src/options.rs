@@ -152,6 +152,7 @@ impl Options {
             max_output_bytes: self.max_output_bytes.max(1024),
             roots,
             sandbox: Arc::new(sandbox),
+            deny: policy.deny_rules().into(),
             bash_progress: self.bash_progress.clone(),
         };
         let mut names = Vec::new();

@@ -9,3 +9,5 @@ mod rewind;
 #[cfg(target_os = "linux")]
 mod sandbox;
 mod search;
+#[cfg(target_os = "linux")]
+mod write_race;
