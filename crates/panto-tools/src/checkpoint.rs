@@ -3,13 +3,14 @@
 //! [`Toolbox::rewind_with_files`] puts the files back when the user rewinds.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use panto_core::store::checkpoint_address;
 use panto_core::{Agent, FileCheckpoints, FileRestore, ToolCall};
 use serde::Serialize;
 
-use crate::files::{self, OpenRefusal};
-use crate::{running, ToolContext, Toolbox};
+use crate::beneath::{self, Current, Target};
+use crate::{running, Toolbox};
 
 /// The largest file whose previous content a tool keeps. A larger file is still changed, but
 /// the tool says a rewind cannot restore it. The same limit as what `read` and `edit` read.
@@ -41,14 +42,11 @@ pub(crate) async fn record(call: &ToolCall, path: &Path, before: Option<&[u8]>, 
     }
 }
 
-/// The content of the file at `path` before a write, for its checkpoint: `None` when there is
-/// no file, `Err` when it is larger than [`MAX_CHECKPOINT_BYTES`] (the write then goes on
+/// The content of the file `target` names before a write, for its checkpoint: `None` when there
+/// is no file, `Err` when it is larger than [`MAX_CHECKPOINT_BYTES`] (the write then goes on
 /// without a checkpoint, and says so).
-pub(crate) fn previous_content(path: &Path, ctx: &ToolContext) -> Result<Option<Vec<u8>>, String> {
-    match files::existing_regular(path)? {
-        false => Ok(None),
-        true => files::read_capped(path, &ctx.roots, MAX_CHECKPOINT_BYTES).map(Some),
-    }
+pub(crate) fn previous_content(target: &Target) -> Result<Option<Vec<u8>>, String> {
+    target.content(MAX_CHECKPOINT_BYTES)
 }
 
 /// What a rewind did to one file.
@@ -139,9 +137,25 @@ impl Toolbox {
         {
             return FileOutcome::Failed { error };
         }
+        // Resolved once: what is there is read, and the restore written or removed, through the
+        // same opened directory, so a link swapped in on the way cannot send it elsewhere.
+        let target = {
+            let (path, ctx) = (path.clone(), self.ctx.clone());
+            running::blocking(format!("restore {}", change.path), move || {
+                beneath::resolve(&path, &ctx, None).map(Arc::new)
+            })
+            .await
+        };
+        let target = match target {
+            Ok(target) => target,
+            Err(error) => return FileOutcome::Failed { error },
+        };
         let current = {
-            let path = path.clone();
-            running::blocking(format!("restore {}", change.path), move || current_content(&path)).await
+            let target = target.clone();
+            running::blocking(format!("restore {}", change.path), move || {
+                target.current(MAX_COMPARED_BYTES).map_err(|e| e.to_string())
+            })
+            .await
         };
         let current = match current {
             Ok(Current::Content(bytes)) => bytes,
@@ -164,16 +178,10 @@ impl Toolbox {
                 };
             }
         }
-        let (roots, content) = (self.ctx.roots.clone(), change.content.clone());
+        let content = change.content.clone();
         let done = running::blocking(format!("restore {}", change.path), move || match content {
-            Some(bytes) => {
-                if let Some(parent) = path.parent() {
-                    std::fs::create_dir_all(parent)
-                        .map_err(|e| format!("cannot create directory {}: {e}", parent.display()))?;
-                }
-                files::write_regular(&path, &roots, &bytes)
-            }
-            None => std::fs::remove_file(&path).map_err(|e| format!("cannot remove {}: {e}", path.display())),
+            Some(bytes) => target.write(&bytes),
+            None => target.remove(),
         })
         .await;
         match (done, &change.content) {
@@ -184,31 +192,8 @@ impl Toolbox {
     }
 }
 
-/// What is at a path a rewind may restore.
-enum Current {
-    /// A regular file's content, or `None`: nothing there.
-    Content(Option<Vec<u8>>),
-    /// Something panto did not leave: not a regular file, or larger than any checkpoint.
-    Foreign,
-}
-
-fn current_content(path: &Path) -> Result<Current, String> {
-    match files::open_regular(path) {
-        Ok((file, meta)) => match files::read_bounded(file, meta.len(), MAX_COMPARED_BYTES) {
-            Ok(Some(bytes)) => Ok(Current::Content(Some(bytes))),
-            Ok(None) => Ok(Current::Foreign),
-            Err(e) => Err(format!("cannot read {}: {e}", path.display())),
-        },
-        Err(OpenRefusal::NotRegular(_)) => Ok(Current::Foreign),
-        Err(OpenRefusal::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => Ok(Current::Content(None)),
-        Err(OpenRefusal::Io(e)) => Err(format!("cannot read {}: {e}", path.display())),
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
-
     use panto_core::{Conversation, MemoryStore, Message, PersistentMessage, Role, SessionStore, Tool, ToolCallResult};
     use serde_json::json;
 

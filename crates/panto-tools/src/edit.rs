@@ -4,7 +4,8 @@
 //! the wrong place; when it does not, the error says which case it is so the model can fix its
 //! call.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use panto_core::{Tool, ToolCall, ToolCallResult, ToolDecl, ToolError};
@@ -12,7 +13,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::preview::{FileChange, Preview};
-use crate::{checkpoint, files, parse_input, running, ToolContext, ToolName};
+use crate::{beneath, checkpoint, files, parse_input, running, ToolContext, ToolName};
 
 /// The `edit` tool.
 #[derive(Debug)]
@@ -115,21 +116,32 @@ impl Tool for EditTool {
     }
 
     async fn call(&self, call: ToolCall) -> Result<ToolCallResult, ToolError> {
-        // Planned on the file as it is now: after any approval question, whose preview planned the
-        // same way on what was there then.
-        let planned = prepare(&self.ctx, &call.input).await?;
-        let Planned {
-            input,
-            path,
-            current,
-            plan: done,
-        } = planned;
+        // Checked as the preview checks; then the path is resolved once, and the file read,
+        // planned on and written through the same opened directory, whatever happens to the
+        // path meanwhile. Planned on the file as it is now: after any approval question, whose
+        // preview planned the same way on what was there then.
+        let Planned { input, path, .. } = prepare(&self.ctx, &call.input).await?;
+        let target = {
+            let (path, ctx) = (path.clone(), self.ctx.clone());
+            running::blocking(format!("edit {}", input.path), move || {
+                beneath::resolve(&path, &ctx, Some(ToolName::Edit)).map(Arc::new)
+            })
+            .await?
+        };
+        let current = {
+            let (target, shown) = (target.clone(), path.clone());
+            running::blocking(format!("edit {}", input.path), move || {
+                match target.content(crate::read::MAX_FILE_BYTES)? {
+                    Some(bytes) => utf8(&shown, bytes),
+                    None => Err(format!("cannot read {}: it no longer exists", shown.display())),
+                }
+            })
+            .await?
+        };
+        let done = plan(&current, &input)?;
         checkpoint::record(&call, &path, Some(current.as_bytes()), done.content.as_bytes()).await?;
-        let (target, roots, content) = (path.clone(), self.ctx.roots.clone(), done.content);
-        running::blocking(format!("edit {}", input.path), move || {
-            files::write_regular(&target, &roots, content.as_bytes())
-        })
-        .await?;
+        let content = done.content;
+        running::blocking(format!("edit {}", input.path), move || target.write(content.as_bytes())).await?;
         Ok(ToolCallResult::text(format!(
             "edited {}: replaced {} occurrence{} (first at line {})",
             input.path,
@@ -149,6 +161,17 @@ struct Planned {
     plan: Plan,
 }
 
+/// `bytes` of the file at `path` as text, or why edit does not take them.
+fn utf8(path: &Path, bytes: Vec<u8>) -> Result<String, String> {
+    String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "{} is not UTF-8 text (invalid byte at offset {}); edit changes text files only",
+            path.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })
+}
+
 /// Reads the file and plans the edit, failing as the tool fails: bad arguments, a path outside
 /// the read roots, a file that is not UTF-8 text, old text missing or ambiguous, a write the
 /// sandbox forbids.
@@ -158,14 +181,7 @@ async fn prepare(ctx: &ToolContext, raw: &serde_json::Value) -> Result<Planned, 
     let current = {
         let (path, roots) = (path.clone(), ctx.roots.clone());
         running::blocking(format!("edit {}", input.path), move || {
-            let bytes = files::read_capped(&path, &roots, crate::read::MAX_FILE_BYTES)?;
-            String::from_utf8(bytes).map_err(|e| {
-                format!(
-                    "{} is not UTF-8 text (invalid byte at offset {}); edit changes text files only",
-                    path.display(),
-                    e.utf8_error().valid_up_to()
-                )
-            })
+            utf8(&path, files::read_capped(&path, &roots, crate::read::MAX_FILE_BYTES)?)
         })
         .await?
     };

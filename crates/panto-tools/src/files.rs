@@ -1,5 +1,6 @@
-//! Opening, reading and writing the files the file tools work on, and the images the CLI attaches
-//! to a prompt: regular files only, and never more bytes than asked for.
+//! Opening and reading the files the file tools work on (writing them: [`crate::beneath`]), and
+//! the images the CLI attaches to a prompt: regular files only, and never more bytes than asked
+//! for.
 //!
 //! A path from the model may name a FIFO (opening it blocks until a writer comes, forever), a
 //! device (`/dev/zero` never ends, whatever its size says), a socket or a directory. Files are
@@ -8,15 +9,12 @@
 //! through a limit (so a size that lies, as in `/proc`, cannot grow memory). Blocking calls: run
 //! them through [`crate::running::blocking`].
 
-use std::ffi::OsStr;
-use std::fs::{File, FileType, Metadata, OpenOptions, Permissions};
-use std::io::{Read, Write};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::fs::{File, FileType, Metadata, OpenOptions};
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
 
-use crate::roots::{real_path, Roots};
+use crate::roots::Roots;
 
 /// Flags for every open: a FIFO or device must not block the open, and a terminal must not become
 /// panto's controlling terminal.
@@ -42,7 +40,7 @@ pub fn kind(kind: FileType) -> &'static str {
 }
 
 /// The refusal for a path that is not a regular file. `tool` is the verb: `read`, `write`.
-fn not_regular(path: &Path, file_type: FileType, tool: &str) -> String {
+pub(crate) fn not_regular(path: &Path, file_type: FileType, tool: &str) -> String {
     if file_type.is_dir() && tool == "read" {
         return format!("{} is a directory; use bash (ls) to list it", path.display());
     }
@@ -116,15 +114,6 @@ pub fn open_for_read(path: &Path, roots: &Roots) -> Result<(File, Metadata), Str
     Ok((file, meta))
 }
 
-/// Why an open for writing failed. A FIFO cannot be opened for writing without a reader: that
-/// says what the path is rather than the bare system error.
-fn open_error(path: &Path, error: &std::io::Error, tool: &str) -> String {
-    match std::fs::metadata(path) {
-        Ok(meta) if !meta.is_file() => not_regular(path, meta.file_type(), tool),
-        _ => format!("cannot {tool} {}: {error}", path.display()),
-    }
-}
-
 /// The whole content of the regular file at `path`, refused when it holds more than `cap` bytes,
 /// whatever its size claims.
 pub fn read_capped(path: &Path, roots: &Roots, cap: u64) -> Result<Vec<u8>, String> {
@@ -164,139 +153,25 @@ fn cannot_write(path: &Path, error: &std::io::Error) -> String {
     format!("cannot write {}: {error}", path.display())
 }
 
-/// Replaces the content of the regular file at `path` with `bytes`, creating it when missing.
-/// Anything that is not a regular file is refused before a byte is written.
-///
-/// The new content goes to a temporary file beside the target, synced, and renamed over it, so a
-/// kill or a crash at any moment leaves the file with its old content or its new one, never a
-/// truncated mix (a rewind relies on that). A symbolic link at `path` is followed: the file it
-/// names is replaced and the link stays. The replaced file keeps its permission bits, and its
-/// owner where the process may set it. Where a rename would change what the file is, the content is
-/// written in place instead: the file has other hard links (a rename would part them),
-/// its directory does not let panto create the temporary file, or its owner cannot be kept.
-pub fn write_regular(path: &Path, roots: &Roots, bytes: &[u8]) -> Result<(), String> {
-    existing_regular(path)?;
-    // Where the kernel's open would land: the rename must replace that file, not a link to it.
-    let target = std::path::absolute(path)
-        .and_then(|absolute| real_path(&absolute))
-        .map_err(|e| cannot_write(path, &e))?;
-    // Opening the existing file for writing proves panto may write it (a read-only file is not
-    // replaced behind its mode's back) and lets the descriptor be checked, not the path.
-    let existing = match OpenOptions::new().write(true).custom_flags(OPEN_FLAGS).open(&target) {
-        Ok(file) => Some(file),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(open_error(path, &e, "write")),
-    };
-    let Some(file) = existing else {
-        return replace(&target, None, roots, bytes).map_err(|e| e.describe(path));
-    };
-    let failed = |e: std::io::Error| cannot_write(path, &e);
-    let meta = file.metadata().map_err(failed)?;
-    if !meta.is_file() {
-        return Err(not_regular(path, meta.file_type(), "write"));
-    }
-    roots.check_opened(&file, path)?;
-    if meta.nlink() == 1 {
-        match replace(&target, Some(&meta), roots, bytes) {
-            Err(Replace::Unusable(_)) => {}
-            done => return done.map_err(|e| e.describe(path)),
-        }
-    }
-    write_in_place(file, bytes).map_err(failed)
-}
-
-/// Truncates `file` and writes `bytes` into it: a kill between the two leaves it partial, so
-/// this is only for files a rename would change in another way.
-fn write_in_place(mut file: File, bytes: &[u8]) -> std::io::Result<()> {
-    file.set_len(0)?;
-    file.write_all(bytes)
-}
-
-/// Why [`replace`] did not replace the file.
-enum Replace {
-    /// The roots refused the temporary file's real place: the write must not happen.
-    Refused(String),
-    /// A rename cannot replace this file faithfully (no temporary file in its directory, its owner
-    /// not kept); nothing was changed. For a file that exists, writing in place is the way left.
-    Unusable(std::io::Error),
-    /// Writing, syncing or renaming failed; nothing was changed.
-    Failed(std::io::Error),
-}
-
-impl Replace {
-    /// The write's error, naming `path`.
-    fn describe(self, path: &Path) -> String {
-        match self {
-            Replace::Refused(why) => why,
-            Replace::Unusable(e) | Replace::Failed(e) => cannot_write(path, &e),
-        }
-    }
-}
-
-/// Writes `bytes` to a new temporary file beside `target`, with the permission bits and owner of
-/// the file it replaces (`existing`), syncs it and renames it over `target`. The temporary file
-/// is removed on every failure.
-fn replace(target: &Path, existing: Option<&Metadata>, roots: &Roots, bytes: &[u8]) -> Result<(), Replace> {
-    let (mut tmp, tmp_path) = create_beside(target, existing.is_some()).map_err(|e| match e.kind() {
-        std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem => Replace::Unusable(e),
-        _ => Replace::Failed(e),
-    })?;
-    let result = (|| {
-        roots.check_opened(&tmp, target).map_err(Replace::Refused)?;
-        if let Some(meta) = existing {
-            let made = tmp.metadata().map_err(Replace::Failed)?;
-            if (made.uid(), made.gid()) != (meta.uid(), meta.gid()) {
-                std::os::unix::fs::fchown(&tmp, Some(meta.uid()), Some(meta.gid())).map_err(Replace::Unusable)?;
-            }
-            // After the owner: changing it clears set-user-ID and set-group-ID bits.
-            tmp.set_permissions(Permissions::from_mode(meta.mode() & 0o7777))
-                .map_err(Replace::Failed)?;
-        }
-        tmp.write_all(bytes).map_err(Replace::Failed)?;
-        // Synced before the rename: otherwise a crash of the machine could keep the rename and
-        // lose the content, leaving the file empty.
-        tmp.sync_data().map_err(Replace::Failed)?;
-        std::fs::rename(&tmp_path, target).map_err(Replace::Failed)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp_path);
-    }
-    result
-}
-
-/// Creates a new temporary file in `target`'s directory, named after it (`.name.panto-PID-N.tmp`)
-/// so that one a kill left behind says whose it is. Mode 0600 while it is written when it is
-/// `replacing` a file (that file's bits are set before the rename); otherwise the mode a new file
-/// gets. `target` is absolute.
-fn create_beside(target: &Path, replacing: bool) -> std::io::Result<(File, PathBuf)> {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let dir = target.parent().unwrap_or(Path::new("/"));
-    let name = target.file_name().map_or(&[][..], |n| n.as_bytes());
-    // Room for the decoration within a file name's 255 bytes.
-    let name = &name[..name.len().min(200)];
-    loop {
-        let mut tmp_name = b".".to_vec();
-        tmp_name.extend_from_slice(name);
-        let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        tmp_name.extend_from_slice(format!(".panto-{}-{n}.tmp", std::process::id()).as_bytes());
-        let tmp_path = dir.join(OsStr::from_bytes(&tmp_name));
-        let mut options = OpenOptions::new();
-        options.write(true).create_new(true).custom_flags(OPEN_FLAGS);
-        if replacing {
-            options.mode(0o600);
-        }
-        match options.open(&tmp_path) {
-            Ok(file) => return Ok((file, tmp_path)),
-            // Left by a process with the same id before: take the next name.
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::fs::Permissions;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::sync::atomic::Ordering;
+
     use super::*;
+    use crate::testing::context;
+    use crate::{ToolContext, ToolName};
+
+    /// Writes as `write` does, with `ctx`'s limits.
+    fn write_regular(path: &Path, ctx: &ToolContext, tool: Option<ToolName>, bytes: &[u8]) -> Result<(), String> {
+        crate::beneath::resolve(path, ctx, tool)?.write(bytes)
+    }
+
+    /// Writes as `write` does with no sandbox, no roots and no rules.
+    fn write(path: &Path, bytes: &[u8]) -> Result<(), String> {
+        write_regular(path, &context(Path::new("/")), Some(ToolName::Write), bytes)
+    }
 
     #[test]
     fn a_fifo_is_refused_without_blocking_for_read_and_write() {
@@ -305,7 +180,7 @@ mod tests {
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
         let e = read_capped(&fifo, &Roots::unrestricted(), 100).unwrap_err();
         assert!(e.contains("pipe is a FIFO (named pipe), not a regular file"), "{e}");
-        let e = write_regular(&fifo, &Roots::unrestricted(), b"x").unwrap_err();
+        let e = write(&fifo, b"x").unwrap_err();
         assert!(
             e.contains("pipe is a FIFO (named pipe), not a regular file; write"),
             "{e}"
@@ -316,7 +191,7 @@ mod tests {
     fn devices_are_refused_and_a_lying_size_cannot_grow_the_read() {
         let e = read_capped(Path::new("/dev/zero"), &Roots::unrestricted(), 100).unwrap_err();
         assert!(e.contains("/dev/zero is a character device"), "{e}");
-        let e = write_regular(Path::new("/dev/null"), &Roots::unrestricted(), b"x").unwrap_err();
+        let e = write(Path::new("/dev/null"), b"x").unwrap_err();
         assert!(e.contains("/dev/null is a character device"), "{e}");
         // /proc files say they are empty and are not: the limit holds anyway.
         let e = read_capped(Path::new("/proc/self/maps"), &Roots::unrestricted(), 10).unwrap_err();
@@ -331,8 +206,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("f.txt");
         assert!(!existing_regular(&f).unwrap());
-        write_regular(&f, &Roots::unrestricted(), b"long content").unwrap();
-        write_regular(&f, &Roots::unrestricted(), b"short").unwrap();
+        write(&f, b"long content").unwrap();
+        write(&f, b"short").unwrap();
         assert!(existing_regular(&f).unwrap());
         assert_eq!(read_capped(&f, &Roots::unrestricted(), 100).unwrap(), b"short");
         let e = read_capped(&f, &Roots::unrestricted(), 3).unwrap_err();
@@ -359,7 +234,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("plan.md");
         let (a, b) = (vec![b'a'; 256 * 1024], vec![b'b'; 192 * 1024]);
-        write_regular(&f, &Roots::unrestricted(), &a).unwrap();
+        write(&f, &a).unwrap();
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let reader = {
             let (f, stop, a, b) = (f.clone(), stop.clone(), a.clone(), b.clone());
@@ -378,7 +253,7 @@ mod tests {
             })
         };
         for round in 0..200 {
-            write_regular(&f, &Roots::unrestricted(), if round % 2 == 0 { &b } else { &a }).unwrap();
+            write(&f, if round % 2 == 0 { &b } else { &a }).unwrap();
         }
         stop.store(true, Ordering::Relaxed);
         assert!(reader.join().unwrap() > 0);
@@ -391,7 +266,7 @@ mod tests {
         let f = dir.path().join("run.sh");
         std::fs::write(&f, "old").unwrap();
         std::fs::set_permissions(&f, Permissions::from_mode(0o750)).unwrap();
-        write_regular(&f, &Roots::unrestricted(), b"#!/bin/sh\nnew\n").unwrap();
+        write(&f, b"#!/bin/sh\nnew\n").unwrap();
         assert_eq!(std::fs::read(&f).unwrap(), b"#!/bin/sh\nnew\n");
         assert_eq!(std::fs::metadata(&f).unwrap().mode() & 0o7777, 0o750);
 
@@ -400,7 +275,7 @@ mod tests {
         std::fs::write(&ro, "keep").unwrap();
         std::fs::set_permissions(&ro, Permissions::from_mode(0o444)).unwrap();
         if OpenOptions::new().write(true).open(&ro).is_err() {
-            let e = write_regular(&ro, &Roots::unrestricted(), b"x").unwrap_err();
+            let e = write(&ro, b"x").unwrap_err();
             assert!(e.contains("ro.txt") && e.contains("ermission denied"), "{e}");
             assert_eq!(std::fs::read(&ro).unwrap(), b"keep");
         }
@@ -419,21 +294,21 @@ mod tests {
         // A relative link, through a second link.
         std::os::unix::fs::symlink("real.txt", dir.path().join("one")).unwrap();
         std::os::unix::fs::symlink("one", dir.path().join("two")).unwrap();
-        write_regular(&dir.path().join("two"), &Roots::unrestricted(), b"via links").unwrap();
+        write(&dir.path().join("two"), b"via links").unwrap();
         assert!(is_link(&dir.path().join("two")));
         assert!(is_link(&dir.path().join("one")));
         assert_eq!(std::fs::read(&real).unwrap(), b"via links");
 
         // A dangling link: the file it names is created, the link stays.
         std::os::unix::fs::symlink("made.txt", dir.path().join("dangling")).unwrap();
-        write_regular(&dir.path().join("dangling"), &Roots::unrestricted(), b"made").unwrap();
+        write(&dir.path().join("dangling"), b"made").unwrap();
         assert!(is_link(&dir.path().join("dangling")));
         assert_eq!(std::fs::read(dir.path().join("made.txt")).unwrap(), b"made");
 
         // Two names for one file: a write through one is seen through the other.
         let other = dir.path().join("other.txt");
         std::fs::hard_link(&real, &other).unwrap();
-        write_regular(&real, &Roots::unrestricted(), b"shared").unwrap();
+        write(&real, b"shared").unwrap();
         assert_eq!(std::fs::read(&other).unwrap(), b"shared");
         assert_eq!(
             others(
@@ -453,11 +328,12 @@ mod tests {
         std::fs::write(&f, "old").unwrap();
         // A file name at the limit: the temporary file's name still fits.
         let long = sub.join("x".repeat(255));
-        write_regular(&long, &Roots::unrestricted(), b"long name").unwrap();
+        write(&long, b"long name").unwrap();
         assert_eq!(std::fs::read(&long).unwrap(), b"long name");
         // Roots that do not hold the directory: the write is refused and nothing is left.
-        let roots = Roots::new(vec![dir.path().join("elsewhere")]);
-        let e = write_regular(&f, &roots, b"new").unwrap_err();
+        let mut ctx = context(dir.path());
+        ctx.roots = Roots::new(vec![dir.path().join("elsewhere")]);
+        let e = write_regular(&f, &ctx, Some(ToolName::Write), b"new").unwrap_err();
         assert!(e.contains("outside the directories file tools may use"), "{e}");
         assert_eq!(std::fs::read(&f).unwrap(), b"old");
         assert_eq!(others(&sub, &["f.txt", &"x".repeat(255)]), Vec::<String>::new());

@@ -40,6 +40,7 @@
 
 mod approval;
 mod bash;
+mod beneath;
 mod checkpoint;
 mod child;
 mod edit;
@@ -188,6 +189,10 @@ pub(crate) struct ToolContext {
     pub roots: Roots,
     /// The sandbox: what bash runs in, and where write and edit may write.
     pub sandbox: Arc<SandboxConfig>,
+    /// The `[tools] deny` rules, checked again by `write` and `edit` on the path they resolved
+    /// and opened (the policy checked the path before; a link swapped since must not get past
+    /// them).
+    pub deny: Arc<[Rule]>,
     /// Who sees `bash`'s output while it runs ([`Options::bash_progress`]).
     pub bash_progress: Option<Arc<dyn BashProgress>>,
     /// The policy: its `read` deny rules are applied to every file a search tool opens, and its
@@ -270,7 +275,9 @@ impl Toolbox {
             .collect()
     }
 
-    /// A fresh set of the selected tools with no policy of their own: every call runs. For an
+    /// A fresh set of the selected tools with no policy of their own: every call runs (except
+    /// that `write` and `edit` check the deny rules again on the path they resolved and opened,
+    /// so a link swapped after the check cannot get a write past them). For an
     /// agent that applies the policy with hooks, registered in this order: [`Toolbox::policy_hook`]
     /// (deny rules, command hooks), the embedder's own hooks, then [`Toolbox::approval_hook`] (or
     /// a front end's own approval hook built on it, as the CLI's is).
@@ -383,6 +390,7 @@ pub(crate) mod testing {
             max_output_bytes: 4_096,
             roots: Roots::unrestricted(),
             sandbox: Arc::new(SandboxConfig::off()),
+            deny: Arc::new([]),
             bash_progress: None,
             policy: Arc::new(Policy::new(Approval::Auto)),
             rule_sandbox: None,

@@ -182,6 +182,7 @@ impl Options {
             max_output_bytes: self.max_output_bytes.max(1024),
             roots,
             sandbox: Arc::new(sandbox),
+            deny: policy.deny_rules().into(),
             bash_progress: self.bash_progress.clone(),
             policy: policy.clone(),
             rule_sandbox,

@@ -1,12 +1,14 @@
 //! `write`: create or overwrite a whole file.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use panto_core::{Tool, ToolCall, ToolCallResult, ToolDecl, ToolError};
 use serde::Deserialize;
 use serde_json::json;
 
 use crate::preview::{FileChange, Preview};
-use crate::{checkpoint, files, parse_input, running, ToolContext, ToolName};
+use crate::{beneath, checkpoint, files, parse_input, running, ToolContext, ToolName};
 
 /// The `write` tool.
 #[derive(Debug)]
@@ -51,10 +53,19 @@ impl Tool for WriteTool {
 
     async fn call(&self, call: ToolCall) -> Result<ToolCallResult, ToolError> {
         let Planned { input, path, existed } = prepare(&self.ctx, &call.input).await?;
-        let previous = {
+        // Resolved once: the previous content is read and the new one written through the same
+        // opened directory, whatever happens to the path meanwhile.
+        let target = {
             let (path, ctx) = (path.clone(), self.ctx.clone());
             running::blocking(format!("write {}", input.path), move || {
-                Ok(checkpoint::previous_content(&path, &ctx))
+                beneath::resolve(&path, &ctx, Some(ToolName::Write)).map(Arc::new)
+            })
+            .await?
+        };
+        let previous = {
+            let target = target.clone();
+            running::blocking(format!("write {}", input.path), move || {
+                Ok(checkpoint::previous_content(&target))
             })
             .await?
         };
@@ -67,14 +78,9 @@ impl Tool for WriteTool {
             Err(why) if call.checkpoints.is_some() => Some(why.clone()),
             Err(_) => None,
         };
-        let roots = self.ctx.roots.clone();
         let content = input.content.clone();
         running::blocking(format!("write {}", input.path), move || {
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| format!("cannot create directory {}: {e}", parent.display()))?;
-            }
-            files::write_regular(&path, &roots, content.as_bytes())
+            target.write(content.as_bytes())
         })
         .await?;
         let (bytes, lines) = (input.content.len(), input.content.lines().count());

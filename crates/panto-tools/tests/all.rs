@@ -10,3 +10,5 @@ mod rules;
 #[cfg(target_os = "linux")]
 mod sandbox;
 mod search;
+#[cfg(target_os = "linux")]
+mod write_race;
