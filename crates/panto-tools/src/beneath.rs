@@ -33,7 +33,7 @@ use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
 
 use crate::files;
-use crate::policy::Rule;
+use crate::policy::{resolved_path_subjects, Rule, Subjects};
 use crate::roots::real_path;
 use crate::sandbox::Sandbox;
 use crate::{ToolContext, ToolName};
@@ -118,17 +118,13 @@ fn refusal(real: &Path, shown: &Path, ctx: &ToolContext, tool: Option<ToolName>)
         }
     }
     let tool = tool?;
-    let mut subjects = vec![real.display().to_string()];
-    if let Ok(relative) = real.strip_prefix(&ctx.cwd) {
-        let relative = relative.display().to_string();
-        subjects.push(if relative.is_empty() { ".".to_owned() } else { relative });
-    }
+    let subjects = resolved_path_subjects(real, &ctx.cwd);
     denied(&ctx.deny, tool, &subjects, shown, real)
 }
 
-/// The refusal of the first `deny` rule that matches.
-fn denied(deny: &[Rule], tool: ToolName, subjects: &[String], shown: &Path, real: &Path) -> Option<String> {
-    let rule = deny.iter().find(|r| r.matches(tool, subjects))?;
+/// The refusal of the first `deny` rule that covers the call.
+fn denied(deny: &[Rule], tool: ToolName, subjects: &Subjects, shown: &Path, real: &Path) -> Option<String> {
+    let rule = deny.iter().find(|r| r.covers(tool, subjects))?;
     let resolved = if real == shown {
         String::new()
     } else {

@@ -224,15 +224,19 @@ pub fn rule_subjects(tool: ToolName, argument: &str, cwd: &Path) -> Subjects {
     };
     let real = crate::roots::real_path(&absolute).unwrap_or(absolute);
     let real_cwd = crate::roots::real_path(cwd).unwrap_or_else(|_| cwd.to_path_buf());
-    let mut out = vec![real.display().to_string()];
-    if let Ok(relative) = real.strip_prefix(&real_cwd) {
+    resolved_path_subjects(&real, &real_cwd)
+}
+
+/// The forms of a path already resolved (`real`, against the resolved working directory
+/// `real_cwd`): itself, and relative to `real_cwd` when inside it. Nothing is resolved again, so
+/// a link swapped in meanwhile cannot change what the rules see.
+pub(crate) fn resolved_path_subjects(real: &Path, real_cwd: &Path) -> Subjects {
+    let mut forms = vec![real.display().to_string()];
+    if let Ok(relative) = real.strip_prefix(real_cwd) {
         let relative = relative.display().to_string();
-        out.push(if relative.is_empty() { ".".to_owned() } else { relative });
+        forms.push(if relative.is_empty() { ".".to_owned() } else { relative });
     }
-    Subjects {
-        forms: out,
-        split: None,
-    }
+    Subjects { forms, split: None }
 }
 
 /// The policy every built-in tool asks before it acts.
