@@ -1,0 +1,59 @@
+//! A directory that lies outside every directory the sandbox lets tools write, for tests that
+//! check a sandboxed tool cannot change something "outside".
+//!
+//! The sandbox's writable set in `workspace-write` is the working directory, `/tmp`, `/var/tmp`,
+//! `/dev/shm`, `$TMPDIR` and `writable_roots`. A test's own target directory is outside them in
+//! an ordinary checkout, but not in one under `/tmp`; then another place is taken.
+
+use std::path::{Path, PathBuf};
+
+/// The temp directories the sandbox makes writable (besides the workspace and `writable_roots`).
+fn writable_temps() -> Vec<PathBuf> {
+    [
+        std::env::temp_dir(),
+        "/tmp".into(),
+        "/var/tmp".into(),
+        "/dev/shm".into(),
+    ]
+    .iter()
+    .filter_map(|p| p.canonicalize().ok())
+    .collect()
+}
+
+/// Whether `dir` (an existing directory) lies outside every temp directory the sandbox makes
+/// writable.
+pub fn is_outside_writable_temps(dir: &Path) -> bool {
+    let Ok(real) = dir.canonicalize() else { return false };
+    !writable_temps().iter().any(|t| real.starts_with(t))
+}
+
+/// A directory in which a test can make its "outside" directories: `target_tmpdir` (the test's
+/// `CARGO_TARGET_TMPDIR`) when it is outside the sandbox's temp directories, else the first of
+/// `/var/cache`, `/srv`, `/opt`, `/mnt` and `$HOME` that is outside them and where this user can
+/// make a directory. Panics naming every place tried when there is none: the test could not
+/// tell an escape from a permitted write.
+pub fn outside_base(target_tmpdir: &Path) -> PathBuf {
+    let mut candidates = vec![target_tmpdir.to_path_buf()];
+    candidates.extend(["/var/cache", "/srv", "/opt", "/mnt"].map(PathBuf::from));
+    candidates.extend(std::env::var_os("HOME").map(PathBuf::from));
+    let usable = |dir: &Path| {
+        if !is_outside_writable_temps(dir) {
+            return false;
+        }
+        let probe = dir.join(format!(".panto-outside-probe-{}", std::process::id()));
+        let made = std::fs::create_dir(&probe).is_ok();
+        let _ = std::fs::remove_dir(&probe);
+        made
+    };
+    candidates
+        .iter()
+        .find(|dir| usable(dir))
+        .and_then(|dir| dir.canonicalize().ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "no directory outside the sandbox's writable temp directories ({:?}) where this user can \
+                 make one; tried {candidates:?}",
+                writable_temps()
+            )
+        })
+}
