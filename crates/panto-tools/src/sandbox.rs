@@ -2,11 +2,15 @@
 //! and where `write` and `edit` may write, so "cannot write outside" holds for every built-in
 //! tool.
 //!
-//! On Linux, `bash` runs under Landlock (the filesystem: read everywhere, write only the writable
-//! set) and a seccomp filter (no `AF_INET`/`AF_INET6` socket, and no io_uring, which could open
-//! one behind the filter's back), both applied in the child before it runs bash
-//! ([`crate::child`]). The writable set in `workspace-write` is the working directory, the temp
-//! directories, `writable_roots`, and the harmless devices (`/dev/null` and friends); in
+//! On Linux, `bash` runs without any capability and under Landlock (the filesystem: read
+//! everywhere, write only the writable set, make no device node; signals and abstract Unix
+//! sockets scoped to the sandbox) and seccomp filters (sockets of `AF_UNIX` only, plus
+//! `AF_INET`/`AF_INET6` with the network on; no io_uring, which could open one behind the
+//! filter's back; in `read-only` no change of a file's mode, owner, times or extended
+//! attributes; no x32 system call), all applied in the child before it runs bash
+//! ([`crate::child`]). Every child, the sandbox off included, also gets the filter that refuses
+//! `TIOCSTI`/`TIOCLINUX`. The writable set in `workspace-write` is the working directory, the
+//! temp directories, `writable_roots`, and the harmless devices (`/dev/null` and friends); in
 //! `read-only` only the devices. The threat model and what the sandbox does not stop are in
 //! docs/tools.md.
 
@@ -304,13 +308,15 @@ mod linux {
     /// pasting its selection. The kernel takes the request as a 32-bit value, so only the low
     /// half is compared.
     fn terminal_rules() -> Result<Rules, seccompiler::BackendError> {
-        let request = |r: u64| {
-            SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, r)
+        // An ioctl request is a `c_ulong` in glibc, a `c_int` in musl.
+        #[allow(clippy::unnecessary_cast)]
+        let request = |r: libc::Ioctl| {
+            SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, r as u64)
                 .and_then(|c| SeccompRule::new(vec![c]))
         };
         Ok(BTreeMap::from([(
             libc::SYS_ioctl,
-            vec![request(libc::TIOCSTI as u64)?, request(libc::TIOCLINUX as u64)?],
+            vec![request(libc::TIOCSTI)?, request(libc::TIOCLINUX)?],
         )]))
     }
 
