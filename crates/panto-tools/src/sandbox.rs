@@ -220,6 +220,7 @@ impl SandboxConfig {
 
 /// The highest capability number of this kernel; when it cannot be read, the most any kernel
 /// could have (the child's drop of a number the kernel does not know is ignored).
+#[cfg(target_os = "linux")]
 fn last_capability() -> u32 {
     std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
         .ok()

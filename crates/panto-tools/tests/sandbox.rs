@@ -97,7 +97,37 @@ where
 /// Runs test `test` of this binary again, as `user` (or the same user), with `tty` (a terminal
 /// and its path) as its controlling terminal and standard input; panics when it fails.
 async fn rerun(test: &str, user: Option<u32>, tty: Option<(std::os::fd::OwnedFd, PathBuf)>) {
-    let exe = std::env::current_exe().unwrap();
+    let mut exe = std::env::current_exe().unwrap();
+    let mut env = vec![(RERUN, PathBuf::from("1"))];
+    let mut bases = Vec::new();
+    if let Some(uid) = user {
+        // Places `uid` can reach: the target directory may lie in root's home.
+        let target = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        let work_base = if panto_testkit::outside::is_reachable_by_others(target) {
+            target.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        };
+        let work = tempfile::tempdir_in(work_base).unwrap();
+        let outside = tempfile::tempdir_in(panto_testkit::outside::outside_base_reachable_by_others(target)).unwrap();
+        for dir in [work.path(), outside.path()] {
+            std::os::unix::fs::chown(dir, Some(uid), Some(uid)).unwrap();
+        }
+        if !panto_testkit::outside::is_reachable_by_others(&exe) {
+            // The binary itself where `uid` can run it: a hard link, else a copy.
+            let reachable = work.path().join("test-binary");
+            std::fs::hard_link(&exe, &reachable)
+                .or_else(|_| std::fs::copy(&exe, &reachable).map(|_| ()))
+                .unwrap();
+            std::fs::set_permissions(&reachable, std::fs::Permissions::from_mode(0o755)).unwrap();
+            exe = reachable;
+        }
+        env.push((WORK_BASE, work.path().to_path_buf()));
+        env.push((OUTSIDE_BASE, outside.path().to_path_buf()));
+        env.push(("HOME", work.path().to_path_buf()));
+        bases.push(work);
+        bases.push(outside);
+    }
     let mut command = match &tty {
         // setsid(1) -c: a new session whose controlling terminal is its standard input.
         Some(_) => {
@@ -109,27 +139,11 @@ async fn rerun(test: &str, user: Option<u32>, tty: Option<(std::os::fd::OwnedFd,
     };
     command
         .args([test, "--exact", "--nocapture", "--test-threads=1"])
-        .env(RERUN, "1")
+        .envs(env)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut bases = Vec::new();
     if let Some(uid) = user {
-        let work = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-        let outside = tempfile::tempdir_in(panto_testkit::outside::outside_base(Path::new(env!(
-            "CARGO_TARGET_TMPDIR"
-        ))))
-        .unwrap();
-        for dir in [work.path(), outside.path()] {
-            std::os::unix::fs::chown(dir, Some(uid), Some(uid)).unwrap();
-        }
-        command
-            .env(WORK_BASE, work.path())
-            .env(OUTSIDE_BASE, outside.path())
-            .env("HOME", work.path())
-            .uid(uid)
-            .gid(uid);
-        bases.push(work);
-        bases.push(outside);
+        command.uid(uid).gid(uid);
     }
     if let Some((fd, path)) = tty {
         if let Some(uid) = user {
@@ -139,12 +153,9 @@ async fn rerun(test: &str, user: Option<u32>, tty: Option<(std::os::fd::OwnedFd,
     } else {
         command.stdin(Stdio::null());
     }
-    let child = command.spawn().unwrap_or_else(|e| {
-        panic!(
-            "re-running {} as uid {user:?}: {e} (the test binary and its directories must be readable by that user)",
-            exe.display()
-        )
-    });
+    let child = command
+        .spawn()
+        .unwrap_or_else(|e| panic!("re-running {} as uid {user:?}: {e}", exe.display()));
     drop(command);
     let report = tokio::task::spawn_blocking(move || child_report(child)).await.unwrap();
     assert_eq!(report, "ok", "{test} as uid {user:?}");

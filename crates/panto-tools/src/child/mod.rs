@@ -154,6 +154,7 @@ fn configure(command: &mut std::process::Command, setup: &ChildSetup) -> io::Res
                 return Err(io::Error::from_raw_os_error(PARENT_DEATH_FAILED));
             }
         }
+        // What needs privileges (making a mount namespace) goes here, before they are dropped.
         if confinement.drop_privileges {
             drop_privileges(confinement.last_cap)?;
         }
