@@ -37,8 +37,9 @@
 //! once: [`store_contract`] (the behaviour every `SessionStore` must show, and
 //! [`store_contract_tests!`] to run it), [`postgres`] (a throwaway PostgreSQL server),
 //! [`real_mcp`] (the real MCP servers the tests use, installed by `cargo xtask mcp-servers`),
-//! [`child`] (a test binary running itself again as a second process), [`otlp`] (an
-//! OpenTelemetry collector that decodes what panto exports) and [`bench`](mod@bench) (the facts
+//! [`child`] (a test binary running itself again as a second process), [`outside`] (a directory
+//! outside the sandbox's writable set), [`otlp`] (an OpenTelemetry collector that decodes what
+//! panto exports) and [`bench`](mod@bench) (the facts
 //! file `cargo xtask bench` reads).
 #![deny(missing_docs)]
 
@@ -53,6 +54,7 @@ mod h2c;
 mod http;
 pub mod mcp;
 pub mod otlp;
+pub mod outside;
 pub mod postgres;
 pub mod real_mcp;
 mod recorded;

@@ -2,11 +2,15 @@
 //! and where `write` and `edit` may write, so "cannot write outside" holds for every built-in
 //! tool.
 //!
-//! On Linux, `bash` runs under Landlock (the filesystem: read everywhere, write only the writable
-//! set) and a seccomp filter (no `AF_INET`/`AF_INET6` socket, and no io_uring, which could open
-//! one behind the filter's back), both applied in the child before it runs bash
-//! ([`crate::child`]). The writable set in `workspace-write` is the working directory, the temp
-//! directories, `writable_roots`, and the harmless devices (`/dev/null` and friends); in
+//! On Linux, `bash` runs without any capability and under Landlock (the filesystem: read
+//! everywhere, write only the writable set, make no device node; signals and abstract Unix
+//! sockets scoped to the sandbox) and seccomp filters (sockets of `AF_UNIX` only, plus
+//! `AF_INET`/`AF_INET6` with the network on; no io_uring, which could open one behind the
+//! filter's back; in `read-only` no change of a file's mode, owner, times or extended
+//! attributes; no x32 system call), all applied in the child before it runs bash
+//! ([`crate::child`]). Every child, the sandbox off included, also gets the filter that refuses
+//! `TIOCSTI`/`TIOCLINUX`. The writable set in `workspace-write` is the working directory, the
+//! temp directories, `writable_roots`, and the harmless devices (`/dev/null` and friends); in
 //! `read-only` only the devices. The threat model and what the sandbox does not stop are in
 //! docs/tools.md.
 
@@ -61,15 +65,9 @@ impl std::str::FromStr for Sandbox {
     }
 }
 
-/// Devices anyone may write without changing anything: output thrown away or a terminal.
-const WRITABLE_DEVICES: &[&str] = &[
-    "/dev/null",
-    "/dev/zero",
-    "/dev/full",
-    "/dev/random",
-    "/dev/urandom",
-    "/dev/tty",
-];
+/// Devices anyone may write without changing anything. No terminal: a tool has none (it runs in
+/// its own session), and one it could open would let it type into the user's shell.
+const WRITABLE_DEVICES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"];
 
 /// How to turn the sandbox off, for messages.
 const TURN_OFF: &str = "run with `--sandbox off` (or set `[tools] sandbox = \"off\"`) to go without it";
@@ -194,24 +192,40 @@ impl SandboxConfig {
     }
 }
 
-/// What the child applies before it runs its program, prepared in the parent (opening the paths
-/// and compiling the filter allocate, which a forked child of a threaded program must not).
+/// What the child applies before it runs its program, prepared in the parent (opening the paths,
+/// compiling the filters and reading the capability count allocate or read files, which a forked
+/// child of a threaded program must not).
 #[derive(Debug)]
 pub(crate) struct Confinement {
+    /// The Landlock ruleset (sandboxed modes only).
     #[cfg(target_os = "linux")]
     pub ruleset: Option<landlock::RulesetCreated>,
+    /// The seccomp filters, installed in order. Every mode has at least the terminal filter.
     #[cfg(target_os = "linux")]
-    pub seccomp: Option<seccompiler::BpfProgram>,
+    pub seccomp: Vec<seccompiler::BpfProgram>,
+    /// Whether the child gives up every capability and sets no-new-privileges (sandboxed modes).
+    pub drop_privileges: bool,
+    /// The highest capability number this kernel knows (`/proc/sys/kernel/cap_last_cap`).
+    pub last_cap: u32,
 }
 
 impl SandboxConfig {
-    /// The Landlock ruleset and seccomp filter of this sandbox, or `None` when it is off.
-    pub(crate) fn confinement(&self) -> std::io::Result<Option<Confinement>> {
-        if !self.is_on() {
-            return Ok(None);
-        }
-        linux::confinement(self).map(Some)
+    /// What a child of this sandbox applies: with the sandbox off only the terminal filter (no
+    /// `TIOCSTI`/`TIOCLINUX`); on, also the Landlock ruleset, the socket and metadata filters and
+    /// the dropping of privileges.
+    pub(crate) fn confinement(&self) -> std::io::Result<Confinement> {
+        linux::confinement(self)
     }
+}
+
+/// The highest capability number of this kernel; when it cannot be read, the most any kernel
+/// could have (the child's drop of a number the kernel does not know is ignored).
+#[cfg(target_os = "linux")]
+fn last_capability() -> u32 {
+    std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(63)
 }
 
 #[cfg(target_os = "linux")]
@@ -219,64 +233,191 @@ mod linux {
     use std::collections::BTreeMap;
     use std::io;
 
-    use landlock::{path_beneath_rules, Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, ABI};
+    use landlock::{
+        path_beneath_rules, Access, AccessFs, BitFlags, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, ABI,
+    };
+    use nix::libc;
     use seccompiler::{
-        BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
+        sock_filter, BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+        SeccompRule,
     };
 
-    use super::{Confinement, SandboxConfig, WRITABLE_DEVICES};
+    use super::{last_capability, Confinement, Sandbox, SandboxConfig, WRITABLE_DEVICES};
 
-    /// The newest Landlock ABI panto knows; an older kernel enforces what it has (best effort),
-    /// and one without Landlock fails the spawn ([`crate::child`]).
-    const LANDLOCK_ABI: ABI = ABI::V5;
+    /// The newest Landlock ABI panto knows (V6: signal and abstract-socket scoping); an older
+    /// kernel enforces what it has (best effort), and one without Landlock fails the spawn
+    /// ([`crate::child`]).
+    const LANDLOCK_ABI: ABI = ABI::V6;
+
+    /// `setxattrat(2)` and `removexattrat(2)` (Linux 6.13): libc does not name them yet; since
+    /// Linux 5.1 a new system call has the same number on every architecture.
+    const SYS_SETXATTRAT: libc::c_long = 463;
+    const SYS_REMOVEXATTRAT: libc::c_long = 466;
+
+    /// The x32 ABI's marker bit in a system call number (x86_64 only).
+    #[cfg(target_arch = "x86_64")]
+    const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+
+    type Rules = BTreeMap<i64, Vec<SeccompRule>>;
 
     pub(super) fn confinement(sandbox: &SandboxConfig) -> io::Result<Confinement> {
+        let err = |e: seccompiler::BackendError| io::Error::other(e);
+        // In every mode: no typing into a terminal, and (read-only) no metadata changes; both
+        // refused with EPERM, as the kernel refuses them itself.
+        let mut eperm = terminal_rules().map_err(err)?;
+        if sandbox.mode == Sandbox::ReadOnly {
+            eperm.extend(metadata_rules());
+        }
+        let mut seccomp = vec![filter(eperm, libc::EPERM).map_err(err)?];
+        if !sandbox.is_on() {
+            return Ok(Confinement {
+                ruleset: None,
+                seccomp,
+                drop_privileges: false,
+                last_cap: 0,
+            });
+        }
+        seccomp.push(filter(socket_rules(sandbox.network).map_err(err)?, libc::EACCES).map_err(err)?);
         let ruleset = landlock_ruleset(sandbox).map_err(io::Error::other)?;
-        let seccomp = if sandbox.network {
-            None
-        } else {
-            Some(no_internet_filter().map_err(io::Error::other)?)
-        };
         Ok(Confinement {
             ruleset: Some(ruleset),
             seccomp,
+            drop_privileges: true,
+            last_cap: last_capability(),
         })
     }
 
+    /// Read everywhere; write the writable set and the harmless devices; make no device node
+    /// anywhere; signal and reach abstract Unix sockets only inside the sandbox (where the kernel
+    /// has scoping, Landlock ABI 6).
     fn landlock_ruleset(sandbox: &SandboxConfig) -> Result<landlock::RulesetCreated, landlock::RulesetError> {
         let abi = LANDLOCK_ABI;
+        let no_devices: BitFlags<AccessFs> = AccessFs::MakeChar | AccessFs::MakeBlock;
         Ruleset::default()
             .handle_access(AccessFs::from_all(abi))?
+            .scope(Scope::from_all(abi))?
             .create()?
             .add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi)))?
-            .add_rules(path_beneath_rules(WRITABLE_DEVICES, AccessFs::from_all(abi)))?
-            .add_rules(path_beneath_rules(&sandbox.writable, AccessFs::from_all(abi)))
+            .add_rules(path_beneath_rules(WRITABLE_DEVICES, AccessFs::from_file(abi)))?
+            .add_rules(path_beneath_rules(
+                &sandbox.writable,
+                AccessFs::from_all(abi) & !no_devices,
+            ))
     }
 
-    /// `socket(AF_INET|AF_INET6, …)` and `io_uring_setup` fail with `EACCES`; everything else
-    /// (Unix sockets included) is allowed.
-    fn no_internet_filter() -> Result<BpfProgram, seccompiler::BackendError> {
-        let family = |af: i32| {
-            SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, af as u64)
+    /// `ioctl(fd, TIOCSTI | TIOCLINUX, …)`: queueing input into a terminal, or (Linux console)
+    /// pasting its selection. The kernel takes the request as a 32-bit value, so only the low
+    /// half is compared.
+    fn terminal_rules() -> Result<Rules, seccompiler::BackendError> {
+        // An ioctl request is a `c_ulong` in glibc, a `c_int` in musl.
+        #[allow(clippy::unnecessary_cast)]
+        let request = |r: libc::Ioctl| {
+            SeccompCondition::new(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, r as u64)
                 .and_then(|c| SeccompRule::new(vec![c]))
         };
-        let rules = BTreeMap::from([
-            (
-                nix::libc::SYS_socket,
-                vec![family(nix::libc::AF_INET)?, family(nix::libc::AF_INET6)?],
-            ),
-            (nix::libc::SYS_io_uring_setup, Vec::new()),
+        Ok(BTreeMap::from([(
+            libc::SYS_ioctl,
+            vec![request(libc::TIOCSTI)?, request(libc::TIOCLINUX)?],
+        )]))
+    }
+
+    /// Every system call that changes a file's mode, owner, times or extended attributes: Landlock
+    /// does not cover them. Refused outright, on descriptors too (`fchmod` of a pipe included):
+    /// in read-only mode nothing is the tool's to change.
+    fn metadata_rules() -> Rules {
+        let mut calls = vec![
+            libc::SYS_fchmod,
+            libc::SYS_fchmodat,
+            libc::SYS_fchmodat2,
+            libc::SYS_fchown,
+            libc::SYS_fchownat,
+            libc::SYS_utimensat,
+            libc::SYS_setxattr,
+            libc::SYS_lsetxattr,
+            libc::SYS_fsetxattr,
+            libc::SYS_removexattr,
+            libc::SYS_lremovexattr,
+            libc::SYS_fremovexattr,
+            SYS_SETXATTRAT,
+            SYS_REMOVEXATTRAT,
+        ];
+        // The legacy calls only some architectures still have.
+        #[cfg(target_arch = "x86_64")]
+        calls.extend([
+            libc::SYS_chmod,
+            libc::SYS_chown,
+            libc::SYS_lchown,
+            libc::SYS_utime,
+            libc::SYS_utimes,
+            libc::SYS_futimesat,
         ]);
+        calls.into_iter().map(|c| (c, Vec::new())).collect()
+    }
+
+    /// Sockets: an allow-list of families. `AF_UNIX` always, `AF_INET`/`AF_INET6` only with the
+    /// network on; every other family (`AF_PACKET`, `AF_NETLINK`, `AF_VSOCK`, …) is refused.
+    /// `socketpair` only for `AF_UNIX` (the one family where it means anything). No io_uring,
+    /// which could open a socket behind the filter's back.
+    fn socket_rules(network: bool) -> Result<Rules, seccompiler::BackendError> {
+        let mut allowed = vec![libc::AF_UNIX];
+        if network {
+            allowed.extend([libc::AF_INET, libc::AF_INET6]);
+        }
+        let not_allowed = |families: &[i32]| {
+            families
+                .iter()
+                .map(|&af| SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Ne, af as u64))
+                .collect::<Result<Vec<_>, _>>()
+                .and_then(SeccompRule::new)
+        };
+        Ok(BTreeMap::from([
+            (libc::SYS_socket, vec![not_allowed(&allowed)?]),
+            (libc::SYS_socketpair, vec![not_allowed(&[libc::AF_UNIX])?]),
+            (libc::SYS_io_uring_setup, Vec::new()),
+        ]))
+    }
+
+    /// A filter failing `rules`' calls with `errno`, allowing the rest. It refuses every x32 call
+    /// (its number has bit 30 set but its architecture reads as x86_64, so a filter of x86_64
+    /// numbers would not see it), and, through seccompiler's arch check, kills a process that
+    /// makes a call of another architecture (i386's `int 0x80`).
+    fn filter(rules: Rules, errno: i32) -> Result<BpfProgram, seccompiler::BackendError> {
         let arch = std::env::consts::ARCH
             .try_into()
             .map_err(|_| seccompiler::BackendError::InvalidTargetArch(std::env::consts::ARCH.into()))?;
-        let filter = SeccompFilter::new(
-            rules,
-            SeccompAction::Allow,
-            SeccompAction::Errno(nix::libc::EACCES as u32),
-            arch,
-        )?;
-        BpfProgram::try_from(filter)
+        let filter = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(errno as u32), arch)?;
+        let program = BpfProgram::try_from(filter)?;
+        Ok(refuse_x32(program))
+    }
+
+    /// Prefixes `program` with: `if (nr & X32_SYSCALL_BIT) return EPERM`. seccompiler's jumps are
+    /// relative, so the program after the prefix is unchanged.
+    #[cfg(target_arch = "x86_64")]
+    fn refuse_x32(program: BpfProgram) -> BpfProgram {
+        let op = |code: u32, jt: u8, jf: u8, k: u32| sock_filter {
+            code: code as u16,
+            jt,
+            jf,
+            k,
+        };
+        // seccomp_data.nr is at offset 0.
+        let mut prefixed = vec![
+            op(libc::BPF_LD | libc::BPF_W | libc::BPF_ABS, 0, 0, 0),
+            op(libc::BPF_JMP | libc::BPF_JSET | libc::BPF_K, 0, 1, X32_SYSCALL_BIT),
+            op(
+                libc::BPF_RET | libc::BPF_K,
+                0,
+                0,
+                libc::SECCOMP_RET_ERRNO | (libc::EPERM as u32 & libc::SECCOMP_RET_DATA),
+            ),
+        ];
+        prefixed.extend(program);
+        prefixed
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    fn refuse_x32(program: BpfProgram) -> BpfProgram {
+        program
     }
 }
 
@@ -284,7 +425,13 @@ mod linux {
 mod linux {
     use super::{Confinement, SandboxConfig};
 
-    pub(super) fn confinement(_: &SandboxConfig) -> std::io::Result<Confinement> {
+    pub(super) fn confinement(sandbox: &SandboxConfig) -> std::io::Result<Confinement> {
+        if !sandbox.is_on() {
+            return Ok(Confinement {
+                drop_privileges: false,
+                last_cap: 0,
+            });
+        }
         Err(std::io::Error::new(
             std::io::ErrorKind::Unsupported,
             "the sandbox needs Linux (Landlock and seccomp)",

@@ -16,8 +16,11 @@ fn last_result(server: &MockServer, n: usize) -> String {
 async fn print_mode_with_approve_auto_cannot_write_outside_or_reach_the_network() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    // Outside the workspace and the temp directories.
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // Outside the workspace and the temp directories (not under /tmp, even when the checkout is).
+    let outside = tempfile::tempdir_in(panto_testkit::outside::outside_base(std::path::Path::new(env!(
+        "CARGO_TARGET_TMPDIR"
+    ))))
+    .unwrap();
     let escaped = outside.path().join("escaped.txt");
     let command = format!(
         "echo in > inside.txt; echo out > {}; exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected",

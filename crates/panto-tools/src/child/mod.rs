@@ -1,13 +1,16 @@
-//! The one audited child-process module: every program panto-tools starts (bash, and MCP stdio
-//! servers later) is spawned here, in its own process group, killed with its group when its
-//! handle is dropped, killed when panto dies (`PR_SET_PDEATHSIG`), and confined by the sandbox
-//! before it runs its program.
+//! The one audited child-process module: every program panto starts (bash, command hooks, MCP
+//! stdio servers) is spawned here, in its own session and process group with no controlling
+//! terminal, killed with its group when its handle is dropped, killed when panto dies
+//! (`PR_SET_PDEATHSIG`), kept from typing into a terminal (seccomp: no `TIOCSTI`/`TIOCLINUX`,
+//! in every mode), and, in a sandbox, stripped of every capability and confined before it runs
+//! its program.
 //!
 //! This is the only `unsafe` outside panto-ffi (`cargo xtask arch` checks it): the setup must run
 //! in the child between `fork` and `exec`, which is `CommandExt::pre_exec`. What runs there is
 //! restricted to system calls on data prepared in the parent (a forked child of a threaded
-//! program may only do async-signal-safe work): the Landlock ruleset's descriptors are opened and
-//! the seccomp filter compiled before the fork, and the child only hands them to the kernel.
+//! program may only do async-signal-safe work): the Landlock ruleset's descriptors are opened,
+//! the seccomp filters compiled and the capability count read before the fork, and the child only
+//! hands them to the kernel.
 //!
 //! A failure in the child is reported by `spawn`'s error, whose OS error code says which step
 //! failed (see [`explain_spawn_error`]): nothing ever runs with a sandbox that was asked for and not applied.
@@ -28,8 +31,13 @@ const PARENT_DEATH_FAILED: i32 = nix::libc::ESRCH;
 /// Landlock is not available in this kernel (or is disabled), so the filesystem would not be
 /// confined.
 const LANDLOCK_FAILED: i32 = nix::libc::EOPNOTSUPP;
-/// The seccomp filter could not be installed, so the network would not be closed.
+/// A seccomp filter could not be installed (the network, the terminal or the metadata calls would
+/// be open).
 const SECCOMP_FAILED: i32 = nix::libc::ENOPROTOOPT;
+/// The child could not start a new session (and so would keep the terminal).
+const SESSION_FAILED: i32 = nix::libc::ENOTTY;
+/// The child could not give up its capabilities or set no-new-privileges.
+const PRIVILEGES_FAILED: i32 = nix::libc::ENOTRECOVERABLE;
 
 /// How a child is set up before it runs its program.
 #[derive(Debug, Clone)]
@@ -52,7 +60,7 @@ impl ChildSetup {
     }
 }
 
-/// A child running in its own process group; dropping it kills the whole group.
+/// A child leading its own session and process group; dropping it kills the whole group.
 #[derive(Debug)]
 pub struct GroupChild {
     child: tokio::process::Child,
@@ -79,7 +87,8 @@ impl Drop for GroupChild {
     }
 }
 
-/// Spawns `command` (on the tokio runtime) as set up by `setup`. The error says which step of the
+/// Spawns `command` (on the tokio runtime) as set up by `setup`: in its own session and process
+/// group, with no controlling terminal. The error says which step of the
 /// setup failed ([`explain_spawn_error`]).
 pub fn spawn(command: std::process::Command, setup: &ChildSetup) -> io::Result<GroupChild> {
     let mut command = command;
@@ -112,19 +121,31 @@ pub fn explain_spawn_error(error: &io::Error) -> String {
         Some(LANDLOCK_FAILED) => "the kernel does not enforce Landlock (Linux 5.13 or later with Landlock enabled \
                                   is needed to confine the filesystem)"
             .to_owned(),
-        Some(SECCOMP_FAILED) => "the kernel refused the seccomp filter that closes the network".to_owned(),
+        Some(SECCOMP_FAILED) => "the kernel refused a seccomp filter of the sandbox (network, terminal and \
+                                 metadata calls)"
+            .to_owned(),
+        Some(SESSION_FAILED) => "the child could not start its own session (setsid)".to_owned(),
+        Some(PRIVILEGES_FAILED) => "the child could not give up its capabilities (as root this needs \
+                                    CAP_SETPCAP) or set no-new-privileges"
+            .to_owned(),
         Some(PARENT_DEATH_FAILED) => "the child could not be tied to panto's lifetime".to_owned(),
         _ => error.to_string(),
     }
 }
 
-/// Puts the child in its own process group and installs the setup to run in it before `exec`.
+/// Installs the setup to run in the child before `exec`, in this order:
+///
+/// 1. a new session ([`new_session`]; every mode);
+/// 2. the parent-death signal;
+/// 3. (sandboxed) every capability dropped and no-new-privileges set ([`drop_privileges`]);
+/// 4. (sandboxed) the Landlock ruleset;
+/// 5. the seccomp filters ([`install_filters`]; every mode).
 fn configure(command: &mut std::process::Command, setup: &ChildSetup) -> io::Result<()> {
-    command.process_group(0);
-    let mut confinement: Option<Confinement> = setup.sandbox.confinement()?;
+    let mut confinement: Confinement = setup.sandbox.confinement()?;
     let parent_death_signal = setup.parent_death_signal;
     let parent = nix::unistd::getpid();
     let in_child = move || -> io::Result<()> {
+        new_session()?;
         if parent_death_signal {
             nix::sys::prctl::set_pdeathsig(Signal::SIGKILL)
                 .map_err(|_| io::Error::from_raw_os_error(PARENT_DEATH_FAILED))?;
@@ -133,37 +154,164 @@ fn configure(command: &mut std::process::Command, setup: &ChildSetup) -> io::Res
                 return Err(io::Error::from_raw_os_error(PARENT_DEATH_FAILED));
             }
         }
-        if let Some(confinement) = confinement.as_mut() {
-            confine(confinement)?;
+        // What needs privileges (making a mount namespace) goes here, before they are dropped.
+        if confinement.drop_privileges {
+            drop_privileges(confinement.last_cap)?;
         }
-        Ok(())
+        restrict_filesystem(&mut confinement)?;
+        install_filters(&confinement, confinement.drop_privileges)
     };
     // SAFETY: `in_child` runs in the forked child before `exec`. It only makes system calls
-    // (prctl, getppid, landlock_restrict_self, seccomp) on values prepared before the fork, takes
-    // no lock and touches no state shared with other threads of the parent; its errors are built
-    // from raw OS codes, which allocate nothing.
+    // (setsid, prctl, getppid, capget, capset, landlock_restrict_self, seccomp) on values prepared
+    // before the fork, takes no lock and touches no state shared with other threads of the
+    // parent; its errors are built from raw OS codes, which allocate nothing.
     unsafe {
         command.pre_exec(in_child);
     }
     Ok(())
 }
 
-/// Applies the Landlock ruleset and the seccomp filter to the calling (child) process.
+/// Starts a new session with no controlling terminal: `/dev/tty` then fails with `ENXIO`, and the
+/// kernel refuses `TIOCSTI` on any terminal to a process without `CAP_SYS_ADMIN` (none is its
+/// controlling one). The child also leads a new process group whose id is its pid, which
+/// `GroupChild` and the bash tool's cleanup kill.
+fn new_session() -> io::Result<()> {
+    nix::unistd::setsid().map_err(|_| io::Error::from_raw_os_error(SESSION_FAILED))?;
+    Ok(())
+}
+
+/// `struct __user_cap_header_struct` of `capget(2)`/`capset(2)`.
+#[repr(C)]
+struct CapHeader {
+    version: u32,
+    pid: i32,
+}
+
+/// `struct __user_cap_data_struct`; version 3 takes two (capabilities 0–31 and 32–63).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct CapData {
+    effective: u32,
+    permitted: u32,
+    inheritable: u32,
+}
+
+/// `_LINUX_CAPABILITY_VERSION_3`.
+const CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+
+/// Gives up every capability: the bounding set (so no later `exec`, root's included, regains
+/// one), the ambient set, and the inheritable, permitted and effective sets; then sets
+/// no-new-privileges, so no set-user-id program or file capability grants any back.
+///
+/// Dropping the bounding set needs `CAP_SETPCAP`. Without it the drop fails with `EPERM`, which
+/// is ignored only when the process holds no capability at all (an ordinary user): then the
+/// bounding set grants nothing, as no-new-privileges blocks every way to gain one.
+fn drop_privileges(last_cap: u32) -> io::Result<()> {
+    let failed = || io::Error::from_raw_os_error(PRIVILEGES_FAILED);
+    let mut header = CapHeader {
+        version: CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let mut data = [CapData {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: capget writes two `CapData` (version 3) into `data`, which has room for them.
+    let held = unsafe { nix::libc::syscall(nix::libc::SYS_capget, &mut header, data.as_mut_ptr()) };
+    if held != 0 {
+        return Err(failed());
+    }
+    let holds_any = data.iter().any(|d| d.permitted != 0 || d.effective != 0);
+    for cap in 0..=last_cap {
+        // SAFETY: prctl with integer arguments only.
+        let dropped = unsafe { nix::libc::prctl(nix::libc::PR_CAPBSET_DROP, cap as nix::libc::c_ulong, 0, 0, 0) };
+        if dropped != 0 {
+            match nix::errno::Errno::last() {
+                // A capability this kernel does not know.
+                nix::errno::Errno::EINVAL => {}
+                nix::errno::Errno::EPERM if !holds_any => break,
+                _ => return Err(failed()),
+            }
+        }
+    }
+    // SAFETY: prctl with integer arguments only.
+    let cleared = unsafe { nix::libc::prctl(nix::libc::PR_CAP_AMBIENT, nix::libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) };
+    // EINVAL: a kernel without ambient capabilities (before 4.3), so there are none.
+    if cleared != 0 && nix::errno::Errno::last() != nix::errno::Errno::EINVAL {
+        return Err(failed());
+    }
+    let mut header = CapHeader {
+        version: CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let none = [CapData {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: capset reads two `CapData` (version 3) from `none`.
+    if unsafe { nix::libc::syscall(nix::libc::SYS_capset, &mut header, none.as_ptr()) } != 0 {
+        return Err(failed());
+    }
+    nix::sys::prctl::set_no_new_privs().map_err(|_| failed())
+}
+
+/// Applies the Landlock ruleset, if the sandbox has one.
 #[cfg(target_os = "linux")]
-fn confine(confinement: &mut Confinement) -> io::Result<()> {
+fn restrict_filesystem(confinement: &mut Confinement) -> io::Result<()> {
     if let Some(ruleset) = confinement.ruleset.take() {
         match ruleset.restrict_self() {
             Ok(status) if status.ruleset != landlock::RulesetStatus::NotEnforced => {}
             _ => return Err(io::Error::from_raw_os_error(LANDLOCK_FAILED)),
         }
     }
-    if let Some(filter) = &confinement.seccomp {
-        seccompiler::apply_filter(filter).map_err(|_| io::Error::from_raw_os_error(SECCOMP_FAILED))?;
+    Ok(())
+}
+
+/// Installs the seccomp filters. In a sandbox no-new-privileges is set ([`drop_privileges`]).
+/// With the sandbox off it is not (it would stop `sudo` and every set-user-id program the user
+/// runs), so the kernel accepts a filter only from a process with `CAP_SYS_ADMIN`; a process
+/// without it gets `EACCES`, and is then left without the filter: the kernel itself refuses
+/// `TIOCSTI` and `TIOCLINUX` to such a process on a terminal that is not its controlling one,
+/// and after [`new_session`] it has none.
+#[cfg(target_os = "linux")]
+fn install_filters(confinement: &Confinement, no_new_privs: bool) -> io::Result<()> {
+    for filter in &confinement.seccomp {
+        let program = nix::libc::sock_fprog {
+            len: filter.len() as u16,
+            // seccompiler's `sock_filter` has the kernel's layout (`repr(C)`, same fields).
+            filter: filter.as_ptr().cast::<nix::libc::sock_filter>().cast_mut(),
+        };
+        // SAFETY: seccomp reads `program`, which points at `filter`'s instructions, alive and
+        // unchanged for the call.
+        let installed = unsafe {
+            nix::libc::syscall(
+                nix::libc::SYS_seccomp,
+                nix::libc::SECCOMP_SET_MODE_FILTER,
+                0,
+                &program as *const nix::libc::sock_fprog,
+            )
+        };
+        if installed != 0 {
+            if !no_new_privs && nix::errno::Errno::last() == nix::errno::Errno::EACCES {
+                return Ok(());
+            }
+            return Err(io::Error::from_raw_os_error(SECCOMP_FAILED));
+        }
     }
     Ok(())
 }
 
 #[cfg(not(target_os = "linux"))]
-fn confine(_: &mut Confinement) -> io::Result<()> {
-    Err(io::Error::from_raw_os_error(LANDLOCK_FAILED))
+fn restrict_filesystem(confinement: &mut Confinement) -> io::Result<()> {
+    if confinement.drop_privileges {
+        return Err(io::Error::from_raw_os_error(LANDLOCK_FAILED));
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+fn install_filters(_: &Confinement, _: bool) -> io::Result<()> {
+    Ok(())
 }
