@@ -144,7 +144,7 @@ impl Options {
                     .collect::<Result<_, _>>()?,
             ),
         };
-        let sandbox = SandboxConfig::new(self.sandbox, self.sandbox_network, &cwd, &self.writable_roots)?;
+        let mut sandbox = SandboxConfig::new(self.sandbox, self.sandbox_network, &cwd, &self.writable_roots)?;
         sandbox.probe()?;
         let ctx = ToolContext {
             cwd,

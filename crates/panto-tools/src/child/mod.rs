@@ -14,6 +14,8 @@
 
 #![allow(unsafe_code)]
 
+mod namespace;
+
 use std::io;
 use std::os::unix::process::CommandExt;
 use std::process::ExitStatus;
@@ -108,6 +110,9 @@ pub(crate) fn run_to_end(mut command: std::process::Command, sandbox: &SandboxCo
 /// What an error of [`spawn`] means, for a message: which setup step failed in the child (no
 /// Landlock, no seccomp, no parent-death signal), or the system error itself.
 pub fn explain_spawn_error(error: &io::Error) -> String {
+    if let Some(text) = error.raw_os_error().and_then(namespace::explain) {
+        return text;
+    }
     match error.raw_os_error() {
         Some(LANDLOCK_FAILED) => "the kernel does not enforce Landlock (Linux 5.13 or later with Landlock enabled \
                                   is needed to confine the filesystem)"
@@ -122,6 +127,7 @@ pub fn explain_spawn_error(error: &io::Error) -> String {
 fn configure(command: &mut std::process::Command, setup: &ChildSetup) -> io::Result<()> {
     command.process_group(0);
     let mut confinement: Option<Confinement> = setup.sandbox.confinement()?;
+    let mut namespace = namespace::Plan::for_command(command, &setup.sandbox)?;
     let parent_death_signal = setup.parent_death_signal;
     let parent = nix::unistd::getpid();
     let in_child = move || -> io::Result<()> {
@@ -133,19 +139,30 @@ fn configure(command: &mut std::process::Command, setup: &ChildSetup) -> io::Res
                 return Err(io::Error::from_raw_os_error(PARENT_DEATH_FAILED));
             }
         }
+        // The mounts need the capabilities the later steps drop.
+        if let Some(namespace) = namespace.as_mut() {
+            namespace.enter()?;
+        }
         if let Some(confinement) = confinement.as_mut() {
             confine(confinement)?;
         }
         Ok(())
     };
     // SAFETY: `in_child` runs in the forked child before `exec`. It only makes system calls
-    // (prctl, getppid, landlock_restrict_self, seccomp) on values prepared before the fork, takes
+    // (prctl, getppid, the namespace's unshare/mount calls, landlock_restrict_self, seccomp) on values prepared before the fork, takes
     // no lock and touches no state shared with other threads of the parent; its errors are built
     // from raw OS codes, which allocate nothing.
     unsafe {
         command.pre_exec(in_child);
     }
     Ok(())
+}
+
+/// Which step of the mount namespace failed and why, when `error` (from [`spawn`] or
+/// [`run_to_end`]) is such a failure: the start-up probe then falls back to Landlock and seccomp
+/// alone.
+pub(crate) fn namespace_failure(error: &io::Error) -> Option<String> {
+    namespace::namespace_failure(error)
 }
 
 /// Applies the Landlock ruleset and the seccomp filter to the calling (child) process.
