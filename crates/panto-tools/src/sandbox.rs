@@ -35,7 +35,8 @@ pub enum Sandbox {
     Off,
     /// Nothing may be written (bash, write, edit), except to `/dev/null` and friends.
     ReadOnly,
-    /// Writes only in the working directory, the temp directories and `writable_roots`.
+    /// Writes only in the working directory and `writable_roots`, and, for bash, a private
+    /// `/tmp` of the session (the shared temp directories where no mount namespace can be made).
     WorkspaceWrite,
 }
 
@@ -214,7 +215,9 @@ impl SandboxConfig {
         self.network
     }
 
-    /// The directories tools may write (empty when off or read-only; the devices are not listed).
+    /// The directories tools may write (empty when off or read-only; the devices and bash's
+    /// private `/tmp` are not listed; the shared temp directories are, only when bash has no
+    /// private `/tmp`).
     pub fn writable_dirs(&self) -> &[PathBuf] {
         &self.writable
     }

@@ -364,3 +364,29 @@ async fn workspace_write_namespace_holds_for_an_unprivileged_user() {
         base.path().display()
     );
 }
+
+/// A working directory inside `/tmp` stays where it is inside bash's private `/tmp`: writable,
+/// at its own path, and the files land in the real directory.
+#[tokio::test]
+async fn a_workspace_inside_tmp_stays_writable_in_the_private_tmp() {
+    let work = tempfile::tempdir_in("/tmp").unwrap();
+    let beside = format!("panto-beside-{}", std::process::id());
+    let o = options(work.path(), Sandbox::WorkspaceWrite);
+    let toolbox = panto_tools::Toolbox::new(&o).unwrap();
+    assert_eq!(toolbox.sandbox().note(), None, "no mount namespace could be made here");
+    let bash = toolbox
+        .tools()
+        .into_iter()
+        .find(|t| t.declaration().name == "bash")
+        .unwrap();
+    let (is_error, text) = call(
+        bash.as_ref(),
+        json!({"command": format!("echo in > made && chmod 600 made && pwd && echo other > /tmp/{beside}")}),
+    )
+    .await;
+    assert!(!is_error, "{text}");
+    let real = work.path().canonicalize().unwrap();
+    assert!(text.starts_with(&format!("{}\n", real.display())), "{text}");
+    assert_eq!(std::fs::read_to_string(real.join("made")).unwrap(), "in\n");
+    assert!(!Path::new("/tmp").join(&beside).exists(), "bash wrote the shared /tmp");
+}
