@@ -149,9 +149,10 @@ fn configure(command: &mut std::process::Command, setup: &ChildSetup) -> io::Res
         Ok(())
     };
     // SAFETY: `in_child` runs in the forked child before `exec`. It only makes system calls
-    // (prctl, getppid, the namespace's unshare/mount calls, landlock_restrict_self, seccomp) on values prepared before the fork, takes
-    // no lock and touches no state shared with other threads of the parent; its errors are built
-    // from raw OS codes, which allocate nothing.
+    // (prctl, getppid, the namespace's unshare, mount and capability calls,
+    // landlock_restrict_self, seccomp) on values prepared before the fork, takes no lock and
+    // touches no state shared with other threads of the parent; its errors are built from raw OS
+    // codes, which allocate nothing.
     unsafe {
         command.pre_exec(in_child);
     }
