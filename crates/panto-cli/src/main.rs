@@ -117,7 +117,7 @@ pub struct Cli {
     approve: Option<Approval>,
 
     /// The sandbox of bash, write and edit (Linux): none, no writes at all, or writes only in the
-    /// working directory, the temp directories and `[tools] writable_roots`; no internet sockets
+    /// working directory, `[tools] writable_roots` and a private /tmp; no internet sockets
     /// unless `[tools] sandbox_network = true`. Default: `[tools] sandbox`, else
     /// workspace-write in print mode with `--approve auto`, else off.
     #[arg(long, value_name = "MODE", value_parser = modes::<Sandbox>(Sandbox::ALL.map(Sandbox::as_str)))]

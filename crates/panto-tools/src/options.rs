@@ -147,7 +147,7 @@ impl Options {
                     .collect::<Result<_, _>>()?,
             ),
         };
-        let sandbox = SandboxConfig::new(self.sandbox, self.sandbox_network, &cwd, &self.writable_roots)?;
+        let mut sandbox = SandboxConfig::new(self.sandbox, self.sandbox_network, &cwd, &self.writable_roots)?;
         sandbox.probe()?;
         let mut names = Vec::new();
         for name in self.tools.clone().unwrap_or_else(|| ToolName::ALL.to_vec()) {
@@ -170,7 +170,7 @@ impl Options {
                 &self.writable_roots,
             )
             .ok()
-            .filter(|s| s.probe().is_ok())
+            .and_then(|mut s| s.probe().is_ok().then_some(s))
             .map(Arc::new)
         } else {
             None

@@ -154,6 +154,9 @@ pub async fn run(launch: Launch, prompt: &str, options: Options) -> Result<ExitC
     let gate = Arc::new(Gate::new(approval, None, read_only_hint));
     let sandbox = setup::sandbox_for(&launch, true, approval);
     let toolbox = setup::toolbox(&launch, approval, sandbox, gate.clone(), read_only_hint, None)?;
+    if let Some(note) = toolbox.sandbox().note() {
+        crate::safe::eprint_line(note);
+    }
     // The MCP servers start with the agent; one that does not start is a warning, not a failure.
     let mcp = McpTools::start(&launch.settings, &gate).await;
     mcp.print_warnings();

@@ -166,6 +166,7 @@ pub fn run(
         read_only_hint,
         Some(live_tail),
     )?;
+    notes_before.extend(toolbox.sandbox().note().map(str::to_owned));
     // The MCP servers start with the agent; one that does not start is a warning, not a failure.
     let mcp = Arc::new(rt.block_on(McpTools::start(&launch.settings, &gate)));
     notes_before.extend(mcp.warnings());

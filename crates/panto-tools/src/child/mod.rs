@@ -17,6 +17,8 @@
 
 #![allow(unsafe_code)]
 
+mod namespace;
+
 use std::io;
 use std::os::unix::process::CommandExt;
 use std::process::ExitStatus;
@@ -117,6 +119,9 @@ pub(crate) fn run_to_end(mut command: std::process::Command, sandbox: &SandboxCo
 /// What an error of [`spawn`] means, for a message: which setup step failed in the child (no
 /// Landlock, no seccomp, no parent-death signal), or the system error itself.
 pub fn explain_spawn_error(error: &io::Error) -> String {
+    if let Some(text) = error.raw_os_error().and_then(namespace::explain) {
+        return text;
+    }
     match error.raw_os_error() {
         Some(LANDLOCK_FAILED) => "the kernel does not enforce Landlock (Linux 5.13 or later with Landlock enabled \
                                   is needed to confine the filesystem)"
@@ -137,11 +142,14 @@ pub fn explain_spawn_error(error: &io::Error) -> String {
 ///
 /// 1. a new session ([`new_session`]; every mode);
 /// 2. the parent-death signal;
-/// 3. (sandboxed) every capability dropped and no-new-privileges set ([`drop_privileges`]);
-/// 4. (sandboxed) the Landlock ruleset;
-/// 5. the seccomp filters ([`install_filters`]; every mode).
+/// 3. (workspace-write, where the kernel allows it) the mount namespace ([`namespace`]), while
+///    the capabilities it needs are still held;
+/// 4. (sandboxed) every capability dropped and no-new-privileges set ([`drop_privileges`]);
+/// 5. (sandboxed) the Landlock ruleset;
+/// 6. the seccomp filters ([`install_filters`]; every mode).
 fn configure(command: &mut std::process::Command, setup: &ChildSetup) -> io::Result<()> {
     let mut confinement: Confinement = setup.sandbox.confinement()?;
+    let mut namespace = namespace::Plan::for_command(command, &setup.sandbox)?;
     let parent_death_signal = setup.parent_death_signal;
     let parent = nix::unistd::getpid();
     let in_child = move || -> io::Result<()> {
@@ -154,7 +162,10 @@ fn configure(command: &mut std::process::Command, setup: &ChildSetup) -> io::Res
                 return Err(io::Error::from_raw_os_error(PARENT_DEATH_FAILED));
             }
         }
-        // What needs privileges (making a mount namespace) goes here, before they are dropped.
+        // The mounts need the capabilities the later steps drop.
+        if let Some(namespace) = namespace.as_mut() {
+            namespace.enter()?;
+        }
         if confinement.drop_privileges {
             drop_privileges(confinement.last_cap)?;
         }
@@ -162,9 +173,10 @@ fn configure(command: &mut std::process::Command, setup: &ChildSetup) -> io::Res
         install_filters(&confinement, confinement.drop_privileges)
     };
     // SAFETY: `in_child` runs in the forked child before `exec`. It only makes system calls
-    // (setsid, prctl, getppid, capget, capset, landlock_restrict_self, seccomp) on values prepared
-    // before the fork, takes no lock and touches no state shared with other threads of the
-    // parent; its errors are built from raw OS codes, which allocate nothing.
+    // (setsid, prctl, getppid, the namespace's unshare, mount and capability calls, capget,
+    // capset, landlock_restrict_self, seccomp) on values prepared before the fork, takes no lock
+    // and touches no state shared with other threads of the parent; its errors are built from raw
+    // OS codes, which allocate nothing.
     unsafe {
         command.pre_exec(in_child);
     }
@@ -255,6 +267,13 @@ fn drop_privileges(last_cap: u32) -> io::Result<()> {
         return Err(failed());
     }
     nix::sys::prctl::set_no_new_privs().map_err(|_| failed())
+}
+
+/// Which step of the mount namespace failed and why, when `error` (from [`spawn`] or
+/// [`run_to_end`]) is such a failure: the start-up probe then falls back to Landlock and seccomp
+/// alone.
+pub(crate) fn namespace_failure(error: &io::Error) -> Option<String> {
+    namespace::namespace_failure(error)
 }
 
 /// Applies the Landlock ruleset, if the sandbox has one.
