@@ -30,7 +30,9 @@ fn scratch() -> (tempfile::TempDir, PathBuf) {
 /// A directory outside every directory `toolbox`'s sandbox lets tools write. Fails, saying so,
 /// where the test's target directory is itself inside one (a checkout under `/tmp`).
 fn outside(toolbox: &Toolbox) -> (tempfile::TempDir, PathBuf) {
-    let (dir, real) = scratch();
+    let base = panto_testkit::outside::outside_base(Path::new(env!("CARGO_TARGET_TMPDIR")));
+    let dir = tempfile::tempdir_in(base).unwrap();
+    let real = dir.path().canonicalize().unwrap();
     if let Some(root) = toolbox.sandbox().writable_dirs().iter().find(|w| real.starts_with(w)) {
         panic!(
             "the test's \"outside\" directory {} is inside the writable root {}, so this test cannot tell \

@@ -103,8 +103,11 @@ async fn a_bad_rule_is_an_error_at_its_line() {
 /// workspace-write sandbox although the sandbox is off (nobody approved it).
 #[tokio::test(flavor = "multi_thread")]
 async fn an_allow_rule_runs_no_compound_command_and_what_it_runs_is_sandboxed() {
-    // Outside the workspace and the temp directories.
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // Outside the workspace and the temp directories (not under /tmp, even when the checkout is).
+    let outside = tempfile::tempdir_in(panto_testkit::outside::outside_base(std::path::Path::new(env!(
+        "CARGO_TARGET_TMPDIR"
+    ))))
+    .unwrap();
     let pwned = outside.path().join("pwned");
     let escaped = outside.path().join("escaped");
     let compound = serde_json::json!({ "command": format!("git status; touch {}", pwned.display()) }).to_string();
