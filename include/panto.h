@@ -1207,7 +1207,7 @@ void panto_store_free(struct panto_store *store);
  *
  * Errors: `PANTO_ERR_NULL` (a NULL string, `call` or `out`), `PANTO_ERR_UTF8`,
  * `PANTO_ERR_INVALID_ARGUMENT` (a name outside `[A-Za-z0-9_-]{1,64}`, a schema that is not a
- * JSON object). A name already taken on an agent is `PANTO_ERR_TOOL` from `panto_agent_add_tool`.
+ * JSON object with `"type": "object"`, naming the field). A name already taken on an agent is `PANTO_ERR_TOOL` from `panto_agent_add_tool`.
  *
  * Ownership: the strings are copied during the call. `*out` receives an owned tool (NULL on
  * failure), freed with `panto_tool_free`. On failure `drop` is not called: `context` stays the
