@@ -33,6 +33,40 @@ async fn agent_new_without_the_conversation_of_a_stored_session_is_refused() {
     }
 }
 
+/// A `Session` value is a snapshot: a clone taken before another agent wrote the session still
+/// says it is empty. An agent on it is refused at its first turn, before any request, and
+/// nothing is appended to the history the model would not have seen.
+#[tokio::test]
+async fn a_stale_clone_of_a_written_session_is_refused_before_its_first_request() {
+    for style in STYLES {
+        let store = MemoryStore::new();
+        let server = MockServer::start().await;
+        let session = panto_core::Session::create(store.clone());
+        let stale = session.clone();
+        server.push(Reply::sse(text(style, "first answer")));
+        let mut agent = agent_on(style, &server, session);
+        collect(&mut agent, "first question").await.unwrap();
+        let id = agent.session_id().to_owned();
+        drop(agent);
+        let before = store.records(&id).len();
+        assert_eq!(stale.info.message_count, 0, "the clone is stale");
+
+        let mut agent = Agent::new(config(style, &server), stale, None).unwrap();
+        let err = collect(&mut agent, "second question").await.unwrap_err();
+        assert!(
+            matches!(&err, Error::SessionNotLoaded { id: got, message_count: 2 } if *got == id),
+            "{err:?}"
+        );
+        assert_eq!(server.requests().len(), 1, "no request was sent for the stale agent");
+        assert_eq!(store.records(&id).len(), before, "nothing was appended");
+        drop(agent);
+        // The session still resumes with its whole history.
+        let session = panto_core::Session::resolve(store.clone(), &id).await.unwrap().unwrap();
+        let agent = Agent::resume(config(style, &server), session).await.unwrap();
+        assert_eq!(agent.conversation().messages.len(), 2);
+    }
+}
+
 #[tokio::test]
 async fn resume_continues_the_stored_conversation() {
     for style in STYLES {

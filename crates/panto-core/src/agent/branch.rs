@@ -58,7 +58,7 @@ impl Agent {
             });
         }
         let tip = branch.entries[index].parent.clone();
-        self.hold_session()?;
+        self.hold_session().await?;
         self.session.switch_branch(tip.as_deref()).await?;
         self.reload().await
     }

@@ -210,7 +210,9 @@ impl Agent {
             .instrument(span.clone())
             .await
             .inspect_err(|e| trace::record_error(&span, e))?;
-        self.hold_session().inspect_err(|e| trace::record_error(&span, e))?;
+        self.hold_session()
+            .await
+            .inspect_err(|e| trace::record_error(&span, e))?;
 
         // Built beside the live conversation, which is replaced only once the log has the
         // compaction: an error or a cancel at any await leaves both as they were.

@@ -140,6 +140,10 @@ impl Agent {
     /// synthetic error result for each ("interrupted"), so the next request is valid for both
     /// APIs; it is persisted with the next write (or [`Agent::flush`]).
     ///
+    /// The check reads `session`'s snapshot here, and the store itself at the first write (a
+    /// stale clone of a session another agent has written since is refused then, before anything
+    /// is written).
+    ///
     /// Errors: [`Error::SessionNotLoaded`], [`Error::HttpClient`].
     pub fn new(config: Config, session: Session, conversation: Option<Conversation>) -> Result<Self> {
         if conversation.is_none() && session.info.message_count > 0 {
@@ -281,10 +285,27 @@ impl Agent {
 
     /// Makes sure the agent holds its session before writing it: the first write takes it, and
     /// [`Error::SessionInUse`] means another live agent of this process writes it.
-    fn hold_session(&mut self) -> Result<()> {
-        if self.writer.is_none() {
-            self.writer = Some(writer::Writer::take(&self.session.store, self.session.id())?);
+    ///
+    /// An agent that believes its session empty asks the store once, on taking it: a [`Session`]
+    /// value is a snapshot, so a clone taken before another agent wrote the session still says
+    /// it holds nothing, and appending would start a chain whose history the model never saw.
+    /// That is [`Error::SessionNotLoaded`], and nothing is written.
+    async fn hold_session(&mut self) -> Result<()> {
+        if self.writer.is_some() {
+            return Ok(());
         }
+        let writer = writer::Writer::take(&self.session.store, self.session.id())?;
+        if !self.stored {
+            if let Some(info) = self.session.store.info(self.session.id()).await? {
+                if info.message_count > 0 {
+                    return Err(Error::SessionNotLoaded {
+                        id: info.id,
+                        message_count: info.message_count,
+                    });
+                }
+            }
+        }
+        self.writer = Some(writer);
         Ok(())
     }
 
@@ -300,7 +321,7 @@ impl Agent {
         if !self.stored && !force && !fresh.iter().any(|m| m.role == Role::Assistant) {
             return Ok(());
         }
-        self.hold_session()?;
+        self.hold_session().await?;
         let fresh = &self.conversation.messages[self.persisted..];
         let tools = self.registry.decls();
         let wire = self.config.provider.wire_identity();

@@ -309,7 +309,12 @@ impl<'a> Stream<'a> {
                 self.agent.conversation.messages.push(Message::new(Role::User, content));
                 // The prompt is durable before the provider sees it (a new session waits for its
                 // first assistant message): its write is also where a session another writer holds
-                // is found, and that must fail the turn before a request is paid for.
+                // is found, and that must fail the turn before a request is paid for. So must a
+                // stale session value (one that says empty while the store holds messages), which
+                // taking the session checks.
+                if let Err(e) = self.agent.hold_session().await {
+                    return Err(self.fail(e));
+                }
                 if let Err(e) = self.agent.flush().await {
                     return Err(self.fail(e));
                 }
