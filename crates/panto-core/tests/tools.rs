@@ -427,3 +427,51 @@ async fn step_limit_stops_a_runaway_loop_with_a_valid_conversation() {
     let last = agent.conversation().messages.last().unwrap();
     assert!(matches!(last.content[0], ContentBlock::ToolResult { .. }));
 }
+
+/// A cancel while tools run: every call that was reported started is reported complete (the
+/// interrupted ones with their error result) before the turn ends with `Cancelled`.
+#[tokio::test]
+async fn a_cancel_while_tools_run_completes_every_started_call_before_the_turn_ends() {
+    for style in STYLES {
+        let server = MockServer::start().await;
+        server.push(Reply::sse(tool_calls(
+            style,
+            &[
+                ("c1", "echo", r#"{"text":"fast"}"#),
+                ("c2", "echo", r#"{"text":"slow","delay_ms":60000}"#),
+                ("c3", "echo", r#"{"text":"slower","delay_ms":60000}"#),
+            ],
+        )));
+        let mut agent = agent(style, &server);
+        agent.register_tool(Arc::new(Echo)).unwrap();
+        let mut stream = agent.run("go".into());
+        let token = stream.cancel_token();
+        let (mut started, mut completed) = (Vec::new(), Vec::new());
+        let end = loop {
+            match stream.next().await {
+                Ok(Some(Event::ToolDispatchStart { id, .. })) => started.push(id),
+                Ok(Some(Event::ToolDispatchComplete {
+                    id, content, is_error, ..
+                })) => {
+                    completed.push((id, is_error, format!("{content:?}")));
+                    token.cancel();
+                }
+                Ok(Some(_)) => {}
+                Ok(None) => panic!("{style}: the turn completed"),
+                Err(e) => break e,
+            }
+        };
+        assert!(matches!(end, panto_core::Error::Cancelled), "{style}: {end}");
+        assert_eq!(started, ["c1", "c2", "c3"], "{style}");
+        let ids: Vec<&str> = completed.iter().map(|(id, ..)| id.as_str()).collect();
+        assert_eq!(ids, ["c1", "c2", "c3"], "{style}: every started call completes");
+        assert!(!completed[0].1, "{style}: {completed:?}");
+        for (id, is_error, content) in &completed[1..] {
+            assert!(*is_error && content.contains("interrupted"), "{style}: {id}: {content}");
+        }
+        assert!(
+            matches!(stream.next().await, Ok(None)),
+            "{style}: the cancel is reported once"
+        );
+    }
+}

@@ -235,6 +235,28 @@ impl Dispatch {
         }
     }
 
+    /// After [`Dispatch::abort`]: a `ToolDispatchComplete` for each call not reported yet, in
+    /// call order, with its known outcome (a rejected call) or the interrupted result, so that
+    /// every call the consumer saw start is seen to complete.
+    pub fn unreported_completions(&mut self) -> Vec<Event> {
+        let known: Vec<usize> = self.known.drain(..).collect();
+        (0..self.calls.len())
+            .filter(|index| self.results[*index].is_none() || known.contains(index))
+            .map(|index| {
+                let call = &self.calls[index];
+                let (content, is_error) = self.results[index]
+                    .clone()
+                    .unwrap_or_else(|| (vec![text(INTERRUPTED_RESULT.to_owned())], true));
+                Event::ToolDispatchComplete {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    content,
+                    is_error,
+                }
+            })
+            .collect()
+    }
+
     /// The tool-result message: one result per call, in call order; a call that never finished
     /// gets the interrupted closer.
     pub fn into_message(mut self) -> Message {

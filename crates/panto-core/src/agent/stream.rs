@@ -92,6 +92,9 @@ pub struct Stream<'a> {
     /// The turn added tool results that the next request carries and the session does not hold
     /// yet: they are written while that request is on its way.
     unwritten: bool,
+    /// The turn was cancelled and the completions of its interrupted tool calls are being
+    /// delivered: [`Error::Cancelled`] follows the last of them.
+    cancel_pending: bool,
 }
 
 impl std::fmt::Debug for Stream<'_> {
@@ -122,6 +125,7 @@ impl<'a> Stream<'a> {
             control: RunControl::default(),
             trace,
             unwritten: false,
+            cancel_pending: false,
         }
     }
 
@@ -189,6 +193,9 @@ impl<'a> Stream<'a> {
                 return Ok(Some(event));
             }
             if matches!(self.phase, Phase::Finished) {
+                if std::mem::take(&mut self.cancel_pending) {
+                    return Err(Error::Cancelled);
+                }
                 return Ok(None);
             }
             if self.cancel.is_cancelled() {
@@ -220,10 +227,19 @@ impl<'a> Stream<'a> {
         self.agent.flush().await
     }
 
+    /// Every tool call that started completes before the turn ends: the completions of the calls
+    /// the cancel interrupted (`abandon` queued them) come first, then [`Error::Cancelled`].
     async fn finish_cancelled(&mut self) -> Result<Option<Event>> {
         self.abandon();
         self.agent.flush().await?;
-        Err(Error::Cancelled)
+        match self.queue.pop_front() {
+            Some(event) => {
+                self.cancel_pending = true;
+                self.trace.observe_event(&event);
+                Ok(Some(event))
+            }
+            None => Err(Error::Cancelled),
+        }
     }
 
     /// Advances the turn by one step inside the turn's span, except while a response streams
@@ -595,6 +611,7 @@ impl<'a> Stream<'a> {
     /// error. Messages already completed were persisted as they completed.
     fn fail(&mut self, error: Error) -> Error {
         self.trace.failed(&error, &self.usage, self.steps);
+        // A failed turn ends with its error; its interrupted calls' results are in the message.
         self.salvage(StopReason::Other("error".to_owned()));
         self.state = StreamState::Failed;
         error
@@ -607,11 +624,14 @@ impl<'a> Stream<'a> {
             return;
         }
         self.trace.cancelled(&self.usage, self.steps);
-        self.salvage(StopReason::Other("cancelled".to_owned()));
+        let completions = self.salvage(StopReason::Other("cancelled".to_owned()));
+        self.queue.extend(completions);
         self.state = StreamState::Cancelled;
     }
 
-    fn salvage(&mut self, stop_reason: StopReason) {
+    /// Ends the phase in memory: the streaming message's salvaged part, or the dispatched tool
+    /// calls' results. Returns the completion events of the tool calls not reported yet.
+    fn salvage(&mut self, stop_reason: StopReason) -> Vec<Event> {
         match std::mem::replace(&mut self.phase, Phase::Finished) {
             Phase::Streaming(_, partial) => {
                 let blocks = partial.salvage();
@@ -620,12 +640,17 @@ impl<'a> Stream<'a> {
                     message.stop_reason = Some(stop_reason);
                     self.agent.conversation.messages.push(message);
                 }
+                Vec::new()
             }
             Phase::Tools(mut dispatch) => {
                 dispatch.abort();
+                let completions = dispatch.unreported_completions();
                 self.agent.conversation.messages.push(dispatch.into_message());
+                completions
             }
-            Phase::Start(_) | Phase::Request | Phase::Backoff(_) | Phase::Compact { .. } | Phase::Finished => {}
+            Phase::Start(_) | Phase::Request | Phase::Backoff(_) | Phase::Compact { .. } | Phase::Finished => {
+                Vec::new()
+            }
         }
     }
 
