@@ -11,6 +11,14 @@
 //! | `POST /sessions/{id}/prompt` `{"text": ...}` | runs a turn; its events as server-sent events |
 //! | `DELETE /sessions/{id}` | lets go of a session live here, so another instance can take it |
 //!
+//! Access: every request must carry the service's bearer token (`Authorization: Bearer TOKEN`,
+//! else `401`) and a `Host` header naming one of the hosts it answers to (else `421`), checked
+//! before any handler runs ([`Access`]). At most `max_live` sessions are live in one instance
+//! (each holds a PostgreSQL advisory lock and an agent in memory); one more is `503` until one is
+//! released. What the example does not do: TLS (put it behind a proxy that terminates TLS, or
+//! keep it on loopback), per-client identities (one token for everyone: any holder reaches every
+//! session), rate limits, or limits on a prompt's size beyond the provider's.
+//!
 //! Errors: 400 for a malformed session id or a prompt whose text is empty; 400, 415 or 422 for
 //! a body that is not the JSON asked for (naming what is wrong); 404 for an unknown session; 409
 //! as below, or while a turn runs on the session; 502 when the provider failed the turn before
@@ -30,8 +38,11 @@
 //! Every agent is made from one [`Config`], so all of them share its provider's HTTP client (one
 //! connection pool), and an idle session costs its conversation and no descriptor of its own.
 
+mod access;
 mod request_span;
 mod turn;
+
+pub use access::{Access, MIN_TOKEN_LEN};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -53,6 +64,9 @@ type LiveAgent = Arc<tokio::sync::Mutex<Agent>>;
 pub struct Service {
     store: Arc<PostgresStore>,
     config: Config,
+    access: Access,
+    /// The most sessions live here at once.
+    max_live: usize,
     live: Mutex<HashMap<String, LiveAgent>>,
     /// Serialises making sessions live, so two requests for one session do not both build an
     /// agent for it (dropping the second would release the lock the first holds).
@@ -60,11 +74,14 @@ pub struct Service {
 }
 
 impl Service {
-    /// A service whose agents use `config` and write to `store`.
-    pub fn new(store: Arc<PostgresStore>, config: Config) -> Arc<Self> {
+    /// A service whose agents use `config` and write to `store`, letting in the requests
+    /// `access` allows, with at most `max_live` sessions live at once.
+    pub fn new(store: Arc<PostgresStore>, config: Config, access: Access, max_live: usize) -> Arc<Self> {
         Arc::new(Service {
             store,
             config,
+            access,
+            max_live,
             live: Mutex::new(HashMap::new()),
             activating: tokio::sync::Mutex::new(()),
         })
@@ -73,6 +90,21 @@ impl Service {
     fn live(&self) -> MutexGuard<'_, HashMap<String, LiveAgent>> {
         // The map is plain data that a panic cannot leave half-updated.
         self.live.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Refuses one more live session when `max_live` are live (each holds a lock in PostgreSQL,
+    /// whose lock table is shared by the whole database server).
+    fn room_for_one_more(&self) -> Result<(), ApiError> {
+        if self.live().len() < self.max_live {
+            return Ok(());
+        }
+        Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "{} sessions are live in this instance, its limit: release one (DELETE /sessions/ID) or use another instance",
+                self.max_live
+            ),
+        ))
     }
 
     /// The agent of session `id`, made live here if it is not yet: its lock taken, its
@@ -85,6 +117,7 @@ impl Service {
         if let Some(agent) = self.live().get(id).cloned() {
             return Ok(agent);
         }
+        self.room_for_one_more()?;
         self.store.claim(id).await?;
         let session = match Session::resolve(self.store.clone(), id).await {
             Ok(Some(session)) if session.id() == id => session,
@@ -118,11 +151,15 @@ pub fn router(service: Arc<Service>) -> Router {
         .route("/sessions/{id}/resume", post(resume))
         .route("/sessions/{id}/prompt", post(turn::prompt))
         .route("/sessions/{id}", axum::routing::delete(release))
+        .route_layer(axum::middleware::from_fn_with_state(service.clone(), access::guard))
         .route_layer(axum::middleware::from_fn(request_span::traced))
         .with_state(service)
 }
 
 async fn start(State(service): State<Arc<Service>>) -> Result<Response, ApiError> {
+    // Under the activation lock, so two requests cannot both take the last place.
+    let _activating = service.activating.lock().await;
+    service.room_for_one_more()?;
     let agent = Agent::new(service.config.clone(), Session::create(service.store.clone()), None)?;
     let id = agent.session_id().to_owned();
     // The session is this instance's from its start: another instance asked for it before its

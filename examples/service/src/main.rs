@@ -9,6 +9,12 @@
 //! - `PANTO_SERVICE_API_STYLE`: `anthropic-messages` (default) or `openai-chat`
 //! - `PANTO_SERVICE_BASE_URL`, `PANTO_SERVICE_MODEL`: the provider (required)
 //! - `PANTO_SERVICE_API_KEY`: its key (default empty)
+//! - `PANTO_SERVICE_TOKEN`: the bearer token every request must carry (required, at least 16
+//!   characters; e.g. `openssl rand -hex 32`)
+//! - `PANTO_SERVICE_HOSTS`: the `Host` values the service answers to, comma-separated (default:
+//!   the listening address as `127.0.0.1:PORT` and `localhost:PORT`); add the name clients use
+//!   when it is reached through a proxy or a DNS name
+//! - `PANTO_SERVICE_MAX_LIVE`: the most sessions live at once in this instance (default 1000)
 //! - `OTEL_EXPORTER_OTLP_ENDPOINT` and the other standard `OTEL_*` variables: export traces
 //!   (a span per HTTP request, parent of the agent's spans) and metrics over OTLP; the service
 //!   name defaults to `panto-service`. Nothing is exported when no endpoint is set.
@@ -24,12 +30,15 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use panto_core::{ApiStyle, Config, ProviderConfig};
-use panto_service_example::{router, Service};
+use panto_service_example::{router, Access, Service};
 use panto_store_postgres::PostgresStore;
 
 fn var(name: &str) -> Result<String> {
     std::env::var(name).with_context(|| format!("{name} is not set"))
 }
+
+/// The most sessions live at once in one instance unless `PANTO_SERVICE_MAX_LIVE` says otherwise.
+const DEFAULT_MAX_LIVE: usize = 1000;
 
 /// How long the last spans and metrics may take to reach the collector at exit.
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(3);
@@ -60,10 +69,31 @@ async fn main() -> Result<()> {
             panto_store_postgres::redact_connection_string(&database)
         )
     })?;
-    let service = Service::new(store, Config::new(provider));
+    let token = var("PANTO_SERVICE_TOKEN")
+        .context("the service needs a bearer token that clients send (e.g. `openssl rand -hex 32`)")?;
+    let max_live = match std::env::var("PANTO_SERVICE_MAX_LIVE") {
+        Ok(n) => n
+            .trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|n| *n > 0)
+            .with_context(|| format!("PANTO_SERVICE_MAX_LIVE {n:?} is not a positive number"))?,
+        Err(_) => DEFAULT_MAX_LIVE,
+    };
     let listener = tokio::net::TcpListener::bind(&listen)
         .await
         .with_context(|| format!("listening on {listen}"))?;
+    let port = listener.local_addr()?.port();
+    let hosts = match std::env::var("PANTO_SERVICE_HOSTS") {
+        Ok(hosts) => hosts
+            .split(',')
+            .filter(|h| !h.trim().is_empty())
+            .map(str::to_owned)
+            .collect(),
+        Err(_) => vec![format!("127.0.0.1:{port}"), format!("localhost:{port}")],
+    };
+    let access = Access::new(token, hosts).map_err(|e| anyhow::anyhow!("PANTO_SERVICE_TOKEN: {e}"))?;
+    let service = Service::new(store, Config::new(provider), access, max_live);
     println!("listening on http://{}", listener.local_addr()?);
     std::io::stdout().flush()?;
     axum::serve(listener, router(service))

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{start_instance, Client};
+use common::{http, start_instance, Client};
 use panto_testkit::postgres::server;
 use panto_testkit::{script, MockServer, Reply};
 use serde_json::{json, Value};
@@ -34,7 +34,7 @@ async fn bad_requests_and_a_refusing_provider_get_errors_in_the_service_form() {
     let mock = MockServer::start().await;
     let instance = start_instance(&database, &mock, &[]);
     let client = Client::new();
-    let http = panto_core::http_client_builder().build().unwrap();
+    let http = http();
 
     let (status, started) = client
         .call(reqwest::Method::POST, format!("{}/sessions", instance.base), None)
@@ -88,4 +88,63 @@ async fn bad_requests_and_a_refusing_provider_get_errors_in_the_service_form() {
     let (status, events) = client.prompt(&instance, &id, "again").await;
     assert_eq!(status, 200, "{events:?}");
     assert_eq!(common::streamed_text(&events), "fine now");
+}
+
+/// The service is safe to copy: no request gets in without the token, a request naming another
+/// Host (a DNS name rebound to this address, reached from a browser) is refused, and the number
+/// of live sessions (each a PostgreSQL lock) is capped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_need_the_token_and_a_known_host_and_live_sessions_are_capped() {
+    let database = server().create_database().await;
+    let mock = MockServer::start().await;
+    let instance = start_instance(&database, &mock, &[("PANTO_SERVICE_MAX_LIVE", "2")]);
+    let sessions = format!("{}/sessions", instance.base);
+    let bare = panto_core::http_client_builder().build().unwrap();
+
+    for request in [bare.get(&sessions), bare.post(&sessions)] {
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status().as_u16(), 401);
+        assert_eq!(response.headers()["www-authenticate"], "Bearer");
+    }
+    let wrong = bare
+        .get(&sessions)
+        .bearer_auth("test-token-0123456780")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong.status().as_u16(), 401);
+
+    let port = instance.base.rsplit(':').next().unwrap();
+    let rebound = http()
+        .get(&sessions)
+        .header("host", format!("attacker.example:{port}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(rebound.status().as_u16(), 421);
+    let localhost = http()
+        .get(&sessions)
+        .header("host", format!("localhost:{port}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(localhost.status().as_u16(), 200);
+
+    let client = Client::new();
+    let mut started = Vec::new();
+    for _ in 0..2 {
+        let (status, body) = client.call(reqwest::Method::POST, sessions.clone(), None).await;
+        assert_eq!(status, 201, "{body}");
+        started.push(body["id"].as_str().unwrap().to_owned());
+    }
+    let (status, body) = client.call(reqwest::Method::POST, sessions.clone(), None).await;
+    assert_eq!(status, 503, "{body}");
+    assert!(error_of(&body).contains("2 sessions are live"), "{body}");
+    // Releasing one makes room again.
+    let (status, _) = client
+        .call(reqwest::Method::DELETE, format!("{sessions}/{}", started[0]), None)
+        .await;
+    assert_eq!(status, 204);
+    let (status, body) = client.call(reqwest::Method::POST, sessions.clone(), None).await;
+    assert_eq!(status, 201, "{body}");
 }

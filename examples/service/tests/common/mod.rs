@@ -7,6 +7,22 @@ use std::process::{Child, Command, Stdio};
 use panto_testkit::{check_events, MockServer};
 use serde_json::{json, Value};
 
+/// The bearer token every instance the tests start expects.
+pub const TOKEN: &str = "test-token-0123456789";
+
+/// An HTTP client that sends the tests' token with every request.
+pub fn http() -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        reqwest::header::AUTHORIZATION,
+        reqwest::header::HeaderValue::from_str(&format!("Bearer {TOKEN}")).unwrap(),
+    );
+    panto_core::http_client_builder()
+        .default_headers(headers)
+        .build()
+        .unwrap()
+}
+
 /// A running instance; killed when dropped.
 pub struct Instance {
     pub child: Child,
@@ -29,6 +45,7 @@ pub fn start_instance(database: &str, mock: &MockServer, env: &[(&str, &str)]) -
         .env("PANTO_SERVICE_BASE_URL", mock.anthropic_base_url())
         .env("PANTO_SERVICE_MODEL", "claude-sonnet-4-5")
         .env("PANTO_SERVICE_API_KEY", "test-key")
+        .env("PANTO_SERVICE_TOKEN", TOKEN)
         .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -52,7 +69,7 @@ pub struct Client(reqwest::Client);
 
 impl Client {
     pub fn new() -> Self {
-        Client(panto_core::http_client_builder().build().unwrap())
+        Client(http())
     }
 
     /// The status and body (JSON, or the raw text as a JSON string) of `method url`.
