@@ -162,7 +162,9 @@ fn configure(command: &mut std::process::Command, setup: &ChildSetup) -> io::Res
                 return Err(io::Error::from_raw_os_error(PARENT_DEATH_FAILED));
             }
         }
-        // The mounts need the capabilities the later steps drop.
+        // The mounts need the capabilities the next step drops; dropping them (CAP_SYS_ADMIN
+        // above all) is also what keeps the mounts read-only (see namespace.rs). A namespace is
+        // made only in workspace-write, where `drop_privileges` is always set.
         if let Some(namespace) = namespace.as_mut() {
             namespace.enter()?;
         }

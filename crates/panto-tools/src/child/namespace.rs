@@ -16,10 +16,12 @@
 //! 4. the whole tree is made read-only (`mount_setattr(AT_RECURSIVE, MOUNT_ATTR_RDONLY)`);
 //! 5. the clones are attached (`move_mount`) over their places, parents before children;
 //! 6. the child changes into its working directory again, so it stands on the writable clone;
-//! 7. it gives up `CAP_SYS_ADMIN` (effective, permitted, inheritable and bounding): Landlock
-//!    forbids a sandboxed process `mount`, `umount` and `move_mount`, but not `mount_setattr`, with
-//!    which root (or the owner of the user namespace) could make the tree writable again. A user
-//!    namespace the command makes later copies these mounts locked read-only.
+//!
+//! The child then gives up every capability ([`super::drop_privileges`], the next step of the
+//! setup, always run in a sandbox), `CAP_SYS_ADMIN` included: Landlock forbids a sandboxed
+//! process `mount`, `umount` and `move_mount`, but not `mount_setattr`, with which root (or the
+//! owner of the user namespace) could make the tree writable again. A user namespace the command
+//! makes later copies these mounts locked read-only.
 //!
 //! A failure at any step fails the spawn with a code that names the step and the system error
 //! ([`explain`]); the start-up probe turns such a failure into the fallback (Landlock and seccomp
@@ -46,7 +48,6 @@ enum Step {
     ReadOnly = 5,
     Attach = 6,
     Chdir = 7,
-    DropAdmin = 8,
 }
 
 impl Step {
@@ -59,7 +60,6 @@ impl Step {
             5 => Step::ReadOnly,
             6 => Step::Attach,
             7 => Step::Chdir,
-            8 => Step::DropAdmin,
             _ => return None,
         })
     }
@@ -73,7 +73,6 @@ impl Step {
             Step::ReadOnly => "making the tree read-only (mount_setattr)",
             Step::Attach => "attaching a writable directory (move_mount)",
             Step::Chdir => "changing into the working directory",
-            Step::DropAdmin => "dropping CAP_SYS_ADMIN",
         }
     }
 }
@@ -355,7 +354,7 @@ mod imp {
             if unsafe { libc::chdir(self.cwd.as_ptr()) } != 0 {
                 return Err(fail(Step::Chdir));
             }
-            drop_admin()
+            Ok(())
         }
 
         /// A new mount namespace: plain as root; in a new user namespace otherwise (or when root
@@ -382,57 +381,6 @@ mod imp {
             write_file(c"/proc/self/gid_map", self.gid_map.as_bytes()).map_err(|_| fail(Step::IdMaps))?;
             Ok(())
         }
-    }
-
-    /// `CAP_SYS_ADMIN`, the capability `mount_setattr` needs.
-    const CAP_SYS_ADMIN: u32 = 21;
-    /// `_LINUX_CAPABILITY_VERSION_3`: two 32-bit words per set.
-    const CAPABILITY_VERSION_3: u32 = 0x2008_0522;
-
-    #[repr(C)]
-    struct CapHeader {
-        version: u32,
-        pid: libc::c_int,
-    }
-
-    #[repr(C)]
-    #[derive(Clone, Copy)]
-    struct CapData {
-        effective: u32,
-        permitted: u32,
-        inheritable: u32,
-    }
-
-    /// Removes `CAP_SYS_ADMIN` from every capability set of this process, the bounding set first
-    /// (so no later `exec`, root's included, gets it back).
-    fn drop_admin() -> io::Result<()> {
-        // SAFETY: prctl(2) with integer arguments only.
-        if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, CAP_SYS_ADMIN as libc::c_ulong, 0, 0, 0) } != 0 {
-            return Err(fail(Step::DropAdmin));
-        }
-        let mut header = CapHeader {
-            version: CAPABILITY_VERSION_3,
-            pid: 0,
-        };
-        let mut data = [CapData {
-            effective: 0,
-            permitted: 0,
-            inheritable: 0,
-        }; 2];
-        // SAFETY: capget(2) fills the two `repr(C)` words of `data`, the size version 3 asks for,
-        // and reads `header`; both live on this stack frame.
-        if unsafe { libc::syscall(libc::SYS_capget, &mut header as *mut CapHeader, data.as_mut_ptr()) } != 0 {
-            return Err(fail(Step::DropAdmin));
-        }
-        let bit = !(1u32 << CAP_SYS_ADMIN);
-        data[0].effective &= bit;
-        data[0].permitted &= bit;
-        data[0].inheritable &= bit;
-        // SAFETY: capset(2) reads `header` and the two words of `data`, live on this frame.
-        if unsafe { libc::syscall(libc::SYS_capset, &mut header as *mut CapHeader, data.as_ptr()) } != 0 {
-            return Err(fail(Step::DropAdmin));
-        }
-        Ok(())
     }
 
     /// Writes `bytes` to the file at `path` in one `write`; `Err` holds the errno (left set).
