@@ -1,0 +1,191 @@
+//! Servers that attack panto rather than fail: a `tools/list` that pages forever, a flood of
+//! `list_changed`, a server that exits while a child it started holds its stdout. Each is a
+//! small bash script speaking JSON-RPC over stdio, so it can do what no well-behaved SDK server
+//! does.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use panto_core::ToolSource;
+use panto_mcp::{Error, McpSource, ServerConfig, MAX_LIST_PAGES};
+use serde_json::json;
+
+use crate::support::*;
+
+/// The hostile server. `$1` is the mode, `$2` a directory for its traces: `lists` gets a line
+/// per `tools/list` request, `sleep-pids` the pid of each `sleep` it leaves behind.
+///
+/// Modes: `pages` answers every `tools/list` with one tool and a new `nextCursor`, forever;
+/// `pages-later` lists tool `change` once, then pages forever, and `change` announces
+/// `list_changed`; `flood` lists tool `flood`, which writes 200,000 `list_changed` before its
+/// answer; `orphan` starts `sleep 1000` on its own stdout, lists tool `quit`, and exits
+/// without answering the first `quit` of its directory (later ones answer `ok`).
+const SCRIPT: &str = r#"
+mode=$1; dir=$2
+if [ "$mode" = orphan ]; then
+    sleep 1000 &
+    echo $! >> "$dir/sleep-pids"
+fi
+reply() { printf '{"jsonrpc":"2.0","id":%s,"result":%s}\n' "$1" "$2"; }
+tool() { printf '{"name":"%s","inputSchema":{"type":"object"}}' "$1"; }
+while IFS= read -r line; do
+    id=
+    [[ $line =~ \"id\":([0-9]+) ]] && id=${BASH_REMATCH[1]}
+    case $line in
+    *'"method":"initialize"'*)
+        [[ $line =~ \"protocolVersion\":\"([^\"]+)\" ]]
+        reply "$id" "{\"protocolVersion\":\"${BASH_REMATCH[1]}\",\"capabilities\":{\"tools\":{\"listChanged\":true}},\"serverInfo\":{\"name\":\"hostile\",\"version\":\"1\"}}"
+        ;;
+    *'"method":"tools/list"'*)
+        echo "$line" >> "$dir/lists"
+        n=$(wc -l < "$dir/lists")
+        case $mode in
+        pages) reply "$id" "{\"tools\":[$(tool "t$n")],\"nextCursor\":\"c$n\"}" ;;
+        pages-later)
+            if [ "$n" = 1 ]; then reply "$id" "{\"tools\":[$(tool change)]}"
+            else reply "$id" "{\"tools\":[$(tool "t$n")],\"nextCursor\":\"c$n\"}"; fi ;;
+        flood) reply "$id" "{\"tools\":[$(tool flood)]}" ;;
+        orphan) reply "$id" "{\"tools\":[$(tool quit)]}" ;;
+        esac
+        ;;
+    *'"method":"tools/call"'*)
+        case $mode in
+        pages-later)
+            printf '{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}\n' ;;
+        flood)
+            yes '{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}' | head -n 200000 ;;
+        orphan)
+            if [ ! -e "$dir/quit" ]; then touch "$dir/quit"; exit 0; fi ;;
+        esac
+        reply "$id" '{"content":[{"type":"text","text":"ok"}]}'
+        ;;
+    *'"id":'*)
+        printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"not here"}}\n' "$id"
+        ;;
+    esac
+done
+"#;
+
+/// The hostile server in `mode`, tracing into `dir`.
+fn hostile(dir: &Path, mode: &str) -> ServerConfig {
+    let script = dir.join("server.sh");
+    std::fs::write(&script, SCRIPT).unwrap();
+    ServerConfig::stdio("bash").args([
+        script.to_string_lossy().into_owned(),
+        mode.to_owned(),
+        dir.to_string_lossy().into_owned(),
+    ])
+}
+
+/// How many `tools/list` requests the server in `dir` received.
+fn lists(dir: &Path) -> usize {
+    std::fs::read_to_string(dir.join("lists"))
+        .unwrap_or_default()
+        .lines()
+        .count()
+}
+
+/// Waits until the count of `tools/list` requests has not moved for a second, and returns it.
+async fn settled_lists(dir: &Path) -> usize {
+    let mut last = lists(dir);
+    loop {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now = lists(dir);
+        if now == last {
+            return now;
+        }
+        last = now;
+    }
+}
+
+#[tokio::test]
+async fn a_listing_that_pages_forever_stops_at_the_page_limit_and_the_start_fails_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let error = McpSource::start("pager", hostile(dir.path(), "pages").startup_timeout_secs(120))
+        .await
+        .expect_err("a listing without end is refused");
+    assert!(matches!(error, Error::Start { .. }), "{error:?}");
+    let message = error.to_string();
+    assert!(message.contains("MCP server `pager`"), "{message}");
+    assert!(message.contains(&format!("after {MAX_LIST_PAGES} pages")), "{message}");
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_eq!(settled_lists(dir.path()).await, MAX_LIST_PAGES, "pages requested");
+}
+
+#[tokio::test]
+async fn a_relisting_that_pages_forever_stops_at_the_limit_and_keeps_the_previous_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = start("pager", hostile(dir.path(), "pages-later")).await;
+    assert_eq!(text(&call(&source, "change", json!({})).await), "ok");
+    assert_eq!(settled_lists(dir.path()).await, 1 + MAX_LIST_PAGES, "pages requested");
+    let names: Vec<String> = source.tools().into_iter().map(|t| t.name).collect();
+    assert_eq!(names, ["change"], "the previous list stays");
+    assert_eq!(
+        text(&call(&source, "change", json!({})).await),
+        "ok",
+        "the server still works"
+    );
+}
+
+#[tokio::test]
+async fn a_flood_of_list_changed_during_a_call_costs_one_or_two_relistings() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = start("flooder", hostile(dir.path(), "flood").tool_timeout_secs(120)).await;
+    let result = call(&source, "flood", json!({})).await;
+    assert!(!result.is_error, "{}", text(&result));
+    let relistings = settled_lists(dir.path()).await - 1;
+    assert!(
+        (1..=3).contains(&relistings),
+        "200,000 announcements coalesce into a pending re-listing, got {relistings} re-listings"
+    );
+}
+
+/// Reads the pids of the `sleep`s the orphan server in `dir` left behind.
+fn sleep_pids(dir: &Path) -> Vec<i32> {
+    pids(&dir.join("sleep-pids"))
+}
+
+#[tokio::test]
+async fn a_server_that_exits_while_its_child_holds_stdout_is_restarted_and_the_child_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir: PathBuf = dir.keep();
+    let source = start("leaver", hostile(&dir, "orphan").tool_timeout_secs(60)).await;
+    let first_sleep = sleep_pids(&dir)[0];
+    assert!(exists(first_sleep));
+
+    let started = Instant::now();
+    let quit = call(&source, "quit", json!({})).await;
+    assert!(quit.is_error, "{}", text(&quit));
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "the exit is noticed, not waited out to the 60 s tool timeout: {:?}",
+        started.elapsed()
+    );
+    let message = text(&quit);
+    assert!(
+        message.contains("MCP server `leaver` stopped during the call of `quit`"),
+        "{message}"
+    );
+    assert!(
+        eventually_async(|| !exists(first_sleep)).await,
+        "the child of the exited server was killed with its process group"
+    );
+
+    let again = call(&source, "quit", json!({})).await;
+    assert!(!again.is_error, "{}", text(&again));
+    assert_eq!(text(&again), "ok");
+    let sleeps = sleep_pids(&dir);
+    assert_eq!(sleeps.len(), 2, "restarted once: {sleeps:?}");
+    assert!(exists(sleeps[1]));
+    drop(source);
+    assert!(
+        eventually_async(|| !exists(sleeps[1])).await,
+        "dropping the source kills the restarted server's child"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
