@@ -193,3 +193,108 @@ async fn a_server_that_exits_while_its_child_holds_stdout_is_restarted_and_the_c
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A streamable HTTP MCP server whose `tools/list` pages forever (plain JSON responses, one
+/// request per connection). Returns its URL and the count of `tools/list` requests it answered.
+async fn paging_http_server() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let lists = std::sync::Arc::new(AtomicUsize::new(0));
+    let counter = lists.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let lists = counter.clone();
+            tokio::spawn(async move {
+                let mut buffer = Vec::new();
+                let mut chunk = [0u8; 4096];
+                let (head_end, length) = loop {
+                    let Ok(n) = stream.read(&mut chunk).await else { return };
+                    if n == 0 {
+                        return;
+                    }
+                    buffer.extend_from_slice(&chunk[..n]);
+                    if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
+                        let head = String::from_utf8_lossy(&buffer[..end]).to_ascii_lowercase();
+                        let length = head
+                            .lines()
+                            .find_map(|l| l.strip_prefix("content-length:"))
+                            .and_then(|v| v.trim().parse::<usize>().ok())
+                            .unwrap_or(0);
+                        break (end + 4, length);
+                    }
+                };
+                while buffer.len() < head_end + length {
+                    let Ok(n) = stream.read(&mut chunk).await else { return };
+                    if n == 0 {
+                        return;
+                    }
+                    buffer.extend_from_slice(&chunk[..n]);
+                }
+                let (status, body) = if !buffer.starts_with(b"POST") {
+                    ("405 Method Not Allowed", String::new())
+                } else {
+                    let request: serde_json::Value =
+                        serde_json::from_slice(&buffer[head_end..head_end + length]).unwrap_or_default();
+                    let id = request["id"].clone();
+                    let result = match request["method"].as_str().unwrap_or_default() {
+                        _ if id.is_null() => None,
+                        "initialize" => Some(json!({
+                            "protocolVersion": request["params"]["protocolVersion"],
+                            "capabilities": {"tools": {}},
+                            "serverInfo": {"name": "hostile-http", "version": "1"},
+                        })),
+                        "tools/list" => {
+                            let n = lists.fetch_add(1, Ordering::SeqCst) + 1;
+                            Some(json!({
+                                "tools": [{"name": format!("t{n}"), "inputSchema": {"type": "object"}}],
+                                "nextCursor": format!("c{n}"),
+                            }))
+                        }
+                        _ => Some(json!({})),
+                    };
+                    match result {
+                        Some(result) => (
+                            "200 OK",
+                            json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string(),
+                        ),
+                        None => ("202 Accepted", String::new()),
+                    }
+                };
+                let response = format!(
+                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: \
+                     close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = stream.write_all(response.as_bytes()).await;
+                let _ = stream.shutdown().await;
+            });
+        }
+    });
+    (url, lists)
+}
+
+#[tokio::test]
+async fn an_http_listing_that_pages_forever_stops_at_the_page_limit_and_the_start_fails_naming_it() {
+    let (url, lists) = paging_http_server().await;
+    let started = Instant::now();
+    let error = McpSource::start("web-pager", ServerConfig::http(url).startup_timeout_secs(120))
+        .await
+        .expect_err("a listing without end is refused");
+    let message = error.to_string();
+    assert!(message.contains("MCP server `web-pager`"), "{message}");
+    assert!(message.contains(&format!("after {MAX_LIST_PAGES} pages")), "{message}");
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "took {:?}",
+        started.elapsed()
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        lists.load(std::sync::atomic::Ordering::SeqCst),
+        MAX_LIST_PAGES,
+        "pages requested"
+    );
+}
