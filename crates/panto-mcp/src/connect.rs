@@ -118,9 +118,19 @@ pub(crate) async fn connect(
                 return Err("the child's pipes were not set up".into());
             };
             stderr::pump(stderr, log, tail.clone());
-            let service = rmcp::serve_client(handler, (stdout, stdin))
-                .await
-                .map_err(|e| format!("the MCP initialization failed: {e}"))?;
+            // A server that exits during the initialization fails the start at once, even if
+            // a child it left holds its stdout open.
+            let service = tokio::select! {
+                service = rmcp::serve_client(handler, (stdout, stdin)) => {
+                    service.map_err(|e| format!("the MCP initialization failed: {e}"))?
+                }
+                status = child.child().wait() => {
+                    return Err(match status {
+                        Ok(status) => format!("it exited during the MCP initialization ({status})"),
+                        Err(e) => format!("waiting on its process failed: {e}"),
+                    });
+                }
+            };
             let (stop, stopped) = oneshot::channel();
             tokio::spawn(watch(child, stopped, service.cancellation_token(), exited.clone()));
             (service, Some(stop))

@@ -19,13 +19,15 @@ use crate::support::*;
 /// `pages-later` lists tool `change` once, then pages forever, and `change` announces
 /// `list_changed`; `flood` lists tool `flood`, which writes 200,000 `list_changed` before its
 /// answer; `orphan` starts `sleep 1000` on its own stdout, lists tool `quit`, and exits
-/// without answering the first `quit` of its directory (later ones answer `ok`).
+/// without answering the first `quit` of its directory (later ones answer `ok`);
+/// `orphan-at-start` starts that `sleep` and exits before reading anything.
 const SCRIPT: &str = r#"
 mode=$1; dir=$2
-if [ "$mode" = orphan ]; then
+if [ "$mode" = orphan ] || [ "$mode" = orphan-at-start ]; then
     sleep 1000 &
     echo $! >> "$dir/sleep-pids"
 fi
+[ "$mode" = orphan-at-start ] && exit 1
 reply() { printf '{"jsonrpc":"2.0","id":%s,"result":%s}\n' "$1" "$2"; }
 tool() { printf '{"name":"%s","inputSchema":{"type":"object"}}' "$1"; }
 while IFS= read -r line; do
@@ -192,6 +194,33 @@ async fn a_server_that_exits_while_its_child_holds_stdout_is_restarted_and_the_c
         "dropping the source kills the restarted server's child"
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn a_server_that_exits_at_start_while_its_child_holds_stdout_fails_at_once_and_the_child_is_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let error = McpSource::start(
+        "quitter",
+        hostile(dir.path(), "orphan-at-start").startup_timeout_secs(60),
+    )
+    .await
+    .expect_err("the server exited");
+    let message = error.to_string();
+    assert!(
+        message.contains("MCP server `quitter` failed to start: it exited during the MCP initialization"),
+        "{message}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "not waited out to the 60 s startup timeout: {:?}",
+        started.elapsed()
+    );
+    let sleep = sleep_pids(dir.path())[0];
+    assert!(
+        eventually_async(|| !exists(sleep)).await,
+        "the child it left holding its stdout was killed with its group"
+    );
 }
 
 /// A streamable HTTP MCP server whose `tools/list` pages forever (plain JSON responses, one
