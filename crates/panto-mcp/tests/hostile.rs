@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use panto_core::ToolSource;
-use panto_mcp::{Error, McpSource, ServerConfig, MAX_LIST_PAGES};
+use panto_mcp::{Error, McpSource, ServerConfig, MAX_LISTED_TOOLS, MAX_LIST_PAGES};
 use serde_json::json;
 
 use crate::support::*;
@@ -20,7 +20,8 @@ use crate::support::*;
 /// `list_changed`; `flood` lists tool `flood`, which writes 200,000 `list_changed` before its
 /// answer; `orphan` starts `sleep 1000` on its own stdout, lists tool `quit`, and exits
 /// without answering the first `quit` of its directory (later ones answer `ok`);
-/// `orphan-at-start` starts that `sleep` and exits before reading anything.
+/// `orphan-at-start` starts that `sleep` and exits before reading anything; `many` lists 10,001
+/// tools in one page; `bytes` lists three pages of one tool with a 9 MiB description each (27 MiB in all).
 const SCRIPT: &str = r#"
 mode=$1; dir=$2
 if [ "$mode" = orphan ] || [ "$mode" = orphan-at-start ]; then
@@ -47,6 +48,12 @@ while IFS= read -r line; do
             if [ "$n" = 1 ]; then reply "$id" "{\"tools\":[$(tool change)]}"
             else reply "$id" "{\"tools\":[$(tool "t$n")],\"nextCursor\":\"c$n\"}"; fi ;;
         flood) reply "$id" "{\"tools\":[$(tool flood)]}" ;;
+        many)
+            tools=$(for i in $(seq 1 10001); do printf '%s,' "$(tool "t$i")"; done)
+            reply "$id" "{\"tools\":[${tools%,}]}" ;;
+        bytes)
+            big=$(head -c 9437184 /dev/zero | tr '\0' x)
+            reply "$id" "{\"tools\":[{\"name\":\"t$n\",\"description\":\"$big\",\"inputSchema\":{\"type\":\"object\"}}]$([ "$n" -lt 3 ] && echo ",\"nextCursor\":\"c$n\"")}" ;;
         orphan) reply "$id" "{\"tools\":[$(tool quit)]}" ;;
         esac
         ;;
@@ -121,6 +128,36 @@ async fn a_listing_that_pages_forever_stops_at_the_page_limit_and_the_start_fail
         started.elapsed()
     );
     assert_eq!(settled_lists(dir.path()).await, MAX_LIST_PAGES, "pages requested");
+}
+
+#[tokio::test]
+async fn a_listing_past_the_tool_limit_fails_the_start_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let error = McpSource::start("crowd", hostile(dir.path(), "many"))
+        .await
+        .expect_err("10,001 tools are refused");
+    let message = error.to_string();
+    assert!(message.contains("MCP server `crowd` failed to start"), "{message}");
+    assert!(
+        message.contains(&format!("more than {MAX_LISTED_TOOLS} tools")),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn a_listing_past_the_byte_limit_stops_and_fails_the_start_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let error = McpSource::start("verbose", hostile(dir.path(), "bytes"))
+        .await
+        .expect_err("27 MiB of tool definitions are refused");
+    let message = error.to_string();
+    assert!(message.contains("MCP server `verbose` failed to start"), "{message}");
+    assert!(message.contains("exceed 16 MiB"), "{message}");
+    assert_eq!(
+        settled_lists(dir.path()).await,
+        2,
+        "the listing stops at the page that crossed the limit"
+    );
 }
 
 #[tokio::test]
