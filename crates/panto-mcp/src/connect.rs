@@ -78,7 +78,7 @@ impl ClientHandler for Handler {
         let Some(tools) = self.tools.upgrade() else { return };
         // rmcp runs each notification handler on its own task, so this may wait on a request.
         // Announcements coalesce into one pending re-listing (a flag, not a queue): while one is
-        // pending, later ones return at once, so a flood costs a re-listing or two, not one
+        // pending, later ones return at once, so at most one re-listing runs and one waits, not one
         // waiting task and one listing each.
         if tools.refresh_pending.swap(true, Ordering::SeqCst) {
             return;
