@@ -4,13 +4,15 @@
 
 use std::collections::HashMap;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
 use panto_tools::{ChildSetup, GroupChild, SandboxConfig};
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
-use rmcp::service::{NotificationContext, RoleClient, RunningService};
+use rmcp::service::{NotificationContext, RoleClient, RunningService, RunningServiceCancellationToken};
 use rmcp::transport::streamable_http_client::{StreamableHttpClientTransport, StreamableHttpClientTransportConfig};
 use rmcp::ClientHandler;
+use tokio::sync::oneshot;
 
 use crate::config::{ServerConfig, TransportKind};
 use crate::details::ServerDetails;
@@ -21,16 +23,40 @@ use crate::tools::ToolList;
 /// whole process group.
 pub(crate) struct Connection {
     pub service: RunningService<RoleClient, Handler>,
-    /// Kept only to be dropped with the connection: its drop kills the group.
-    _child: Option<GroupChild>,
+    /// Set when a stdio server's process exited (whoever still holds its stdout).
+    exited: Arc<AtomicBool>,
+    /// Dropped with the connection: tells the process watcher to kill the group.
+    _stop_watching: Option<oneshot::Sender<()>>,
 }
 
 impl Connection {
     /// Whether the session has ended (the server exited, closed its output or the HTTP
     /// transport failed for good).
     pub fn is_closed(&self) -> bool {
-        self.service.is_closed() || self.service.peer().is_transport_closed()
+        self.exited.load(Ordering::SeqCst) || self.service.is_closed() || self.service.peer().is_transport_closed()
     }
+}
+
+/// Owns a stdio server's process until it exits or the connection drops, then kills its whole
+/// process group. The server's exit, not the end of its stdout, is what counts: a child it
+/// started may still hold the pipe open, and the session would otherwise wait on it forever.
+/// An exit marks the connection closed and ends the session, so a call in flight returns an
+/// error at once and the next call restarts the server.
+async fn watch(
+    mut child: GroupChild,
+    stop: oneshot::Receiver<()>,
+    session: RunningServiceCancellationToken,
+    exited: Arc<AtomicBool>,
+) {
+    tokio::select! {
+        _ = child.child().wait() => {
+            exited.store(true, Ordering::SeqCst);
+            session.cancel();
+        }
+        _ = stop => {}
+    }
+    // The drop kills the group: the children the server left behind go with it.
+    drop(child);
 }
 
 /// The client side of the session: says who panto is, and re-lists the tools when the server
@@ -51,8 +77,17 @@ impl ClientHandler for Handler {
     async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
         let Some(tools) = self.tools.upgrade() else { return };
         // rmcp runs each notification handler on its own task, so this may wait on a request.
+        // Announcements coalesce into one pending re-listing (a flag, not a queue): while one is
+        // pending, later ones return at once, so at most one re-listing runs and one waits, not one
+        // waiting task and one listing each.
+        if tools.refresh_pending.swap(true, Ordering::SeqCst) {
+            return;
+        }
         let _refreshing = tools.refreshing.lock().await;
-        if let Ok(listed) = context.peer.list_all_tools().await {
+        // Cleared before listing: an announcement from now on asks for another listing.
+        tools.refresh_pending.store(false, Ordering::SeqCst);
+        // A listing past a limit keeps the previous list.
+        if let Ok(listed) = crate::listing::list_tools(&context.peer).await {
             tools.replace(listed);
         }
     }
@@ -72,7 +107,8 @@ pub(crate) async fn connect(
     let handler = Handler {
         tools: Arc::downgrade(tools),
     };
-    let (service, child) = match config.transport()? {
+    let exited = Arc::new(AtomicBool::new(false));
+    let (service, stop_watching) = match config.transport()? {
         TransportKind::Stdio => {
             let (mut child, log) = spawn(config).await?;
             let process = child.child();
@@ -82,10 +118,22 @@ pub(crate) async fn connect(
                 return Err("the child's pipes were not set up".into());
             };
             stderr::pump(stderr, log, tail.clone());
-            let service = rmcp::serve_client(handler, (stdout, stdin))
-                .await
-                .map_err(|e| format!("the MCP initialization failed: {e}"))?;
-            (service, Some(child))
+            // A server that exits during the initialization fails the start at once, even if
+            // a child it left holds its stdout open.
+            let service = tokio::select! {
+                service = rmcp::serve_client(handler, (stdout, stdin)) => {
+                    service.map_err(|e| format!("the MCP initialization failed: {e}"))?
+                }
+                status = child.child().wait() => {
+                    return Err(match status {
+                        Ok(status) => format!("it exited during the MCP initialization ({status})"),
+                        Err(e) => format!("waiting on its process failed: {e}"),
+                    });
+                }
+            };
+            let (stop, stopped) = oneshot::channel();
+            tokio::spawn(watch(child, stopped, service.cancellation_token(), exited.clone()));
+            (service, Some(stop))
         }
         TransportKind::Http => {
             let transport = http_transport(config, bearer_token)?;
@@ -96,13 +144,14 @@ pub(crate) async fn connect(
         }
     };
     let details = ServerDetails::from_peer(service.peer());
-    let listed = service
-        .peer()
-        .list_all_tools()
-        .await
-        .map_err(|e| format!("listing its tools failed: {e}"))?;
+    let listed = crate::listing::list_tools(service.peer()).await?;
     tools.replace(listed);
-    Ok((Connection { service, _child: child }, details))
+    let connection = Connection {
+        service,
+        exited,
+        _stop_watching: stop_watching,
+    };
+    Ok((connection, details))
 }
 
 /// Starts a stdio server through the audited child-process module: its own process group,

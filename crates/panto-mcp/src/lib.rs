@@ -11,6 +11,10 @@
 //! What a server does wrong never ends a turn: a crash, a hang past `tool_timeout_secs`, a
 //! malformed message or a cancelled turn become error results naming the server, the server is
 //! restarted on the next call (with backoff when it keeps dying), and the session stays valid.
+//! A tool listing is bounded ([`MAX_LIST_PAGES`], [`MAX_LISTED_TOOLS`], [`MAX_LISTED_BYTES`],
+//! [`MAX_LIST_SECS`]): past a limit a start fails naming the server and the limit, and a
+//! re-listing keeps the previous list. A stdio server's exit is noticed even while a child it
+//! started holds its output, and that child is killed with the server's process group.
 //! A server that announces a changed tool list is re-listed, and the agent offers the new list
 //! from its next request on, with the other tools in the same place (so the provider's prompt
 //! cache keeps holding). Results keep text, images (through panto's image pipeline), resources
@@ -64,6 +68,7 @@ mod details;
 mod error;
 mod filter;
 mod http;
+mod listing;
 mod result;
 mod source;
 mod start;
@@ -73,6 +78,7 @@ mod tools;
 pub use config::{ServerConfig, TransportKind, DEFAULT_STARTUP_TIMEOUT_SECS, DEFAULT_TOOL_TIMEOUT_SECS};
 pub use details::ServerDetails;
 pub use error::Error;
+pub use listing::{MAX_LISTED_BYTES, MAX_LISTED_TOOLS, MAX_LIST_PAGES, MAX_LIST_SECS};
 pub use source::{McpSource, ServerStatus};
 pub use start::{start_all, StartWarning, Started};
 pub use tools::{McpTool, ToolAnnotations};

@@ -1,7 +1,7 @@
 //! A server's tools as panto keeps them: the last list the server gave, and what each tool's
 //! annotations say, for approval.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use panto_core::ToolDecl;
@@ -85,6 +85,9 @@ pub(crate) struct ToolList {
     /// Held while a re-listing after `list_changed` runs, so a call that just returned can wait
     /// for it and the agent's next request offers the new list.
     pub refreshing: tokio::sync::Mutex<()>,
+    /// Set while a re-listing after `list_changed` waits to start: the announcements that
+    /// arrive meanwhile are covered by it.
+    pub refresh_pending: AtomicBool,
 }
 
 impl ToolList {

@@ -3,5 +3,6 @@
 mod agent;
 mod basics;
 mod faults;
+mod hostile;
 mod processes;
 mod support;
