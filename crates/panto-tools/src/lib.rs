@@ -77,7 +77,7 @@ pub use edit::edited;
 pub use error::Error;
 pub use files::{image_format, kind as file_kind, open_regular, read_bounded, OpenRefusal};
 pub use hooks::{ask_command, main_argument, CommandHook, HookVerdict, PolicyHook, DEFAULT_HOOK_TIMEOUT};
-pub use options::{Options, DEFAULT_BASH_TIMEOUT, DEFAULT_MAX_OUTPUT_BYTES};
+pub use options::{scrub_key_variables, Options, DEFAULT_BASH_TIMEOUT, DEFAULT_MAX_OUTPUT_BYTES, KEY_VARIABLES};
 pub use policy::{rule_subjects, Approval, Policy, Prompt, Rule};
 pub use preview::{FileChange, Preview};
 pub use roots::Roots;
@@ -189,6 +189,9 @@ pub(crate) struct ToolContext {
     pub sandbox: Arc<SandboxConfig>,
     /// Who sees `bash`'s output while it runs ([`Options::bash_progress`]).
     pub bash_progress: Option<Arc<dyn BashProgress>>,
+    /// The variables removed from `bash`'s environment besides [`KEY_VARIABLES`]
+    /// ([`Options::scrub_env`]).
+    pub scrub_env: Arc<[String]>,
 }
 
 impl ToolContext {
@@ -353,6 +356,7 @@ pub(crate) mod testing {
             roots: Roots::unrestricted(),
             sandbox: Arc::new(SandboxConfig::off()),
             bash_progress: None,
+            scrub_env: Arc::from([]),
         }
     }
 
