@@ -376,6 +376,32 @@ model = "a"
     }
 
     #[test]
+    fn every_variable_a_key_is_read_from_is_kept_from_the_tools() {
+        let s = load(
+            "[providers.work]\napi_style = \"openai-chat\"\napi_key_env = \"WORK_LLM_KEY\"\n\
+             [mcp.servers.search]\nurl = \"http://127.0.0.1:9/mcp\"\nbearer_token_env = \"SEARCH_TOKEN\"\n\
+             [mcp.servers.git]\ncommand = \"mcp-server-git\"\nscrub_env = [\"GITHUB_TOKEN\"]\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            s.key_variables,
+            ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "WORK_LLM_KEY", "SEARCH_TOKEN"]
+        );
+        let git = s.mcp_servers.iter().find(|m| m.name == "git").unwrap();
+        assert_eq!(
+            git.config.scrub_env,
+            [
+                "GITHUB_TOKEN",
+                "ANTHROPIC_API_KEY",
+                "OPENAI_API_KEY",
+                "WORK_LLM_KEY",
+                "SEARCH_TOKEN"
+            ]
+        );
+    }
+
+    #[test]
     fn a_key_in_api_key_env_is_an_error_that_does_not_repeat_it() {
         let secret = "sk-proj-Zq81nVmPa0Lr7TzY2bWc93";
         let e = load(
