@@ -561,7 +561,8 @@ int32_t panto_agent_usage_json(const struct panto_agent *agent,
  * sandbox). The fields, all optional: `cwd`, `tools` (e.g. `["read", "grep"]`), `approval`
  * (`"auto"` or `"read-only"`; `"ask"` refuses every call, as there is nobody to ask), `allow` and
  * `deny` (`TOOL` / `TOOL(GLOB)` rules), `bash_timeout_secs`, `max_output_bytes`, `read_roots`,
- * `sandbox` (`"off"`, `"read-only"`, `"workspace-write"`), `sandbox_network`, `writable_roots`.
+ * `sandbox` (`"off"`, `"read-only"`, `"workspace-write"`), `sandbox_network`, `writable_roots`,
+ * `scrub_env` (variables kept from bash's environment besides the well-known key variables).
  * docs/tools.md says what each does.
  *
  * Errors: `PANTO_ERR_NULL` (`agent`), `PANTO_ERR_UTF8`, `PANTO_ERR_CONFIG` (the options do not

@@ -52,6 +52,7 @@ type BuiltinToolOptions struct {
 	Sandbox         string   `json:"sandbox,omitempty"` // "off" (default), "read-only", "workspace-write"
 	SandboxNetwork  bool     `json:"sandbox_network,omitempty"`
 	WritableRoots   []string `json:"writable_roots,omitempty"`
+	ScrubEnv        []string `json:"scrub_env,omitempty"` // variables kept from bash, besides the well-known key variables
 }
 
 // AddBuiltinTools offers panto's built-in coding tools to the model, configured by opts.

@@ -20,6 +20,7 @@ type MCPServer struct {
 	Command            string            `json:"command,omitempty"`
 	Args               []string          `json:"args,omitempty"`
 	Env                map[string]string `json:"env,omitempty"`
+	ScrubEnv           []string          `json:"scrub_env,omitempty"` // variables kept from a stdio server, besides the well-known key variables
 	Cwd                string            `json:"cwd,omitempty"`
 	URL                string            `json:"url,omitempty"`
 	Headers            map[string]string `json:"headers,omitempty"`

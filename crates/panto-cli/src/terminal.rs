@@ -80,6 +80,18 @@ pub fn stdin_is_tty() -> bool {
     std::io::stdin().is_terminal()
 }
 
+/// Discards whatever input waits unread on the terminal: keys typed ahead, and bytes a program
+/// queued there. Called once a question is on the screen, so its answer is always typed after
+/// the question appeared: a `y⏎` queued while a tool ran (by the user, or by a process that
+/// reached the terminal) cannot answer a question it never saw. A no-op when stdin is not a
+/// terminal (the REPL then asks no question at all: approvals come only from a terminal).
+fn discard_pending_input() {
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        let _ = nix::sys::termios::tcflush(stdin.as_fd(), nix::sys::termios::FlushArg::TCIFLUSH);
+    }
+}
+
 /// Asks approval questions on stderr and reads the answers from stdin.
 #[derive(Debug)]
 pub struct TerminalAsker {
@@ -155,6 +167,8 @@ impl Asker for TerminalAsker {
             let mut err = std::io::stderr();
             let _ = write!(err, "{prompt}");
             let _ = err.flush();
+            // The question is on the screen: only what is typed from now on answers it.
+            discard_pending_input();
             let line = read_line(Some(cancel))?;
             match approval_answer(&line) {
                 Some(Answer::Feedback) => {

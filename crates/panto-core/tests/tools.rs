@@ -475,3 +475,64 @@ async fn a_cancel_while_tools_run_completes_every_started_call_before_the_turn_e
         );
     }
 }
+
+/// `leak`: returns a text holding the provider key (and its base64 form), as `cat .env` or
+/// `echo $ANTHROPIC_API_KEY` would.
+struct Leak;
+
+#[async_trait::async_trait]
+impl panto_core::Tool for Leak {
+    fn declaration(&self) -> panto_core::ToolDecl {
+        panto_core::ToolDecl {
+            name: "leak".into(),
+            description: "Prints the environment".into(),
+            input_schema: serde_json::json!({"type": "object"}),
+        }
+    }
+
+    async fn call(&self, _call: panto_core::ToolCall) -> Result<panto_core::ToolCallResult, panto_core::ToolError> {
+        let encoded = base64::engine::general_purpose::STANDARD.encode(KEY);
+        Ok(panto_core::ToolCallResult::text(format!(
+            "API_KEY={KEY}\nencoded: {encoded}\nend"
+        )))
+    }
+}
+
+#[tokio::test]
+async fn a_tool_result_holding_the_provider_key_is_stored_sent_and_shown_redacted() {
+    for style in STYLES {
+        let server = MockServer::start().await;
+        server.push(Reply::sse(tool_calls(style, &[("call_1", "leak", "{}")])));
+        server.push(Reply::sse(text(style, "Seen.")));
+        let store = panto_core::MemoryStore::new();
+        let session = Session::create(store.clone());
+        let id = session.id().to_owned();
+        let mut agent = agent_on(style, &server, session);
+        agent.register_tool(Arc::new(Leak)).unwrap();
+        let events = collect(&mut agent, "look").await.unwrap();
+
+        let results = sent_results(style, &body(&server.requests(), 1));
+        assert_eq!(results.len(), 1, "{style}");
+        assert_eq!(
+            results[0].1, "API_KEY=[redacted]\nencoded: [redacted]\nend",
+            "{style}: the request"
+        );
+        let completed = events
+            .iter()
+            .find_map(|e| match e {
+                Event::ToolDispatchComplete { content, .. } => Some(content.clone()),
+                _ => None,
+            })
+            .expect("the call completed");
+        assert_eq!(
+            completed,
+            vec![ToolResultContent::Text {
+                text: "API_KEY=[redacted]\nencoded: [redacted]\nend".into()
+            }],
+            "{style}: the event"
+        );
+        let stored = format!("{:?}", store.records(&id));
+        assert!(stored.contains("API_KEY=[redacted]"), "{style}: {stored}");
+        assert!(!stored.contains(KEY), "{style}: the key was stored: {stored}");
+    }
+}

@@ -167,6 +167,8 @@ async fn spawn(config: &ServerConfig) -> Result<(GroupChild, Option<tokio::fs::F
         None => None,
     };
     let mut command = std::process::Command::new(program);
+    // No provider key reaches a server unless its own `env` table passes one.
+    panto_tools::scrub_key_variables(&mut command, &config.scrub_env);
     command
         .args(&config.args)
         .envs(&config.env)

@@ -229,6 +229,9 @@ impl Tool for BashTool {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        // The provider keys stay with panto: a command that prints one would put it into the
+        // result the model reads and the session.
+        crate::options::scrub_key_variables(&mut command, &self.ctx.scrub_env);
         let setup = ChildSetup::new(self.ctx.bash_sandbox(&input.command).as_ref().clone());
         let mut group = child::spawn(command, &setup)
             .map_err(|e| format!("cannot start bash: {}", child::explain_spawn_error(&e)))?;

@@ -79,7 +79,7 @@ pub use edit::edited;
 pub use error::Error;
 pub use files::{image_format, kind as file_kind, open_regular, read_bounded, OpenRefusal};
 pub use hooks::{ask_command, main_argument, CommandHook, HookVerdict, PolicyHook, DEFAULT_HOOK_TIMEOUT};
-pub use options::{Options, DEFAULT_BASH_TIMEOUT, DEFAULT_MAX_OUTPUT_BYTES};
+pub use options::{scrub_key_variables, Options, DEFAULT_BASH_TIMEOUT, DEFAULT_MAX_OUTPUT_BYTES, KEY_VARIABLES};
 pub use policy::{rule_subjects, Approval, Policy, Prompt, Rule, Subjects};
 pub use preview::{FileChange, Preview};
 pub use roots::Roots;
@@ -201,6 +201,9 @@ pub(crate) struct ToolContext {
     /// The sandbox a bash call that runs because an allow rule matched it runs in
     /// ([`Policy::runs_by_rule`]), when the configured one is off and this system has one.
     pub rule_sandbox: Option<Arc<SandboxConfig>>,
+    /// The variables removed from `bash`'s environment besides [`KEY_VARIABLES`]
+    /// ([`Options::scrub_env`]).
+    pub scrub_env: Arc<[String]>,
 }
 
 impl ToolContext {
@@ -394,6 +397,7 @@ pub(crate) mod testing {
             bash_progress: None,
             policy: Arc::new(Policy::new(Approval::Auto)),
             rule_sandbox: None,
+            scrub_env: Arc::from([]),
         }
     }
 

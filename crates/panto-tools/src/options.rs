@@ -18,6 +18,40 @@ pub const DEFAULT_BASH_TIMEOUT: Duration = Duration::from_secs(120);
 /// Default cap on a tool's text output, in bytes.
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 30_000;
 
+/// The environment variables the well-known LLM providers read their API keys from. None of
+/// them reaches a `bash` command or an MCP stdio server panto starts ([`scrub_key_variables`]),
+/// whatever the options say: a model that runs `echo $ANTHROPIC_API_KEY` would otherwise put the
+/// key into its tool result, the session and whatever the result is shown or exported to.
+/// A front end adds the variables its own provider configuration names
+/// ([`Options::scrub_env`]).
+pub const KEY_VARIABLES: &[&str] = &[
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "OPENAI_API_KEY",
+    "AZURE_OPENAI_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "MISTRAL_API_KEY",
+    "GROQ_API_KEY",
+    "DEEPSEEK_API_KEY",
+    "OPENROUTER_API_KEY",
+    "XAI_API_KEY",
+    "TOGETHER_API_KEY",
+    "FIREWORKS_API_KEY",
+    "CEREBRAS_API_KEY",
+    "PERPLEXITY_API_KEY",
+    "COHERE_API_KEY",
+];
+
+/// Removes from `command`'s environment (what it would inherit from this process) every
+/// variable of [`KEY_VARIABLES`] and of `more`. Variables set on `command` afterwards (an MCP
+/// server's own `env` table) are passed as set.
+pub fn scrub_key_variables(command: &mut std::process::Command, more: &[String]) {
+    for name in KEY_VARIABLES.iter().copied().chain(more.iter().map(String::as_str)) {
+        command.env_remove(name);
+    }
+}
+
 /// The configuration of the built-in tools. Built with [`Options::new`] and changed field by
 /// field, or parsed from JSON with [`Options::from_json`] (the C ABI's form: the field names
 /// below, every one optional, e.g. `{"cwd": "/w", "sandbox": "workspace-write", "allow":
@@ -54,6 +88,11 @@ pub struct Options {
     pub sandbox_network: bool,
     /// More directories the `workspace-write` sandbox lets tools write.
     pub writable_roots: Vec<PathBuf>,
+    /// Environment variables removed from what `bash` commands inherit, besides
+    /// [`KEY_VARIABLES`] (always removed): the variables the embedder reads its provider keys
+    /// and other secrets from (the CLI lists every provider's `api_key_env` and every MCP
+    /// server's `bearer_token_env`). Default: none.
+    pub scrub_env: Vec<String>,
     /// The question asked in `ask` mode (the CLI's terminal prompt).
     #[serde(skip)]
     pub prompt: Option<Arc<dyn Prompt>>,
@@ -80,6 +119,7 @@ impl Default for Options {
             sandbox: Sandbox::Off,
             sandbox_network: false,
             writable_roots: Vec::new(),
+            scrub_env: Vec::new(),
             prompt: None,
             read_only_hint: String::new(),
             bash_progress: None,
@@ -186,6 +226,7 @@ impl Options {
             bash_progress: self.bash_progress.clone(),
             policy: policy.clone(),
             rule_sandbox,
+            scrub_env: self.scrub_env.clone().into(),
         };
         Ok((ctx, policy, names))
     }

@@ -75,8 +75,14 @@ pub struct Settings {
     pub hooks: CommandHooks,
     /// What Enter does in the REPL while a turn runs.
     pub typeahead: Typeahead,
-    /// MCP servers, in file order (disabled ones included: `panto mcp list` shows them).
+    /// MCP servers, in file order (disabled ones included: `panto mcp list` shows them). Each
+    /// server's `scrub_env` holds [`Settings::key_variables`].
     pub mcp_servers: Vec<McpServer>,
+    /// Every environment variable panto reads a key or token from: each provider's key variable
+    /// (the built-ins' and every `api_key_env`) and each MCP server's `bearer_token_env`. None
+    /// of them reaches `bash` or an MCP stdio server (besides `panto_tools::KEY_VARIABLES`,
+    /// always kept from them); a server's `env` table can pass one on purpose.
+    pub key_variables: Vec<String>,
     /// What the user should know about the configuration (printed once at start-up).
     pub warnings: Vec<String>,
 }
@@ -156,7 +162,15 @@ fn resolve(file: FileConfig, path: Option<PathBuf>, text: &str, env: &Env) -> Re
     let retry = agent::retry(&file.retry, &source)?;
     let compaction = agent::compaction(&file.compaction, &source)?;
     let limits = agent::limits(&file, &source)?;
-    let mcp_servers = mcp::resolve(&file.mcp, env, &base_dir, &source)?;
+    let mut mcp_servers = mcp::resolve(&file.mcp, env, &base_dir, &source)?;
+    let key_variables = key_variables(&providers, &mcp_servers);
+    for server in &mut mcp_servers {
+        for name in &key_variables {
+            if !server.config.scrub_env.contains(name) {
+                server.config.scrub_env.push(name.clone());
+            }
+        }
+    }
     let tools = tools::resolve(&file.tools, &mcp_servers, env, &base_dir, &source)?;
     let (session_dir, store_url) = sessions::resolve(&file, env, &base_dir, &source)?;
     let servers: Vec<&str> = mcp_servers.iter().map(|s| s.name.as_str()).collect();
@@ -181,8 +195,23 @@ fn resolve(file: FileConfig, path: Option<PathBuf>, text: &str, env: &Env) -> Re
         hooks,
         typeahead: file.typeahead.unwrap_or_default(),
         mcp_servers,
+        key_variables,
         warnings: Vec::new(),
     })
+}
+
+/// The variables panto reads keys and tokens from, in the order configured, each once: the
+/// providers' key variables, then the MCP servers' `bearer_token_env`.
+fn key_variables(providers: &[Provider], servers: &[McpServer]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    let from_providers = providers.iter().filter_map(|p| p.key_env.as_ref());
+    let from_servers = servers.iter().filter_map(|s| s.config.bearer_token_env.as_ref());
+    for name in from_providers.chain(from_servers) {
+        if !names.contains(name) {
+            names.push(name.clone());
+        }
+    }
+    names
 }
 
 #[cfg(test)]
@@ -344,6 +373,32 @@ model = "a"
         assert_eq!(s.prompt, PromptSource::File(PathBuf::from("/etc/prompt.md")));
         let e = load("system_prompt = \"a\"\nsystem_prompt_file = \"b\"\n", &[]).unwrap_err();
         assert!(e.message.contains(":2:"), "{}", e.message);
+    }
+
+    #[test]
+    fn every_variable_a_key_is_read_from_is_kept_from_the_tools() {
+        let s = load(
+            "[providers.work]\napi_style = \"openai-chat\"\napi_key_env = \"WORK_LLM_KEY\"\n\
+             [mcp.servers.search]\nurl = \"http://127.0.0.1:9/mcp\"\nbearer_token_env = \"SEARCH_TOKEN\"\n\
+             [mcp.servers.git]\ncommand = \"mcp-server-git\"\nscrub_env = [\"GITHUB_TOKEN\"]\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            s.key_variables,
+            ["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "WORK_LLM_KEY", "SEARCH_TOKEN"]
+        );
+        let git = s.mcp_servers.iter().find(|m| m.name == "git").unwrap();
+        assert_eq!(
+            git.config.scrub_env,
+            [
+                "GITHUB_TOKEN",
+                "ANTHROPIC_API_KEY",
+                "OPENAI_API_KEY",
+                "WORK_LLM_KEY",
+                "SEARCH_TOKEN"
+            ]
+        );
     }
 
     #[test]

@@ -14,9 +14,6 @@ use panto_mcp::McpSource;
 use super::rules::{offered_name, NameRule};
 use crate::tools::{Approval, Gate, GatedTool};
 
-/// The longest description of a call's arguments in an approval question.
-const MAX_WHAT: usize = 300;
-
 /// An [`McpSource`] offered under the CLI's rules and approval mode.
 #[derive(Debug)]
 pub struct GatedSource {
@@ -133,15 +130,43 @@ impl Hook for McpDenyRules {
     }
 }
 
-/// The arguments of a call as the approval question shows them: compact JSON, cut at
-/// [`MAX_WHAT`] characters.
+/// The arguments of a call as the approval question shows them: every argument in full, one per
+/// line (the first beside the tool's name), as `name: value`. The question is drawn through the
+/// same rendering as a bash command's ([`crate::safe::exact`] in the terminal's asker): long
+/// values wrap, padding and invisible characters are shown as marks, and a long call ends with
+/// its size, so no argument can push another out of sight.
+///
+/// A string is shown as it is; a string holding a line break, and every other value (numbers,
+/// booleans, nested objects and arrays), as compact JSON, so each argument stays on one line and
+/// a line of one value cannot pass for another argument. A name that is not plain
+/// (letters, digits, `_`, `-`, `.`) is shown quoted, so it cannot hold a `: ` of its own.
 fn describe(input: &serde_json::Value) -> String {
-    let text = input.to_string();
-    if text.chars().count() > MAX_WHAT {
-        format!("{}…", text.chars().take(MAX_WHAT).collect::<String>())
-    } else {
-        text
+    let serde_json::Value::Object(arguments) = input else {
+        return input.to_string();
+    };
+    if arguments.is_empty() {
+        return "(no arguments)".to_owned();
     }
+    let lines: Vec<String> = arguments
+        .iter()
+        .map(|(name, value)| {
+            let plain = !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+            let name = if plain {
+                name.clone()
+            } else {
+                serde_json::Value::String(name.clone()).to_string()
+            };
+            let value = match value {
+                serde_json::Value::String(text) if !text.contains('\n') => text.clone(),
+                other => other.to_string(),
+            };
+            format!("{name}: {value}")
+        })
+        .collect();
+    lines.join("\n")
 }
 
 #[panto_core::async_trait]
@@ -166,5 +191,34 @@ impl ToolSource for GatedSource {
     /// Rules and approval were applied by the hooks before the call got here.
     async fn call(&self, call: ToolCall) -> Result<ToolCallResult, ToolError> {
         self.source.call(call).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::describe;
+
+    #[test]
+    fn every_argument_is_shown_in_full_on_a_line_of_its_own() {
+        let padding = "x".repeat(5_000);
+        let shown = describe(&json!({"a_padding": padding, "command": "curl x | sh"}));
+        assert_eq!(shown, format!("a_padding: {padding}\ncommand: curl x | sh"));
+    }
+
+    #[test]
+    fn line_breaks_nested_values_and_odd_names_stay_on_their_line() {
+        let shown = describe(&json!({
+            "script": "ls\ncommand: rm -rf ~",
+            "options": {"force": true, "paths": ["/a", "/b"]},
+            "n": 3,
+            "bad: name": "x",
+        }));
+        assert_eq!(
+            shown,
+            "\"bad: name\": x\nn: 3\noptions: {\"force\":true,\"paths\":[\"/a\",\"/b\"]}\nscript: \"ls\\ncommand: rm -rf ~\""
+        );
+        assert_eq!(describe(&json!({})), "(no arguments)");
     }
 }

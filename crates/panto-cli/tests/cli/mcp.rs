@@ -262,7 +262,7 @@ async fn in_the_repl_a_tool_not_annotated_read_only_is_asked_about_and_a_read_on
         p.expect("everything__toggle-simulated-logging");
         p.expect("asks first");
         p.type_line("toggle it");
-        p.expect("allow everything__toggle-simulated-logging: {}");
+        p.expect("allow everything__toggle-simulated-logging: (no arguments)");
         p.send_line("y").unwrap();
         p.expect("Toggled.");
         p.quit();

@@ -25,4 +25,5 @@ mod store_dir;
 mod support;
 mod tools_hardening;
 mod tree;
+mod trust;
 mod turn_screen;

@@ -120,6 +120,12 @@ impl Terminal {
         for (name, value) in env {
             cmd.env(name, value);
         }
+        Terminal::start_command(cmd, rows, cols)
+    }
+
+    /// Starts `cmd` (which runs `panto` on the terminal it is given, after setting its size to
+    /// `rows` × `cols` with `stty`) on a terminal of that size.
+    pub fn start_command(cmd: std::process::Command, rows: u16, cols: u16) -> Terminal {
         let mut process = PtyProcess::new(cmd).expect("panto starts on a pty");
         process.set_kill_timeout(Some(2_000));
         let mut output = process.get_file_handle().expect("the pty");

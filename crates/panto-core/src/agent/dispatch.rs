@@ -17,7 +17,7 @@ use crate::event::Event;
 use crate::provider::validate::RejectedCall;
 use crate::registry::{Target, ToolRegistry};
 use crate::tool::{FileCheckpoints, ResultPart, ToolCall, ToolCallResult};
-use crate::trace;
+use crate::trace::{self, Redactor};
 use tracing::instrument::{Instrument, WithSubscriber};
 
 #[derive(Debug)]
@@ -69,6 +69,12 @@ impl Dispatch {
     /// Sets up every tool call of `message`, except the `rejected` ones, which get their error
     /// result without running; the calls run once [`Dispatch::launch`] is called. Returns the
     /// dispatch and one `ToolDispatchStart` event per call, in call order.
+    ///
+    /// Every result's text passes `secrets` (the provider's key, see
+    /// [`Redactor::for_tool_results`]) before anything sees it: a tool that printed the key
+    /// (`echo $ANTHROPIC_API_KEY`, `cat .env`) must not put it into the conversation, the
+    /// session, the events or the next request.
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         registry: &ToolRegistry,
         message: &Message,
@@ -77,7 +83,9 @@ impl Dispatch {
         cancel: CancellationToken,
         hooks: &Hooks,
         checkpoints: Option<FileCheckpoints>,
+        secrets: Redactor,
     ) -> (Self, Vec<Event>) {
+        let secrets = std::sync::Arc::new(secrets);
         let mut dispatch = Dispatch {
             calls: Vec::new(),
             results: Vec::new(),
@@ -127,6 +135,7 @@ impl Dispatch {
                 checkpoints: checkpoints.clone(),
             };
             let hooks = hooks.clone();
+            let secrets = secrets.clone();
             let run = async move {
                 let invoke = |call: ToolCall| async move {
                     let run = async {
@@ -162,6 +171,7 @@ impl Dispatch {
                 } else {
                     convert(result, max_image_dimension)
                 };
+                let outcome = redact(outcome, &secrets);
                 trace::tool_finished(&tracing::Span::current(), started, &outcome.0, outcome.1);
                 (index, outcome)
             };
@@ -284,6 +294,28 @@ impl Drop for Dispatch {
         // (a tool's own tasks and processes) to stop.
         self.cancel.cancel();
     }
+}
+
+/// `outcome` with every secret of `secrets` replaced in its text parts. Images are passed as
+/// they are: a key drawn into a screenshot is beyond a text search.
+fn redact(outcome: Outcome, secrets: &Redactor) -> Outcome {
+    if secrets.is_empty() {
+        return outcome;
+    }
+    let (content, is_error) = outcome;
+    let content = content
+        .into_iter()
+        .map(|part| match part {
+            ToolResultContent::Text { text } => ToolResultContent::Text {
+                text: match secrets.clean(&text) {
+                    std::borrow::Cow::Borrowed(_) => text,
+                    std::borrow::Cow::Owned(clean) => clean,
+                },
+            },
+            other => other,
+        })
+        .collect();
+    (content, is_error)
 }
 
 fn text(text: String) -> ToolResultContent {

@@ -509,6 +509,7 @@ impl<'a> Stream<'a> {
                 self.cancel.child_token(),
                 &self.agent.hooks,
                 Some(self.agent.file_checkpoints()),
+                crate::trace::Redactor::for_tool_results(&self.agent.config.provider),
             );
             self.queue.extend(starts);
             self.phase = Phase::Tools(dispatch);

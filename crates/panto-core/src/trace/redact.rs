@@ -19,7 +19,7 @@ pub(crate) const REDACTED: &str = "[redacted]";
 
 /// The secrets of one provider config (the API key, its base64 forms, every configured header
 /// value), scrubbed from text before it is recorded.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct Redactor {
     secrets: Vec<String>,
 }
@@ -29,23 +29,49 @@ impl Redactor {
     /// forms (a gateway may use basic auth or echo an encoded key), and every extra header value
     /// (a header may carry a gateway's token).
     pub fn new(config: &ProviderConfig) -> Self {
+        Redactor::of(&config.api_key, config.extra_headers.iter().map(|(_, value)| value))
+    }
+
+    /// The secrets of `config` a tool result must not carry: its key as sent and its base64
+    /// forms, and the values of the extra headers whose names say they hold a credential
+    /// (`authorization`, or a name with `key`, `token`, `secret`, `auth`, `cookie` or
+    /// `password` in it). Other header values (`anthropic-beta: …`) are not secrets and may
+    /// well be in the files a tool reads, so they stay.
+    pub fn for_tool_results(config: &ProviderConfig) -> Self {
+        let credential = |name: &str| {
+            let name = name.to_ascii_lowercase();
+            ["key", "token", "secret", "auth", "cookie", "password"]
+                .iter()
+                .any(|word| name.contains(word))
+        };
+        let headers = config.extra_headers.iter().filter(|(name, _)| credential(name));
+        Redactor::of(&config.api_key, headers.map(|(_, value)| value))
+    }
+
+    /// `key` (raw and base64-encoded) and `header_values`.
+    fn of<'a>(key: &str, header_values: impl Iterator<Item = &'a String>) -> Self {
         let mut secrets = Vec::new();
         let mut add = |s: String| {
             if s.len() >= MIN_SECRET_LEN && !secrets.contains(&s) {
                 secrets.push(s);
             }
         };
-        let key = config.api_key.trim();
+        let key = key.trim();
         add(key.to_owned());
         add(base64::engine::general_purpose::STANDARD.encode(key));
         add(base64::engine::general_purpose::STANDARD_NO_PAD.encode(key));
         add(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(key));
-        for (_, value) in &config.extra_headers {
+        for value in header_values {
             add(value.trim().to_owned());
         }
         // Longest first, so a secret that contains another is replaced whole.
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
         Redactor { secrets }
+    }
+
+    /// Whether there is nothing to scrub.
+    pub fn is_empty(&self) -> bool {
+        self.secrets.is_empty()
     }
 
     /// `text` with every secret replaced by `[redacted]`.
