@@ -328,6 +328,69 @@ async fn source_tools_get_encoded_wire_names_and_decode_on_call() {
     assert!(matches!(err, Error::InvalidTool { .. }), "{err}");
 }
 
+#[tokio::test]
+async fn a_source_tool_has_one_name_in_block_start_tool_start_and_tool_complete() {
+    use async_trait::async_trait;
+    use panto_core::{ToolCall, ToolCallResult, ToolDecl, ToolError, ToolSource};
+
+    struct Source;
+    #[async_trait]
+    impl ToolSource for Source {
+        fn name(&self) -> &str {
+            "hold"
+        }
+        fn tools(&self) -> Vec<ToolDecl> {
+            vec![ToolDecl {
+                name: "slow".into(),
+                description: "holds".into(),
+                input_schema: serde_json::json!({"type":"object"}),
+            }]
+        }
+        async fn call(&self, call: ToolCall) -> Result<ToolCallResult, ToolError> {
+            Ok(ToolCallResult::text(format!("called {}", call.name)))
+        }
+    }
+
+    let server = MockServer::start().await;
+    let mut agent = agent(ApiStyle::AnthropicMessages, &server);
+    agent.register_tool_source(Arc::new(Source)).unwrap();
+    let wire = agent.tools()[0].name.clone();
+    assert_eq!(wire, "hold__slow");
+    server.push(Reply::sse(tool_calls(
+        ApiStyle::AnthropicMessages,
+        &[("s1", &wire, "{}")],
+    )));
+    server.push(Reply::sse(text(ApiStyle::AnthropicMessages, "ok")));
+    let events = collect(&mut agent, "use it").await.unwrap();
+    let announced: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::BlockStart { tool: Some(tool), .. } => Some(tool.name.as_str()),
+            _ => None,
+        })
+        .collect();
+    let started: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolDispatchStart { name, .. } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    let completed: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolDispatchComplete { name, .. } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(announced, ["hold__slow"]);
+    assert_eq!(started, announced, "tool_start names the call as block_start did");
+    assert_eq!(completed, announced, "tool_complete names the call as block_start did");
+    // The tool itself still gets its own name.
+    let results = sent_results(ApiStyle::AnthropicMessages, &body(&server.requests(), 1));
+    assert_eq!(results[0].1, "called slow");
+}
+
 /// A source whose tool list grows when its tool is called, as an MCP server's does after
 /// `notifications/tools/list_changed`.
 struct GrowingSource {

@@ -8,7 +8,7 @@ use opentelemetry_otlp::{MetricExporter, SpanExporter, WithExportConfig as _, Wi
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use opentelemetry_sdk::Resource;
-use tracing::{Metadata, Subscriber};
+use tracing::Subscriber;
 use tracing_subscriber::filter::filter_fn;
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::Layer;
@@ -66,10 +66,24 @@ impl Export {
         Ok(Some(Export { traces, metrics }))
     }
 
-    /// The tracing layer that feeds the export: spans to OpenTelemetry spans, and the metrics
-    /// derived from them. It takes the spans and events of panto and of the program, never those
-    /// of the HTTP, gRPC and OpenTelemetry libraries (which the export itself drives).
+    /// The tracing layer that feeds the export: panto's spans and events (every target named
+    /// `panto…`: `panto_core`, `panto_tools`, `panto_mcp`, …) to OpenTelemetry spans, and the
+    /// metrics derived from them. Nothing of another crate is exported: not the HTTP, gRPC and
+    /// OpenTelemetry libraries the export runs on, and not the MCP library's trace events, which
+    /// carry tool arguments. A program that wants its own spans in the same traces names them
+    /// with [`layer_with_targets`](Export::layer_with_targets).
     pub fn layer<S>(&self) -> Box<dyn Layer<S> + Send + Sync + 'static>
+    where
+        S: Subscriber + for<'a> LookupSpan<'a> + Send + Sync,
+    {
+        self.layer_with_targets(&[])
+    }
+
+    /// [`layer`](Export::layer), also exporting the spans and events of the given targets:
+    /// each is a target (`"my_service"`, as a crate's module path starts) or a module under it
+    /// (`"my_service::http"`), matched as the target itself or the target followed by `::`.
+    /// Name only crates whose spans hold nothing that must not leave the process.
+    pub fn layer_with_targets<S>(&self, targets: &[&str]) -> Box<dyn Layer<S> + Send + Sync + 'static>
     where
         S: Subscriber + for<'a> LookupSpan<'a> + Send + Sync,
     {
@@ -81,7 +95,11 @@ impl Export {
             .metrics
             .as_ref()
             .map(|provider| MetricsLayer::new(&provider.meter(SCOPE)));
-        Box::new(Layer::and_then(spans, metrics).with_filter(filter_fn(exported)))
+        let targets: Vec<String> = targets.iter().map(|t| (*t).to_owned()).collect();
+        Box::new(
+            Layer::and_then(spans, metrics)
+                .with_filter(filter_fn(move |metadata| exported(metadata.target(), &targets))),
+        )
     }
 
     /// Sends what is still buffered and stops the pipelines, waiting at most `timeout` (a
@@ -100,22 +118,20 @@ impl Export {
     }
 }
 
-/// Whether a span or event goes to the export: everything but the libraries the export runs
-/// on, whose own spans would otherwise be exported by the export, and so on.
-fn exported(metadata: &Metadata<'_>) -> bool {
-    const LIBRARIES: [&str; 9] = [
-        "opentelemetry",
-        "tonic",
-        "h2",
-        "hyper",
-        "tower",
-        "reqwest",
-        "rustls",
-        "tokio_postgres",
-        "tracing_opentelemetry",
-    ];
-    let target = metadata.target();
-    !LIBRARIES.iter().any(|library| target.starts_with(library))
+/// Whether a span or event of `target` goes to the export: panto's own (`panto`, `panto_*`,
+/// `panto::…`) and the program's `extra` targets, nothing else. An allow-list, as the file log
+/// is: another library's events may carry what must not leave the process (the MCP library
+/// traces tool arguments), and the libraries the export runs on would export the export.
+fn exported(target: &str, extra: &[String]) -> bool {
+    let panto = target
+        .strip_prefix("panto")
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('_') || rest.starts_with("::"));
+    panto
+        || extra.iter().any(|allowed| {
+            target
+                .strip_prefix(allowed.as_str())
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with("::"))
+        })
 }
 
 /// `OTEL_EXPORTER_OTLP_TIMEOUT` (milliseconds), else 10 s.
@@ -186,4 +202,37 @@ fn meter_provider(
         .with_reader(PeriodicReader::builder(exporter).build())
         .with_resource(resource)
         .build())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::exported;
+
+    #[test]
+    fn only_pantos_targets_and_the_programs_named_ones_are_exported() {
+        for target in [
+            "panto",
+            "panto_core",
+            "panto_core::agent",
+            "panto_mcp::client",
+            "panto_service",
+        ] {
+            assert!(exported(target, &[]), "{target}");
+        }
+        for target in [
+            "rmcp::service",
+            "rmcp",
+            "hyper::client",
+            "tonic",
+            "my_service",
+            "pantomime",
+        ] {
+            assert!(!exported(target, &[]), "{target}");
+        }
+        let extra = ["my_service".to_owned()];
+        assert!(exported("my_service", &extra));
+        assert!(exported("my_service::http", &extra));
+        assert!(!exported("my_service_other", &extra));
+        assert!(!exported("rmcp::service", &extra));
+    }
 }

@@ -25,7 +25,8 @@
 //! // Inside the runtime: the exporters send on it.
 //! let export = runtime.block_on(async { panto_otel::Export::from_env("my-service") })?;
 //! tracing_subscriber::registry()
-//!     .with(export.as_ref().map(|e| e.layer()))
+//!     // panto's spans, and the program's own (its crate `my_service`); nothing of other crates.
+//!     .with(export.as_ref().map(|e| e.layer_with_targets(&["my_service"])))
 //!     .init();
 //! // ... run agents ...
 //! if let Some(export) = export {

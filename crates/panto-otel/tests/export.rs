@@ -56,8 +56,14 @@ fn emit_a_turn() {
         panto.tool.is_error = false,
     );
     drop(tool);
-    // A library's span is not exported.
+    // A library's span is not exported, nor another crate's events: the MCP library traces
+    // the arguments of every tool call.
     drop(tracing::info_span!(target: "hyper::client", "connect"));
+    let mcp = tracing::trace_span!(target: "rmcp::service", "serve_inner");
+    drop(mcp);
+    tracing::trace!(target: "rmcp::service", arguments = "{\"path\":\"ARG-SECRET-314\"}", "send request");
+    // The program's own target, named to `layer_with_targets`, is.
+    drop(tracing::info_span!(target: "my_program::http", "POST /prompt"));
 }
 
 async fn export_to(receiver: &OtlpReceiver, protocol: &str, endpoint: String) {
@@ -67,7 +73,7 @@ async fn export_to(receiver: &OtlpReceiver, protocol: &str, endpoint: String) {
     let export = Export::from_env("panto-otel-test")
         .unwrap()
         .expect("an endpoint is set");
-    let subscriber = tracing_subscriber::registry().with(export.layer());
+    let subscriber = tracing_subscriber::registry().with(export.layer_with_targets(&["my_program"]));
     tracing::subscriber::with_default(subscriber, emit_a_turn);
     let flushed = tokio::task::spawn_blocking(move || export.shutdown(Duration::from_secs(20)))
         .await
@@ -101,7 +107,15 @@ async fn a_turn_reaches_an_otlp_receiver_over_http_and_grpc() {
 
         let spans = receiver.spans();
         let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names.len(), 3, "{protocol}: {names:?}");
+        assert_eq!(names.len(), 4, "{protocol}: {names:?}");
+        assert!(
+            names.contains(&"POST /prompt"),
+            "{protocol}: the program's span: {names:?}"
+        );
+        assert!(
+            receiver.payloads().iter().all(|p| !p.contains("ARG-SECRET-314")),
+            "{protocol}: the MCP library's trace events carry tool arguments and are not exported"
+        );
         let turn = &receiver.spans_named("invoke_agent panto")[0];
         let chat = &receiver.spans_named("chat claude-test")[0];
         let tool = &receiver.spans_named("execute_tool")[0];

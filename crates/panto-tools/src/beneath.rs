@@ -305,6 +305,12 @@ pub(crate) enum Current {
 }
 
 impl Target {
+    /// The real path every limit was checked against, and the one the opened directory was
+    /// verified to lead to.
+    pub fn real(&self) -> &Path {
+        &self.real
+    }
+
     /// Opens the existing file for reading, relative to the directory: `None` when there is none.
     fn open_existing(&self) -> Result<Option<(File, Metadata)>, String> {
         if !self.missing.is_empty() {

@@ -127,6 +127,35 @@ impl Toolbox {
         Ok(report)
     }
 
+    /// Whether a rewind may put back the file whose resolved real path is `real`: only inside
+    /// the workspace, or, with the sandbox on, inside its writable directories. A session's
+    /// checkpoint records are read from its file, which anyone who can write it can fill with
+    /// records naming any path (`~/.ssh/authorized_keys`, `~/.bashrc`) and blobs to put there;
+    /// a rewind must not become a way to write those. The write tools' limits (`[tools]
+    /// read_roots`, the sandbox, the deny rules) were checked when the path was resolved; this
+    /// holds when they are off too.
+    fn restorable(&self, shown: &str, real: &Path) -> Result<(), String> {
+        let workspace = std::path::absolute(&self.ctx.cwd)
+            .and_then(|cwd| crate::roots::real_path(&cwd))
+            .unwrap_or_else(|_| self.ctx.cwd.clone());
+        let sandboxed = self.ctx.sandbox.is_on();
+        let inside = real.starts_with(&workspace)
+            || (sandboxed && self.ctx.sandbox.writable_dirs().iter().any(|dir| real.starts_with(dir)));
+        if inside {
+            return Ok(());
+        }
+        let place = if sandboxed {
+            "the workspace and the sandbox's writable directories"
+        } else {
+            "the workspace"
+        };
+        Err(format!(
+            "{shown} is outside {place} ({}); a rewind restores files there only, so a session file's \
+             records cannot make it write elsewhere",
+            workspace.display()
+        ))
+    }
+
     async fn restore(&self, checkpoints: &FileCheckpoints, change: &FileRestore) -> FileOutcome {
         let path = Path::new(&change.path).to_path_buf();
         if let Err(error) = self
@@ -150,6 +179,9 @@ impl Toolbox {
             Ok(target) => target,
             Err(error) => return FileOutcome::Failed { error },
         };
+        if let Err(error) = self.restorable(&change.path, target.real()) {
+            return FileOutcome::Failed { error };
+        }
         let current = {
             let target = target.clone();
             running::blocking(format!("restore {}", change.path), move || {

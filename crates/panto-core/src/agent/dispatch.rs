@@ -97,20 +97,23 @@ impl Dispatch {
         let mut events = Vec::new();
         for (index, (id, wire_name, input)) in message.tool_uses().enumerate() {
             let resolved = registry.resolve(wire_name);
+            // Hooks and the trace see a source's tool as `source/tool`; the events carry the
+            // name the model called it by, the one `BlockStart` announced, so a consumer can
+            // match a call's block to its dispatch.
             let name = resolved
                 .as_ref()
                 .map_or_else(|| wire_name.to_owned(), |(_, display)| display.clone());
             events.push(Event::ToolDispatchStart {
                 id: id.to_owned(),
-                name: name.clone(),
+                name: wire_name.to_owned(),
                 input: input.clone(),
             });
             dispatch.calls.push(Call {
                 id: id.to_owned(),
-                name: name.clone(),
+                name: wire_name.to_owned(),
             });
             dispatch.results.push(None);
-            let span = trace::tool_span(&dispatch.calls[index].name, id);
+            let span = trace::tool_span(&name, id);
             let started = std::time::Instant::now();
             // A rejected call or an unknown tool has its error result without running.
             let target = match (rejected.iter().find(|r| r.id == id), resolved) {

@@ -37,8 +37,9 @@ enum EventJson<'a> {
         index: usize,
         /// What the block holds (an open set: skip blocks of a kind you do not know).
         kind: BlockKind,
-        /// For a tool call, its id and wire name (the name the model used; `tool_start` reports
-        /// the registered name); `null` for every other kind.
+        /// For a tool call, its id and name: the name the tool is offered under and the model
+        /// used (an MCP tool's `server__tool`), the same name `tool_start` and `tool_complete`
+        /// report; `null` for every other kind.
         tool: Option<Cow<'a, ToolDetails>>,
     },
     /// More answer text for the block at `index`.
@@ -81,7 +82,8 @@ enum EventJson<'a> {
     ToolStart {
         /// The call id.
         id: Cow<'a, str>,
-        /// The tool's registered name.
+        /// The tool's name as offered to the model and as `block_start` announced it (an MCP
+        /// tool's `server__tool`).
         name: Cow<'a, str>,
         /// The arguments the model gave.
         input: Cow<'a, serde_json::Value>,
@@ -90,7 +92,8 @@ enum EventJson<'a> {
     ToolComplete {
         /// The call id.
         id: Cow<'a, str>,
-        /// The tool's registered name.
+        /// The tool's name as offered to the model and as `block_start` announced it (an MCP
+        /// tool's `server__tool`).
         name: Cow<'a, str>,
         /// The result's parts.
         content: Cow<'a, [ToolResultContent]>,

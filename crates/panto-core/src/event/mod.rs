@@ -101,7 +101,8 @@ pub enum Event {
     ToolDispatchStart {
         /// The call id.
         id: String,
-        /// The tool's registered name (decoded from the wire name).
+        /// The tool's wire name: as offered to the model and announced by [`Event::BlockStart`]
+        /// (a [`ToolSource`](crate::ToolSource)'s tool as `source__tool`).
         name: String,
         /// The arguments.
         input: serde_json::Value,
@@ -110,7 +111,7 @@ pub enum Event {
     ToolDispatchComplete {
         /// The call id.
         id: String,
-        /// The tool's registered name.
+        /// The tool's wire name, as in [`Event::ToolDispatchStart`].
         name: String,
         /// The result as the model will see it.
         content: Vec<ToolResultContent>,
