@@ -207,6 +207,11 @@ fn key_variables(providers: &[Provider], servers: &[McpServer]) -> Vec<String> {
     let from_providers = providers.iter().filter_map(|p| p.key_env.as_ref());
     let from_servers = servers.iter().filter_map(|s| s.config.bearer_token_env.as_ref());
     for name in from_providers.chain(from_servers) {
+        // A key pasted where the variable's name belongs names no variable to remove, and this
+        // list is shown in the settings' debug output: it is left out.
+        if !secret::is_var_name(name) || secret::looks_like_secret(name) {
+            continue;
+        }
         if !names.contains(name) {
             names.push(name.clone());
         }
