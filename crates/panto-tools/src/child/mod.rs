@@ -295,7 +295,11 @@ fn restrict_filesystem(confinement: &mut Confinement) -> io::Result<()> {
 /// runs), so the kernel accepts a filter only from a process with `CAP_SYS_ADMIN`; a process
 /// without it gets `EACCES`, and is then left without the filter: the kernel itself refuses
 /// `TIOCSTI` and `TIOCLINUX` to such a process on a terminal that is not its controlling one,
-/// and after [`new_session`] it has none.
+/// and after [`new_session`] it has none. With the sandbox off the filter is defence in depth
+/// (for root, whom the kernel lets inject into any terminal), so any refusal leaves the child
+/// without it rather than failing the spawn: a program run under a tool that does not support
+/// seccomp (valgrind answers `EINVAL`) must still be able to start its MCP servers. In a sandbox
+/// every refusal fails the spawn.
 #[cfg(target_os = "linux")]
 fn install_filters(confinement: &Confinement, no_new_privs: bool) -> io::Result<()> {
     for filter in &confinement.seccomp {
@@ -315,7 +319,7 @@ fn install_filters(confinement: &Confinement, no_new_privs: bool) -> io::Result<
             )
         };
         if installed != 0 {
-            if !no_new_privs && nix::errno::Errno::last() == nix::errno::Errno::EACCES {
+            if !no_new_privs {
                 return Ok(());
             }
             return Err(io::Error::from_raw_os_error(SECCOMP_FAILED));
