@@ -616,10 +616,12 @@ int32_t panto_agent_rewind_files(const struct panto_agent *agent,
  *
  * Errors: `PANTO_ERR_NULL`, `PANTO_ERR_UTF8`, and `PANTO_ERR_CONFIG` whose message names the
  * offending field (`config: provider.api_style: unknown variant ...`), or says which variable
- * `api_key_env` named that is not set.
+ * `api_key_env` named that is not set; `panto_error_field` gives the field's path. A value that
+ * looks like a key (pasted into `api_key_env` or `api_style`, say) is never repeated in the
+ * message: the field is named without it.
  *
- * Ownership: `json` is borrowed for the call only. `*out` receives an owned config (NULL on
- * failure), freed with `panto_config_free`. Thread safety: callable from any thread (it reads
+ * Ownership: `json` is borrowed for the call only. `*out` receives an owned config on success
+ * (on failure it is left as it was), freed with `panto_config_free`. Thread safety: callable from any thread (it reads
  * the environment).
  *
  * # Safety
@@ -709,6 +711,43 @@ int32_t panto_error_code(const struct panto_error *err);
  * `err` must be NULL or an error returned by libpanto and not yet freed.
  */
 const char *panto_error_message(const struct panto_error *err);
+
+/**
+ * The HTTP status the provider answered with when `err` is a provider failure that had one
+ * (`PANTO_ERR_PROVIDER`: 429, 500, a redirect's 307, a context overflow's 400, ...); 0 when
+ * there is none (another kind of error, a failure before any answer, or NULL `err`).
+ *
+ * Thread safety: callable from any thread.
+ *
+ * # Safety
+ * `err` must be NULL or an error returned by libpanto and not yet freed.
+ */
+int32_t panto_error_http_status(const struct panto_error *err);
+
+/**
+ * How long the provider asked to wait before trying again (its `retry-after` or
+ * `retry-after-ms` header), in milliseconds, when `err` is an HTTP failure that said; -1 when it
+ * did not (0 is a real answer: retry now), for any other error, and for NULL `err`.
+ *
+ * Thread safety: callable from any thread.
+ *
+ * # Safety
+ * `err` must be NULL or an error returned by libpanto and not yet freed.
+ */
+int64_t panto_error_retry_after_ms(const struct panto_error *err);
+
+/**
+ * The path of the config or options field that was wrong, as docs/ffi.md spells fields
+ * (`provider.api_style`, `retry.max_attempts`, `provider.extra_headers`), when `err` is about
+ * one (`PANTO_ERR_CONFIG` mostly); NULL when it is not, and for NULL `err`.
+ *
+ * Ownership: borrowed from `err`; valid until `panto_error_free(err)`. Thread safety: callable
+ * from any thread.
+ *
+ * # Safety
+ * `err` must be NULL or an error returned by libpanto and not yet freed.
+ */
+const char *panto_error_field(const struct panto_error *err);
 
 /**
  * Frees an error. `panto_error_free(NULL)` does nothing.

@@ -162,7 +162,7 @@ fn resumed_usage(conversation: &Conversation, ledger: &mut Ledger) {
 /// Errors: `PANTO_ERR_NULL`, `PANTO_ERR_STORE` (the session cannot be read), `PANTO_ERR_OTHER`.
 ///
 /// Ownership: `config` and `session` are borrowed for the call (the agent copies them). `*out`
-/// receives an owned agent (NULL on failure). Thread safety: callable from any thread; blocks
+/// receives an owned agent (only on success; on failure it is left as it was). Thread safety: callable from any thread; blocks
 /// while the session loads. Not callable from inside a tool callback.
 ///
 /// # Safety
@@ -324,7 +324,7 @@ pub unsafe extern "C" fn panto_agent_set_config(
 /// "stop_reason"?, "metadata"?}...], "metadata"?}` (block shapes in docs/ffi.md).
 ///
 /// Errors: `PANTO_ERR_NULL`, `PANTO_ERR_BUSY`. Ownership: `*json_out` receives an owned string
-/// (NULL on failure), freed with `panto_string_free`. Thread safety: callable from any thread.
+/// (only on success; on failure it is left as it was), freed with `panto_string_free`. Thread safety: callable from any thread.
 ///
 /// # Safety
 /// `agent` must be NULL or a live agent; `json_out` and `err` NULL or writable.
@@ -350,7 +350,7 @@ pub unsafe extern "C" fn panto_agent_conversation_json(
 /// take. Ids are the store's, stable for the session's life and kept by a fork.
 ///
 /// Errors: `PANTO_ERR_NULL`, `PANTO_ERR_BUSY`. Ownership: `*json_out` receives an owned string
-/// (NULL on failure), freed with `panto_string_free`. Thread safety: callable from any thread.
+/// (only on success; on failure it is left as it was), freed with `panto_string_free`. Thread safety: callable from any thread.
 ///
 /// # Safety
 /// `agent` must be NULL or a live agent; `json_out` and `err` NULL or writable.
@@ -533,7 +533,7 @@ pub unsafe extern "C" fn panto_agent_session_id(agent: *const panto_agent) -> *c
 /// (`reasoning_tokens` are part of `output_tokens`). `cost_micro_cents` (millionths of a US cent) is null
 /// when a message came from a model without built-in rates.
 ///
-/// Ownership: `*json_out` receives an owned string (NULL on failure), freed with
+/// Ownership: `*json_out` receives an owned string (only on success; on failure it is left as it was), freed with
 /// `panto_string_free`. Thread safety: callable from any thread, also during a run (it then
 /// includes the messages completed so far).
 ///

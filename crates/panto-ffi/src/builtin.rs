@@ -76,7 +76,7 @@ pub unsafe extern "C" fn panto_agent_add_builtin_tools(
 /// `PANTO_ERR_STATE` (`entry_id` is not a prompt on the active branch, or the store keeps no
 /// branches or checkpoints), store errors; then nothing was rewound and no file touched.
 /// Ownership: `entry_id` and `options_json` are copied; `*json_out` receives an owned string
-/// (NULL on failure), freed with `panto_string_free`. Thread safety: callable from any thread;
+/// (only on success; on failure it is left as it was), freed with `panto_string_free`. Thread safety: callable from any thread;
 /// blocks while files and the session are written. Not callable from inside a tool callback.
 ///
 /// # Safety
