@@ -273,7 +273,7 @@ pub unsafe extern "C" fn panto_agent_free(agent: *mut panto_agent) {
 /// `agent` and `tool` must be NULL or live handles; `err` NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn panto_agent_add_tool(
-    agent: *const panto_agent,
+    agent: *mut panto_agent,
     tool: *const panto_tool,
     err: *mut *mut panto_error,
 ) -> i32 {
@@ -302,7 +302,7 @@ pub unsafe extern "C" fn panto_agent_add_tool(
 /// `agent` and `config` must be NULL or live handles; `err` NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn panto_agent_set_config(
-    agent: *const panto_agent,
+    agent: *mut panto_agent,
     config: *const panto_config,
     err: *mut *mut panto_error,
 ) -> i32 {
@@ -386,7 +386,7 @@ pub unsafe extern "C" fn panto_agent_message_ids_json(
 /// writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn panto_agent_rewind(
-    agent: *const panto_agent,
+    agent: *mut panto_agent,
     entry_id: *const c_char,
     err: *mut *mut panto_error,
 ) -> i32 {
@@ -437,7 +437,7 @@ unsafe fn system(
 /// `agent` must be NULL or a live agent; `text` NULL or NUL-terminated; `err` NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn panto_agent_add_system_message(
-    agent: *const panto_agent,
+    agent: *mut panto_agent,
     text: *const c_char,
     err: *mut *mut panto_error,
 ) -> i32 {
@@ -453,7 +453,7 @@ pub unsafe extern "C" fn panto_agent_add_system_message(
 /// `agent` must be NULL or a live agent; `text` NULL or NUL-terminated; `err` NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn panto_agent_set_system_prompt(
-    agent: *const panto_agent,
+    agent: *mut panto_agent,
     text: *const c_char,
     err: *mut *mut panto_error,
 ) -> i32 {
@@ -478,7 +478,7 @@ pub unsafe extern "C" fn panto_agent_set_system_prompt(
 /// NUL-terminated; `result_json` and `err` NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn panto_agent_compact(
-    agent: *const panto_agent,
+    agent: *mut panto_agent,
     prompt: *const c_char,
     extra_instructions: *const c_char,
     result_json: *mut *mut c_char,

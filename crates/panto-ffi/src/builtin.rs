@@ -29,7 +29,7 @@ use crate::status::{PANTO_ERR_CONFIG, PANTO_ERR_TOOL, PANTO_OK};
 /// NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn panto_agent_add_builtin_tools(
-    agent: *const panto_agent,
+    agent: *mut panto_agent,
     options_json: *const c_char,
     err: *mut *mut panto_error,
 ) -> i32 {
@@ -84,7 +84,7 @@ pub unsafe extern "C" fn panto_agent_add_builtin_tools(
 /// or NUL-terminated; `json_out` and `err` NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn panto_agent_rewind_files(
-    agent: *const panto_agent,
+    agent: *mut panto_agent,
     entry_id: *const c_char,
     options_json: *const c_char,
     json_out: *mut *mut c_char,

@@ -263,7 +263,7 @@ impl Drop for panto_run {
 /// writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn panto_agent_run(
-    agent: *const panto_agent,
+    agent: *mut panto_agent,
     text: *const c_char,
     run: *mut *mut panto_run,
     err: *mut *mut panto_error,
@@ -317,7 +317,7 @@ fn start(agent: &panto_agent, prompt: Option<String>) -> Result<panto_run, Failu
 /// `agent` must be NULL or a live agent; `run` and `err` NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn panto_agent_retry(
-    agent: *const panto_agent,
+    agent: *mut panto_agent,
     run: *mut *mut panto_run,
     err: *mut *mut panto_error,
 ) -> i32 {
@@ -352,7 +352,7 @@ pub unsafe extern "C" fn panto_agent_retry(
 /// `run` must be NULL or a live run; `event` and `err` NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn panto_run_next_event(
-    run: *const panto_run,
+    run: *mut panto_run,
     timeout_ms: i64,
     event: *mut *mut panto_event,
     err: *mut *mut panto_error,
@@ -408,7 +408,7 @@ pub unsafe extern "C" fn panto_run_next_event(
 /// # Safety
 /// `run` must be NULL or a live run.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn panto_run_cancel(run: *const panto_run) -> i32 {
+pub unsafe extern "C" fn panto_run_cancel(run: *mut panto_run) -> i32 {
     // SAFETY: no error out-parameter.
     let err = unsafe { ErrOut::new(std::ptr::null_mut()) };
     err.guard(|| {
