@@ -375,7 +375,7 @@ uint32_t panto_abi_version(void);
  * Errors: `PANTO_ERR_NULL`, `PANTO_ERR_STORE` (the session cannot be read), `PANTO_ERR_OTHER`.
  *
  * Ownership: `config` and `session` are borrowed for the call (the agent copies them). `*out`
- * receives an owned agent (NULL on failure). Thread safety: callable from any thread; blocks
+ * receives an owned agent (only on success; on failure it is left as it was). Thread safety: callable from any thread; blocks
  * while the session loads. Not callable from inside a tool callback.
  *
  * # Safety
@@ -412,7 +412,7 @@ void panto_agent_free(struct panto_agent *agent);
  * # Safety
  * `agent` and `tool` must be NULL or live handles; `err` NULL or writable.
  */
-int32_t panto_agent_add_tool(const struct panto_agent *agent,
+int32_t panto_agent_add_tool(struct panto_agent *agent,
                              const struct panto_tool *tool,
                              struct panto_error **err);
 
@@ -426,7 +426,7 @@ int32_t panto_agent_add_tool(const struct panto_agent *agent,
  * # Safety
  * `agent` and `config` must be NULL or live handles; `err` NULL or writable.
  */
-int32_t panto_agent_set_config(const struct panto_agent *agent,
+int32_t panto_agent_set_config(struct panto_agent *agent,
                                const struct panto_config *config,
                                struct panto_error **err);
 
@@ -435,7 +435,7 @@ int32_t panto_agent_set_config(const struct panto_agent *agent,
  * "stop_reason"?, "metadata"?}...], "metadata"?}` (block shapes in docs/ffi.md).
  *
  * Errors: `PANTO_ERR_NULL`, `PANTO_ERR_BUSY`. Ownership: `*json_out` receives an owned string
- * (NULL on failure), freed with `panto_string_free`. Thread safety: callable from any thread.
+ * (only on success; on failure it is left as it was), freed with `panto_string_free`. Thread safety: callable from any thread.
  *
  * # Safety
  * `agent` must be NULL or a live agent; `json_out` and `err` NULL or writable.
@@ -450,7 +450,7 @@ int32_t panto_agent_conversation_json(const struct panto_agent *agent,
  * take. Ids are the store's, stable for the session's life and kept by a fork.
  *
  * Errors: `PANTO_ERR_NULL`, `PANTO_ERR_BUSY`. Ownership: `*json_out` receives an owned string
- * (NULL on failure), freed with `panto_string_free`. Thread safety: callable from any thread.
+ * (only on success; on failure it is left as it was), freed with `panto_string_free`. Thread safety: callable from any thread.
  *
  * # Safety
  * `agent` must be NULL or a live agent; `json_out` and `err` NULL or writable.
@@ -473,7 +473,7 @@ int32_t panto_agent_message_ids_json(const struct panto_agent *agent,
  * `agent` must be NULL or a live agent; `entry_id` NULL or NUL-terminated; `err` NULL or
  * writable.
  */
-int32_t panto_agent_rewind(const struct panto_agent *agent,
+int32_t panto_agent_rewind(struct panto_agent *agent,
                            const char *entry_id,
                            struct panto_error **err);
 
@@ -487,7 +487,7 @@ int32_t panto_agent_rewind(const struct panto_agent *agent,
  * # Safety
  * `agent` must be NULL or a live agent; `text` NULL or NUL-terminated; `err` NULL or writable.
  */
-int32_t panto_agent_add_system_message(const struct panto_agent *agent,
+int32_t panto_agent_add_system_message(struct panto_agent *agent,
                                        const char *text,
                                        struct panto_error **err);
 
@@ -499,7 +499,7 @@ int32_t panto_agent_add_system_message(const struct panto_agent *agent,
  * # Safety
  * `agent` must be NULL or a live agent; `text` NULL or NUL-terminated; `err` NULL or writable.
  */
-int32_t panto_agent_set_system_prompt(const struct panto_agent *agent,
+int32_t panto_agent_set_system_prompt(struct panto_agent *agent,
                                       const char *text,
                                       struct panto_error **err);
 
@@ -520,7 +520,7 @@ int32_t panto_agent_set_system_prompt(const struct panto_agent *agent,
  * `agent` must be NULL or a live agent; `prompt` and `extra_instructions` NULL or
  * NUL-terminated; `result_json` and `err` NULL or writable.
  */
-int32_t panto_agent_compact(const struct panto_agent *agent,
+int32_t panto_agent_compact(struct panto_agent *agent,
                             const char *prompt,
                             const char *extra_instructions,
                             char **result_json,
@@ -544,7 +544,7 @@ const char *panto_agent_session_id(const struct panto_agent *agent);
  * (`reasoning_tokens` are part of `output_tokens`). `cost_micro_cents` (millionths of a US cent) is null
  * when a message came from a model without built-in rates.
  *
- * Ownership: `*json_out` receives an owned string (NULL on failure), freed with
+ * Ownership: `*json_out` receives an owned string (only on success; on failure it is left as it was), freed with
  * `panto_string_free`. Thread safety: callable from any thread, also during a run (it then
  * includes the messages completed so far).
  *
@@ -577,7 +577,7 @@ int32_t panto_agent_usage_json(const struct panto_agent *agent,
  * `agent` must be NULL or a live agent; `options_json` NULL or a NUL-terminated string; `err`
  * NULL or writable.
  */
-int32_t panto_agent_add_builtin_tools(const struct panto_agent *agent,
+int32_t panto_agent_add_builtin_tools(struct panto_agent *agent,
                                       const char *options_json,
                                       struct panto_error **err);
 
@@ -597,14 +597,14 @@ int32_t panto_agent_add_builtin_tools(const struct panto_agent *agent,
  * `PANTO_ERR_STATE` (`entry_id` is not a prompt on the active branch, or the store keeps no
  * branches or checkpoints), store errors; then nothing was rewound and no file touched.
  * Ownership: `entry_id` and `options_json` are copied; `*json_out` receives an owned string
- * (NULL on failure), freed with `panto_string_free`. Thread safety: callable from any thread;
+ * (only on success; on failure it is left as it was), freed with `panto_string_free`. Thread safety: callable from any thread;
  * blocks while files and the session are written. Not callable from inside a tool callback.
  *
  * # Safety
  * `agent` must be NULL or a live agent; `entry_id` NULL or NUL-terminated; `options_json` NULL
  * or NUL-terminated; `json_out` and `err` NULL or writable.
  */
-int32_t panto_agent_rewind_files(const struct panto_agent *agent,
+int32_t panto_agent_rewind_files(struct panto_agent *agent,
                                  const char *entry_id,
                                  const char *options_json,
                                  char **json_out,
@@ -617,10 +617,12 @@ int32_t panto_agent_rewind_files(const struct panto_agent *agent,
  *
  * Errors: `PANTO_ERR_NULL`, `PANTO_ERR_UTF8`, and `PANTO_ERR_CONFIG` whose message names the
  * offending field (`config: provider.api_style: unknown variant ...`), or says which variable
- * `api_key_env` named that is not set.
+ * `api_key_env` named that is not set; `panto_error_field` gives the field's path. A value that
+ * looks like a key (pasted into `api_key_env` or `api_style`, say) is never repeated in the
+ * message: the field is named without it.
  *
- * Ownership: `json` is borrowed for the call only. `*out` receives an owned config (NULL on
- * failure), freed with `panto_config_free`. Thread safety: callable from any thread (it reads
+ * Ownership: `json` is borrowed for the call only. `*out` receives an owned config on success
+ * (on failure it is left as it was), freed with `panto_config_free`. Thread safety: callable from any thread (it reads
  * the environment).
  *
  * # Safety
@@ -657,7 +659,7 @@ void panto_config_free(struct panto_config *config);
  * # Safety
  * `run` must be NULL or a live run; `text` NULL or NUL-terminated; `err` NULL or writable.
  */
-int32_t panto_run_steer(const struct panto_run *run, const char *text, struct panto_error **err);
+int32_t panto_run_steer(struct panto_run *run, const char *text, struct panto_error **err);
 
 /**
  * Queues `text` as a follow-up: when the current turn completes, a new turn with `text` as the
@@ -673,9 +675,7 @@ int32_t panto_run_steer(const struct panto_run *run, const char *text, struct pa
  * # Safety
  * `run` must be NULL or a live run; `text` NULL or NUL-terminated; `err` NULL or writable.
  */
-int32_t panto_run_follow_up(const struct panto_run *run,
-                            const char *text,
-                            struct panto_error **err);
+int32_t panto_run_follow_up(struct panto_run *run, const char *text, struct panto_error **err);
 
 /**
  * Frees a string libpanto returned as owned (a `char **` out-parameter: JSON documents).
@@ -710,6 +710,43 @@ int32_t panto_error_code(const struct panto_error *err);
  * `err` must be NULL or an error returned by libpanto and not yet freed.
  */
 const char *panto_error_message(const struct panto_error *err);
+
+/**
+ * The HTTP status the provider answered with when `err` is a provider failure that had one
+ * (`PANTO_ERR_PROVIDER`: 429, 500, a redirect's 307, a context overflow's 400, ...); 0 when
+ * there is none (another kind of error, a failure before any answer, or NULL `err`).
+ *
+ * Thread safety: callable from any thread.
+ *
+ * # Safety
+ * `err` must be NULL or an error returned by libpanto and not yet freed.
+ */
+int32_t panto_error_http_status(const struct panto_error *err);
+
+/**
+ * How long the provider asked to wait before trying again (its `retry-after` or
+ * `retry-after-ms` header), in milliseconds, when `err` is an HTTP failure that said; -1 when it
+ * did not (0 is a real answer: retry now), for any other error, and for NULL `err`.
+ *
+ * Thread safety: callable from any thread.
+ *
+ * # Safety
+ * `err` must be NULL or an error returned by libpanto and not yet freed.
+ */
+int64_t panto_error_retry_after_ms(const struct panto_error *err);
+
+/**
+ * The path of the config or options field that was wrong, as docs/ffi.md spells fields
+ * (`provider.api_style`, `retry.max_attempts`, `provider.extra_headers`), when `err` is about
+ * one (`PANTO_ERR_CONFIG` mostly); NULL when it is not, and for NULL `err`.
+ *
+ * Ownership: borrowed from `err`; valid until `panto_error_free(err)`. Thread safety: callable
+ * from any thread.
+ *
+ * # Safety
+ * `err` must be NULL or an error returned by libpanto and not yet freed.
+ */
+const char *panto_error_field(const struct panto_error *err);
 
 /**
  * Frees an error. `panto_error_free(NULL)` does nothing.
@@ -885,7 +922,7 @@ int32_t panto_log_set_callback(int32_t level,
  * `agent` must be NULL or a live agent; `servers_json` NULL or a NUL-terminated string;
  * `warnings_out` and `err` NULL or writable.
  */
-int32_t panto_agent_add_mcp_servers(const struct panto_agent *agent,
+int32_t panto_agent_add_mcp_servers(struct panto_agent *agent,
                                     const char *servers_json,
                                     char **warnings_out,
                                     struct panto_error **err);
@@ -901,7 +938,7 @@ int32_t panto_agent_add_mcp_servers(const struct panto_agent *agent,
  * A turn that fails keeps `text` in the conversation (and the session): retry it with
  * `panto_agent_retry`, which does not send it again.
  *
- * Ownership: `text` is copied. `*run` receives an owned run (NULL on failure), freed with
+ * Ownership: `text` is copied. `*run` receives an owned run (only on success; on failure it is left as it was), freed with
  * `panto_run_free`. The run may outlive its agent: freeing the agent first cancels the run,
  * which then reports `PANTO_ERR_CANCELLED`. Thread safety: callable from any thread.
  *
@@ -909,7 +946,7 @@ int32_t panto_agent_add_mcp_servers(const struct panto_agent *agent,
  * `agent` must be NULL or a live agent; `text` NULL or NUL-terminated; `run` and `err` NULL or
  * writable.
  */
-int32_t panto_agent_run(const struct panto_agent *agent,
+int32_t panto_agent_run(struct panto_agent *agent,
                         const char *text,
                         struct panto_run **run,
                         struct panto_error **err);
@@ -925,13 +962,13 @@ int32_t panto_agent_run(const struct panto_agent *agent,
  * `PANTO_ERR_STATE` ("nothing to retry": the conversation ends with the model's answer, even a
  * partial one kept from a cut stream, or is empty; send a new message with `panto_agent_run`).
  *
- * Ownership: `*run` receives an owned run (NULL on failure), freed with `panto_run_free`.
+ * Ownership: `*run` receives an owned run (only on success; on failure it is left as it was), freed with `panto_run_free`.
  * Thread safety: callable from any thread.
  *
  * # Safety
  * `agent` must be NULL or a live agent; `run` and `err` NULL or writable.
  */
-int32_t panto_agent_retry(const struct panto_agent *agent,
+int32_t panto_agent_retry(struct panto_agent *agent,
                           struct panto_run **run,
                           struct panto_error **err);
 
@@ -952,13 +989,13 @@ int32_t panto_agent_retry(const struct panto_agent *agent,
  * `PANTO_ERR_PANIC`, `PANTO_ERR_OTHER`. Once this returns `PANTO_END` or an error,
  * the agent is idle again and none of its tool callbacks is running.
  *
- * Ownership: `*event` is NULL unless `PANTO_OK` is returned. Thread safety: callable from any
+ * Ownership: `*event` receives an event only when `PANTO_OK` is returned; otherwise it is left as it was. Thread safety: callable from any
  * thread; concurrent calls on one run are serialised.
  *
  * # Safety
  * `run` must be NULL or a live run; `event` and `err` NULL or writable.
  */
-int32_t panto_run_next_event(const struct panto_run *run,
+int32_t panto_run_next_event(struct panto_run *run,
                              int64_t timeout_ms,
                              struct panto_event **event,
                              struct panto_error **err);
@@ -976,7 +1013,7 @@ int32_t panto_run_next_event(const struct panto_run *run,
  * # Safety
  * `run` must be NULL or a live run.
  */
-int32_t panto_run_cancel(const struct panto_run *run);
+int32_t panto_run_cancel(struct panto_run *run);
 
 /**
  * Frees a run. A turn still going is cancelled, and this call waits until it has ended (tool
@@ -994,7 +1031,7 @@ void panto_run_free(struct panto_run *run);
 /**
  * Starts a runtime with `worker_threads` threads (0: one per CPU).
  *
- * Ownership: `*out` receives an owned runtime (NULL on failure); free it with
+ * Ownership: `*out` receives an owned runtime (only on success; on failure it is left as it was); free it with
  * `panto_runtime_free`. `*err` (if `err` is not NULL) receives NULL on success, an owned error on
  * failure. Thread safety: callable from any thread.
  *
@@ -1021,8 +1058,7 @@ void panto_runtime_free(struct panto_runtime *runtime);
  * A new session with a fresh id (a UUIDv7). Nothing is written until its first assistant
  * message.
  *
- * Ownership: `store` is borrowed for the call; `*out` receives an owned session (NULL on
- * failure). Thread safety: callable from any thread.
+ * Ownership: `store` is borrowed for the call; `*out` receives an owned session (only on success; on failure it is left as it was). Thread safety: callable from any thread.
  *
  * # Safety
  * `store` must be NULL or a live store; `out` and `err` NULL or writable.
@@ -1039,7 +1075,7 @@ int32_t panto_session_create(const struct panto_store *store,
  * not be an id (ids are lowercase hex and `-`), `PANTO_ERR_STORE` when the store cannot be read.
  *
  * Ownership: `store` and `id_or_prefix` are borrowed for the call; `*out` receives an owned
- * session (NULL on failure). Thread safety: callable from any thread; blocks while the store
+ * session (only on success; on failure it is left as it was). Thread safety: callable from any thread; blocks while the store
  * reads. Not callable from inside a tool callback.
  *
  * # Safety
@@ -1081,7 +1117,7 @@ const char *panto_session_id(const struct panto_session *session);
  * What a listing shows of the session, as one JSON object (the element shape of
  * `panto_store_list_json`), as of when the session handle was made.
  *
- * Ownership: `*json_out` receives an owned string (NULL on failure), freed with
+ * Ownership: `*json_out` receives an owned string (only on success; on failure it is left as it was), freed with
  * `panto_string_free`. Thread safety: callable from any thread.
  *
  * # Safety
@@ -1099,7 +1135,7 @@ int32_t panto_session_info_json(const struct panto_session *session,
  *
  * Errors: `PANTO_ERR_NULL`, `PANTO_ERR_UTF8`, `PANTO_ERR_STATE` (no such entry, or the store
  * keeps no forks), `PANTO_ERR_SESSION_NOT_FOUND`, store errors. Ownership: `entry_id` is copied;
- * `*out` receives an owned session (NULL on failure), freed with `panto_session_free`. Thread
+ * `*out` receives an owned session (only on success; on failure it is left as it was), freed with `panto_session_free`. Thread
  * safety: callable from any thread; blocks while the new session is written.
  *
  * # Safety
@@ -1133,7 +1169,7 @@ const char *panto_status_name(int32_t status);
  * created until a session is first written (the directory then gets mode 0700, files 0600).
  *
  * Ownership: `runtime` and `dir` are borrowed for the call (the store keeps its own reference to
- * the runtime). `*out` receives an owned store (NULL on failure). Thread safety: callable from
+ * the runtime). `*out` receives an owned store (only on success; on failure it is left as it was). Thread safety: callable from
  * any thread.
  *
  * # Safety
@@ -1163,7 +1199,7 @@ int32_t panto_store_new_null(const struct panto_runtime *runtime,
  * objects: `{"id", "created", "modified", "last_prompt_at", "message_count",
  * "last_user_message", "wire"}` (times are RFC 3339; see docs/ffi.md).
  *
- * Ownership: `*json_out` receives an owned string (NULL on failure), freed with
+ * Ownership: `*json_out` receives an owned string (only on success; on failure it is left as it was), freed with
  * `panto_string_free`. Thread safety: callable from any thread; blocks while the store reads.
  * Not callable from inside a tool callback (`PANTO_ERR_STATE`).
  *
@@ -1210,8 +1246,7 @@ void panto_store_free(struct panto_store *store);
  * `PANTO_ERR_INVALID_ARGUMENT` (a name outside `[A-Za-z0-9_-]{1,64}`, a schema that is not a
  * JSON object with `"type": "object"`, naming the field). A name already taken on an agent is `PANTO_ERR_TOOL` from `panto_agent_add_tool`.
  *
- * Ownership: the strings are copied during the call. `*out` receives an owned tool (NULL on
- * failure), freed with `panto_tool_free`. On failure `drop` is not called: `context` stays the
+ * Ownership: the strings are copied during the call. `*out` receives an owned tool (only on success; on failure it is left as it was), freed with `panto_tool_free`. On failure `drop` is not called: `context` stays the
  * caller's. Thread safety: callable from any thread.
  *
  * # Safety

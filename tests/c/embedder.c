@@ -95,6 +95,7 @@ static void early_end_then_retry(panto_runtime *rt) {
     CHECK(drain_run(run, &log) == PANTO_END, "the retry: %s", log.error);
     CHECK(strcmp(log.text, "Once it is.") == 0, "the retry's text: %s", log.text);
     panto_run_free(run);
+    run = NULL;
     char *request = mock_request(1);
     CHECK(request != NULL && count_of(request, "Only once, please.") == 1, "the retried request: %s", request);
     free(request);

@@ -11,11 +11,58 @@
 #include "common.h"
 
 static void config_errors(void) {
-    panto_config *config = (panto_config *)&config; /* not NULL: the call must clear it */
     panto_error *err = NULL;
 
+    /* A variable still holding a live handle keeps it through a failing call (outputs are written
+       only on success): it is freed once, at the end, and valgrind sees no leak. */
+    panto_config *held = NULL;
+    CHECK_OK(panto_config_new_json("{\"provider\": {\"api_style\": \"openai-chat\", \"base_url\": \"x\", "
+                                   "\"model\": \"m\", \"api_key\": \"k\"}}",
+                                   &held, &err),
+             err);
+    panto_config *config = held;
     CHECK_ERROR(panto_config_new_json(NULL, &config, &err), err, PANTO_ERR_NULL, "argument `json` is NULL");
-    CHECK(config == NULL, "a failed call leaves its output NULL");
+    CHECK(config == held, "a failed call does not touch its output");
+    CHECK_ERROR(panto_config_new_json("{\"provider\": {\"api_style\": \"openai-chat\"}}", &config, &err), err,
+                PANTO_ERR_CONFIG, "missing field");
+    CHECK(config == held, "a failed call does not touch its output");
+    panto_config_free(config);
+    config = NULL;
+
+    /* The field that was wrong, without parsing the message. */
+    CHECK(panto_config_new_json("{\"provider\": {\"api_style\": \"openai-chat\", \"base_url\": \"x\", "
+                                "\"model\": \"m\"}, \"retry\": {\"max_attempts\": 0}}",
+                                &config, &err) == PANTO_ERR_CONFIG,
+          "max_attempts 0 is refused");
+    CHECK(panto_error_field(err) != NULL && strcmp(panto_error_field(err), "retry.max_attempts") == 0,
+          "the field is named: %s", panto_error_field(err) ? panto_error_field(err) : "(NULL)");
+    CHECK(panto_error_http_status(err) == 0 && panto_error_retry_after_ms(err) == -1,
+          "a config error has no HTTP status or retry-after");
+    panto_error_free(err);
+    err = NULL;
+    CHECK(panto_error_field(NULL) == NULL && panto_error_http_status(NULL) == 0 &&
+              panto_error_retry_after_ms(NULL) == -1,
+          "the accessors accept NULL");
+
+    /* A key pasted where a name belongs is refused naming the field, never repeated. */
+    const char *pasted[][2] = {
+        {"{\"provider\": {\"api_style\": \"openai-chat\", \"base_url\": \"x\", \"model\": \"m\", "
+         "\"api_key_env\": \"sk-ant-api03-AbCdEf0123456789\"}}",
+         "provider.api_key_env"},
+        {"{\"provider\": {\"api_style\": \"sk-ant-api03-AbCdEf0123456789\", \"base_url\": \"x\", "
+         "\"model\": \"m\"}}",
+         "provider.api_style"},
+    };
+    for (size_t i = 0; i < sizeof pasted / sizeof pasted[0]; i++) {
+        CHECK(panto_config_new_json(pasted[i][0], &config, &err) == PANTO_ERR_CONFIG, "a pasted key is refused");
+        const char *message = panto_error_message(err);
+        CHECK(strstr(message, pasted[i][1]) != NULL, "the message names %s: %s", pasted[i][1], message);
+        CHECK(strstr(message, "AbCdEf0123456789") == NULL, "the message repeats the key: %s", message);
+        CHECK(panto_error_field(err) != NULL && strcmp(panto_error_field(err), pasted[i][1]) == 0,
+              "the field is %s", pasted[i][1]);
+        panto_error_free(err);
+        err = NULL;
+    }
     CHECK_ERROR(panto_config_new_json("{\"provider\": {\"model\": \"caf\xc3\x28\"}}", &config, &err), err,
                 PANTO_ERR_UTF8, "argument `json` is not valid UTF-8 (invalid byte at offset 27)");
     CHECK_ERROR(panto_config_new_json("{\"provider\": ", &config, &err), err, PANTO_ERR_CONFIG,

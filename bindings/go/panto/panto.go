@@ -53,6 +53,7 @@ import "C"
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 	"unsafe"
 )
 
@@ -86,11 +87,33 @@ func ABIVersion() int { return int(C.panto_abi_version()) }
 // HeaderABIVersion is PANTO_ABI_VERSION of the header this package was compiled against.
 const HeaderABIVersion = int(C.PANTO_ABI_VERSION)
 
-// Error is a libpanto error: a negative status code and a message saying what went wrong.
+// Error is a libpanto error: a negative status code and a message saying what went wrong, with
+// the structured detail HTTPStatus, RetryAfter and Field give.
 type Error struct {
 	Code    int
 	Message string
+
+	httpStatus   int
+	retryAfterMs int64
+	field        string
 }
+
+// HTTPStatus is the HTTP status the provider answered with (429, 500, ...) when the error is a
+// provider failure that had one; 0 otherwise.
+func (e *Error) HTTPStatus() int { return e.httpStatus }
+
+// RetryAfter is how long the provider asked to wait before trying again (its retry-after
+// header), and whether it said: (0, true) means retry now, (0, false) that it did not say.
+func (e *Error) RetryAfter() (time.Duration, bool) {
+	if e.retryAfterMs < 0 {
+		return 0, false
+	}
+	return time.Duration(e.retryAfterMs) * time.Millisecond, true
+}
+
+// Field is the path of the config or options field that was wrong ("provider.api_style",
+// "retry.max_attempts"); "" when the error is not about one.
+func (e *Error) Field() string { return e.field }
 
 func (e *Error) Error() string {
 	return fmt.Sprintf("panto: %s (%s)", e.Message, C.GoString(C.panto_status_name(C.int32_t(e.Code))))
@@ -106,10 +129,19 @@ func HasCode(err error, code int) bool {
 func check(status C.int32_t, cerr *C.panto_error) error {
 	if cerr != nil {
 		defer C.panto_error_free(cerr)
-		return &Error{Code: int(C.panto_error_code(cerr)), Message: C.GoString(C.panto_error_message(cerr))}
+		e := &Error{
+			Code:         int(C.panto_error_code(cerr)),
+			Message:      C.GoString(C.panto_error_message(cerr)),
+			httpStatus:   int(C.panto_error_http_status(cerr)),
+			retryAfterMs: int64(C.panto_error_retry_after_ms(cerr)),
+		}
+		if field := C.panto_error_field(cerr); field != nil {
+			e.field = C.GoString(field)
+		}
+		return e
 	}
 	if status < 0 {
-		return &Error{Code: int(status), Message: "no details"}
+		return &Error{Code: int(status), Message: "no details", retryAfterMs: -1}
 	}
 	return nil
 }

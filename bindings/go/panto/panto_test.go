@@ -478,6 +478,48 @@ func TestErrors(t *testing.T) {
 	}
 }
 
+// TestErrorDetail reads the field a config error is about, and the HTTP status and retry-after
+// of a provider failure, without parsing messages.
+func TestErrorDetail(t *testing.T) {
+	_, err := NewConfig(`{"provider": {"api_style": "sk-ant-api03-AbCdEf0123456789", "base_url": "x", "model": "m"}}`)
+	e, ok := err.(*Error)
+	if !ok || e.Field() != "provider.api_style" || strings.Contains(e.Message, "AbCdEf0123456789") {
+		t.Fatalf("config error: %v (field %q)", err, e.Field())
+	}
+	if e.HTTPStatus() != 0 {
+		t.Errorf("a config error has HTTP status %d", e.HTTPStatus())
+	}
+	if _, said := e.RetryAfter(); said {
+		t.Errorf("a config error has a retry-after")
+	}
+
+	reset(t)
+	push(t, `[{"status": 429, "headers": [["retry-after", "7"]], "json": {"type": "error",
+		"error": {"type": "rate_limit_error", "message": "slow down"}}}]`)
+	cfg, err := NewConfig(fmt.Sprintf(`{"provider": {"api_style": "anthropic-messages", "base_url": %q,
+		"model": "claude-sonnet-4-5", "api_key": "k"}, "retry": {"max_attempts": 1},
+		"compaction": {"enabled": false}}`, mockURL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := agentWith(t, cfg)
+	run, err := agent.Run(context.Background(), "hi")
+	if err != nil {
+		t.Fatal(err)
+	}
+	collect(t, run)
+	e, ok = run.Err().(*Error)
+	if !ok || e.Code != CodeProvider || e.HTTPStatus() != 429 {
+		t.Fatalf("run error: %v", run.Err())
+	}
+	if wait, said := e.RetryAfter(); !said || wait != 7*time.Second {
+		t.Errorf("retry-after %v (said %v), want 7s", wait, said)
+	}
+	if e.Field() != "" {
+		t.Errorf("a provider error names the field %q", e.Field())
+	}
+}
+
 // TestResponses runs a turn over the OpenAI Responses API: the config accepts the style, the
 // reasoning summary streams as thinking, and the next request carries the encrypted reasoning
 // back (the mock checks it as the API would).

@@ -216,6 +216,7 @@ mod image;
 mod pricing;
 mod provider;
 mod registry;
+pub mod secret;
 pub mod store;
 mod tool;
 mod trace;

@@ -162,7 +162,7 @@ fn resumed_usage(conversation: &Conversation, ledger: &mut Ledger) {
 /// Errors: `PANTO_ERR_NULL`, `PANTO_ERR_STORE` (the session cannot be read), `PANTO_ERR_OTHER`.
 ///
 /// Ownership: `config` and `session` are borrowed for the call (the agent copies them). `*out`
-/// receives an owned agent (NULL on failure). Thread safety: callable from any thread; blocks
+/// receives an owned agent (only on success; on failure it is left as it was). Thread safety: callable from any thread; blocks
 /// while the session loads. Not callable from inside a tool callback.
 ///
 /// # Safety
@@ -273,7 +273,7 @@ pub unsafe extern "C" fn panto_agent_free(agent: *mut panto_agent) {
 /// `agent` and `tool` must be NULL or live handles; `err` NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn panto_agent_add_tool(
-    agent: *const panto_agent,
+    agent: *mut panto_agent,
     tool: *const panto_tool,
     err: *mut *mut panto_error,
 ) -> i32 {
@@ -302,7 +302,7 @@ pub unsafe extern "C" fn panto_agent_add_tool(
 /// `agent` and `config` must be NULL or live handles; `err` NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn panto_agent_set_config(
-    agent: *const panto_agent,
+    agent: *mut panto_agent,
     config: *const panto_config,
     err: *mut *mut panto_error,
 ) -> i32 {
@@ -324,7 +324,7 @@ pub unsafe extern "C" fn panto_agent_set_config(
 /// "stop_reason"?, "metadata"?}...], "metadata"?}` (block shapes in docs/ffi.md).
 ///
 /// Errors: `PANTO_ERR_NULL`, `PANTO_ERR_BUSY`. Ownership: `*json_out` receives an owned string
-/// (NULL on failure), freed with `panto_string_free`. Thread safety: callable from any thread.
+/// (only on success; on failure it is left as it was), freed with `panto_string_free`. Thread safety: callable from any thread.
 ///
 /// # Safety
 /// `agent` must be NULL or a live agent; `json_out` and `err` NULL or writable.
@@ -350,7 +350,7 @@ pub unsafe extern "C" fn panto_agent_conversation_json(
 /// take. Ids are the store's, stable for the session's life and kept by a fork.
 ///
 /// Errors: `PANTO_ERR_NULL`, `PANTO_ERR_BUSY`. Ownership: `*json_out` receives an owned string
-/// (NULL on failure), freed with `panto_string_free`. Thread safety: callable from any thread.
+/// (only on success; on failure it is left as it was), freed with `panto_string_free`. Thread safety: callable from any thread.
 ///
 /// # Safety
 /// `agent` must be NULL or a live agent; `json_out` and `err` NULL or writable.
@@ -386,7 +386,7 @@ pub unsafe extern "C" fn panto_agent_message_ids_json(
 /// writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn panto_agent_rewind(
-    agent: *const panto_agent,
+    agent: *mut panto_agent,
     entry_id: *const c_char,
     err: *mut *mut panto_error,
 ) -> i32 {
@@ -437,7 +437,7 @@ unsafe fn system(
 /// `agent` must be NULL or a live agent; `text` NULL or NUL-terminated; `err` NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn panto_agent_add_system_message(
-    agent: *const panto_agent,
+    agent: *mut panto_agent,
     text: *const c_char,
     err: *mut *mut panto_error,
 ) -> i32 {
@@ -453,7 +453,7 @@ pub unsafe extern "C" fn panto_agent_add_system_message(
 /// `agent` must be NULL or a live agent; `text` NULL or NUL-terminated; `err` NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn panto_agent_set_system_prompt(
-    agent: *const panto_agent,
+    agent: *mut panto_agent,
     text: *const c_char,
     err: *mut *mut panto_error,
 ) -> i32 {
@@ -478,7 +478,7 @@ pub unsafe extern "C" fn panto_agent_set_system_prompt(
 /// NUL-terminated; `result_json` and `err` NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn panto_agent_compact(
-    agent: *const panto_agent,
+    agent: *mut panto_agent,
     prompt: *const c_char,
     extra_instructions: *const c_char,
     result_json: *mut *mut c_char,
@@ -533,7 +533,7 @@ pub unsafe extern "C" fn panto_agent_session_id(agent: *const panto_agent) -> *c
 /// (`reasoning_tokens` are part of `output_tokens`). `cost_micro_cents` (millionths of a US cent) is null
 /// when a message came from a model without built-in rates.
 ///
-/// Ownership: `*json_out` receives an owned string (NULL on failure), freed with
+/// Ownership: `*json_out` receives an owned string (only on success; on failure it is left as it was), freed with
 /// `panto_string_free`. Thread safety: callable from any thread, also during a run (it then
 /// includes the messages completed so far).
 ///

@@ -30,7 +30,7 @@ use crate::status::{PANTO_ERR_CONFIG, PANTO_ERR_TOOL, PANTO_OK};
 /// NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn panto_agent_add_builtin_tools(
-    agent: *const panto_agent,
+    agent: *mut panto_agent,
     options_json: *const c_char,
     err: *mut *mut panto_error,
 ) -> i32 {
@@ -77,7 +77,7 @@ pub unsafe extern "C" fn panto_agent_add_builtin_tools(
 /// `PANTO_ERR_STATE` (`entry_id` is not a prompt on the active branch, or the store keeps no
 /// branches or checkpoints), store errors; then nothing was rewound and no file touched.
 /// Ownership: `entry_id` and `options_json` are copied; `*json_out` receives an owned string
-/// (NULL on failure), freed with `panto_string_free`. Thread safety: callable from any thread;
+/// (only on success; on failure it is left as it was), freed with `panto_string_free`. Thread safety: callable from any thread;
 /// blocks while files and the session are written. Not callable from inside a tool callback.
 ///
 /// # Safety
@@ -85,7 +85,7 @@ pub unsafe extern "C" fn panto_agent_add_builtin_tools(
 /// or NUL-terminated; `json_out` and `err` NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn panto_agent_rewind_files(
-    agent: *const panto_agent,
+    agent: *mut panto_agent,
     entry_id: *const c_char,
     options_json: *const c_char,
     json_out: *mut *mut c_char,

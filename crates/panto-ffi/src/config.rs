@@ -6,7 +6,7 @@
 
 use std::ffi::c_char;
 
-use panto_core::Config;
+use panto_core::{secret, Config};
 use serde_json::Value;
 
 use crate::error::{panto_error, Failure};
@@ -30,6 +30,25 @@ fn config_error(message: impl Into<String>) -> Failure {
     Failure::new(PANTO_ERR_CONFIG, message)
 }
 
+/// A config error about the field at `path`: the message starts `config: {path}: ` and
+/// `panto_error_field` gives `path` back.
+fn field_error(path: &str, message: impl std::fmt::Display) -> Failure {
+    config_error(format!("config: {path}: {message}")).with_field(path)
+}
+
+/// The string at `path` (`provider.api_style`, `provider.extra_headers[0][1]` as
+/// serde_path_to_error spells it) in `value`, when there is one.
+fn string_at<'v>(value: &'v Value, path: &serde_path_to_error::Path) -> Option<&'v str> {
+    use serde_path_to_error::Segment;
+    path.iter()
+        .try_fold(value, |value, segment| match segment {
+            Segment::Map { key } => value.get(key.as_str()),
+            Segment::Seq { index } => value.get(*index),
+            Segment::Enum { .. } | Segment::Unknown => Some(value),
+        })
+        .and_then(Value::as_str)
+}
+
 /// Parses a config document, resolving `provider.api_key_env` with `env` (the process
 /// environment in production, a map in tests).
 pub(crate) fn parse(json: &str, env: impl Fn(&str) -> Option<String>) -> Result<Config, Failure> {
@@ -37,32 +56,49 @@ pub(crate) fn parse(json: &str, env: impl Fn(&str) -> Option<String>) -> Result<
     let provider = value
         .get_mut("provider")
         .and_then(Value::as_object_mut)
-        .ok_or_else(|| config_error("config: `provider` is missing or not an object"))?;
+        .ok_or_else(|| config_error("config: `provider` is missing or not an object").with_field("provider"))?;
     let key_env = match provider.remove("api_key_env") {
         None | Some(Value::Null) => None,
         Some(Value::String(name)) => Some(name),
-        Some(other) => {
-            return Err(config_error(format!(
-                "config: provider.api_key_env must be a variable name (a string), got {other}"
-            )))
+        // Not shown: a key may have been pasted here as a number or an object.
+        Some(_) => {
+            return Err(field_error(
+                "provider.api_key_env",
+                "must be the name of an environment variable (a string)",
+            ))
         }
     };
     if let Some(name) = key_env {
-        if provider.get("api_key").is_some_and(|k| !k.is_null()) {
-            return Err(config_error(
-                "config: give provider.api_key or provider.api_key_env, not both",
+        // A key pasted where its variable's name belongs: say so without repeating it.
+        if secret::looks_like_secret(&name) || !secret::is_var_name(&name) {
+            return Err(field_error(
+                "provider.api_key_env",
+                "must be the NAME of an environment variable (letters, digits, _), not the key itself \
+                 (the value is not shown: it may be a key); put the key in a variable and give its name",
             ));
         }
+        if provider.get("api_key").is_some_and(|k| !k.is_null()) {
+            return Err(
+                config_error("config: give provider.api_key or provider.api_key_env, not both")
+                    .with_field("provider.api_key_env"),
+            );
+        }
         let key = env(&name).ok_or_else(|| {
-            config_error(format!(
-                "config: provider.api_key_env names the environment variable {name:?}, which is not set"
-            ))
+            field_error(
+                "provider.api_key_env",
+                format!("names the environment variable {name:?}, which is not set"),
+            )
         })?;
         provider.insert("api_key".to_owned(), Value::String(key));
     }
     let config: Config = serde_path_to_error::deserialize(value.clone()).map_err(|e| {
         let path = e.path().to_string();
-        config_error(format!("config: {path}: {}", e.into_inner()))
+        // serde quotes a refused string in its message (`unknown variant "sk-..."`): when that
+        // string may be a key, the field is named without it.
+        if string_at(&value, e.path()).is_some_and(secret::looks_like_secret) {
+            return field_error(&path, "invalid value (not shown: it looks like a key)");
+        }
+        field_error(&path, e.into_inner())
     })?;
     reject_unknown_fields(&value, &config)?;
     check_values(&config)?;
@@ -76,9 +112,17 @@ fn reject_unknown_fields(given: &Value, config: &Config) -> Result<(), Failure> 
     let known = serde_json::to_value(config)
         .map_err(|e| config_error(format!("config: cannot be written back as JSON: {e}")))?;
     unknown_field(given, &known, "").map_or(Ok(()), |path| {
-        Err(config_error(format!(
-            "config: {path}: unknown field (docs/ffi.md lists the fields)"
-        )))
+        // A key pasted as a field's name is not shown either.
+        let path = if path.split('.').any(secret::looks_like_secret) {
+            let parent = path.rsplit_once('.').map_or("", |(parent, _)| parent);
+            format!(
+                "{parent}{}(a name that looks like a key, not shown)",
+                if parent.is_empty() { "" } else { "." }
+            )
+        } else {
+            path
+        };
+        Err(field_error(&path, "unknown field (docs/ffi.md lists the fields)"))
     })
 }
 
@@ -122,13 +166,14 @@ fn check_values(config: &Config) -> Result<(), Failure> {
         ("max_image_dimension", config.max_image_dimension.into()),
     ];
     if let Some((field, _)) = positive.iter().find(|(_, value)| *value == 0) {
-        return Err(config_error(format!("config: {field}: must be at least 1, got 0")));
+        return Err(field_error(field, "must be at least 1, got 0"));
     }
     let threshold = config.compaction.threshold;
     if !(threshold > 0.0 && threshold <= 1.0) {
-        return Err(config_error(format!(
-            "config: compaction.threshold: must be a fraction of the context window above 0 and at most 1, got {threshold}"
-        )));
+        return Err(field_error(
+            "compaction.threshold",
+            format!("must be a fraction of the context window above 0 and at most 1, got {threshold}"),
+        ));
     }
     Ok(())
 }
@@ -139,10 +184,12 @@ fn check_values(config: &Config) -> Result<(), Failure> {
 ///
 /// Errors: `PANTO_ERR_NULL`, `PANTO_ERR_UTF8`, and `PANTO_ERR_CONFIG` whose message names the
 /// offending field (`config: provider.api_style: unknown variant ...`), or says which variable
-/// `api_key_env` named that is not set.
+/// `api_key_env` named that is not set; `panto_error_field` gives the field's path. A value that
+/// looks like a key (pasted into `api_key_env` or `api_style`, say) is never repeated in the
+/// message: the field is named without it.
 ///
-/// Ownership: `json` is borrowed for the call only. `*out` receives an owned config (NULL on
-/// failure), freed with `panto_config_free`. Thread safety: callable from any thread (it reads
+/// Ownership: `json` is borrowed for the call only. `*out` receives an owned config on success
+/// (on failure it is left as it was), freed with `panto_config_free`. Thread safety: callable from any thread (it reads
 /// the environment).
 ///
 /// # Safety
@@ -327,5 +374,67 @@ mod tests {
             e.message
         );
         parse(&with(r#","compaction":{"threshold":1}"#), no_env).unwrap();
+    }
+
+    #[test]
+    fn a_key_pasted_into_a_name_is_refused_naming_the_field_without_the_key() {
+        let key = "sk-ant-api03-AbCdEf0123456789";
+        for (json, field) in [
+            (
+                format!(
+                    r#"{{"provider":{{"api_style":"openai-chat","base_url":"h","model":"m","api_key_env":"{key}"}}}}"#
+                ),
+                "provider.api_key_env",
+            ),
+            (
+                format!(r#"{{"provider":{{"api_style":"{key}","base_url":"h","model":"m"}}}}"#),
+                "provider.api_style",
+            ),
+            (
+                format!(r#"{{"provider":{{"api_style":"openai-chat","base_url":"h","model":"m","cache":"{key}"}}}}"#),
+                "provider.cache",
+            ),
+            (
+                format!(r#"{{"provider":{{"api_style":"openai-chat","base_url":"h","model":"m","{key}":1}}}}"#),
+                "provider.",
+            ),
+        ] {
+            // Even when the environment holds a variable of that name.
+            let e = parse(&json, |_| Some("x".into())).unwrap_err();
+            assert_eq!(e.code, PANTO_ERR_CONFIG);
+            assert!(e.message.starts_with(&format!("config: {field}")), "{}", e.message);
+            assert!(!e.message.contains("0123456789"), "the key is repeated: {}", e.message);
+            assert!(e.detail.field.as_deref().is_some_and(|f| f.starts_with(field)));
+            assert!(!e.detail.field.unwrap().contains("0123456789"));
+        }
+        // A name that is no key is still shown, to find the typo by.
+        let e = parse(&with_env("MY_KEY"), no_env).unwrap_err();
+        assert!(e.message.contains("\"MY_KEY\", which is not set"), "{}", e.message);
+        assert_eq!(e.detail.field.as_deref(), Some("provider.api_key_env"));
+    }
+
+    fn with_env(name: &str) -> String {
+        format!(r#"{{"provider":{{"api_style":"openai-chat","base_url":"h","model":"m","api_key_env":"{name}"}}}}"#)
+    }
+
+    #[test]
+    fn errors_carry_the_field_path() {
+        let e = parse(&with(r#","retry":{"max_attempts":0}"#), no_env).unwrap_err();
+        assert_eq!(e.detail.field.as_deref(), Some("retry.max_attempts"));
+        let e = parse(&with(r#","retry":{"max_attempt":2}"#), no_env).unwrap_err();
+        assert_eq!(e.detail.field.as_deref(), Some("retry.max_attempt"));
+        let e = parse(
+            r#"{"provider":{"api_style":"smoke","base_url":"h","model":"m"}}"#,
+            no_env,
+        )
+        .unwrap_err();
+        assert_eq!(e.detail.field.as_deref(), Some("provider.api_style"));
+        assert!(
+            e.message.contains("`smoke`"),
+            "a value that is no key is shown: {}",
+            e.message
+        );
+        let e = parse("[", no_env).unwrap_err();
+        assert_eq!(e.detail.field, None);
     }
 }

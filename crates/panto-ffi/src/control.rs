@@ -79,11 +79,7 @@ impl ControlSlot {
 /// # Safety
 /// `run` must be NULL or a live run; `text` NULL or NUL-terminated; `err` NULL or writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn panto_run_steer(
-    run: *const panto_run,
-    text: *const c_char,
-    err: *mut *mut panto_error,
-) -> i32 {
+pub unsafe extern "C" fn panto_run_steer(run: *mut panto_run, text: *const c_char, err: *mut *mut panto_error) -> i32 {
     // SAFETY: the contract makes `run`, `text` and `err` valid as each function requires.
     unsafe { send(run, text, err, QueueMode::Steer) }
 }
@@ -102,7 +98,7 @@ pub unsafe extern "C" fn panto_run_steer(
 /// `run` must be NULL or a live run; `text` NULL or NUL-terminated; `err` NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn panto_run_follow_up(
-    run: *const panto_run,
+    run: *mut panto_run,
     text: *const c_char,
     err: *mut *mut panto_error,
 ) -> i32 {

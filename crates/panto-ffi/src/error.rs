@@ -3,7 +3,7 @@
 //! There is deliberately no thread-local "last error": Go moves goroutines between OS threads, so
 //! an error must travel with the call that produced it.
 
-use std::ffi::{c_char, CString};
+use std::ffi::{c_char, CStr, CString};
 
 use panto_core::Error;
 
@@ -17,6 +17,20 @@ pub(crate) struct Failure {
     pub(crate) code: i32,
     /// What went wrong and where, as a sentence.
     pub(crate) message: String,
+    /// The structured detail `panto_error_http_status`, `panto_error_retry_after_ms` and
+    /// `panto_error_field` give back.
+    pub(crate) detail: Detail,
+}
+
+/// What an embedder may act on without parsing a message.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Detail {
+    /// The provider's HTTP status, 0 when none.
+    pub(crate) http_status: u16,
+    /// How long the provider asked to wait before retrying, when it said.
+    pub(crate) retry_after_ms: Option<u64>,
+    /// The path of the config or options field that was wrong (`provider.api_style`).
+    pub(crate) field: Option<String>,
 }
 
 impl Failure {
@@ -24,7 +38,14 @@ impl Failure {
         Failure {
             code,
             message: message.into(),
+            detail: Detail::default(),
         }
+    }
+
+    /// The same failure, naming the config or options field at `path` as the one that was wrong.
+    pub(crate) fn with_field(mut self, path: impl Into<String>) -> Self {
+        self.detail.field = Some(path.into());
+        self
     }
 
     /// A required pointer argument was NULL.
@@ -80,7 +101,35 @@ impl From<Error> for Failure {
             Error::Cancelled => PANTO_ERR_CANCELLED,
             _ => PANTO_ERR_OTHER,
         };
-        Failure::new(code, e.to_string())
+        let detail = detail_of(&e);
+        Failure {
+            detail,
+            ..Failure::new(code, e.to_string())
+        }
+    }
+}
+
+/// The structured detail of a core error: the provider's HTTP status and retry-after, and the
+/// config field a configuration error is about.
+fn detail_of(e: &Error) -> Detail {
+    match e {
+        Error::Http {
+            status, retry_after, ..
+        } => Detail {
+            http_status: *status,
+            retry_after_ms: retry_after.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+            field: None,
+        },
+        Error::ContextOverflow { status, .. } | Error::Redirect { status, .. } => Detail {
+            http_status: *status,
+            ..Detail::default()
+        },
+        Error::InvalidHeader { .. } => Detail {
+            field: Some("provider.extra_headers".to_owned()),
+            ..Detail::default()
+        },
+        Error::OverflowCompactionFailed { source } => detail_of(source),
+        _ => Detail::default(),
     }
 }
 
@@ -94,6 +143,9 @@ impl From<Error> for Failure {
 pub struct panto_error {
     code: i32,
     message: CString,
+    http_status: u16,
+    retry_after_ms: Option<u64>,
+    field: Option<CString>,
 }
 
 impl Handle for panto_error {}
@@ -103,6 +155,9 @@ impl panto_error {
         panto_error {
             code: failure.code,
             message: crate::cstr::to_cstring(failure.message),
+            http_status: failure.detail.http_status,
+            retry_after_ms: failure.detail.retry_after_ms,
+            field: failure.detail.field.map(crate::cstr::to_cstring),
         }
     }
 }
@@ -139,6 +194,53 @@ pub unsafe extern "C" fn panto_error_message(err: *const panto_error) -> *const 
     }
 }
 
+/// The HTTP status the provider answered with when `err` is a provider failure that had one
+/// (`PANTO_ERR_PROVIDER`: 429, 500, a redirect's 307, a context overflow's 400, ...); 0 when
+/// there is none (another kind of error, a failure before any answer, or NULL `err`).
+///
+/// Thread safety: callable from any thread.
+///
+/// # Safety
+/// `err` must be NULL or an error returned by libpanto and not yet freed.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn panto_error_http_status(err: *const panto_error) -> i32 {
+    // SAFETY: the caller passes NULL or a live error handle (see the function's contract).
+    unsafe { err.as_ref() }.map_or(0, |e| i32::from(e.http_status))
+}
+
+/// How long the provider asked to wait before trying again (its `retry-after` or
+/// `retry-after-ms` header), in milliseconds, when `err` is an HTTP failure that said; -1 when it
+/// did not (0 is a real answer: retry now), for any other error, and for NULL `err`.
+///
+/// Thread safety: callable from any thread.
+///
+/// # Safety
+/// `err` must be NULL or an error returned by libpanto and not yet freed.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn panto_error_retry_after_ms(err: *const panto_error) -> i64 {
+    // SAFETY: the caller passes NULL or a live error handle (see the function's contract).
+    unsafe { err.as_ref() }
+        .and_then(|e| e.retry_after_ms)
+        .map_or(-1, |ms| i64::try_from(ms).unwrap_or(i64::MAX))
+}
+
+/// The path of the config or options field that was wrong, as docs/ffi.md spells fields
+/// (`provider.api_style`, `retry.max_attempts`, `provider.extra_headers`), when `err` is about
+/// one (`PANTO_ERR_CONFIG` mostly); NULL when it is not, and for NULL `err`.
+///
+/// Ownership: borrowed from `err`; valid until `panto_error_free(err)`. Thread safety: callable
+/// from any thread.
+///
+/// # Safety
+/// `err` must be NULL or an error returned by libpanto and not yet freed.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn panto_error_field(err: *const panto_error) -> *const c_char {
+    // SAFETY: the caller passes NULL or a live error handle (see the function's contract).
+    unsafe { err.as_ref() }
+        .and_then(|e| e.field.as_deref())
+        .map_or(std::ptr::null(), CStr::as_ptr)
+}
+
 /// Frees an error. `panto_error_free(NULL)` does nothing.
 ///
 /// Thread safety: callable from any thread, once per error.
@@ -154,6 +256,7 @@ pub unsafe extern "C" fn panto_error_free(err: *mut panto_error) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::guard::Owned;
 
     #[test]
     fn core_errors_map_to_their_codes() {
@@ -212,6 +315,44 @@ mod tests {
             let failure = Failure::from(error);
             assert_eq!(failure.code, code, "{text}");
             assert_eq!(failure.message, text);
+        }
+    }
+
+    #[test]
+    fn core_errors_carry_their_status_retry_after_and_field() {
+        let http = Failure::from(Error::Http {
+            status: 429,
+            error_type: Some("rate_limit_error".into()),
+            message: "slow down".into(),
+            retry_after: Some(std::time::Duration::from_millis(1500)),
+        });
+        assert_eq!((http.detail.http_status, http.detail.retry_after_ms), (429, Some(1500)));
+        let wrapped = Failure::from(Error::OverflowCompactionFailed {
+            source: Box::new(Error::Http {
+                status: 503,
+                error_type: None,
+                message: "down".into(),
+                retry_after: None,
+            }),
+        });
+        assert_eq!((wrapped.detail.http_status, wrapped.detail.retry_after_ms), (503, None));
+        let header = Failure::from(Error::InvalidHeader {
+            name: "x-a".into(),
+            reason: "invalid value".into(),
+        });
+        assert_eq!(header.detail.field.as_deref(), Some("provider.extra_headers"));
+        assert_eq!(Failure::from(Error::Cancelled).detail, Detail::default());
+
+        let err = panto_error::into_raw(panto_error::from_failure(http));
+        // SAFETY: `err` is a live error handle, freed once at the end; NULL is allowed.
+        unsafe {
+            assert_eq!(panto_error_http_status(err), 429);
+            assert_eq!(panto_error_retry_after_ms(err), 1500);
+            assert!(panto_error_field(err).is_null());
+            assert_eq!(panto_error_http_status(std::ptr::null()), 0);
+            assert_eq!(panto_error_retry_after_ms(std::ptr::null()), -1);
+            assert!(panto_error_field(std::ptr::null()).is_null());
+            panto_error_free(err);
         }
     }
 

@@ -118,13 +118,15 @@ impl ErrOut {
 pub(crate) enum Made<V> {
     /// Handed to the caller through `*out`, with `PANTO_OK`.
     Value(V),
-    /// Returned as it is; `*out` stays NULL.
+    /// Returned as it is; `*out` is left as the caller had it.
     Status(i32),
 }
 
 /// The out-parameters of an export that makes something for the caller: `T **out` receives what
-/// the body made, owned, and `panto_error **err` the failure. Both are cleared on entry, so each
-/// is NULL unless the call produced it.
+/// the body made, owned, and `panto_error **err` the failure. `*out` is written only on success
+/// (as rustls-ffi and wasmtime do): on failure, or a status without a result, it keeps whatever
+/// the caller left there, so a variable that still holds a live handle is not lost. `*err` is
+/// cleared on entry, so it is NULL unless the call failed.
 #[derive(Debug)]
 pub(crate) struct HandOut<T> {
     out: *mut *mut T,
@@ -144,10 +146,8 @@ impl<T: Owned> HandOut<T> {
     /// `out` and `err` must each be NULL or valid for writing one pointer for the duration of the
     /// call.
     pub(crate) unsafe fn required(out: *mut *mut T, name: &'static str, err: *mut *mut panto_error) -> Self {
-        if !out.is_null() {
-            // SAFETY: non-NULL `out` is writable (the function's contract).
-            unsafe { out.write(std::ptr::null_mut()) };
-        }
+        // `*out` is not touched until there is something to hand out: a caller that passes a
+        // variable still holding a live handle keeps it (and frees it) when the call fails.
         HandOut {
             out,
             name,
@@ -311,17 +311,24 @@ mod tests {
             free::<c_char>(std::ptr::null_mut());
         }
 
-        // A failure leaves the output NULL, even where the caller left garbage in it.
-        let mut json: *mut c_char = std::ptr::dangling_mut();
+        // A failure leaves the output as the caller had it: a handle it still holds is not lost.
+        let held: *mut c_char = std::ptr::dangling_mut();
+        let mut json = held;
         // SAFETY: as above.
         let call = unsafe { HandOut::required(&mut json, "json_out", std::ptr::null_mut()) };
         assert_eq!(call.guard(|| Err(Failure::state("no"))), crate::status::PANTO_ERR_STATE);
-        assert!(json.is_null());
+        assert_eq!(json, held, "a failed call does not touch its output");
+        // So does a panic.
+        // SAFETY: as above.
+        let call = unsafe { HandOut::<c_char>::required(&mut json, "json_out", std::ptr::null_mut()) };
+        assert_eq!(call.guard(|| panic!("kaboom")), crate::status::PANTO_ERR_PANIC);
+        assert_eq!(json, held);
     }
 
     #[test]
     fn a_status_without_a_result_hands_nothing_out() {
-        let mut json: *mut c_char = std::ptr::dangling_mut();
+        let held: *mut c_char = std::ptr::dangling_mut();
+        let mut json = held;
         let mut err: *mut panto_error = std::ptr::dangling_mut();
         // SAFETY: `json` and `err` are local, writable pointers.
         let call = unsafe { HandOut::<c_char>::required(&mut json, "event", &mut err) };
@@ -329,7 +336,7 @@ mod tests {
             call.guard_status(|| Ok(Made::Status(crate::status::PANTO_END))),
             crate::status::PANTO_END
         );
-        assert!(json.is_null(), "a status leaves the output cleared");
+        assert_eq!(json, held, "a status leaves the output untouched");
         assert!(err.is_null(), "a status is not a failure");
 
         // SAFETY: as above.

@@ -103,7 +103,7 @@ fn parse(json: &str) -> Result<McpOptions, Failure> {
 /// `warnings_out` and `err` NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn panto_agent_add_mcp_servers(
-    agent: *const panto_agent,
+    agent: *mut panto_agent,
     servers_json: *const c_char,
     warnings_out: *mut *mut c_char,
     err: *mut *mut panto_error,

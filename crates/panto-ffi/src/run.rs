@@ -254,7 +254,7 @@ impl Drop for panto_run {
 /// A turn that fails keeps `text` in the conversation (and the session): retry it with
 /// `panto_agent_retry`, which does not send it again.
 ///
-/// Ownership: `text` is copied. `*run` receives an owned run (NULL on failure), freed with
+/// Ownership: `text` is copied. `*run` receives an owned run (only on success; on failure it is left as it was), freed with
 /// `panto_run_free`. The run may outlive its agent: freeing the agent first cancels the run,
 /// which then reports `PANTO_ERR_CANCELLED`. Thread safety: callable from any thread.
 ///
@@ -263,7 +263,7 @@ impl Drop for panto_run {
 /// writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn panto_agent_run(
-    agent: *const panto_agent,
+    agent: *mut panto_agent,
     text: *const c_char,
     run: *mut *mut panto_run,
     err: *mut *mut panto_error,
@@ -310,14 +310,14 @@ fn start(agent: &panto_agent, prompt: Option<String>) -> Result<panto_run, Failu
 /// `PANTO_ERR_STATE` ("nothing to retry": the conversation ends with the model's answer, even a
 /// partial one kept from a cut stream, or is empty; send a new message with `panto_agent_run`).
 ///
-/// Ownership: `*run` receives an owned run (NULL on failure), freed with `panto_run_free`.
+/// Ownership: `*run` receives an owned run (only on success; on failure it is left as it was), freed with `panto_run_free`.
 /// Thread safety: callable from any thread.
 ///
 /// # Safety
 /// `agent` must be NULL or a live agent; `run` and `err` NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn panto_agent_retry(
-    agent: *const panto_agent,
+    agent: *mut panto_agent,
     run: *mut *mut panto_run,
     err: *mut *mut panto_error,
 ) -> i32 {
@@ -345,14 +345,14 @@ pub unsafe extern "C" fn panto_agent_retry(
 /// `PANTO_ERR_PANIC`, `PANTO_ERR_OTHER`. Once this returns `PANTO_END` or an error,
 /// the agent is idle again and none of its tool callbacks is running.
 ///
-/// Ownership: `*event` is NULL unless `PANTO_OK` is returned. Thread safety: callable from any
+/// Ownership: `*event` receives an event only when `PANTO_OK` is returned; otherwise it is left as it was. Thread safety: callable from any
 /// thread; concurrent calls on one run are serialised.
 ///
 /// # Safety
 /// `run` must be NULL or a live run; `event` and `err` NULL or writable.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn panto_run_next_event(
-    run: *const panto_run,
+    run: *mut panto_run,
     timeout_ms: i64,
     event: *mut *mut panto_event,
     err: *mut *mut panto_error,
@@ -408,7 +408,7 @@ pub unsafe extern "C" fn panto_run_next_event(
 /// # Safety
 /// `run` must be NULL or a live run.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn panto_run_cancel(run: *const panto_run) -> i32 {
+pub unsafe extern "C" fn panto_run_cancel(run: *mut panto_run) -> i32 {
     // SAFETY: no error out-parameter.
     let err = unsafe { ErrOut::new(std::ptr::null_mut()) };
     err.guard(|| {

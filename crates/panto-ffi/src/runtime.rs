@@ -129,7 +129,7 @@ impl Handle for panto_runtime {}
 
 /// Starts a runtime with `worker_threads` threads (0: one per CPU).
 ///
-/// Ownership: `*out` receives an owned runtime (NULL on failure); free it with
+/// Ownership: `*out` receives an owned runtime (only on success; on failure it is left as it was); free it with
 /// `panto_runtime_free`. `*err` (if `err` is not NULL) receives NULL on success, an owned error on
 /// failure. Thread safety: callable from any thread.
 ///

@@ -55,8 +55,7 @@ unsafe fn hand_out(
 /// A new session with a fresh id (a UUIDv7). Nothing is written until its first assistant
 /// message.
 ///
-/// Ownership: `store` is borrowed for the call; `*out` receives an owned session (NULL on
-/// failure). Thread safety: callable from any thread.
+/// Ownership: `store` is borrowed for the call; `*out` receives an owned session (only on success; on failure it is left as it was). Thread safety: callable from any thread.
 ///
 /// # Safety
 /// `store` must be NULL or a live store; `out` and `err` NULL or writable.
@@ -77,7 +76,7 @@ pub unsafe extern "C" fn panto_session_create(
 /// not be an id (ids are lowercase hex and `-`), `PANTO_ERR_STORE` when the store cannot be read.
 ///
 /// Ownership: `store` and `id_or_prefix` are borrowed for the call; `*out` receives an owned
-/// session (NULL on failure). Thread safety: callable from any thread; blocks while the store
+/// session (only on success; on failure it is left as it was). Thread safety: callable from any thread; blocks while the store
 /// reads. Not callable from inside a tool callback.
 ///
 /// # Safety
@@ -143,7 +142,7 @@ pub unsafe extern "C" fn panto_session_id(session: *const panto_session) -> *con
 /// What a listing shows of the session, as one JSON object (the element shape of
 /// `panto_store_list_json`), as of when the session handle was made.
 ///
-/// Ownership: `*json_out` receives an owned string (NULL on failure), freed with
+/// Ownership: `*json_out` receives an owned string (only on success; on failure it is left as it was), freed with
 /// `panto_string_free`. Thread safety: callable from any thread.
 ///
 /// # Safety
@@ -169,7 +168,7 @@ pub unsafe extern "C" fn panto_session_info_json(
 ///
 /// Errors: `PANTO_ERR_NULL`, `PANTO_ERR_UTF8`, `PANTO_ERR_STATE` (no such entry, or the store
 /// keeps no forks), `PANTO_ERR_SESSION_NOT_FOUND`, store errors. Ownership: `entry_id` is copied;
-/// `*out` receives an owned session (NULL on failure), freed with `panto_session_free`. Thread
+/// `*out` receives an owned session (only on success; on failure it is left as it was), freed with `panto_session_free`. Thread
 /// safety: callable from any thread; blocks while the new session is written.
 ///
 /// # Safety

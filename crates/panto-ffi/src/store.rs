@@ -55,7 +55,7 @@ pub(crate) fn info_json(info: &SessionInfo) -> Value {
 /// created until a session is first written (the directory then gets mode 0700, files 0600).
 ///
 /// Ownership: `runtime` and `dir` are borrowed for the call (the store keeps its own reference to
-/// the runtime). `*out` receives an owned store (NULL on failure). Thread safety: callable from
+/// the runtime). `*out` receives an owned store (only on success; on failure it is left as it was). Thread safety: callable from
 /// any thread.
 ///
 /// # Safety
@@ -104,7 +104,7 @@ pub unsafe extern "C" fn panto_store_new_null(
 /// objects: `{"id", "created", "modified", "last_prompt_at", "message_count",
 /// "last_user_message", "wire"}` (times are RFC 3339; see docs/ffi.md).
 ///
-/// Ownership: `*json_out` receives an owned string (NULL on failure), freed with
+/// Ownership: `*json_out` receives an owned string (only on success; on failure it is left as it was), freed with
 /// `panto_string_free`. Thread safety: callable from any thread; blocks while the store reads.
 /// Not callable from inside a tool callback (`PANTO_ERR_STATE`).
 ///

@@ -176,8 +176,7 @@ impl Tool for AgentTool {
 /// `PANTO_ERR_INVALID_ARGUMENT` (a name outside `[A-Za-z0-9_-]{1,64}`, a schema that is not a
 /// JSON object with `"type": "object"`, naming the field). A name already taken on an agent is `PANTO_ERR_TOOL` from `panto_agent_add_tool`.
 ///
-/// Ownership: the strings are copied during the call. `*out` receives an owned tool (NULL on
-/// failure), freed with `panto_tool_free`. On failure `drop` is not called: `context` stays the
+/// Ownership: the strings are copied during the call. `*out` receives an owned tool (only on success; on failure it is left as it was), freed with `panto_tool_free`. On failure `drop` is not called: `context` stays the
 /// caller's. Thread safety: callable from any thread.
 ///
 /// # Safety

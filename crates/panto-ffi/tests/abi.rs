@@ -181,7 +181,7 @@ fn cancel_later(run: *mut panto_run) -> std::thread::JoinHandle<i32> {
     std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(100));
         // SAFETY: the caller frees the run only after joining this thread.
-        unsafe { panto_run_cancel(address as *const panto_run) }
+        unsafe { panto_run_cancel(address as *mut panto_run) }
     })
 }
 

@@ -2,39 +2,13 @@
 //! holds a key, and a config file others can read.
 //!
 //! Messages go to a terminal, to CI logs and into bug reports, so a key must never be part of one.
-//! Nothing here proves a string is a key; the rules err on the side of hiding.
+//! Nothing here proves a string is a key; the rules err on the side of hiding. The rules for a
+//! single string are panto-core's ([`panto_core::secret`]), shared with libpanto's config errors.
 
 use std::borrow::Cow;
 use std::path::Path;
 
-/// Whether `s` looks like a credential rather than a name: long and random-looking (letters of
-/// both cases and digits, or very long with letters and digits), or with a known key prefix.
-pub fn looks_like_secret(s: &str) -> bool {
-    let has = |f: fn(&char) -> bool| s.chars().any(|c| f(&c));
-    let digits = has(char::is_ascii_digit);
-    let lower = has(char::is_ascii_lowercase);
-    let upper = has(char::is_ascii_uppercase);
-    let len = s.chars().count();
-    s.starts_with("sk-") || (len >= 20 && digits && lower && upper) || (len >= 32 && digits && (lower || upper))
-}
-
-/// Whether `s` can be the name of an environment variable as a shell sets one.
-pub fn is_var_name(s: &str) -> bool {
-    let mut chars = s.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-/// The name in `api_key_env` as a message may show it: itself, unless it looks like the key
-/// was written there instead of a variable name.
-pub fn shown_var(name: &str) -> Cow<'_, str> {
-    if looks_like_secret(name) || !is_var_name(name) {
-        let head: String = name.chars().take(4).collect();
-        Cow::Owned(format!("{head}… (hidden: it looks like a key, not a variable name)"))
-    } else {
-        Cow::Borrowed(name)
-    }
-}
+pub use panto_core::secret::{is_var_name, looks_like_secret, shown_var};
 
 /// Words in a config line's key that say its value may be a credential.
 const SECRET_WORDS: [&str; 8] = [
@@ -93,16 +67,6 @@ pub fn readable_key_warning(path: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn names_are_shown_and_keys_are_not() {
-        assert_eq!(shown_var("OPENAI_API_KEY"), "OPENAI_API_KEY");
-        assert_eq!(shown_var("my_key"), "my_key");
-        let shown = shown_var("sk-ant-api03-AbCdEf0123456789");
-        assert!(shown.starts_with("sk-a…") && !shown.contains("0123"), "{shown}");
-        assert!(!shown_var("gsk_Xq81nVmPa0Lr7TzY2bWc").contains("Xq81"));
-        assert!(!shown_var("3f9a1c0e8b7d6a5f4e3d2c1b0a9f8e7d").contains("3f9a1c"));
-    }
 
     #[test]
     fn lines_that_may_hold_keys_are_quoted_without_their_value() {
