@@ -293,9 +293,7 @@ impl SandboxConfig {
             Err(e) => format!("its private /tmp could not be made: {e}"),
             Ok(private) => {
                 self.set_private_tmp(Some(private));
-                let mut command = std::process::Command::new("sh");
-                command.arg("-c").arg(":");
-                let failure = match crate::child::run_to_end(command, self) {
+                let failure = match crate::child::run_to_end(self.probe_command(), self) {
                     Err(e) => crate::child::namespace_failure(&e),
                     Ok(_) => None,
                 };
@@ -314,10 +312,20 @@ impl SandboxConfig {
         ));
     }
 
-    fn run_probe(&self) -> Result<(), Error> {
+    /// The trivial command the probes run, in the working directory as bash runs: a process
+    /// whose own directory lies in a temp directory but outside the workspace (a test binary in a
+    /// checkout under `/tmp`) has no such directory in the namespace.
+    fn probe_command(&self) -> std::process::Command {
         let mut command = std::process::Command::new("sh");
         command.arg("-c").arg(":");
-        match crate::child::run_to_end(command, self) {
+        if let Some(cwd) = self.workspace.first() {
+            command.current_dir(cwd);
+        }
+        command
+    }
+
+    fn run_probe(&self) -> Result<(), Error> {
+        match crate::child::run_to_end(self.probe_command(), self) {
             Ok(status) if status.success() => Ok(()),
             Ok(status) => Err(Error::SandboxUnavailable(format!(
                 "the sandbox (--sandbox {}) could not be checked: a trivial command under it ended with {status}; \

@@ -686,7 +686,7 @@ async fn a_c_program_compiles_and_runs_in_the_workspace() {
 fn scenario_base() -> std::path::PathBuf {
     std::env::var_os("PANTO_TEST_BASE")
         .map(Into::into)
-        .unwrap_or_else(|| env!("CARGO_TARGET_TMPDIR").into())
+        .unwrap_or_else(|| panto_testkit::outside::outside_base(Path::new(env!("CARGO_TARGET_TMPDIR"))))
 }
 
 /// Fails clearly when `dir` is beneath a temp directory: bash sees a private `/tmp`, so such a
@@ -702,8 +702,8 @@ fn assert_outside_the_temp_dirs(dir: &Path) {
         if let Ok(temp) = temp.canonicalize() {
             assert!(
                 !real.starts_with(&temp),
-                "{} is beneath the temp directory {}: the namespace tests need the target directory \
-                 (CARGO_TARGET_TMPDIR) outside every temp directory; build from a checkout outside them",
+                "{} is beneath the temp directory {}: bash's /tmp is private, so this test could not \
+                 tell a read-only directory from a hidden one",
                 real.display(),
                 temp.display()
             );
@@ -879,7 +879,12 @@ async fn workspace_write_namespace_holds_for_an_unprivileged_user() {
         return;
     }
     const NOBODY: u32 = 65534;
-    let base = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // Outside every temp directory (bash's /tmp is private) and reachable by that user, wherever
+    // the checkout is.
+    let base = tempfile::tempdir_in(panto_testkit::outside::outside_base_reachable_by_others(Path::new(
+        env!("CARGO_TARGET_TMPDIR"),
+    )))
+    .unwrap();
     std::os::unix::fs::chown(base.path(), Some(NOBODY), Some(NOBODY)).unwrap();
     let output = std::process::Command::new(std::env::current_exe().unwrap())
         .args([
