@@ -281,32 +281,43 @@ async fn dropping_the_stream_while_tools_run_stops_them_and_closes_the_calls() {
     }
 }
 
+/// A tool source named `server` offering one tool, `tool`, whose calls answer `called NAME`
+/// with the name the tool was called by.
+struct OneToolSource {
+    server: &'static str,
+    tool: &'static str,
+}
+
+impl OneToolSource {
+    fn new(server: &'static str, tool: &'static str) -> Self {
+        OneToolSource { server, tool }
+    }
+}
+
+#[async_trait::async_trait]
+impl panto_core::ToolSource for OneToolSource {
+    fn name(&self) -> &str {
+        self.server
+    }
+    fn tools(&self) -> Vec<panto_core::ToolDecl> {
+        vec![panto_core::ToolDecl {
+            name: self.tool.into(),
+            description: "a source's tool".into(),
+            input_schema: serde_json::json!({"type":"object"}),
+        }]
+    }
+    async fn call(&self, call: panto_core::ToolCall) -> Result<panto_core::ToolCallResult, panto_core::ToolError> {
+        Ok(panto_core::ToolCallResult::text(format!("called {}", call.name)))
+    }
+}
+
 #[tokio::test]
 async fn source_tools_get_encoded_wire_names_and_decode_on_call() {
-    use async_trait::async_trait;
-    use panto_core::{ToolCall, ToolCallResult, ToolDecl, ToolError, ToolSource};
-
-    struct Source;
-    #[async_trait]
-    impl ToolSource for Source {
-        fn name(&self) -> &str {
-            "my.server"
-        }
-        fn tools(&self) -> Vec<ToolDecl> {
-            vec![ToolDecl {
-                name: "read file".into(),
-                description: "reads".into(),
-                input_schema: serde_json::json!({"type":"object"}),
-            }]
-        }
-        async fn call(&self, call: ToolCall) -> Result<ToolCallResult, ToolError> {
-            Ok(ToolCallResult::text(format!("called {}", call.name)))
-        }
-    }
-
     let server = MockServer::start().await;
     let mut agent = agent(ApiStyle::AnthropicMessages, &server);
-    agent.register_tool_source(Arc::new(Source)).unwrap();
+    agent
+        .register_tool_source(Arc::new(OneToolSource::new("my.server", "read file")))
+        .unwrap();
     let wire = agent.tools()[0].name.clone();
     assert!(
         wire.bytes()
@@ -330,30 +341,11 @@ async fn source_tools_get_encoded_wire_names_and_decode_on_call() {
 
 #[tokio::test]
 async fn a_source_tool_has_one_name_in_block_start_tool_start_and_tool_complete() {
-    use async_trait::async_trait;
-    use panto_core::{ToolCall, ToolCallResult, ToolDecl, ToolError, ToolSource};
-
-    struct Source;
-    #[async_trait]
-    impl ToolSource for Source {
-        fn name(&self) -> &str {
-            "hold"
-        }
-        fn tools(&self) -> Vec<ToolDecl> {
-            vec![ToolDecl {
-                name: "slow".into(),
-                description: "holds".into(),
-                input_schema: serde_json::json!({"type":"object"}),
-            }]
-        }
-        async fn call(&self, call: ToolCall) -> Result<ToolCallResult, ToolError> {
-            Ok(ToolCallResult::text(format!("called {}", call.name)))
-        }
-    }
-
     let server = MockServer::start().await;
     let mut agent = agent(ApiStyle::AnthropicMessages, &server);
-    agent.register_tool_source(Arc::new(Source)).unwrap();
+    agent
+        .register_tool_source(Arc::new(OneToolSource::new("hold", "slow")))
+        .unwrap();
     let wire = agent.tools()[0].name.clone();
     assert_eq!(wire, "hold__slow");
     server.push(Reply::sse(tool_calls(
