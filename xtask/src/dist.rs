@@ -22,6 +22,9 @@
 //! tree twice and fails when any file other than the binaries differs, or the binaries differ in
 //! size. `install --prefix P [--destdir D]` writes the same tree into `D/P` with a `panto.pc`
 //! naming `P`.
+//!
+//! Both build first, in `target/dist-build/` ([`dist_build_dir`]): a release build with the
+//! SONAME, kept apart from the checkout's `target/release/`, which they never write.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -155,9 +158,16 @@ pub(crate) fn install(root: &Path, args: &[String]) -> Result<()> {
 /// (`libpanto.so.<PANTO_ABI_VERSION>`) here, so debug builds keep linking as `libpanto.so`.
 pub(crate) fn build_release(root: &Path) -> Result<Release> {
     let abi = abi_version(root)?;
+    let build_dir = dist_build_dir(root);
+    let checkout_lib = crate::target_dir(root).join("release").join("libpanto.so");
+    let checkout_lib_before = file_stamp(&checkout_lib);
     // One invocation, so `panto` and libpanto share one feature resolution and the dependency
     // graph compiles once (two invocations resolved features apart and built most of it twice).
-    // The SONAME reaches the cdylib's link through panto-ffi's build script.
+    // The SONAME reaches the cdylib's link through panto-ffi's build script. The build has a
+    // target directory of its own: a SONAME'd libpanto in `target/release` would change what a
+    // program linked against the build tree (docs/ffi.md) needs at run time, and the package
+    // selection here would resolve features apart from the checkout's own `cargo build
+    // --release` and rebuild over it each time the two alternate.
     crate::run(
         crate::cargo_command(root)
             .args([
@@ -172,9 +182,16 @@ pub(crate) fn build_release(root: &Path) -> Result<Release> {
                 "panto-ffi",
                 "--lib",
             ])
+            .env("CARGO_TARGET_DIR", &build_dir)
             .env("PANTO_SONAME", format!("libpanto.so.{abi}")),
     )?;
-    let dir = crate::target_dir(root).join("release");
+    if file_stamp(&checkout_lib) != checkout_lib_before {
+        bail!(
+            "the release build for dist/install changed the checkout's own {}",
+            checkout_lib.display()
+        );
+    }
+    let dir = build_dir.join("release");
     for file in ["panto", "libpanto.so", "libpanto.a"] {
         if !dir.join(file).exists() {
             bail!("{} is missing after the release build", dir.join(file).display());
@@ -185,6 +202,17 @@ pub(crate) fn build_release(root: &Path) -> Result<Release> {
         abi,
         version: crate::codegen::ffi_version(root)?,
     })
+}
+
+/// Where `dist` and `install` build: a target directory of their own under the checkout's
+/// (`cargo clean` removes it too), never `target/release`.
+pub(crate) fn dist_build_dir(root: &Path) -> PathBuf {
+    crate::target_dir(root).join("dist-build")
+}
+
+/// Whether a file exists, and when it was last written: enough to notice a rebuild over it.
+fn file_stamp(path: &Path) -> Option<std::time::SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
 }
 
 /// `PANTO_ABI_VERSION` as the committed header defines it.
