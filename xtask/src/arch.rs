@@ -6,6 +6,7 @@
 //! panto-core, files included across crates ([`includes`]) and the split of panto-core's API
 //! between its root and `panto_core::store` ([`store_api`]).
 
+mod docs_map;
 mod includes;
 mod store_api;
 
@@ -163,6 +164,7 @@ pub fn check(root: &Path) -> Result<()> {
     check_child_module(root, &mut violations)?;
     includes::check(root, &mut violations)?;
     store_api::check(root, &mut violations)?;
+    docs_map::check(root, &mut violations)?;
     for krate in LINTED_CRATES {
         let manifest = root.join(krate).join("Cargo.toml");
         let text = std::fs::read_to_string(&manifest).with_context(|| format!("reading {}", manifest.display()))?;
@@ -384,6 +386,18 @@ fn inherits_workspace_lints(manifest: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The whole check over this checkout, so that plain `cargo test` fails on a broken
+    /// invariant or a stale docs/ARCHITECTURE.md, as `cargo xtask arch` does.
+    #[test]
+    fn this_workspace_keeps_its_architecture_invariants_and_its_map() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("xtask sits in the workspace root");
+        if let Err(e) = check(root) {
+            panic!("{e:#}");
+        }
+    }
 
     #[test]
     fn finds_tokens_in_code_but_not_in_comments_or_tests() {

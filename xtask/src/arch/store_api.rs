@@ -33,7 +33,7 @@ pub(super) fn check(root: &Path, violations: &mut Vec<String>) -> Result<()> {
 
 /// The names a file's `pub use` items bring in (the alias where there is one), each with the
 /// line of its `pub use`.
-fn pub_use_names(text: &str) -> Vec<(usize, String)> {
+pub(super) fn pub_use_names(text: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     let mut statement: Option<(usize, String)> = None;
     for (i, line) in text.lines().enumerate() {
