@@ -2,7 +2,8 @@
 //! the test kit's OTLP receiver, over HTTP and over gRPC, configured only by the standard
 //! variables. (The CLI's tests run the same against a real `panto -p` turn.)
 //!
-//! One test in this binary: the exporters read the process environment, which the test sets.
+//! The exporters read the process environment, which the test sets: it holds
+//! [`PROCESS_ENV`](crate::PROCESS_ENV) throughout.
 
 use std::time::Duration;
 
@@ -84,6 +85,7 @@ async fn export_to(receiver: &OtlpReceiver, protocol: &str, endpoint: String) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_turn_reaches_an_otlp_receiver_over_http_and_grpc() {
+    let _env = crate::PROCESS_ENV.lock().await;
     std::env::remove_var("OTEL_SERVICE_NAME");
     let unset = Export::from_env("x").unwrap();
     assert!(unset.is_none(), "nothing is set up without an endpoint");

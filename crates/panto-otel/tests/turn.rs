@@ -2,8 +2,9 @@
 //! conventions give them, straight from how panto-core records them (counts as ints, the finish
 //! reason as a string array), with no step in between that guesses types from names.
 //!
-//! One test in this binary: the exporters read the process environment, which the test sets,
-//! and the subscriber is the process's global one (the turn runs on the runtime's threads).
+//! The exporters read the process environment, which the test sets, and the subscriber is the
+//! process's global one (the turn runs on the runtime's threads): the test holds
+//! [`PROCESS_ENV`](crate::PROCESS_ENV) throughout.
 
 use std::time::Duration;
 
@@ -17,8 +18,15 @@ use tracing_subscriber::layer::SubscriberExt;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_turn_exports_counts_as_ints_and_finish_reasons_as_an_array() {
+    let _env = crate::PROCESS_ENV.lock().await;
     let receiver = OtlpReceiver::start().await;
-    std::env::remove_var("OTEL_SERVICE_NAME");
+    for set_by_other_tests in [
+        "OTEL_SERVICE_NAME",
+        "OTEL_EXPORTER_OTLP_PROTOCOL",
+        "OTEL_EXPORTER_OTLP_HEADERS",
+    ] {
+        std::env::remove_var(set_by_other_tests);
+    }
     std::env::set_var("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.http_endpoint());
     let export = Export::from_env("panto-otel-turn")
         .unwrap()

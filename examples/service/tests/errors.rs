@@ -2,9 +2,7 @@
 //! refuses the turn: every error in the service's form (`{"error": "..."}`) with a status that
 //! says whose fault it is, and nothing written or sent for a request refused up front.
 
-mod common;
-
-use common::{http, start_instance, Client};
+use crate::common::{http, start_instance, Client};
 use panto_testkit::postgres::server;
 use panto_testkit::{script, MockServer, Reply};
 use serde_json::{json, Value};
@@ -87,7 +85,7 @@ async fn bad_requests_and_a_refusing_provider_get_errors_in_the_service_form() {
     mock.push(Reply::sse(script::anthropic_text("fine now")));
     let (status, events) = client.prompt(&instance, &id, "again").await;
     assert_eq!(status, 200, "{events:?}");
-    assert_eq!(common::streamed_text(&events), "fine now");
+    assert_eq!(crate::common::streamed_text(&events), "fine now");
 }
 
 /// The service is safe to copy: no request gets in without the token, a request naming another

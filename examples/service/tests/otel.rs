@@ -3,12 +3,10 @@
 //! is stopped (SIGTERM: it flushes on the way out) the receiver holds the turn's trace under the
 //! HTTP request's span, and its metrics; the API key is nowhere in the export.
 
-mod common;
-
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{start_instance, streamed_text, Client};
+use crate::common::{start_instance, streamed_text, Client};
 use panto_testkit::otlp::OtlpReceiver;
 use panto_testkit::postgres::server;
 use panto_testkit::{script, MockServer, Reply};

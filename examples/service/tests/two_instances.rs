@@ -2,11 +2,9 @@
 //! against the mock LLM server: a session live in one instance is refused by the other with a
 //! 409 until the first lets go of it; then the other resumes it with its whole history.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{start_instance, streamed_text, Client};
+use crate::common::{start_instance, streamed_text, Client};
 use panto_testkit::postgres::server;
 use panto_testkit::{script, MockServer, Reply};
 use serde_json::Value;
