@@ -709,9 +709,8 @@ fn thread_count() -> usize {
 /// Has the store serve a few sessions of its own before the clock starts, as a service's store
 /// has by the time a thousand agents are in flight: its pool's connections open, their
 /// statements prepared and the lock connection's. The floor's connections are opened before its
-/// clock too. A cold store (measured 2026-12-04) added 8 to 43 ms to the p99 of the first
-/// appends at 1,000 agents: the first hundred agents' first appends queued behind the opening
-/// of the connections (docs/performance.md).
+/// clock too. A cold store's first appends queue behind the opening of its connections, which
+/// would measure the pool's start rather than the fleet (docs/performance-log.md has the runs).
 async fn warm_up(store: &Arc<dyn SessionStore>) {
     let conversation = panto_core::Conversation::new();
     let prompt = panto_core::Message::new(panto_core::Role::User, vec![panto_core::ContentBlock::text("warm-up")]);

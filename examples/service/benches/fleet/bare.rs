@@ -111,7 +111,8 @@ pub enum Writes {
 /// The bytes the JSONL store writes for a fleet turn, in the order of its appends: the header
 /// with the prompt and the first assistant message (a new session is written with its first
 /// answer), the first tool result, the second assistant message, the second result, the answer.
-/// Measured from the session files of a fleet run (`PANTO_FLEET_KEEP=1`, 2026-12-02).
+/// The sizes are those of the session files a fleet run keeps (`PANTO_FLEET_KEEP=1`); a change
+/// to the session format changes them.
 const LINES: [usize; 5] = [HEADER + PROMPT + ASSISTANT_FIRST, RESULT, ASSISTANT, RESULT, ANSWER];
 const HEADER: usize = 153;
 const PROMPT: usize = 588;
