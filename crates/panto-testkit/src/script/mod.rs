@@ -1,6 +1,7 @@
 //! Scripted streams that look exactly like what the real APIs send.
 //!
-//! [`AnthropicScript`], [`OpenAiScript`] and [`ResponsesScript`] build a response body event by event; the functions
+//! [`AnthropicScript`], [`OpenAiScript`] and [`ResponsesScript`] build a response body event by
+//! event, [`Script`] the same reply in whichever style a test runs; the functions
 //! here are shortcuts for the common shapes. All of them return the body bytes, ready for
 //! [`Reply::sse`](crate::Reply::sse). Text is cut into word-sized deltas (a word with its leading
 //! whitespace, at most 16 bytes, never inside a UTF-8 character) and JSON arguments into
@@ -10,11 +11,13 @@
 //! binary's `{"builder": {"name": …, "args": …}}` replies.
 
 mod anthropic;
+mod any_style;
 mod named;
 mod openai;
 mod responses;
 
 pub use anthropic::AnthropicScript;
+pub use any_style::Script;
 pub use named::{build_named, BUILDERS};
 pub use openai::OpenAiScript;
 pub use responses::ResponsesScript;
