@@ -43,6 +43,16 @@ impl ApiStyle {
             ApiStyle::OpenAiResponses => "openai-responses",
         }
     }
+
+    /// The vendor's own API root, the base URL a [`ProviderConfig::new`] of this style starts
+    /// with: `https://api.anthropic.com` for Anthropic, `https://api.openai.com/v1` for the
+    /// OpenAI styles (the defaults the official SDKs use).
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            ApiStyle::AnthropicMessages => "https://api.anthropic.com",
+            ApiStyle::OpenAiChat | ApiStyle::OpenAiResponses => "https://api.openai.com/v1",
+        }
+    }
 }
 
 impl fmt::Display for ApiStyle {
@@ -156,16 +166,32 @@ impl fmt::Display for CacheMode {
 
 /// One provider endpoint and model.
 ///
-/// Built with [`ProviderConfig::new`] and the `with_*` setters (fields may be added in later
-/// versions, so it cannot be written as a struct literal outside panto-core):
+/// Built with [`ProviderConfig::new`] (the style and the model) and the `with_*` setters, each
+/// naming what it sets, so a key cannot land where the model or the URL belongs (fields may be
+/// added in later versions, so it cannot be written as a struct literal outside panto-core):
 ///
 /// ```
 /// use panto_core::{ApiStyle, ProviderConfig, ReasoningEffort};
-/// let provider = ProviderConfig::new(ApiStyle::OpenAiChat, "http://127.0.0.1:8080/v1", "", "qwen3")
+/// let provider = ProviderConfig::new(ApiStyle::OpenAiChat, "qwen3")
+///     .with_base_url("http://127.0.0.1:8080/v1")
 ///     .with_reasoning(ReasoningEffort::Low)
 ///     .with_max_tokens(4_096)
 ///     .with_header("x-team", "search");
+/// assert_eq!(provider.model, "qwen3");
 /// assert_eq!(provider.max_tokens, 4_096);
+///
+/// // The vendor's own API: the base URL is the style's default.
+/// let claude = ProviderConfig::new(ApiStyle::AnthropicMessages, "claude-sonnet-4-5")
+///     .with_api_key("sk-ant-...");
+/// assert_eq!(claude.base_url, "https://api.anthropic.com");
+/// ```
+///
+/// The URL and the key are never positional arguments; the four-argument form of other
+/// libraries does not compile:
+///
+/// ```compile_fail
+/// # use panto_core::{ApiStyle, ProviderConfig};
+/// let provider = ProviderConfig::new(ApiStyle::OpenAiChat, "http://127.0.0.1:8080/v1", "qwen3", "sk-key");
 /// ```
 #[derive(Clone, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -264,17 +290,16 @@ fn default_max_tokens() -> u32 {
 }
 
 impl ProviderConfig {
-    /// A provider with the default reasoning, token limit and no extra headers.
-    pub fn new(
-        api_style: ApiStyle,
-        base_url: impl Into<String>,
-        api_key: impl Into<String>,
-        model: impl Into<String>,
-    ) -> Self {
+    /// A provider speaking `api_style` to `model`, at the style's
+    /// [default base URL](ApiStyle::default_base_url), with no API key, the default reasoning and
+    /// token limit and no extra headers. Set the rest with the `with_*` setters
+    /// ([`with_base_url`](ProviderConfig::with_base_url),
+    /// [`with_api_key`](ProviderConfig::with_api_key), …).
+    pub fn new(api_style: ApiStyle, model: impl Into<String>) -> Self {
         ProviderConfig {
             api_style,
-            base_url: base_url.into(),
-            api_key: api_key.into(),
+            base_url: api_style.default_base_url().to_owned(),
+            api_key: String::new(),
             model: model.into(),
             reasoning: ReasoningEffort::Off,
             max_tokens: default_max_tokens(),
@@ -287,6 +312,20 @@ impl ProviderConfig {
             http2_prior_knowledge: false,
             client: SharedClient::default(),
         }
+    }
+
+    /// With this base URL (see [`ProviderConfig::base_url`] for what it includes).
+    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
+        self.base_url = base_url.into();
+        self
+    }
+
+    /// With this API key (sent as `x-api-key` to Anthropic, as a bearer token to the OpenAI
+    /// styles). Empty by default; the OpenAI styles then send no `authorization` header, as
+    /// local servers need none.
+    pub fn with_api_key(mut self, api_key: impl Into<String>) -> Self {
+        self.api_key = api_key.into();
+        self
     }
 
     /// With HTTP/2 prior knowledge on or off ([`ProviderConfig::http2_prior_knowledge`]). The
@@ -484,12 +523,11 @@ impl Default for CompactionConfig {
 /// ```
 /// use std::time::Duration;
 /// use panto_core::{ApiStyle, Config, ProviderConfig};
-/// let config = Config::new(ProviderConfig::new(
-///     ApiStyle::AnthropicMessages,
-///     "http://127.0.0.1:8080",
-///     "my-api-key",
-///     "claude-sonnet-4-5",
-/// ))
+/// let config = Config::new(
+///     ProviderConfig::new(ApiStyle::AnthropicMessages, "claude-sonnet-4-5")
+///         .with_base_url("http://127.0.0.1:8080")
+///         .with_api_key("my-api-key"),
+/// )
 /// .with_max_steps(20)
 /// .with_idle_timeout(Duration::from_secs(60));
 /// assert_eq!(config.max_steps, 20);
@@ -591,14 +629,37 @@ mod tests {
     use super::*;
 
     #[test]
+    fn new_starts_at_the_styles_vendor_root_and_setters_name_each_field() {
+        let openai = ProviderConfig::new(ApiStyle::OpenAiResponses, "gpt-5");
+        assert_eq!(
+            (openai.base_url.as_str(), openai.api_key.as_str(), openai.model.as_str()),
+            ("https://api.openai.com/v1", "", "gpt-5")
+        );
+        let local = ProviderConfig::new(ApiStyle::AnthropicMessages, "claude-sonnet-4-5")
+            .with_api_key("sk-ant-key")
+            .with_base_url("http://127.0.0.1:8080");
+        assert_eq!(local.base_url, "http://127.0.0.1:8080");
+        assert_eq!(local.api_key, "sk-ant-key");
+        assert_eq!(local.model, "claude-sonnet-4-5");
+        assert_eq!(
+            ProviderConfig::new(ApiStyle::AnthropicMessages, "m").base_url,
+            "https://api.anthropic.com"
+        );
+    }
+
+    #[test]
     fn debug_never_shows_the_key() {
-        let p = ProviderConfig::new(ApiStyle::OpenAiChat, "http://x/v1", "sk-secret-123", "m");
+        let p = ProviderConfig::new(ApiStyle::OpenAiChat, "m")
+            .with_base_url("http://x/v1")
+            .with_api_key("sk-secret-123");
         assert!(!format!("{p:?}").contains("sk-secret-123"));
     }
 
     #[test]
     fn setters_change_only_their_field() {
-        let p = ProviderConfig::new(ApiStyle::AnthropicMessages, "http://x", "k", "m")
+        let p = ProviderConfig::new(ApiStyle::AnthropicMessages, "m")
+            .with_base_url("http://x")
+            .with_api_key("k")
             .with_reasoning(ReasoningEffort::High)
             .with_max_tokens(100)
             .with_header("x-a", "1")
@@ -635,7 +696,9 @@ mod tests {
 
     #[test]
     fn credentials_in_the_base_url_reach_neither_the_wire_identity_nor_debug() {
-        let p = ProviderConfig::new(ApiStyle::OpenAiChat, "http://user:pw-secret@proxy/v1", "k", "m");
+        let p = ProviderConfig::new(ApiStyle::OpenAiChat, "m")
+            .with_base_url("http://user:pw-secret@proxy/v1")
+            .with_api_key("k");
         assert_eq!(p.wire_identity().base_url, "http://proxy/v1");
         let debug = format!("{:?}", Config::new(p));
         assert!(
@@ -661,7 +724,9 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(bad.contains("2h") && bad.contains("5m"), "{bad}");
-        let p = ProviderConfig::new(ApiStyle::AnthropicMessages, "http://x", "k", "m")
+        let p = ProviderConfig::new(ApiStyle::AnthropicMessages, "m")
+            .with_base_url("http://x")
+            .with_api_key("k")
             .with_cache(CacheMode::Off)
             .with_cache_ttl(CacheTtl::OneHour)
             .with_prompt_cache_key(true);

@@ -13,12 +13,9 @@ fn filler(tokens: usize) -> String {
 }
 
 fn config() -> ProviderConfig {
-    ProviderConfig::new(
-        ApiStyle::AnthropicMessages,
-        "http://127.0.0.1:1",
-        "k",
-        "claude-sonnet-4-5",
-    )
+    ProviderConfig::new(ApiStyle::AnthropicMessages, "claude-sonnet-4-5")
+        .with_base_url("http://127.0.0.1:1")
+        .with_api_key("k")
 }
 
 fn tools() -> Vec<ToolDecl> {

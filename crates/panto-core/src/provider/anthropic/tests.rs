@@ -11,12 +11,9 @@ use crate::provider::ProviderEvent;
 use crate::tool::ToolDecl;
 
 fn config() -> ProviderConfig {
-    let mut c = ProviderConfig::new(
-        ApiStyle::AnthropicMessages,
-        "https://api.anthropic.com/",
-        "sk-ant-test",
-        "claude-test",
-    );
+    let mut c = ProviderConfig::new(ApiStyle::AnthropicMessages, "claude-test")
+        .with_base_url("https://api.anthropic.com/")
+        .with_api_key("sk-ant-test");
     c.extra_headers = vec![("x-trace".into(), "abc".into())];
     c
 }

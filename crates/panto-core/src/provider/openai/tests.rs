@@ -11,12 +11,9 @@ use crate::provider::ProviderEvent;
 use crate::tool::ToolDecl;
 
 fn config() -> ProviderConfig {
-    ProviderConfig::new(
-        ApiStyle::OpenAiChat,
-        "https://api.openai.com/v1/",
-        "sk-test",
-        "gpt-test",
-    )
+    ProviderConfig::new(ApiStyle::OpenAiChat, "gpt-test")
+        .with_base_url("https://api.openai.com/v1/")
+        .with_api_key("sk-test")
 }
 
 fn user(content: Vec<ContentBlock>) -> Message {

@@ -11,12 +11,9 @@ use crate::provider::ProviderEvent;
 use crate::tool::ToolDecl;
 
 fn config() -> ProviderConfig {
-    ProviderConfig::new(
-        ApiStyle::OpenAiResponses,
-        "https://api.openai.com/v1/",
-        "sk-test",
-        "gpt-5",
-    )
+    ProviderConfig::new(ApiStyle::OpenAiResponses, "gpt-5")
+        .with_base_url("https://api.openai.com/v1/")
+        .with_api_key("sk-test")
 }
 
 fn user(content: Vec<ContentBlock>) -> Message {
