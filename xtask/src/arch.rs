@@ -4,9 +4,11 @@
 //! `print_stdout`/`print_stderr` are workspace lints); this check also catches a crate that opts out
 //! of the workspace lints, and what no lint covers: filesystem I/O, sessions made outside
 //! panto-core, files included across crates ([`includes`]) and the split of panto-core's API
-//! between its root and `panto_core::store` ([`store_api`]).
+//! between its root and `panto_core::store` ([`store_api`]), and the layers of panto-core's top
+//! modules ([`layers`]).
 
 mod includes;
+mod layers;
 mod store_api;
 
 use std::path::{Path, PathBuf};
@@ -163,6 +165,7 @@ pub fn check(root: &Path) -> Result<()> {
     check_child_module(root, &mut violations)?;
     includes::check(root, &mut violations)?;
     store_api::check(root, &mut violations)?;
+    layers::check(root, &mut violations)?;
     for krate in LINTED_CRATES {
         let manifest = root.join(krate).join("Cargo.toml");
         let text = std::fs::read_to_string(&manifest).with_context(|| format!("reading {}", manifest.display()))?;

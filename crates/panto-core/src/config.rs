@@ -11,98 +11,13 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::wire::{strip_userinfo, WireIdentity};
+pub use crate::wire::{ApiStyle, ReasoningEffort};
 
 /// The default of [`ProviderConfig::max_event_bytes`]: 16 MiB.
 pub(crate) const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 
 /// The default of [`ProviderConfig::max_response_bytes`]: 256 MiB.
 pub(crate) const DEFAULT_MAX_RESPONSE_BYTES: u64 = 256 * 1024 * 1024;
-
-/// Which wire protocol a provider speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum ApiStyle {
-    /// The Anthropic Messages API (`POST {base_url}/v1/messages`).
-    #[serde(rename = "anthropic-messages")]
-    AnthropicMessages,
-    /// The OpenAI Chat Completions API and compatible servers (`POST {base_url}/chat/completions`,
-    /// where `base_url` already ends in `/v1`).
-    #[serde(rename = "openai-chat")]
-    OpenAiChat,
-    /// The OpenAI Responses API (`POST {base_url}/responses`, where `base_url` already ends in
-    /// `/v1`), used statelessly: every request carries the whole history and `store: false`.
-    #[serde(rename = "openai-responses")]
-    OpenAiResponses,
-}
-
-impl ApiStyle {
-    /// The canonical name, as written in configs and session logs.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ApiStyle::AnthropicMessages => "anthropic-messages",
-            ApiStyle::OpenAiChat => "openai-chat",
-            ApiStyle::OpenAiResponses => "openai-responses",
-        }
-    }
-
-    /// The vendor's own API root, the base URL a [`ProviderConfig::new`] of this style starts
-    /// with: `https://api.anthropic.com` for Anthropic, `https://api.openai.com/v1` for the
-    /// OpenAI styles (the defaults the official SDKs use).
-    pub fn default_base_url(self) -> &'static str {
-        match self {
-            ApiStyle::AnthropicMessages => "https://api.anthropic.com",
-            ApiStyle::OpenAiChat | ApiStyle::OpenAiResponses => "https://api.openai.com/v1",
-        }
-    }
-}
-
-impl fmt::Display for ApiStyle {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// How much the model should reason before answering.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReasoningEffort {
-    /// No extended reasoning requested.
-    #[default]
-    Off,
-    /// A small budget.
-    Low,
-    /// A moderate budget.
-    Medium,
-    /// A large budget.
-    High,
-}
-
-impl ReasoningEffort {
-    /// The canonical name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReasoningEffort::Off => "off",
-            ReasoningEffort::Low => "low",
-            ReasoningEffort::Medium => "medium",
-            ReasoningEffort::High => "high",
-        }
-    }
-
-    /// The Anthropic `thinking.budget_tokens` this effort maps to, `None` when off.
-    pub fn anthropic_budget(self) -> Option<u32> {
-        match self {
-            ReasoningEffort::Off => None,
-            ReasoningEffort::Low => Some(2_048),
-            ReasoningEffort::Medium => Some(8_192),
-            ReasoningEffort::High => Some(24_576),
-        }
-    }
-}
-
-impl fmt::Display for ReasoningEffort {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// Whether panto asks the provider to cache request prefixes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -257,25 +172,15 @@ pub struct ProviderConfig {
     /// The HTTP client of this provider, built on first use and shared by every clone of this
     /// config (so by every agent made from one), whatever `with_*` changes a clone gets after.
     #[serde(skip)]
-    client: SharedClient,
+    pub(crate) client: SharedClient,
 }
 
 /// One HTTP client (one connection pool) shared by the clones of a [`ProviderConfig`]: agents
 /// of one provider reuse each other's connections instead of each opening its own, and an idle
-/// agent holds no connection of its own.
+/// agent holds no connection of its own. Built by `ProviderConfig::http_client`
+/// (provider/http.rs).
 #[derive(Clone, Default)]
-struct SharedClient(Arc<OnceLock<reqwest::Client>>);
-
-/// The HTTP/2 connection window of a provider's shared client: 256 MiB. The HTTP/2 library
-/// closes a connection (`ENHANCE_YOUR_CALM`) under every stream on it once the small DATA
-/// frames received and not yet read exceed a budget of half this window (a frame of n < 256
-/// bytes counted as 256 - n). Thousands of agents whose tasks wait for a CPU, or whose replies
-/// waited unread while their tool results were stored (before `ProviderStream::read_ahead`),
-/// leave about twenty deltas of each reply in the connection at once: 64 MiB (room for about
-/// 200,000 96-byte deltas) was overrun by 10,000 agents on PostgreSQL. 256 MiB is room for
-/// about 840,000. It is a limit, not an allocation: what is buffered is what the agents asked
-/// for and have not read yet.
-const SHARED_HTTP2_CONNECTION_WINDOW: u32 = 256 << 20;
+pub(crate) struct SharedClient(pub(crate) Arc<OnceLock<reqwest::Client>>);
 
 fn default_max_event_bytes() -> usize {
     DEFAULT_MAX_EVENT_BYTES
@@ -353,34 +258,6 @@ impl ProviderConfig {
     pub fn with_prompt_cache_key(mut self, send: bool) -> Self {
         self.prompt_cache_key = send;
         self
-    }
-
-    /// The provider's HTTP client, built by [`http_client_builder`](crate::http_client_builder)
-    /// on first use and shared by every clone of this config. A `reqwest::Client` is a handle:
-    /// the clone returned shares the connection pool. Keep the agents of one config on one Tokio
-    /// runtime: pooled connections are driven by the runtime that opened them.
-    ///
-    /// Errors: [`Error::HttpClient`](crate::Error::HttpClient) when no client can be built (the
-    /// TLS backend cannot initialise).
-    pub(crate) fn http_client(&self) -> crate::Result<reqwest::Client> {
-        if let Some(client) = self.client.0.get() {
-            return Ok(client.clone());
-        }
-        // Over HTTP/2 the agents sharing this client share one connection, and so its
-        // flow-control window. The default (5 MiB) also sizes the budget the HTTP/2 library
-        // allows for DATA frames received but not yet read (half the window, each small frame
-        // counted at 256 bytes): a provider streaming small deltas to thousands of agents
-        // overruns it as soon as the agents read a little behind, and the library then closes
-        // the connection under every agent at once. A window sized for many streams keeps
-        // their slack.
-        let mut builder = crate::provider::http::http_client_builder()
-            .http2_initial_connection_window_size(SHARED_HTTP2_CONNECTION_WINDOW);
-        if self.http2_prior_knowledge {
-            builder = builder.http2_prior_knowledge();
-        }
-        let built = builder.build().map_err(|e| crate::Error::HttpClient(e.to_string()))?;
-        // Two agents may race to build it; the first one stored wins and both use that one.
-        Ok(self.client.0.get_or_init(|| built).clone())
     }
 
     /// With this reasoning effort.

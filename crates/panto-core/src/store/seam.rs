@@ -19,9 +19,9 @@ use async_trait::async_trait;
 use super::checkpoint::{CheckpointRecord, StoredCheckpoint};
 use super::id::validate_session_id;
 use super::info::SessionInfo;
+use crate::conversation::ToolDecl;
 use crate::conversation::{Conversation, Message, Role, Usage};
 use crate::error::Result;
-use crate::tool::ToolDecl;
 use crate::wire::WireIdentity;
 
 /// A compaction, as recorded with the summary message that carries it.

@@ -2,10 +2,10 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::config::{ApiStyle, CacheTtl};
+use crate::conversation::ToolDecl;
 use crate::conversation::{ContentBlock, Message, Role, ToolResultContent};
 use crate::provider::request_json as request_body;
 use crate::provider::ProviderRequest;
-use crate::tool::ToolDecl;
 
 /// Text of about `tokens` tokens by panto's estimate.
 fn filler(tokens: usize) -> String {
