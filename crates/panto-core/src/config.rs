@@ -104,7 +104,7 @@ impl fmt::Display for CacheMode {
 /// The URL and the key are never positional arguments; the four-argument form of other
 /// libraries does not compile:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0061
 /// # use panto_core::{ApiStyle, ProviderConfig};
 /// let provider = ProviderConfig::new(ApiStyle::OpenAiChat, "http://127.0.0.1:8080/v1", "qwen3", "sk-key");
 /// ```

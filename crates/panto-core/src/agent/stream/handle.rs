@@ -45,7 +45,9 @@ type Step<'a> = Pin<Box<dyn Future<Output = (Box<Turn<'a>>, Result<Option<Event>
 /// # let server = MockServer::start().await;
 /// # server.push(Reply::sse(script::anthropic_text("Hello!")));
 /// # let config = Config::new(
-/// #     ProviderConfig::new(ApiStyle::AnthropicMessages, "claude-sonnet-4-5").with_base_url(server.anthropic_base_url()),
+/// #     ProviderConfig::new(ApiStyle::AnthropicMessages, "claude-sonnet-4-5")
+/// #         .with_base_url(server.anthropic_base_url())
+/// #         .with_api_key("key"),
 /// # );
 /// let mut agent = Agent::new(config, Session::create(NullStore::shared()), None)?;
 /// let events: Vec<Event> = agent.run("Say hello".into()).try_collect().await?;
