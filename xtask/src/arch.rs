@@ -4,10 +4,12 @@
 //! `print_stdout`/`print_stderr` are workspace lints); this check also catches a crate that opts out
 //! of the workspace lints, and what no lint covers: filesystem I/O, sessions made outside
 //! panto-core, files included across crates ([`includes`]) and the split of panto-core's API
-//! between its root and `panto_core::store` ([`store_api`]).
+//! between its root and `panto_core::store` ([`store_api`]), the layers of panto-core's top modules
+//! ([`layers`]), and docs/ARCHITECTURE.md against the tree ([`docs_map`]).
 
 mod docs_map;
 mod includes;
+mod layers;
 mod store_api;
 
 use std::path::{Path, PathBuf};
@@ -165,6 +167,7 @@ pub fn check(root: &Path) -> Result<()> {
     includes::check(root, &mut violations)?;
     store_api::check(root, &mut violations)?;
     docs_map::check(root, &mut violations)?;
+    layers::check(root, &mut violations)?;
     for krate in LINTED_CRATES {
         let manifest = root.join(krate).join("Cargo.toml");
         let text = std::fs::read_to_string(&manifest).with_context(|| format!("reading {}", manifest.display()))?;

@@ -66,7 +66,7 @@ const USAGE: &str = "usage: cargo xtask <task>
 tasks:
   ci         the whole check: fmt, invariants, clippy (also without otel), tests, header, C/Go, crash harness, docs, SDK check
   arch       architecture invariants (unsafe only in panto-ffi, printing only in panto-cli,
-             no filesystem I/O in panto-core)
+             no filesystem I/O in panto-core, panto-core's modules layered without cycles)
   bench      run every benchmark and print the table of targets (--only B, --cold)
   bench-data build the benchmark data sets under target/bench-data (--large, --force)
   codegen    generate include/panto.h and docs/events.schema.json (--check: fail if one is stale)

@@ -56,12 +56,11 @@ fn queue(server: &MockServer) {
 }
 
 async fn tool_loop(server: &MockServer) {
-    let config = Config::new(ProviderConfig::new(
-        ApiStyle::AnthropicMessages,
-        server.anthropic_base_url(),
-        "bench-key",
-        MODEL,
-    ))
+    let config = Config::new(
+        ProviderConfig::new(ApiStyle::AnthropicMessages, MODEL)
+            .with_base_url(server.anthropic_base_url())
+            .with_api_key("bench-key"),
+    )
     .with_max_steps(STEPS as u32 + 1);
     let mut agent = Agent::new(config, Session::create(NullStore::shared()), None).unwrap_or_else(|e| panic!("{e}"));
     agent.register_tool(Arc::new(Echo)).unwrap_or_else(|e| panic!("{e}"));

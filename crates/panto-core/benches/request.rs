@@ -18,7 +18,9 @@ const STYLES: &[(&str, ApiStyle)] = &[
 ];
 
 fn config(style: ApiStyle) -> ProviderConfig {
-    ProviderConfig::new(style, "http://127.0.0.1:1", "bench-key", "claude-sonnet-4-5")
+    ProviderConfig::new(style, "claude-sonnet-4-5")
+        .with_base_url("http://127.0.0.1:1")
+        .with_api_key("bench-key")
 }
 
 /// A tool step: the assistant's text and call, then the user message with its result.

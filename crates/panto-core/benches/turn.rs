@@ -38,12 +38,11 @@ struct Outcome {
 }
 
 fn agent(server: &MockServer) -> Agent {
-    let mut config = Config::new(ProviderConfig::new(
-        ApiStyle::AnthropicMessages,
-        server.anthropic_base_url(),
-        KEY,
-        MODEL,
-    ));
+    let mut config = Config::new(
+        ProviderConfig::new(ApiStyle::AnthropicMessages, MODEL)
+            .with_base_url(server.anthropic_base_url())
+            .with_api_key(KEY),
+    );
     config.idle_timeout = Duration::from_secs(30);
     Agent::new(config, Session::create(NullStore::shared()), None).unwrap_or_else(|e| panic!("{e}"))
 }

@@ -11,88 +11,13 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::wire::{strip_userinfo, WireIdentity};
+pub use crate::wire::{ApiStyle, ReasoningEffort};
 
 /// The default of [`ProviderConfig::max_event_bytes`]: 16 MiB.
 pub(crate) const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 
 /// The default of [`ProviderConfig::max_response_bytes`]: 256 MiB.
 pub(crate) const DEFAULT_MAX_RESPONSE_BYTES: u64 = 256 * 1024 * 1024;
-
-/// Which wire protocol a provider speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum ApiStyle {
-    /// The Anthropic Messages API (`POST {base_url}/v1/messages`).
-    #[serde(rename = "anthropic-messages")]
-    AnthropicMessages,
-    /// The OpenAI Chat Completions API and compatible servers (`POST {base_url}/chat/completions`,
-    /// where `base_url` already ends in `/v1`).
-    #[serde(rename = "openai-chat")]
-    OpenAiChat,
-    /// The OpenAI Responses API (`POST {base_url}/responses`, where `base_url` already ends in
-    /// `/v1`), used statelessly: every request carries the whole history and `store: false`.
-    #[serde(rename = "openai-responses")]
-    OpenAiResponses,
-}
-
-impl ApiStyle {
-    /// The canonical name, as written in configs and session logs.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ApiStyle::AnthropicMessages => "anthropic-messages",
-            ApiStyle::OpenAiChat => "openai-chat",
-            ApiStyle::OpenAiResponses => "openai-responses",
-        }
-    }
-}
-
-impl fmt::Display for ApiStyle {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// How much the model should reason before answering.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReasoningEffort {
-    /// No extended reasoning requested.
-    #[default]
-    Off,
-    /// A small budget.
-    Low,
-    /// A moderate budget.
-    Medium,
-    /// A large budget.
-    High,
-}
-
-impl ReasoningEffort {
-    /// The canonical name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReasoningEffort::Off => "off",
-            ReasoningEffort::Low => "low",
-            ReasoningEffort::Medium => "medium",
-            ReasoningEffort::High => "high",
-        }
-    }
-
-    /// The Anthropic `thinking.budget_tokens` this effort maps to, `None` when off.
-    pub fn anthropic_budget(self) -> Option<u32> {
-        match self {
-            ReasoningEffort::Off => None,
-            ReasoningEffort::Low => Some(2_048),
-            ReasoningEffort::Medium => Some(8_192),
-            ReasoningEffort::High => Some(24_576),
-        }
-    }
-}
-
-impl fmt::Display for ReasoningEffort {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// Whether panto asks the provider to cache request prefixes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -156,16 +81,32 @@ impl fmt::Display for CacheMode {
 
 /// One provider endpoint and model.
 ///
-/// Built with [`ProviderConfig::new`] and the `with_*` setters (fields may be added in later
-/// versions, so it cannot be written as a struct literal outside panto-core):
+/// Built with [`ProviderConfig::new`] (the style and the model) and the `with_*` setters, each
+/// naming what it sets, so a key cannot land where the model or the URL belongs (fields may be
+/// added in later versions, so it cannot be written as a struct literal outside panto-core):
 ///
 /// ```
 /// use panto_core::{ApiStyle, ProviderConfig, ReasoningEffort};
-/// let provider = ProviderConfig::new(ApiStyle::OpenAiChat, "http://127.0.0.1:8080/v1", "", "qwen3")
+/// let provider = ProviderConfig::new(ApiStyle::OpenAiChat, "qwen3")
+///     .with_base_url("http://127.0.0.1:8080/v1")
 ///     .with_reasoning(ReasoningEffort::Low)
 ///     .with_max_tokens(4_096)
 ///     .with_header("x-team", "search");
+/// assert_eq!(provider.model, "qwen3");
 /// assert_eq!(provider.max_tokens, 4_096);
+///
+/// // The vendor's own API: the base URL is the style's default.
+/// let claude = ProviderConfig::new(ApiStyle::AnthropicMessages, "claude-sonnet-4-5")
+///     .with_api_key("sk-ant-...");
+/// assert_eq!(claude.base_url, "https://api.anthropic.com");
+/// ```
+///
+/// The URL and the key are never positional arguments; the four-argument form of other
+/// libraries does not compile:
+///
+/// ```compile_fail,E0061
+/// # use panto_core::{ApiStyle, ProviderConfig};
+/// let provider = ProviderConfig::new(ApiStyle::OpenAiChat, "http://127.0.0.1:8080/v1", "qwen3", "sk-key");
 /// ```
 #[derive(Clone, Serialize, Deserialize)]
 #[non_exhaustive]
@@ -231,25 +172,15 @@ pub struct ProviderConfig {
     /// The HTTP client of this provider, built on first use and shared by every clone of this
     /// config (so by every agent made from one), whatever `with_*` changes a clone gets after.
     #[serde(skip)]
-    client: SharedClient,
+    pub(crate) client: SharedClient,
 }
 
 /// One HTTP client (one connection pool) shared by the clones of a [`ProviderConfig`]: agents
 /// of one provider reuse each other's connections instead of each opening its own, and an idle
-/// agent holds no connection of its own.
+/// agent holds no connection of its own. Built by `ProviderConfig::http_client`
+/// (provider/http.rs).
 #[derive(Clone, Default)]
-struct SharedClient(Arc<OnceLock<reqwest::Client>>);
-
-/// The HTTP/2 connection window of a provider's shared client: 256 MiB. The HTTP/2 library
-/// closes a connection (`ENHANCE_YOUR_CALM`) under every stream on it once the small DATA
-/// frames received and not yet read exceed a budget of half this window (a frame of n < 256
-/// bytes counted as 256 - n). Thousands of agents whose tasks wait for a CPU, or whose replies
-/// waited unread while their tool results were stored (before `ProviderStream::read_ahead`),
-/// leave about twenty deltas of each reply in the connection at once: 64 MiB (room for about
-/// 200,000 96-byte deltas) was overrun by 10,000 agents on PostgreSQL. 256 MiB is room for
-/// about 840,000. It is a limit, not an allocation: what is buffered is what the agents asked
-/// for and have not read yet.
-const SHARED_HTTP2_CONNECTION_WINDOW: u32 = 256 << 20;
+pub(crate) struct SharedClient(pub(crate) Arc<OnceLock<reqwest::Client>>);
 
 fn default_max_event_bytes() -> usize {
     DEFAULT_MAX_EVENT_BYTES
@@ -264,17 +195,16 @@ fn default_max_tokens() -> u32 {
 }
 
 impl ProviderConfig {
-    /// A provider with the default reasoning, token limit and no extra headers.
-    pub fn new(
-        api_style: ApiStyle,
-        base_url: impl Into<String>,
-        api_key: impl Into<String>,
-        model: impl Into<String>,
-    ) -> Self {
+    /// A provider speaking `api_style` to `model`, at the style's
+    /// [default base URL](ApiStyle::default_base_url), with no API key, the default reasoning and
+    /// token limit and no extra headers. Set the rest with the `with_*` setters
+    /// ([`with_base_url`](ProviderConfig::with_base_url),
+    /// [`with_api_key`](ProviderConfig::with_api_key), …).
+    pub fn new(api_style: ApiStyle, model: impl Into<String>) -> Self {
         ProviderConfig {
             api_style,
-            base_url: base_url.into(),
-            api_key: api_key.into(),
+            base_url: api_style.default_base_url().to_owned(),
+            api_key: String::new(),
             model: model.into(),
             reasoning: ReasoningEffort::Off,
             max_tokens: default_max_tokens(),
@@ -287,6 +217,20 @@ impl ProviderConfig {
             http2_prior_knowledge: false,
             client: SharedClient::default(),
         }
+    }
+
+    /// With this base URL (see [`ProviderConfig::base_url`] for what it includes).
+    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
+        self.base_url = base_url.into();
+        self
+    }
+
+    /// With this API key (sent as `x-api-key` to Anthropic, as a bearer token to the OpenAI
+    /// styles). Empty by default; the OpenAI styles then send no `authorization` header, as
+    /// local servers need none.
+    pub fn with_api_key(mut self, api_key: impl Into<String>) -> Self {
+        self.api_key = api_key.into();
+        self
     }
 
     /// With HTTP/2 prior knowledge on or off ([`ProviderConfig::http2_prior_knowledge`]). The
@@ -314,34 +258,6 @@ impl ProviderConfig {
     pub fn with_prompt_cache_key(mut self, send: bool) -> Self {
         self.prompt_cache_key = send;
         self
-    }
-
-    /// The provider's HTTP client, built by [`http_client_builder`](crate::http_client_builder)
-    /// on first use and shared by every clone of this config. A `reqwest::Client` is a handle:
-    /// the clone returned shares the connection pool. Keep the agents of one config on one Tokio
-    /// runtime: pooled connections are driven by the runtime that opened them.
-    ///
-    /// Errors: [`Error::HttpClient`](crate::Error::HttpClient) when no client can be built (the
-    /// TLS backend cannot initialise).
-    pub(crate) fn http_client(&self) -> crate::Result<reqwest::Client> {
-        if let Some(client) = self.client.0.get() {
-            return Ok(client.clone());
-        }
-        // Over HTTP/2 the agents sharing this client share one connection, and so its
-        // flow-control window. The default (5 MiB) also sizes the budget the HTTP/2 library
-        // allows for DATA frames received but not yet read (half the window, each small frame
-        // counted at 256 bytes): a provider streaming small deltas to thousands of agents
-        // overruns it as soon as the agents read a little behind, and the library then closes
-        // the connection under every agent at once. A window sized for many streams keeps
-        // their slack.
-        let mut builder = crate::provider::http::http_client_builder()
-            .http2_initial_connection_window_size(SHARED_HTTP2_CONNECTION_WINDOW);
-        if self.http2_prior_knowledge {
-            builder = builder.http2_prior_knowledge();
-        }
-        let built = builder.build().map_err(|e| crate::Error::HttpClient(e.to_string()))?;
-        // Two agents may race to build it; the first one stored wins and both use that one.
-        Ok(self.client.0.get_or_init(|| built).clone())
     }
 
     /// With this reasoning effort.
@@ -484,12 +400,11 @@ impl Default for CompactionConfig {
 /// ```
 /// use std::time::Duration;
 /// use panto_core::{ApiStyle, Config, ProviderConfig};
-/// let config = Config::new(ProviderConfig::new(
-///     ApiStyle::AnthropicMessages,
-///     "http://127.0.0.1:8080",
-///     "my-api-key",
-///     "claude-sonnet-4-5",
-/// ))
+/// let config = Config::new(
+///     ProviderConfig::new(ApiStyle::AnthropicMessages, "claude-sonnet-4-5")
+///         .with_base_url("http://127.0.0.1:8080")
+///         .with_api_key("my-api-key"),
+/// )
 /// .with_max_steps(20)
 /// .with_idle_timeout(Duration::from_secs(60));
 /// assert_eq!(config.max_steps, 20);
@@ -591,14 +506,37 @@ mod tests {
     use super::*;
 
     #[test]
+    fn new_starts_at_the_styles_vendor_root_and_setters_name_each_field() {
+        let openai = ProviderConfig::new(ApiStyle::OpenAiResponses, "gpt-5");
+        assert_eq!(
+            (openai.base_url.as_str(), openai.api_key.as_str(), openai.model.as_str()),
+            ("https://api.openai.com/v1", "", "gpt-5")
+        );
+        let local = ProviderConfig::new(ApiStyle::AnthropicMessages, "claude-sonnet-4-5")
+            .with_api_key("sk-ant-key")
+            .with_base_url("http://127.0.0.1:8080");
+        assert_eq!(local.base_url, "http://127.0.0.1:8080");
+        assert_eq!(local.api_key, "sk-ant-key");
+        assert_eq!(local.model, "claude-sonnet-4-5");
+        assert_eq!(
+            ProviderConfig::new(ApiStyle::AnthropicMessages, "m").base_url,
+            "https://api.anthropic.com"
+        );
+    }
+
+    #[test]
     fn debug_never_shows_the_key() {
-        let p = ProviderConfig::new(ApiStyle::OpenAiChat, "http://x/v1", "sk-secret-123", "m");
+        let p = ProviderConfig::new(ApiStyle::OpenAiChat, "m")
+            .with_base_url("http://x/v1")
+            .with_api_key("sk-secret-123");
         assert!(!format!("{p:?}").contains("sk-secret-123"));
     }
 
     #[test]
     fn setters_change_only_their_field() {
-        let p = ProviderConfig::new(ApiStyle::AnthropicMessages, "http://x", "k", "m")
+        let p = ProviderConfig::new(ApiStyle::AnthropicMessages, "m")
+            .with_base_url("http://x")
+            .with_api_key("k")
             .with_reasoning(ReasoningEffort::High)
             .with_max_tokens(100)
             .with_header("x-a", "1")
@@ -635,7 +573,9 @@ mod tests {
 
     #[test]
     fn credentials_in_the_base_url_reach_neither_the_wire_identity_nor_debug() {
-        let p = ProviderConfig::new(ApiStyle::OpenAiChat, "http://user:pw-secret@proxy/v1", "k", "m");
+        let p = ProviderConfig::new(ApiStyle::OpenAiChat, "m")
+            .with_base_url("http://user:pw-secret@proxy/v1")
+            .with_api_key("k");
         assert_eq!(p.wire_identity().base_url, "http://proxy/v1");
         let debug = format!("{:?}", Config::new(p));
         assert!(
@@ -661,7 +601,9 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(bad.contains("2h") && bad.contains("5m"), "{bad}");
-        let p = ProviderConfig::new(ApiStyle::AnthropicMessages, "http://x", "k", "m")
+        let p = ProviderConfig::new(ApiStyle::AnthropicMessages, "m")
+            .with_base_url("http://x")
+            .with_api_key("k")
             .with_cache(CacheMode::Off)
             .with_cache_ttl(CacheTtl::OneHour)
             .with_prompt_cache_key(true);

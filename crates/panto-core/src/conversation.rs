@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::config::ApiStyle;
+use crate::wire::ApiStyle;
 
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -506,6 +506,19 @@ impl Conversation {
             .rev()
             .find_map(|(i, m)| (m.role == Role::Assistant).then_some(m.usage.map(|u| (i, u))).flatten())
     }
+}
+
+/// A tool as offered to the model: name, description and JSON schema of its input.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ToolDecl {
+    /// The name. For [`Agent::register_tool`](crate::Agent::register_tool) it must already be a
+    /// wire name: 1 to 64 characters of `[A-Za-z0-9_-]`. Names from a [`ToolSource`](crate::ToolSource) may be
+    /// anything; panto encodes them.
+    pub name: String,
+    /// What the tool does, for the model.
+    pub description: String,
+    /// JSON schema of the input object.
+    pub input_schema: serde_json::Value,
 }
 
 #[cfg(test)]

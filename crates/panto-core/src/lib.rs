@@ -37,12 +37,11 @@
 //! # let server = MockServer::start().await;
 //! # server.push(Reply::sse(script::anthropic_text("Hello!")));
 //! # let base_url = server.anthropic_base_url();
-//! let config = Config::new(ProviderConfig::new(
-//!     ApiStyle::AnthropicMessages,
-//!     base_url,
-//!     "my-api-key",
-//!     "claude-sonnet-4-5",
-//! ));
+//! let config = Config::new(
+//!     ProviderConfig::new(ApiStyle::AnthropicMessages, "claude-sonnet-4-5")
+//!         .with_base_url(base_url)
+//!         .with_api_key("my-api-key"),
+//! );
 //! let mut agent = Agent::new(config, panto_core::Session::create(NullStore::shared()), None)?;
 //! let mut stream = agent.run("Say hello".into());
 //! let mut text = String::new();
@@ -84,7 +83,11 @@
 //! # server.push(Reply::sse(script::openai_tool_calls(&[("call_1", "add", r#"{"a":2,"b":40}"#)])));
 //! # server.push(Reply::sse(script::openai_text("2 + 40 = 42")));
 //! # let base_url = server.openai_base_url();
-//! let config = Config::new(ProviderConfig::new(ApiStyle::OpenAiChat, base_url, "my-api-key", "gpt-5"));
+//! let config = Config::new(
+//!     ProviderConfig::new(ApiStyle::OpenAiChat, "gpt-5")
+//!         .with_base_url(base_url)
+//!         .with_api_key("my-api-key"),
+//! );
 //! let mut agent = Agent::new(config, panto_core::Session::create(NullStore::shared()), None)?;
 //! agent.register_tool(tool_fn("add", "Adds two integers.", |args: AddArgs, _call| async move {
 //!     Ok(format!("{}", args.a + args.b))
@@ -104,10 +107,12 @@
 //!
 //! With the JSONL store of `panto-store-fs` every message is on disk as soon as it completes. A
 //! later process finds the session again (the latest, or by an id prefix) and continues it with
-//! [`Agent::resume`].
+//! [`Agent::resume`]. (The turns here are consumed as a `futures::Stream`, with `futures`'
+//! `TryStreamExt`; consumed by value, a stream frees the agent on the next line.)
 //!
 //! ```
-//! use panto_core::{Agent, ApiStyle, Config, ProviderConfig, SessionStore};
+//! use futures_util::TryStreamExt;
+//! use panto_core::{Agent, ApiStyle, Config, Event, ProviderConfig, SessionStore};
 //! use panto_store_fs::JsonlStore;
 //! # use panto_testkit::{script, MockServer, Reply};
 //!
@@ -119,19 +124,16 @@
 //! # let dir = tempfile::tempdir().expect("a temporary directory");
 //! # let sessions = dir.path().join("sessions");
 //! # let base_url = server.anthropic_base_url();
-//! let config = Config::new(ProviderConfig::new(
-//!     ApiStyle::AnthropicMessages,
-//!     base_url,
-//!     "my-api-key",
-//!     "claude-sonnet-4-5",
-//! ));
+//! let config = Config::new(
+//!     ProviderConfig::new(ApiStyle::AnthropicMessages, "claude-sonnet-4-5")
+//!         .with_base_url(base_url)
+//!         .with_api_key("my-api-key"),
+//! );
 //!
 //! // First run: a new session.
 //! let store = JsonlStore::new(&sessions);
 //! let mut agent = Agent::new(config.clone(), panto_core::Session::create(store.clone()), None)?;
-//! let mut stream = agent.run("My favourite colour is blue.".into());
-//! while stream.next().await?.is_some() {}
-//! drop(stream);
+//! let _: Vec<Event> = agent.run("My favourite colour is blue.".into()).try_collect().await?;
 //! let id = agent.session_id().to_owned();
 //! drop((agent, store)); // the store releases the session's file
 //!
@@ -141,9 +143,7 @@
 //! assert_eq!(session.id(), id);
 //! let mut agent = Agent::resume(config, session).await?;
 //! assert_eq!(agent.conversation().messages.len(), 2);
-//! let mut stream = agent.run("What is my favourite colour?".into());
-//! while stream.next().await?.is_some() {}
-//! drop(stream);
+//! let _: Vec<Event> = agent.run("What is my favourite colour?".into()).try_collect().await?;
 //! assert_eq!(agent.conversation().messages.len(), 4);
 //! # Ok(())
 //! # }
@@ -170,7 +170,11 @@
 //! # let server = MockServer::start().await;
 //! # server.push(Reply::sse(script::anthropic_tool_uses(&[("toolu_1", "wait", "{}")])));
 //! # let base_url = server.anthropic_base_url();
-//! # let config = Config::new(ProviderConfig::new(ApiStyle::AnthropicMessages, base_url, "key", "claude-sonnet-4-5"));
+//! # let config = Config::new(
+//! #     ProviderConfig::new(ApiStyle::AnthropicMessages, "claude-sonnet-4-5")
+//! #         .with_base_url(base_url)
+//! #         .with_api_key("key"),
+//! # );
 //! let mut agent = Agent::new(config, panto_core::Session::create(NullStore::shared()), None)?;
 //! // A slow tool that stops when its call is cancelled.
 //! agent.register_tool(tool_fn("wait", "Waits for a long time.", |_: WaitArgs, call| async move {

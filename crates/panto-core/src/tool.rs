@@ -1,28 +1,14 @@
 //! Tools: what the model may call, and how a call comes back.
 
-mod checkpoints;
 mod typed;
 
 use async_trait::async_trait;
-use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-pub use checkpoints::FileCheckpoints;
+pub use crate::conversation::ToolDecl;
+pub use crate::store::files::FileCheckpoints;
 pub use typed::tool_fn;
 pub(crate) use typed::{from_value, is_object_schema, schema_of, Mismatch};
-
-/// A tool as offered to the model: name, description and JSON schema of its input.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub struct ToolDecl {
-    /// The name. For [`Agent::register_tool`](crate::Agent::register_tool) it must already be a
-    /// wire name: 1 to 64 characters of `[A-Za-z0-9_-]`. Names from a [`ToolSource`] may be
-    /// anything; panto encodes them.
-    pub name: String,
-    /// What the tool does, for the model.
-    pub description: String,
-    /// JSON schema of the input object.
-    pub input_schema: serde_json::Value,
-}
 
 /// One call of a tool by the model.
 ///

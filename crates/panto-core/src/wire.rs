@@ -1,4 +1,5 @@
-//! What identifies a provider on the wire, and the one rule that keeps credentials out of it.
+//! What identifies a provider on the wire (its protocol, reasoning effort and identity), and the
+//! one rule that keeps credentials out of it.
 //!
 //! A base URL may carry credentials (`http://user:secret@proxy/v1`). They are sent with the
 //! request (reqwest turns them into HTTP basic auth), but they are never part of a provider's
@@ -7,11 +8,96 @@
 //! base URL with credentials; they still load, match and price as the stripped URL.
 
 use std::borrow::Cow;
+use std::fmt;
 use std::hash::{Hash, Hasher};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::config::{ApiStyle, ReasoningEffort};
+/// Which wire protocol a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ApiStyle {
+    /// The Anthropic Messages API (`POST {base_url}/v1/messages`).
+    #[serde(rename = "anthropic-messages")]
+    AnthropicMessages,
+    /// The OpenAI Chat Completions API and compatible servers (`POST {base_url}/chat/completions`,
+    /// where `base_url` already ends in `/v1`).
+    #[serde(rename = "openai-chat")]
+    OpenAiChat,
+    /// The OpenAI Responses API (`POST {base_url}/responses`, where `base_url` already ends in
+    /// `/v1`), used statelessly: every request carries the whole history and `store: false`.
+    #[serde(rename = "openai-responses")]
+    OpenAiResponses,
+}
+
+impl ApiStyle {
+    /// The canonical name, as written in configs and session logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApiStyle::AnthropicMessages => "anthropic-messages",
+            ApiStyle::OpenAiChat => "openai-chat",
+            ApiStyle::OpenAiResponses => "openai-responses",
+        }
+    }
+
+    /// The vendor's own API root, the base URL a [`ProviderConfig::new`](crate::ProviderConfig::new) of this style starts
+    /// with: `https://api.anthropic.com` for Anthropic, `https://api.openai.com/v1` for the
+    /// OpenAI styles (the defaults the official SDKs use).
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            ApiStyle::AnthropicMessages => "https://api.anthropic.com",
+            ApiStyle::OpenAiChat | ApiStyle::OpenAiResponses => "https://api.openai.com/v1",
+        }
+    }
+}
+
+impl fmt::Display for ApiStyle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How much the model should reason before answering.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasoningEffort {
+    /// No extended reasoning requested.
+    #[default]
+    Off,
+    /// A small budget.
+    Low,
+    /// A moderate budget.
+    Medium,
+    /// A large budget.
+    High,
+}
+
+impl ReasoningEffort {
+    /// The canonical name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReasoningEffort::Off => "off",
+            ReasoningEffort::Low => "low",
+            ReasoningEffort::Medium => "medium",
+            ReasoningEffort::High => "high",
+        }
+    }
+
+    /// The Anthropic `thinking.budget_tokens` this effort maps to, `None` when off.
+    pub fn anthropic_budget(self) -> Option<u32> {
+        match self {
+            ReasoningEffort::Off => None,
+            ReasoningEffort::Low => Some(2_048),
+            ReasoningEffort::Medium => Some(8_192),
+            ReasoningEffort::High => Some(24_576),
+        }
+    }
+}
+
+impl fmt::Display for ReasoningEffort {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// What identifies a provider on the wire: everything but the credentials.
 ///

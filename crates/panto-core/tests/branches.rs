@@ -112,3 +112,89 @@ async fn rewind_after_resume_and_on_a_store_without_branches() {
         assert!(matches!(err, Error::SessionNotFound(_)), "{err:?}");
     }
 }
+
+/// A wrapper store, as an embedder writes one for metrics or access control: the trait makes it
+/// delegate the session tree too (a wrapper that leaves those methods out does not compile, see
+/// the `compile_fail` example on `SessionStore`), so rewind and fork go through it to the store
+/// it wraps.
+#[derive(Debug)]
+struct Counting {
+    inner: std::sync::Arc<MemoryStore>,
+    tree_writes: std::sync::atomic::AtomicUsize,
+}
+
+#[panto_core::async_trait]
+impl SessionStore for Counting {
+    async fn list(&self) -> panto_core::Result<Vec<panto_core::SessionInfo>> {
+        self.inner.list().await
+    }
+    async fn load_branch(&self, id: &str) -> panto_core::Result<Option<panto_core::LoadedBranch>> {
+        self.inner.load_branch(id).await
+    }
+    async fn append(
+        &self,
+        id: &str,
+        messages: &[panto_core::PersistentMessage<'_>],
+    ) -> panto_core::Result<Vec<String>> {
+        self.inner.append(id, messages).await
+    }
+    async fn switch_branch(&self, id: &str, tip: Option<&str>) -> panto_core::Result<()> {
+        self.tree_writes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.switch_branch(id, tip).await
+    }
+    async fn fork(&self, from: &str, at: &str, new_id: &str) -> panto_core::Result<()> {
+        self.tree_writes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.fork(from, at, new_id).await
+    }
+    async fn tree(&self, id: &str) -> panto_core::Result<Option<panto_core::SessionTree>> {
+        self.inner.tree(id).await
+    }
+    async fn put_checkpoint(&self, id: &str, content: &[u8]) -> panto_core::Result<String> {
+        self.inner.put_checkpoint(id, content).await
+    }
+    async fn get_checkpoint(&self, id: &str, address: &str) -> panto_core::Result<Option<Vec<u8>>> {
+        self.inner.get_checkpoint(id, address).await
+    }
+    async fn record_checkpoint(&self, id: &str, record: &panto_core::CheckpointRecord) -> panto_core::Result<()> {
+        self.inner.record_checkpoint(id, record).await
+    }
+    async fn checkpoints(&self, id: &str) -> panto_core::Result<Vec<panto_core::StoredCheckpoint>> {
+        self.inner.checkpoints(id).await
+    }
+}
+
+#[tokio::test]
+async fn a_wrapper_store_keeps_rewind_and_fork() {
+    for style in STYLES {
+        let memory = MemoryStore::new();
+        let wrapper = std::sync::Arc::new(Counting {
+            inner: memory.clone(),
+            tree_writes: 0.into(),
+        });
+        let server = MockServer::start().await;
+        let mut agent = agent_on(style, &server, Session::create(wrapper.clone()));
+        for (q, a) in [("q1", "a1"), ("q2", "a2")] {
+            server.push(Reply::sse(text(style, a)));
+            collect(&mut agent, q).await.unwrap();
+        }
+        let ids: Vec<String> = agent.message_ids().iter().map(|id| id.clone().unwrap()).collect();
+        agent.rewind(&ids[2]).await.unwrap();
+        assert_eq!(agent.conversation().messages.len(), 2, "{style}: rewound to before q2");
+        let fork = agent.fork(&ids[1]).await.unwrap();
+        assert_eq!(
+            wrapper.tree_writes.load(std::sync::atomic::Ordering::SeqCst),
+            2,
+            "{style}: the rewind and the fork went through the wrapper"
+        );
+        let forked = memory
+            .load_branch(&fork)
+            .await
+            .unwrap()
+            .expect("the fork is in the wrapped store");
+        assert_eq!(
+            forked.conversation.messages.len(),
+            2,
+            "{style}: the fork holds q1 and a1"
+        );
+    }
+}

@@ -14,7 +14,11 @@ use crate::support::*;
 /// A config for `style` at `base_url`, three attempts with fast retries, and a configured
 /// custom header that must not travel either.
 fn config_at(style: ApiStyle, base_url: String) -> Config {
-    let mut config = Config::new(ProviderConfig::new(style, base_url, KEY, "m"));
+    let mut config = Config::new(
+        ProviderConfig::new(style, "m")
+            .with_base_url(base_url)
+            .with_api_key(KEY),
+    );
     config.retry.base_delay = Duration::from_millis(1);
     config.retry.max_delay = Duration::from_millis(5);
     config.retry.max_attempts = 3;

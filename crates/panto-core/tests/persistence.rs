@@ -260,6 +260,27 @@ impl SessionStore for SlowAppends {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         self.0.append(id, messages).await
     }
+    async fn switch_branch(&self, id: &str, tip: Option<&str>) -> panto_core::Result<()> {
+        self.0.switch_branch(id, tip).await
+    }
+    async fn fork(&self, from: &str, at: &str, new_id: &str) -> panto_core::Result<()> {
+        self.0.fork(from, at, new_id).await
+    }
+    async fn tree(&self, id: &str) -> panto_core::Result<Option<panto_core::SessionTree>> {
+        self.0.tree(id).await
+    }
+    async fn put_checkpoint(&self, id: &str, content: &[u8]) -> panto_core::Result<String> {
+        self.0.put_checkpoint(id, content).await
+    }
+    async fn get_checkpoint(&self, id: &str, address: &str) -> panto_core::Result<Option<Vec<u8>>> {
+        self.0.get_checkpoint(id, address).await
+    }
+    async fn record_checkpoint(&self, id: &str, record: &panto_core::CheckpointRecord) -> panto_core::Result<()> {
+        self.0.record_checkpoint(id, record).await
+    }
+    async fn checkpoints(&self, id: &str) -> panto_core::Result<Vec<panto_core::StoredCheckpoint>> {
+        self.0.checkpoints(id).await
+    }
 }
 
 /// `stored`: answers whether the assistant message that called it is already in the store.
@@ -368,6 +389,27 @@ impl SessionStore for ResultsWrittenLate {
         }
         Ok(ids)
     }
+    async fn switch_branch(&self, id: &str, tip: Option<&str>) -> panto_core::Result<()> {
+        self.memory.switch_branch(id, tip).await
+    }
+    async fn fork(&self, from: &str, at: &str, new_id: &str) -> panto_core::Result<()> {
+        self.memory.fork(from, at, new_id).await
+    }
+    async fn tree(&self, id: &str) -> panto_core::Result<Option<panto_core::SessionTree>> {
+        self.memory.tree(id).await
+    }
+    async fn put_checkpoint(&self, id: &str, content: &[u8]) -> panto_core::Result<String> {
+        self.memory.put_checkpoint(id, content).await
+    }
+    async fn get_checkpoint(&self, id: &str, address: &str) -> panto_core::Result<Option<Vec<u8>>> {
+        self.memory.get_checkpoint(id, address).await
+    }
+    async fn record_checkpoint(&self, id: &str, record: &panto_core::CheckpointRecord) -> panto_core::Result<()> {
+        self.memory.record_checkpoint(id, record).await
+    }
+    async fn checkpoints(&self, id: &str) -> panto_core::Result<Vec<panto_core::StoredCheckpoint>> {
+        self.memory.checkpoints(id).await
+    }
 }
 
 /// A tool step's results are written while the request carrying them travels (their write is off
@@ -438,6 +480,27 @@ impl SessionStore for RefusesResults {
             });
         }
         self.0.append(id, messages).await
+    }
+    async fn switch_branch(&self, id: &str, tip: Option<&str>) -> panto_core::Result<()> {
+        self.0.switch_branch(id, tip).await
+    }
+    async fn fork(&self, from: &str, at: &str, new_id: &str) -> panto_core::Result<()> {
+        self.0.fork(from, at, new_id).await
+    }
+    async fn tree(&self, id: &str) -> panto_core::Result<Option<panto_core::SessionTree>> {
+        self.0.tree(id).await
+    }
+    async fn put_checkpoint(&self, id: &str, content: &[u8]) -> panto_core::Result<String> {
+        self.0.put_checkpoint(id, content).await
+    }
+    async fn get_checkpoint(&self, id: &str, address: &str) -> panto_core::Result<Option<Vec<u8>>> {
+        self.0.get_checkpoint(id, address).await
+    }
+    async fn record_checkpoint(&self, id: &str, record: &panto_core::CheckpointRecord) -> panto_core::Result<()> {
+        self.0.record_checkpoint(id, record).await
+    }
+    async fn checkpoints(&self, id: &str) -> panto_core::Result<Vec<panto_core::StoredCheckpoint>> {
+        self.0.checkpoints(id).await
     }
 }
 

@@ -203,12 +203,11 @@ async fn connection_refused_is_retried_then_reported() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     drop(listener);
-    let mut config = panto_core::Config::new(panto_core::ProviderConfig::new(
-        ApiStyle::OpenAiChat,
-        format!("http://127.0.0.1:{port}/v1"),
-        KEY,
-        "m",
-    ));
+    let mut config = panto_core::Config::new(
+        panto_core::ProviderConfig::new(ApiStyle::OpenAiChat, "m")
+            .with_base_url(format!("http://127.0.0.1:{port}/v1"))
+            .with_api_key(KEY),
+    );
     config.retry.base_delay = Duration::from_millis(1);
     config.retry.max_attempts = 2;
     let mut agent = panto_core::Agent::new(config, Session::create(panto_core::NullStore::shared()), None).unwrap();

@@ -28,7 +28,7 @@ pub fn config(style: ApiStyle, server: &MockServer) -> Config {
         ApiStyle::OpenAiChat => "gpt-4o",
         ApiStyle::OpenAiResponses => "gpt-5",
     };
-    let mut config = Config::new(ProviderConfig::new(style, base, KEY, model));
+    let mut config = Config::new(ProviderConfig::new(style, model).with_base_url(base).with_api_key(KEY));
     config.retry.base_delay = Duration::from_millis(1);
     config.retry.max_delay = Duration::from_millis(50);
     config.retry.max_attempts = 3;
@@ -300,5 +300,26 @@ impl SessionStore for SlowResults {
             self.written.store(true, Ordering::SeqCst);
         }
         Ok(ids)
+    }
+    async fn switch_branch(&self, id: &str, tip: Option<&str>) -> panto_core::Result<()> {
+        self.memory.switch_branch(id, tip).await
+    }
+    async fn fork(&self, from: &str, at: &str, new_id: &str) -> panto_core::Result<()> {
+        self.memory.fork(from, at, new_id).await
+    }
+    async fn tree(&self, id: &str) -> panto_core::Result<Option<panto_core::SessionTree>> {
+        self.memory.tree(id).await
+    }
+    async fn put_checkpoint(&self, id: &str, content: &[u8]) -> panto_core::Result<String> {
+        self.memory.put_checkpoint(id, content).await
+    }
+    async fn get_checkpoint(&self, id: &str, address: &str) -> panto_core::Result<Option<Vec<u8>>> {
+        self.memory.get_checkpoint(id, address).await
+    }
+    async fn record_checkpoint(&self, id: &str, record: &panto_core::CheckpointRecord) -> panto_core::Result<()> {
+        self.memory.record_checkpoint(id, record).await
+    }
+    async fn checkpoints(&self, id: &str) -> panto_core::Result<Vec<panto_core::StoredCheckpoint>> {
+        self.memory.checkpoints(id).await
     }
 }

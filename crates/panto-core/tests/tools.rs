@@ -591,3 +591,52 @@ async fn a_tool_result_holding_the_provider_key_is_stored_sent_and_shown_redacte
         assert!(!stored.contains(KEY), "{style}: the key was stored: {stored}");
     }
 }
+
+/// A stream dropped while a `poll_next` step is in flight (the step owns the turn then) still
+/// ends the turn cleanly: the tool is told to stop and its call is closed in the conversation.
+#[tokio::test]
+async fn dropping_the_stream_mid_poll_next_closes_the_calls() {
+    use futures_util::StreamExt;
+    for style in STYLES {
+        let server = MockServer::start().await;
+        server.push(Reply::sse(tool_calls(style, &[("w1", "wait", "{}")])));
+        server.push(Reply::sse(text(style, "after")));
+        let mut agent = agent(style, &server);
+        let started = Arc::new(tokio::sync::Notify::new());
+        let saw_cancel = Arc::new(AtomicBool::new(false));
+        agent
+            .register_tool(Arc::new(Wait {
+                started: started.clone(),
+                saw_cancel: saw_cancel.clone(),
+            }))
+            .unwrap();
+        {
+            let mut stream = agent.run("wait".into());
+            while let Some(e) = StreamExt::next(&mut stream).await {
+                if matches!(e.unwrap(), Event::ToolDispatchStart { .. }) {
+                    break;
+                }
+            }
+            tokio::select! {
+                () = started.notified() => {}
+                e = StreamExt::next(&mut stream) => panic!("{style}: the turn went on without the tool: {e:?}"),
+            }
+        }
+        for _ in 0..100 {
+            if saw_cancel.load(Ordering::SeqCst) {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+        assert!(saw_cancel.load(Ordering::SeqCst), "{style}: tool was told to stop");
+        let messages = &agent.conversation().messages;
+        let ContentBlock::ToolResult {
+            tool_use_id, is_error, ..
+        } = &messages[2].content[0]
+        else {
+            panic!("{messages:?}")
+        };
+        assert_eq!((tool_use_id.as_str(), *is_error), ("w1", true));
+        collect(&mut agent, "next").await.unwrap();
+    }
+}

@@ -264,3 +264,47 @@ fn stream_next_is_send() {
         assert_send(&fut);
     });
 }
+
+/// `Agent::run`'s stream is a `futures::Stream`: consumed by a `StreamExt` combinator it gives
+/// the events `Stream::next` gives, and the agent is usable on the next line (no `drop`).
+#[tokio::test]
+async fn the_stream_is_a_futures_stream_that_frees_the_agent_once_consumed() {
+    use futures_util::StreamExt;
+    for style in STYLES {
+        let server = MockServer::start().await;
+        server.push(Reply::sse(text(style, "one")));
+        server.push(Reply::sse(text(style, "two")));
+        let mut agent = agent(style, &server);
+
+        let events: Vec<Event> = agent
+            .run("q1".into())
+            .map(|event| checked(event.unwrap()))
+            .collect()
+            .await;
+        assert_eq!(streamed_text(&events), "one", "{style}");
+        assert!(
+            matches!(events.last(), Some(Event::TurnComplete { .. })),
+            "{style}: {events:?}"
+        );
+        // The agent is free: the stream was consumed by value.
+        assert_eq!(agent.conversation().messages.len(), 2, "{style}");
+
+        // `StreamExt::next` and the inherent `next` take turns on one stream.
+        let mut stream = agent.run("q2".into());
+        let first = StreamExt::next(&mut stream).await.unwrap().unwrap();
+        assert!(matches!(first, Event::BlockStart { .. }), "{style}: {first:?}");
+        let mut rest = Vec::new();
+        while let Some(event) = stream.next().await.unwrap() {
+            rest.push(event);
+            if let Some(event) = StreamExt::next(&mut stream).await {
+                rest.push(event.unwrap());
+            }
+        }
+        assert_eq!(streamed_text(&rest), "two", "{style}");
+        assert!(
+            StreamExt::next(&mut stream).await.is_none(),
+            "{style}: the stream stays ended"
+        );
+        assert_eq!(stream.state(), StreamState::Complete, "{style}");
+    }
+}

@@ -12,12 +12,11 @@ use serde_json::Value;
 use crate::support::*;
 
 fn config(server: &MockServer) -> Config {
-    let mut config = Config::new(ProviderConfig::new(
-        ApiStyle::AnthropicMessages,
-        server.anthropic_base_url(),
-        "test-key",
-        "claude-sonnet-4-5",
-    ));
+    let mut config = Config::new(
+        ProviderConfig::new(ApiStyle::AnthropicMessages, "claude-sonnet-4-5")
+            .with_base_url(server.anthropic_base_url())
+            .with_api_key("test-key"),
+    );
     config.retry.max_attempts = 1;
     config
 }

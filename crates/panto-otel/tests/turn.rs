@@ -43,12 +43,9 @@ async fn a_turn_exports_counts_as_ints_and_finish_reasons_as_an_array() {
         reasoning_tokens: 0,
     };
     server.push(Reply::sse(AnthropicScript::new().usage(usage).text("exported").build()));
-    let provider = ProviderConfig::new(
-        ApiStyle::AnthropicMessages,
-        server.anthropic_base_url(),
-        "sk-otel-turn-SECRET-1234",
-        "claude-sonnet-4-5",
-    );
+    let provider = ProviderConfig::new(ApiStyle::AnthropicMessages, "claude-sonnet-4-5")
+        .with_base_url(server.anthropic_base_url())
+        .with_api_key("sk-otel-turn-SECRET-1234");
     let mut agent = Agent::new(Config::new(provider), Session::create(NullStore::shared()), None).unwrap();
     let mut stream = agent.run("hello".into());
     while stream.next().await.unwrap().is_some() {}

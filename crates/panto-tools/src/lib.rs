@@ -14,7 +14,9 @@
 //! use panto_tools::{Approval, Options, Sandbox};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let provider = ProviderConfig::new(ApiStyle::AnthropicMessages, "http://127.0.0.1:9", "key", "model");
+//! let provider = ProviderConfig::new(ApiStyle::AnthropicMessages, "model")
+//!     .with_base_url("http://127.0.0.1:9")
+//!     .with_api_key("key");
 //! let mut agent = Agent::new(Config::new(provider), Session::create(MemoryStore::new()), None)?;
 //!
 //! let mut options = Options::new(std::env::temp_dir());

@@ -86,16 +86,18 @@ impl SessionStore for DiesAt {
         self.alive()?;
         self.inner.tree(id).await
     }
+    async fn fork(&self, from: &str, at: &str, new_id: &str) -> Result<()> {
+        self.write(self.inner.fork(from, at, new_id)).await
+    }
 }
 
 fn config() -> Config {
     // Nothing is sent: the tests only rewind.
-    Config::new(ProviderConfig::new(
-        ApiStyle::AnthropicMessages,
-        "http://127.0.0.1:9",
-        "test-key",
-        "claude-sonnet-4-5",
-    ))
+    Config::new(
+        ProviderConfig::new(ApiStyle::AnthropicMessages, "claude-sonnet-4-5")
+            .with_base_url("http://127.0.0.1:9")
+            .with_api_key("test-key"),
+    )
 }
 
 /// What a test file first holds: a CR, a tab, non-ASCII and no final newline, so that a restore

@@ -218,12 +218,11 @@ async fn without_a_sandbox_a_deny_rule_holds_against_a_flipping_link() {
 
 fn config() -> Config {
     // Nothing is sent: the test only rewinds.
-    Config::new(ProviderConfig::new(
-        ApiStyle::AnthropicMessages,
-        "http://127.0.0.1:9",
-        "test-key",
-        "claude-sonnet-4-5",
-    ))
+    Config::new(
+        ProviderConfig::new(ApiStyle::AnthropicMessages, "claude-sonnet-4-5")
+            .with_base_url("http://127.0.0.1:9")
+            .with_api_key("test-key"),
+    )
 }
 
 /// A session whose one turn changed `file` from `before` to `after` (recorded as the tools record

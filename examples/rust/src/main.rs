@@ -60,12 +60,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let base_url = std::env::var("PANTO_BASE_URL").unwrap_or_else(|_| "https://api.anthropic.com".into());
     let api_key = std::env::var("ANTHROPIC_API_KEY")?;
     let sessions = std::env::var("PANTO_SESSIONS").unwrap_or_else(|_| ".panto-example-sessions".into());
-    let config = Config::new(ProviderConfig::new(
-        ApiStyle::AnthropicMessages,
-        base_url,
-        api_key,
-        "claude-sonnet-4-5",
-    ));
+    let config = Config::new(
+        ProviderConfig::new(ApiStyle::AnthropicMessages, "claude-sonnet-4-5")
+            .with_base_url(base_url)
+            .with_api_key(api_key),
+    );
 
     // Resume the latest session of the directory, or start one.
     let store = JsonlStore::new(sessions);

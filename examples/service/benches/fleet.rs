@@ -748,13 +748,10 @@ async fn run(kind: StoreKind, n: usize, postgres_url: Option<&str>, dir: &Path) 
     let timed = TimedStore::new(inner);
     let store: Arc<dyn SessionStore> = timed.clone();
     let config = Config::new(
-        ProviderConfig::new(
-            ApiStyle::AnthropicMessages,
-            mock.base_url.clone(),
-            "bench-key",
-            "claude-sonnet-4-5",
-        )
-        .with_http2_prior_knowledge(http2()),
+        ProviderConfig::new(ApiStyle::AnthropicMessages, "claude-sonnet-4-5")
+            .with_base_url(mock.base_url.clone())
+            .with_api_key("bench-key")
+            .with_http2_prior_knowledge(http2()),
     );
     let tool: Arc<dyn Tool> = Arc::new(Lookup);
 

@@ -56,12 +56,9 @@ async fn main() -> Result<()> {
     let style = std::env::var("PANTO_SERVICE_API_STYLE").unwrap_or_else(|_| "anthropic-messages".to_owned());
     let style: ApiStyle = serde_json::from_value(serde_json::Value::String(style.clone()))
         .with_context(|| format!("PANTO_SERVICE_API_STYLE {style:?} is not anthropic-messages or openai-chat"))?;
-    let provider = ProviderConfig::new(
-        style,
-        var("PANTO_SERVICE_BASE_URL")?,
-        std::env::var("PANTO_SERVICE_API_KEY").unwrap_or_default(),
-        var("PANTO_SERVICE_MODEL")?,
-    );
+    let provider = ProviderConfig::new(style, var("PANTO_SERVICE_MODEL")?)
+        .with_base_url(var("PANTO_SERVICE_BASE_URL")?)
+        .with_api_key(std::env::var("PANTO_SERVICE_API_KEY").unwrap_or_default());
 
     let store = PostgresStore::connect(&database).await.with_context(|| {
         format!(

@@ -92,7 +92,7 @@ pub fn compaction(section: &CompactionEntry, source: &Source<'_>) -> Result<Comp
 
 /// `max_steps`, `idle_timeout_secs` and `max_image_dimension` over panto-core's defaults.
 pub fn limits(file: &FileConfig, source: &Source<'_>) -> Result<Limits, Failure> {
-    let defaults = panto_core::Config::new(panto_core::ProviderConfig::new(ApiStyle::OpenAiChat, "", "", ""));
+    let defaults = panto_core::Config::new(panto_core::ProviderConfig::new(ApiStyle::OpenAiChat, "").with_base_url(""));
     Ok(Limits {
         max_steps: source
             .at_least(file.max_steps.as_ref(), 1, "max_steps", "")?

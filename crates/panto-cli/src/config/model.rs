@@ -201,12 +201,9 @@ impl Settings {
                 )));
             }
         };
-        let mut p = ProviderConfig::new(
-            provider.api_style,
-            provider.base_url.clone(),
-            key,
-            selection.model.clone(),
-        );
+        let mut p = ProviderConfig::new(provider.api_style, selection.model.clone())
+            .with_base_url(provider.base_url.clone())
+            .with_api_key(key);
         p.reasoning = selection.reasoning;
         if let Some(max) = selection.max_tokens {
             p.max_tokens = max;

@@ -122,12 +122,11 @@ mod tests {
             }
         }
         let mut agent = panto_core::Agent::new(
-            panto_core::Config::new(panto_core::ProviderConfig::new(
-                panto_core::ApiStyle::OpenAiChat,
-                "http://127.0.0.1:9",
-                "k",
-                "m",
-            )),
+            panto_core::Config::new(
+                panto_core::ProviderConfig::new(panto_core::ApiStyle::OpenAiChat, "m")
+                    .with_base_url("http://127.0.0.1:9")
+                    .with_api_key("k"),
+            ),
             panto_core::Session::create(std::sync::Arc::new(panto_core::NullStore)),
             None,
         )

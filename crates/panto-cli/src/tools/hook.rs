@@ -145,12 +145,9 @@ mod tests {
     }
 
     fn agent(server: &MockServer) -> Agent {
-        let provider = ProviderConfig::new(
-            ApiStyle::AnthropicMessages,
-            server.anthropic_base_url(),
-            "key",
-            "claude-sonnet-4-5",
-        );
+        let provider = ProviderConfig::new(ApiStyle::AnthropicMessages, "claude-sonnet-4-5")
+            .with_base_url(server.anthropic_base_url())
+            .with_api_key("key");
         Agent::new(Config::new(provider), Session::create(NullStore::shared()), None).unwrap()
     }
 

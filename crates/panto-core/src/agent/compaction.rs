@@ -277,7 +277,15 @@ impl Agent {
             messages_kept,
             usage,
         };
-        trace::compaction_finished(&span, &result);
+        trace::compaction_finished(
+            &span,
+            trace::CompactionCounts {
+                tokens_after: result.tokens_after,
+                messages_summarized: result.messages_summarized,
+                messages_kept: result.messages_kept,
+                usage: result.usage.as_ref(),
+            },
+        );
         Ok(result)
     }
 

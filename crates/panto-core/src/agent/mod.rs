@@ -83,8 +83,11 @@ impl From<String> for UserMessage {
 /// ```no_run
 /// # async fn demo() -> panto_core::Result<()> {
 /// use panto_core::{Agent, ApiStyle, Config, NullStore, ProviderConfig, Session};
-/// let config = Config::new(ProviderConfig::new(
-///     ApiStyle::AnthropicMessages, "http://127.0.0.1:8080", "key", "claude-sonnet-4-5"));
+/// let config = Config::new(
+///     ProviderConfig::new(ApiStyle::AnthropicMessages, "claude-sonnet-4-5")
+///         .with_base_url("http://127.0.0.1:8080")
+///         .with_api_key("key"),
+/// );
 /// let mut agent = Agent::new(config, Session::create(NullStore::shared()), None)?;
 /// let mut stream = agent.run("Say hello".into());
 /// while let Some(event) = stream.next().await? {

@@ -1,7 +1,10 @@
 //! The pull stream of one turn: provider → tools → provider, until a message ends without tool
 //! calls.
 
+mod handle;
 mod steering;
+
+pub use handle::Stream;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -63,14 +66,10 @@ enum Phase {
     Finished,
 }
 
-/// The events of one turn, pulled with [`Stream::next`].
-///
-/// Borrows the agent mutably for the whole turn. Dropping it mid-turn cancels the turn cleanly:
-/// the HTTP request is aborted, running tools are told to stop, what the user already saw of the
-/// assistant message is kept (text and complete thinking; unfinished tool calls are dropped), and
-/// every dispatched tool call gets a result, so the conversation stays valid. Those last messages
-/// are persisted by the agent's next write; [`Stream::cancel`] persists them at once.
-pub struct Stream<'a> {
+/// The state machine of a [`Stream`]'s turns. Its `Drop` ends a turn dropped midway (the
+/// [`Stream`]'s documentation says how); a stream in the middle of a `poll_next` holds it in the
+/// boxed step future, so that dropping either drops it.
+struct Turn<'a> {
     agent: &'a mut Agent,
     phase: Phase,
     state: StreamState,
@@ -97,9 +96,9 @@ pub struct Stream<'a> {
     cancel_pending: bool,
 }
 
-impl std::fmt::Debug for Stream<'_> {
+impl std::fmt::Debug for Turn<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Stream")
+        f.debug_struct("Turn")
             .field("state", &self.state)
             .field("steps", &self.steps)
             .field("usage", &self.usage)
@@ -107,10 +106,10 @@ impl std::fmt::Debug for Stream<'_> {
     }
 }
 
-impl<'a> Stream<'a> {
-    pub(super) fn new(agent: &'a mut Agent, message: UserMessage) -> Self {
+impl<'a> Turn<'a> {
+    fn new(agent: &'a mut Agent, message: UserMessage) -> Self {
         let trace = TurnTrace::start(&agent.config, agent.session.id(), Some(&message.text));
-        Stream {
+        Turn {
             agent,
             phase: Phase::Start(message),
             state: StreamState::Starting,
@@ -131,8 +130,8 @@ impl<'a> Stream<'a> {
 
     /// A turn that continues the conversation as it stands, adding no user message
     /// ([`Agent::retry`]).
-    pub(super) fn resumed(agent: &'a mut Agent) -> Self {
-        let mut stream = Stream::new(agent, UserMessage::default());
+    fn resumed(agent: &'a mut Agent) -> Self {
+        let mut stream = Turn::new(agent, UserMessage::default());
         stream.phase = Phase::Request;
         stream.state = StreamState::Requesting;
         stream
@@ -140,7 +139,7 @@ impl<'a> Stream<'a> {
 
     /// A typed turn: `tool` is offered besides the agent's tools (and recorded with them), the
     /// model must call a tool, and the turn ends once `slot` holds the result.
-    pub(super) fn with_output(
+    fn with_output(
         agent: &'a mut Agent,
         message: UserMessage,
         tool: Arc<dyn Tool>,
@@ -148,40 +147,13 @@ impl<'a> Stream<'a> {
     ) -> Result<Self> {
         let saved = agent.registry.clone();
         agent.registry.register_tool(tool)?;
-        let mut stream = Stream::new(agent, message);
+        let mut stream = Turn::new(agent, message);
         stream.output = Some((slot, saved));
         Ok(stream)
     }
 
-    /// Where the turn is.
-    pub fn state(&self) -> StreamState {
-        self.state
-    }
-
-    /// Usage summed over the turn's requests so far.
-    pub fn usage(&self) -> Usage {
-        self.usage
-    }
-
-    /// A token that cancels this turn from anywhere (another task or thread): the pending or next
-    /// [`Stream::next`] then finishes the turn as [`Stream::cancel`] does and returns
-    /// [`Error::Cancelled`].
-    pub fn cancel_token(&self) -> CancellationToken {
-        self.cancel.clone()
-    }
-
-    /// A handle that steers this turn or queues follow-up turns from anywhere (another task or
-    /// thread), beside [`Stream::cancel_token`]; see [`RunControl`].
-    pub fn control(&self) -> RunControl {
-        self.control.clone()
-    }
-
-    /// The next event. `Ok(Some(_))` is progress, including each turn's [`Event::TurnComplete`]
-    /// (a follow-up sent through [`Stream::control`] starts another turn on this stream, opened by
-    /// [`Event::FollowUpStart`]); `Ok(None)` means the last turn is over; `Err` means it failed
-    /// (the conversation is still valid and everything completed before the failure is
-    /// persisted).
-    pub async fn next(&mut self) -> Result<Option<Event>> {
+    /// [`Stream::next`].
+    async fn next(&mut self) -> Result<Option<Event>> {
         let result = self.next_event().await;
         self.after_event(result).await
     }
@@ -219,9 +191,8 @@ impl<'a> Stream<'a> {
         }
     }
 
-    /// Cancels the turn and persists what it leaves: the salvaged part of a streaming message, and
-    /// results (real or "interrupted") for every dispatched tool call.
-    pub async fn cancel(mut self) -> Result<()> {
+    /// [`Stream::cancel`].
+    async fn cancel(mut self) -> Result<()> {
         self.cancel.cancel();
         self.abandon();
         self.agent.flush().await
@@ -243,7 +214,7 @@ impl<'a> Stream<'a> {
     }
 
     /// Advances the turn by one step inside the turn's span, except while a response streams
-    /// ([`Stream::pull_response`]).
+    /// ([`Turn::pull_response`](Self::pull_response)).
     async fn traced_step(&mut self) -> Result<Option<Event>> {
         if matches!(self.phase, Phase::Streaming(..)) {
             return self.pull_response().await;
@@ -598,7 +569,7 @@ impl<'a> Stream<'a> {
         }
     }
 
-    /// [`Stream::fail`] for a turn that ends before sending the request that would have carried
+    /// [`Turn::fail`] for a turn that ends before sending the request that would have carried
     /// its unwritten tool results: they are written first (a failed turn keeps them), and a
     /// failure to write them is the error reported.
     async fn fail_written(&mut self, error: Error) -> Error {
@@ -698,7 +669,7 @@ impl<'a> Stream<'a> {
     }
 }
 
-impl Drop for Stream<'_> {
+impl Drop for Turn<'_> {
     fn drop(&mut self) {
         self.control.close();
         self.cancel.cancel();

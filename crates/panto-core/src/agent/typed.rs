@@ -216,7 +216,11 @@ impl Agent {
     /// # server.push(Reply::sse(script::openai_tool_calls(&[("call_1", "final_result",
     /// #     r#"{"name":"Lisbon","country":"Portugal"}"#)])));
     /// # let base_url = server.openai_base_url();
-    /// let config = Config::new(ProviderConfig::new(ApiStyle::OpenAiChat, base_url, "my-api-key", "gpt-5"));
+    /// let config = Config::new(
+    ///     ProviderConfig::new(ApiStyle::OpenAiChat, "gpt-5")
+    ///         .with_base_url(base_url)
+    ///         .with_api_key("my-api-key"),
+    /// );
     /// let mut agent = Agent::new(config, panto_core::Session::create(NullStore::shared()), None)?;
     /// let city: City = agent.run_typed("Which city is the capital of Portugal?").await?;
     /// assert_eq!(city.name, "Lisbon");

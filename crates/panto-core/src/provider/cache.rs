@@ -30,7 +30,9 @@ mod tests {
 
     #[test]
     fn the_key_is_the_session_id_only_when_asked_for_and_caching() {
-        let on = ProviderConfig::new(ApiStyle::OpenAiChat, "http://h/v1", "", "m").with_prompt_cache_key(true);
+        let on = ProviderConfig::new(ApiStyle::OpenAiChat, "m")
+            .with_base_url("http://h/v1")
+            .with_prompt_cache_key(true);
         let request = |config, session_id| ProviderRequest {
             config,
             system: &[],

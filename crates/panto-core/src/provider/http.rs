@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
+use crate::config::ProviderConfig;
 use crate::error::{Error, Result};
 use crate::wire::strip_userinfo;
 
@@ -320,6 +321,46 @@ pub(crate) fn classify_stream_error(data: &str) -> Error {
     Error::StreamError {
         error_type: error_type.or(code),
         message,
+    }
+}
+
+/// The HTTP/2 connection window of a provider's shared client: 256 MiB. The HTTP/2 library
+/// closes a connection (`ENHANCE_YOUR_CALM`) under every stream on it once the small DATA
+/// frames received and not yet read exceed a budget of half this window (a frame of n < 256
+/// bytes counted as 256 - n). Thousands of agents whose tasks wait for a CPU, or whose replies
+/// waited unread while their tool results were stored (before `ProviderStream::read_ahead`),
+/// leave about twenty deltas of each reply in the connection at once: 64 MiB (room for about
+/// 200,000 96-byte deltas) was overrun by 10,000 agents on PostgreSQL. 256 MiB is room for
+/// about 840,000. It is a limit, not an allocation: what is buffered is what the agents asked
+/// for and have not read yet.
+const SHARED_HTTP2_CONNECTION_WINDOW: u32 = 256 << 20;
+
+impl ProviderConfig {
+    /// The provider's HTTP client, built by [`http_client_builder`](crate::http_client_builder)
+    /// on first use and shared by every clone of this config. A `reqwest::Client` is a handle:
+    /// the clone returned shares the connection pool. Keep the agents of one config on one Tokio
+    /// runtime: pooled connections are driven by the runtime that opened them.
+    ///
+    /// Errors: [`Error::HttpClient`](crate::Error::HttpClient) when no client can be built (the
+    /// TLS backend cannot initialise).
+    pub(crate) fn http_client(&self) -> Result<reqwest::Client> {
+        if let Some(client) = self.client.0.get() {
+            return Ok(client.clone());
+        }
+        // Over HTTP/2 the agents sharing this client share one connection, and so its
+        // flow-control window. The default (5 MiB) also sizes the budget the HTTP/2 library
+        // allows for DATA frames received but not yet read (half the window, each small frame
+        // counted at 256 bytes): a provider streaming small deltas to thousands of agents
+        // overruns it as soon as the agents read a little behind, and the library then closes
+        // the connection under every agent at once. A window sized for many streams keeps
+        // their slack.
+        let mut builder = http_client_builder().http2_initial_connection_window_size(SHARED_HTTP2_CONNECTION_WINDOW);
+        if self.http2_prior_knowledge {
+            builder = builder.http2_prior_knowledge();
+        }
+        let built = builder.build().map_err(|e| Error::HttpClient(e.to_string()))?;
+        // Two agents may race to build it; the first one stored wins and both use that one.
+        Ok(self.client.0.get_or_init(|| built).clone())
     }
 }
 

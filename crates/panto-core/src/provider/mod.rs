@@ -11,6 +11,7 @@ pub(crate) mod http;
 pub(crate) mod models;
 pub(crate) mod openai;
 pub(crate) mod order;
+pub(crate) mod redact;
 pub(crate) mod responses;
 pub(crate) mod sse;
 pub(crate) mod validate;
@@ -22,10 +23,10 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 
 use crate::config::{ApiStyle, ProviderConfig};
+use crate::conversation::ToolDecl;
 use crate::conversation::{ContentBlock, Message, StopReason, Usage};
 use crate::error::{Error, Result};
 use crate::event::{BlockKind, ContentDelta, ToolDetails};
-use crate::tool::ToolDecl;
 use validate::{RejectedCall, ToolCallCheck};
 
 /// Everything a provider needs to build one request.
@@ -192,7 +193,7 @@ pub(crate) struct ProviderStream {
     received: u64,
     max_bytes: u64,
     /// Scrubs the key and header values out of errors quoting what the provider sent.
-    redactor: crate::trace::Redactor,
+    redactor: redact::Redactor,
     /// The body's items read by [`ProviderStream::read_ahead`] and not decoded yet, in order,
     /// with their bytes; the body's end or failure, once read ahead, is the last.
     ahead: VecDeque<Option<reqwest::Result<Bytes>>>,
@@ -222,7 +223,7 @@ impl ProviderStream {
         idle_timeout: Duration,
     ) -> impl std::future::Future<Output = Result<Self>> + Send + 'static {
         let (url, headers, body) = build_request(req);
-        let redactor = crate::trace::Redactor::new(req.config);
+        let redactor = redact::Redactor::new(req.config);
         let parser = sse::SseParser::new(req.config.max_event_bytes);
         let max_bytes = req.config.max_response_bytes;
         let decoder = new_decoder(req.config.api_style, req.messages);

@@ -66,7 +66,7 @@ pub async fn list_models(client: &reqwest::Client, config: &ProviderConfig, time
     for _ in 0..MAX_PAGES {
         let page = fetch(client, &url, &headers, timeout)
             .await
-            .map_err(|e| crate::trace::Redactor::new(config).scrub(e))?;
+            .map_err(|e| super::redact::Redactor::new(config).scrub(e))?;
         ids.extend(page.data.into_iter().map(|e| e.id));
         match page.last_id {
             Some(last) if page.has_more => url = format!("{first}&after_id={}", urlencode(&last)),

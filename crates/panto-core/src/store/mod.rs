@@ -18,6 +18,7 @@
 //! root.
 
 pub(crate) mod checkpoint;
+pub(crate) mod files;
 mod id;
 pub(crate) mod info;
 pub(crate) mod memory;

@@ -4,12 +4,14 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+use super::checkpoint::{CheckpointRecord, StoredCheckpoint};
 use super::id::validate_session_id;
 use super::info::SessionInfo;
-use super::seam::{LoadedBranch, PersistentMessage, SessionStore};
-use crate::error::Result;
+use super::seam::{LoadedBranch, PersistentMessage, SessionStore, SessionTree};
+use crate::error::{Error, Result};
 
-/// A store that persists nothing and never fails. `list` is empty, `load` finds nothing.
+/// A store that persists nothing and never fails to append. `list` is empty, `load` finds
+/// nothing; rewind, fork and file checkpoints are [`Error::Unsupported`].
 #[derive(Debug, Default, Clone, Copy)]
 pub struct NullStore;
 
@@ -45,5 +47,26 @@ impl SessionStore for NullStore {
             .iter()
             .map(|_| uuid::Uuid::now_v7().simple().to_string()[24..].to_owned())
             .collect())
+    }
+    async fn switch_branch(&self, _id: &str, _tip: Option<&str>) -> Result<()> {
+        Err(Error::Unsupported("branches (rewind)".to_owned()))
+    }
+    async fn fork(&self, _from: &str, _at: &str, _new_id: &str) -> Result<()> {
+        Err(Error::Unsupported("forks".to_owned()))
+    }
+    async fn tree(&self, _id: &str) -> Result<Option<SessionTree>> {
+        Err(Error::Unsupported("branches (tree)".to_owned()))
+    }
+    async fn put_checkpoint(&self, _id: &str, _content: &[u8]) -> Result<String> {
+        Err(Error::Unsupported("file checkpoints".to_owned()))
+    }
+    async fn get_checkpoint(&self, _id: &str, _address: &str) -> Result<Option<Vec<u8>>> {
+        Err(Error::Unsupported("file checkpoints".to_owned()))
+    }
+    async fn record_checkpoint(&self, _id: &str, _record: &CheckpointRecord) -> Result<()> {
+        Err(Error::Unsupported("file checkpoints".to_owned()))
+    }
+    async fn checkpoints(&self, _id: &str) -> Result<Vec<StoredCheckpoint>> {
+        Err(Error::Unsupported("file checkpoints".to_owned()))
     }
 }

@@ -19,9 +19,9 @@ use async_trait::async_trait;
 use super::checkpoint::{CheckpointRecord, StoredCheckpoint};
 use super::id::validate_session_id;
 use super::info::SessionInfo;
+use crate::conversation::ToolDecl;
 use crate::conversation::{Conversation, Message, Role, Usage};
-use crate::error::{Error, Result};
-use crate::tool::ToolDecl;
+use crate::error::Result;
 use crate::wire::WireIdentity;
 
 /// A compaction, as recorded with the summary message that carries it.
@@ -78,10 +78,71 @@ impl<'a> PersistentMessage<'a> {
 /// asked of, and a store that wraps another one (delegating these methods) hands out sessions
 /// that write through the wrapper.
 ///
-/// `info`, `ids_with_prefix` and `latest_info` have default implementations over `list`, which
-/// are correct but read every session; a store that can answer them directly overrides them.
-/// Every method that takes an id (or prefix) checks it with
-/// [`validate_session_id`](crate::store::validate_session_id) before touching storage.
+/// Required: the log (`list`, `load_branch`, `append`), the session tree (`switch_branch` for
+/// rewind, `fork`, `tree`) and file checkpoints (`put_checkpoint`, `get_checkpoint`,
+/// `record_checkpoint`, `checkpoints`). A store without branches or checkpoints says so in
+/// those methods with [`Error::Unsupported`](crate::Error::Unsupported); a store that wraps another delegates them. That is
+/// a choice the compiler asks every store to make: a wrapper cannot lose rewind, fork or file
+/// checkpoints by leaving the methods out.
+///
+/// `info`, `ids_with_prefix`, `latest_info` and `load` have default implementations over `list`
+/// and `load_branch`, which are correct but read every session; a store that can answer them
+/// directly overrides them. `release_writer` does nothing by default. Every method that takes an
+/// id (or prefix) checks it with [`validate_session_id`](crate::store::validate_session_id)
+/// before touching storage.
+///
+/// A wrapper store (metrics, caching, access control) delegates every required method:
+///
+/// ```
+/// use std::sync::Arc;
+/// use panto_core::{async_trait, CheckpointRecord, LoadedBranch, PersistentMessage, Result, SessionInfo};
+/// use panto_core::{SessionStore, SessionTree, StoredCheckpoint};
+///
+/// #[derive(Debug)]
+/// struct Counting(Arc<dyn SessionStore>);
+///
+/// #[async_trait]
+/// impl SessionStore for Counting {
+///     async fn list(&self) -> Result<Vec<SessionInfo>> { self.0.list().await }
+///     async fn load_branch(&self, id: &str) -> Result<Option<LoadedBranch>> { self.0.load_branch(id).await }
+///     async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> Result<Vec<String>> {
+///         self.0.append(id, messages).await
+///     }
+///     async fn switch_branch(&self, id: &str, tip: Option<&str>) -> Result<()> { self.0.switch_branch(id, tip).await }
+///     async fn fork(&self, from: &str, at: &str, new_id: &str) -> Result<()> { self.0.fork(from, at, new_id).await }
+///     async fn tree(&self, id: &str) -> Result<Option<SessionTree>> { self.0.tree(id).await }
+///     async fn put_checkpoint(&self, id: &str, content: &[u8]) -> Result<String> {
+///         self.0.put_checkpoint(id, content).await
+///     }
+///     async fn get_checkpoint(&self, id: &str, address: &str) -> Result<Option<Vec<u8>>> {
+///         self.0.get_checkpoint(id, address).await
+///     }
+///     async fn record_checkpoint(&self, id: &str, record: &CheckpointRecord) -> Result<()> {
+///         self.0.record_checkpoint(id, record).await
+///     }
+///     async fn checkpoints(&self, id: &str) -> Result<Vec<StoredCheckpoint>> { self.0.checkpoints(id).await }
+/// }
+/// ```
+///
+/// One that delegates only the log does not compile (it would otherwise answer every rewind and
+/// fork with [`Error::Unsupported`](crate::Error::Unsupported) at run time):
+///
+/// ```compile_fail,E0046
+/// use std::sync::Arc;
+/// use panto_core::{async_trait, LoadedBranch, PersistentMessage, Result, SessionInfo, SessionStore};
+///
+/// #[derive(Debug)]
+/// struct Counting(Arc<dyn SessionStore>);
+///
+/// #[async_trait]
+/// impl SessionStore for Counting {
+///     async fn list(&self) -> Result<Vec<SessionInfo>> { self.0.list().await }
+///     async fn load_branch(&self, id: &str) -> Result<Option<LoadedBranch>> { self.0.load_branch(id).await }
+///     async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> Result<Vec<String>> {
+///         self.0.append(id, messages).await
+///     }
+/// }
+/// ```
 #[async_trait]
 pub trait SessionStore: Send + Sync + fmt::Debug {
     /// Every session, newest first by [`SessionInfo::recency`].
@@ -143,66 +204,45 @@ pub trait SessionStore: Send + Sync + fmt::Debug {
     /// Makes entry `tip` (or, with `None`, the empty start before the first entry) the tip of
     /// session `id`'s active branch: the next append follows it, and `load_branch` and the
     /// listing describe the path to it. A store records the switch as an appended entry; every
-    /// entry after the old tip stays in the log. [`Error::UnknownEntry`] when the session holds no
-    /// message entry `tip`; [`Error::Unsupported`] from a store without branches (the default).
-    async fn switch_branch(&self, id: &str, tip: Option<&str>) -> Result<()> {
-        let _ = (id, tip);
-        Err(Error::Unsupported("branches (rewind)".to_owned()))
-    }
+    /// entry after the old tip stays in the log. [`Error::UnknownEntry`](crate::Error::UnknownEntry) when the session holds no
+    /// message entry `tip`; [`Error::Unsupported`](crate::Error::Unsupported) from a store without branches.
+    async fn switch_branch(&self, id: &str, tip: Option<&str>) -> Result<()>;
 
     /// Starts session `new_id` whose history is the path of session `from` up to and including
     /// its entry `at` (entry ids kept), recording [`ForkOrigin`] `{from, at}` with it. All or
-    /// nothing. [`Error::UnknownEntry`] when `from` holds no message entry `at`,
-    /// [`Error::SessionNotFound`] when there is no session `from`, [`Error::Unsupported`] from a
-    /// store without forks (the default).
-    async fn fork(&self, from: &str, at: &str, new_id: &str) -> Result<()> {
-        let _ = (from, at, new_id);
-        Err(Error::Unsupported("forks".to_owned()))
-    }
+    /// nothing. [`Error::UnknownEntry`](crate::Error::UnknownEntry) when `from` holds no message entry `at`,
+    /// [`Error::SessionNotFound`](crate::Error::SessionNotFound) when there is no session `from`, [`Error::Unsupported`](crate::Error::Unsupported) from a
+    /// store without forks.
+    async fn fork(&self, from: &str, at: &str, new_id: &str) -> Result<()>;
 
     /// Keeps `content` (the previous content of a file a tool changes) beside session `id`,
     /// content-addressed, and returns its address ([`checkpoint_address`](crate::store::checkpoint_address)):
     /// storing the same bytes twice keeps one copy. Durable when it returns. A checkpoint may be
-    /// kept before the session's first append. [`Error::Unsupported`] from a store that keeps
-    /// nothing (the default; `NullStore`).
-    async fn put_checkpoint(&self, id: &str, content: &[u8]) -> Result<String> {
-        let _ = (id, content);
-        Err(Error::Unsupported("file checkpoints".to_owned()))
-    }
+    /// kept before the session's first append. [`Error::Unsupported`](crate::Error::Unsupported) from a store that keeps
+    /// nothing (`NullStore`).
+    async fn put_checkpoint(&self, id: &str, content: &[u8]) -> Result<String>;
 
     /// The content kept under `address` for session `id`, `Ok(None)` if there is none. A store
     /// checks the bytes against the address before handing them out (a damaged blob is
-    /// [`Error::CorruptSession`], never restored). [`Error::Unsupported`] as for
+    /// [`Error::CorruptSession`](crate::Error::CorruptSession), never restored). [`Error::Unsupported`](crate::Error::Unsupported) as for
     /// [`SessionStore::put_checkpoint`].
-    async fn get_checkpoint(&self, id: &str, address: &str) -> Result<Option<Vec<u8>>> {
-        let _ = (id, address);
-        Err(Error::Unsupported("file checkpoints".to_owned()))
-    }
+    async fn get_checkpoint(&self, id: &str, address: &str) -> Result<Option<Vec<u8>>>;
 
     /// Appends `record` to session `id`, belonging to the tip of its active branch (the tip does
     /// not move), durably: a rewind later finds which files changed after a point from these
-    /// records. The session must be stored already ([`Error::SessionNotFound`] otherwise).
-    /// [`Error::Unsupported`] from a store that keeps no checkpoints (the default).
-    async fn record_checkpoint(&self, id: &str, record: &CheckpointRecord) -> Result<()> {
-        let _ = (id, record);
-        Err(Error::Unsupported("file checkpoints".to_owned()))
-    }
+    /// records. The session must be stored already ([`Error::SessionNotFound`](crate::Error::SessionNotFound) otherwise).
+    /// [`Error::Unsupported`](crate::Error::Unsupported) from a store that keeps no checkpoints.
+    async fn record_checkpoint(&self, id: &str, record: &CheckpointRecord) -> Result<()>;
 
     /// Every [`CheckpointRecord`] of session `id`, all branches, in the order they were recorded,
     /// with the entry each belongs to. Empty for a session without any (or no such session).
-    /// [`Error::Unsupported`] as for [`SessionStore::record_checkpoint`].
-    async fn checkpoints(&self, id: &str) -> Result<Vec<StoredCheckpoint>> {
-        let _ = id;
-        Err(Error::Unsupported("file checkpoints".to_owned()))
-    }
+    /// [`Error::Unsupported`](crate::Error::Unsupported) as for [`SessionStore::record_checkpoint`].
+    async fn checkpoints(&self, id: &str) -> Result<Vec<StoredCheckpoint>>;
 
     /// Every entry of session `id` (all branches), in the order they were appended, for drawing
-    /// the session's tree. `Ok(None)` if there is no such session; [`Error::Unsupported`] from a
-    /// store without branches (the default).
-    async fn tree(&self, id: &str) -> Result<Option<SessionTree>> {
-        let _ = id;
-        Err(Error::Unsupported("branches (tree)".to_owned()))
-    }
+    /// the session's tree. `Ok(None)` if there is no such session; [`Error::Unsupported`](crate::Error::Unsupported) from a
+    /// store without branches.
+    async fn tree(&self, id: &str) -> Result<Option<SessionTree>>;
 }
 
 /// Where a forked session came from: the session and the entry its history ends at.

@@ -11,11 +11,10 @@
 //! [`Config::log_content`](crate::Config::log_content) is on) passes through [`Redactor`] first,
 //! since a provider may quote the key back in an error body and a user may paste it in a prompt.
 
-mod redact;
 mod request;
 mod turn;
 
-pub(crate) use redact::Redactor;
+pub(crate) use crate::provider::redact::Redactor;
 pub(crate) use request::RequestTrace;
 pub(crate) use turn::TurnTrace;
 
@@ -160,18 +159,26 @@ pub(crate) fn compaction_span(tokens_before: u64) -> Span {
     )
 }
 
+/// What a finished compaction recorded on its span: the numbers of its result.
+pub(crate) struct CompactionCounts<'a> {
+    pub(crate) tokens_after: u64,
+    pub(crate) messages_summarized: usize,
+    pub(crate) messages_kept: usize,
+    pub(crate) usage: Option<&'a Usage>,
+}
+
 /// Records a finished compaction on its span.
-pub(crate) fn compaction_finished(span: &Span, result: &crate::agent::CompactionResult) {
+pub(crate) fn compaction_finished(span: &Span, counts: CompactionCounts<'_>) {
     if span.is_disabled() {
         return;
     }
-    span.record("panto.compaction.tokens_after", count(result.tokens_after));
+    span.record("panto.compaction.tokens_after", count(counts.tokens_after));
     span.record(
         "panto.compaction.messages_summarized",
-        count(result.messages_summarized),
+        count(counts.messages_summarized),
     );
-    span.record("panto.compaction.messages_kept", count(result.messages_kept));
-    if let Some(usage) = &result.usage {
+    span.record("panto.compaction.messages_kept", count(counts.messages_kept));
+    if let Some(usage) = counts.usage {
         record_usage(span, usage);
     }
 }

@@ -40,7 +40,7 @@ fn config(style: ApiStyle, server: &MockServer) -> Config {
         ApiStyle::OpenAiChat => (server.openai_base_url(), "gpt-4o"),
         ApiStyle::OpenAiResponses => (server.openai_base_url(), "gpt-5"),
     };
-    let mut config = Config::new(ProviderConfig::new(style, base, KEY, model));
+    let mut config = Config::new(ProviderConfig::new(style, model).with_base_url(base).with_api_key(KEY));
     config.retry.max_attempts = 1;
     config
 }

@@ -221,12 +221,11 @@ async fn dropping_the_agent_releases_the_session_lock() {
 
     let (first, url) = fresh_store().await;
     let server = MockServer::start().await;
-    let config = Config::new(ProviderConfig::new(
-        ApiStyle::AnthropicMessages,
-        server.anthropic_base_url(),
-        "key",
-        "claude-sonnet-4-5",
-    ));
+    let config = Config::new(
+        ProviderConfig::new(ApiStyle::AnthropicMessages, "claude-sonnet-4-5")
+            .with_base_url(server.anthropic_base_url())
+            .with_api_key("key"),
+    );
     let mut agent = Agent::new(config.clone(), Session::create(as_dyn(&first)), None).unwrap();
     server.push(Reply::sse(script::anthropic_text("first answer")));
     {

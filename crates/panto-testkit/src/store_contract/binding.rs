@@ -141,6 +141,18 @@ impl SessionStore for Wrapper {
         self.appends.fetch_add(1, Ordering::SeqCst);
         self.inner.append(id, messages).await
     }
+    async fn put_checkpoint(&self, id: &str, content: &[u8]) -> panto_core::Result<String> {
+        self.inner.put_checkpoint(id, content).await
+    }
+    async fn get_checkpoint(&self, id: &str, address: &str) -> panto_core::Result<Option<Vec<u8>>> {
+        self.inner.get_checkpoint(id, address).await
+    }
+    async fn record_checkpoint(&self, id: &str, record: &panto_core::CheckpointRecord) -> panto_core::Result<()> {
+        self.inner.record_checkpoint(id, record).await
+    }
+    async fn checkpoints(&self, id: &str) -> panto_core::Result<Vec<panto_core::StoredCheckpoint>> {
+        self.inner.checkpoints(id).await
+    }
 }
 
 /// Sessions that a wrapper store hands out (created, resolved by id and by prefix, latest) write

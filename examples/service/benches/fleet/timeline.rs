@@ -69,6 +69,27 @@ impl SessionStore for TimedStore {
     fn release_writer(&self, id: &str) {
         self.inner.release_writer(id);
     }
+    async fn switch_branch(&self, id: &str, tip: Option<&str>) -> panto_core::Result<()> {
+        self.inner.switch_branch(id, tip).await
+    }
+    async fn fork(&self, from: &str, at: &str, new_id: &str) -> panto_core::Result<()> {
+        self.inner.fork(from, at, new_id).await
+    }
+    async fn tree(&self, id: &str) -> panto_core::Result<Option<panto_core::SessionTree>> {
+        self.inner.tree(id).await
+    }
+    async fn put_checkpoint(&self, id: &str, content: &[u8]) -> panto_core::Result<String> {
+        self.inner.put_checkpoint(id, content).await
+    }
+    async fn get_checkpoint(&self, id: &str, address: &str) -> panto_core::Result<Option<Vec<u8>>> {
+        self.inner.get_checkpoint(id, address).await
+    }
+    async fn record_checkpoint(&self, id: &str, record: &panto_core::CheckpointRecord) -> panto_core::Result<()> {
+        self.inner.record_checkpoint(id, record).await
+    }
+    async fn checkpoints(&self, id: &str) -> panto_core::Result<Vec<panto_core::StoredCheckpoint>> {
+        self.inner.checkpoints(id).await
+    }
 }
 
 /// One agent's turn as the bench saw it.

@@ -3,12 +3,12 @@
 //! rules are in agent/steer.rs.
 
 use super::super::steer::steer_blocks;
-use super::{Phase, Stream, StreamState};
+use super::{Phase, StreamState, Turn};
 use crate::conversation::{Message, Usage};
 use crate::error::Result;
 use crate::event::Event;
 
-impl Stream<'_> {
+impl Turn<'_> {
     /// Appends every steer waiting at this step boundary to `results` (the step's tool-result
     /// message) as text after the results, and queues one [`Event::Steer`] for each.
     /// A typed turn takes no steers: it may end with this very step, and a steer the model
@@ -29,7 +29,7 @@ impl Stream<'_> {
         Ok(())
     }
 
-    /// What follows an event of [`Stream::next`]: hooks after a completed turn, the next
+    /// What follows an event of [`Turn::next`]: hooks after a completed turn, the next
     /// follow-up turn once the last turn is over, and the end of the run control once the
     /// stream ends (so later sends are refused rather than lost).
     pub(super) async fn after_event(&mut self, result: Result<Option<Event>>) -> Result<Option<Event>> {

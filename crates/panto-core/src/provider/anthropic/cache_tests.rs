@@ -2,10 +2,10 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::config::{ApiStyle, CacheTtl};
+use crate::conversation::ToolDecl;
 use crate::conversation::{ContentBlock, Message, Role, ToolResultContent};
 use crate::provider::request_json as request_body;
 use crate::provider::ProviderRequest;
-use crate::tool::ToolDecl;
 
 /// Text of about `tokens` tokens by panto's estimate.
 fn filler(tokens: usize) -> String {
@@ -13,12 +13,9 @@ fn filler(tokens: usize) -> String {
 }
 
 fn config() -> ProviderConfig {
-    ProviderConfig::new(
-        ApiStyle::AnthropicMessages,
-        "http://127.0.0.1:1",
-        "k",
-        "claude-sonnet-4-5",
-    )
+    ProviderConfig::new(ApiStyle::AnthropicMessages, "claude-sonnet-4-5")
+        .with_base_url("http://127.0.0.1:1")
+        .with_api_key("k")
 }
 
 fn tools() -> Vec<ToolDecl> {

@@ -2,21 +2,18 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::config::{ApiStyle, ReasoningEffort};
+use crate::conversation::ToolDecl;
 use crate::conversation::{StopReason, SystemMode, Usage};
 use crate::error::Error;
 use crate::event::{BlockKind, ContentDelta, ToolDetails};
 use crate::provider::request_json;
 use crate::provider::sse::testing::{decode_every_way, decode_fixture_every_way, fixture, Decoded};
 use crate::provider::ProviderEvent;
-use crate::tool::ToolDecl;
 
 fn config() -> ProviderConfig {
-    let mut c = ProviderConfig::new(
-        ApiStyle::AnthropicMessages,
-        "https://api.anthropic.com/",
-        "sk-ant-test",
-        "claude-test",
-    );
+    let mut c = ProviderConfig::new(ApiStyle::AnthropicMessages, "claude-test")
+        .with_base_url("https://api.anthropic.com/")
+        .with_api_key("sk-ant-test");
     c.extra_headers = vec![("x-trace".into(), "abc".into())];
     c
 }

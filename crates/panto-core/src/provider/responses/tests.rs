@@ -2,21 +2,18 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::config::ApiStyle;
+use crate::conversation::ToolDecl;
 use crate::conversation::{StopReason, Usage};
 use crate::error::Error;
 use crate::event::{BlockKind, ContentDelta, ToolDetails};
 use crate::provider::request_json;
 use crate::provider::sse::testing::{decode_every_way, decode_fixture_every_way, Decoded};
 use crate::provider::ProviderEvent;
-use crate::tool::ToolDecl;
 
 fn config() -> ProviderConfig {
-    ProviderConfig::new(
-        ApiStyle::OpenAiResponses,
-        "https://api.openai.com/v1/",
-        "sk-test",
-        "gpt-5",
-    )
+    ProviderConfig::new(ApiStyle::OpenAiResponses, "gpt-5")
+        .with_base_url("https://api.openai.com/v1/")
+        .with_api_key("sk-test")
 }
 
 fn user(content: Vec<ContentBlock>) -> Message {

@@ -4,9 +4,9 @@
 use std::fmt;
 use std::sync::Arc;
 
+use super::checkpoint::{checkpoint_address, CheckpointRecord};
+use super::seam::SessionStore;
 use crate::error::{Error, Result};
-use crate::store::checkpoint::{checkpoint_address, CheckpointRecord};
-use crate::store::seam::SessionStore;
 
 /// Where a tool records a change to a file before it makes it: the session the call belongs to.
 ///

@@ -168,7 +168,9 @@ mod tests {
 
     #[test]
     fn the_key_its_encodings_and_header_values_are_scrubbed() {
-        let config = ProviderConfig::new(ApiStyle::OpenAiChat, "http://x/v1", "sk-secret-123456", "m")
+        let config = ProviderConfig::new(ApiStyle::OpenAiChat, "m")
+            .with_base_url("http://x/v1")
+            .with_api_key("sk-secret-123456")
             .with_header("x-gateway-token", "gw-token-abcdef");
         let r = Redactor::new(&config);
         let b64 = base64::engine::general_purpose::STANDARD.encode("sk-secret-123456");
@@ -183,7 +185,9 @@ mod tests {
 
     #[test]
     fn errors_quoting_the_key_are_scrubbed_even_where_the_quote_cut_it() {
-        let config = ProviderConfig::new(ApiStyle::AnthropicMessages, "http://x", "sk-ant-api03-0123456789", "m");
+        let config = ProviderConfig::new(ApiStyle::AnthropicMessages, "m")
+            .with_base_url("http://x")
+            .with_api_key("sk-ant-api03-0123456789");
         let r = Redactor::new(&config);
         let http = r.scrub(Error::Http {
             status: 401,
