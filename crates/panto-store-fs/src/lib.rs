@@ -78,7 +78,6 @@ mod log;
 mod open;
 mod scan;
 mod timestamp;
-mod trace;
 mod writer;
 
 use std::collections::HashMap;
@@ -86,11 +85,10 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
-use std::time::Instant;
 
 use async_trait::async_trait;
 use chrono::Utc;
-use panto_core::store::{sort_by_recency, validate_session_id};
+use panto_core::store::{sort_by_recency, validate_session_id, AppendSpan};
 use panto_core::{
     CheckpointRecord, Error, LoadedBranch, PersistentMessage, Result, SessionInfo, SessionStore, SessionTree,
     StoredCheckpoint,
@@ -537,10 +535,12 @@ impl SessionStore for JsonlStore {
             })
             .collect();
         let metadata = messages.first().and_then(|m| m.conversation.metadata.as_deref());
-        let span = trace::append_span(id, batch.len());
-        let started = Instant::now();
-        if let Some(result) = span.in_scope(|| self.inner.try_append_here(id, &batch, metadata)) {
-            return trace::finished(&span, started, result);
+        let span = AppendSpan::start("jsonl", id, batch.len());
+        if let Some(result) = span
+            .span()
+            .in_scope(|| self.inner.try_append_here(id, &batch, metadata))
+        {
+            return span.finish(result);
         }
         // Opening a session reads its log, and fsync waits for the disk: both run on a blocking
         // thread, so the batch is copied to move there.
@@ -549,7 +549,7 @@ impl SessionStore for JsonlStore {
         let inner = self.inner.clone();
         let id = id.to_owned();
         // The worker thread records into the span through the caller's subscriber.
-        let worker_span = span.clone();
+        let worker_span = span.span().clone();
         let dispatch = tracing::dispatcher::get_default(Clone::clone);
         let result = blocking(move || {
             let batch: Vec<Pending<'_>> = owned.iter().map(OwnedPending::borrow).collect();
@@ -558,7 +558,7 @@ impl SessionStore for JsonlStore {
             })
         })
         .await;
-        trace::finished(&span, started, result)
+        span.finish(result)
     }
 
     /// Closes the session's file (releasing its lock) when its agent is dropped; an append still

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use fs4::fs_std::FileExt;
-use panto_core::store::{compact_view, EntryIds};
+use panto_core::store::{compact_view, AppendSpan, EntryIds};
 use panto_core::{CompactionRecord, Error, Message, Result, Role, SessionInfo, Usage, WireIdentity};
 
 use crate::format::{
@@ -599,7 +599,7 @@ impl Writer {
         if buf.is_empty() {
             return Ok(());
         }
-        crate::trace::record_bytes(buf.len());
+        AppendSpan::record_bytes(&tracing::Span::current(), buf.len());
         match commit_batch(&mut self.file, self.len, buf, durability) {
             Ok(()) => Ok(()),
             Err(CommitFailure { error, rollback }) => {
@@ -676,7 +676,7 @@ pub(crate) fn commit_batch<T: BatchTarget>(
         Durability::Fsync => {
             let started = std::time::Instant::now();
             let synced = target.sync_data();
-            crate::trace::record_fsync(started.elapsed());
+            AppendSpan::record_fsync(&tracing::Span::current(), started.elapsed());
             synced
         }
         Durability::None => Ok(()),

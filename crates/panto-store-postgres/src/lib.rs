@@ -88,7 +88,6 @@ mod read;
 mod redact;
 mod tls;
 mod tools;
-mod trace;
 mod tree;
 mod view;
 mod writer;
@@ -98,7 +97,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
-use panto_core::store::validate_session_id;
+use panto_core::store::{validate_session_id, AppendSpan};
 use panto_core::{
     CheckpointRecord, Error, LoadedBranch, PersistentMessage, Result, SessionInfo, SessionStore, SessionTree,
     StoredCheckpoint,
@@ -468,13 +467,15 @@ impl PostgresStore {
         // From here on `open` is put back only if the batch commits: a failed batch leaves the
         // slot empty, and the next append rebuilds the state from the database.
         let staged = writer::stage(&mut open, &context, messages, db::now())?;
-        trace::record_bytes(span, &staged);
+        if !span.is_disabled() {
+            AppendSpan::record_bytes(span, staged.bytes());
+        }
         let ids: Vec<String> = staged.rows.iter().map(|row| row.id.clone()).collect();
         let tools: Vec<ToolHash> = staged.tools.keys().copied().collect();
         let append = batch::Append::new(context, &open, staged, |h| lock(&self.known_tools).contains(h))?;
         let started = std::time::Instant::now();
         let written = self.batcher.write(append, slot).await;
-        trace::record_commit(span, started.elapsed());
+        AppendSpan::record_commit(span, started.elapsed());
         // Without its slot back (the writer task is gone) the slot was dropped with `open` out
         // of it: the session's next append rebuilds it from the database.
         let (mut slot, committed) = written?;
@@ -543,10 +544,12 @@ impl SessionStore for PostgresStore {
         validate_session_id(id)?;
         // The span covers the whole append: waiting for the session's slot, taking its lock,
         // rebuilding its state after a failure, staging and the transaction.
-        let span = trace::append_span(id, messages.len());
-        let started = std::time::Instant::now();
-        let result = self.append_traced(id, messages, &span).instrument(span.clone()).await;
-        trace::finished(&span, started, result)
+        let span = AppendSpan::start("postgres", id, messages.len());
+        let result = self
+            .append_traced(id, messages, span.span())
+            .instrument(span.span().clone())
+            .await;
+        span.finish(result)
     }
 
     async fn switch_branch(&self, id: &str, tip: Option<&str>) -> Result<()> {

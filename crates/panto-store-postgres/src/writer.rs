@@ -337,6 +337,20 @@ pub(crate) struct Staged<'a> {
     pub metadata: Option<&'a str>,
 }
 
+impl Staged<'_> {
+    /// The bytes the batch writes besides ids and tools: its messages' and usages' JSON
+    /// (the `panto.store.bytes` of its span).
+    pub fn bytes(&self) -> usize {
+        self.rows
+            .iter()
+            .map(|row| {
+                row.message.as_ref().or(row.message_raw.as_ref()).map_or(0, String::len)
+                    + row.usage.as_ref().map_or(0, String::len)
+            })
+            .sum()
+    }
+}
+
 /// Stages `messages` onto `open`: mints entry ids, applies compactions to the view and folds
 /// the listing info, exactly as the file store does. Mutates `open`; the caller discards it if
 /// the batch does not commit.

@@ -24,10 +24,12 @@ pub(crate) mod memory;
 pub(crate) mod null;
 pub(crate) mod seam;
 pub(crate) mod session;
+mod span;
 mod view;
 
 pub use checkpoint::{checkpoint_address, validate_checkpoint_address, MAX_CHECKPOINT_BYTES};
 pub use id::{new_session_id, validate_session_id, EntryIds};
 pub use info::{sort_by_recency, LAST_USER_MESSAGE_CHARS};
 pub use memory::StoredRecord;
+pub use span::AppendSpan;
 pub use view::compact_view;
