@@ -77,7 +77,9 @@ impl Append {
         if let Some(m) = staged.metadata {
             pg_text(&context, "the conversation metadata", m)?;
         }
-        let Listing { count, preview, wire } = Listing::of(&context, info)?;
+        let Listing {
+            count, preview, wire, ..
+        } = Listing::of(&context, info)?;
         let (style, url, model, reasoning) = wire;
         let new = !open.exists;
         Ok(Append {

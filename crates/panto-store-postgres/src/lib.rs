@@ -165,6 +165,14 @@ type SlotRef = Arc<tokio::sync::Mutex<Slot>>;
 /// outcome is known.
 type SlotGuard = OwnedMutexGuard<Slot>;
 
+/// A session this store is about to write: see [`PostgresStore::open_for_writing`].
+struct Writing {
+    slot: SlotGuard,
+    open: OpenSession,
+    /// Whether this store held the session's lock before.
+    held: bool,
+}
+
 /// A [`SessionStore`] in a PostgreSQL database. See the [crate documentation](crate).
 ///
 /// Connections are opened on the Tokio runtime that calls [`PostgresStore::connect`]; use the
@@ -253,25 +261,10 @@ impl PostgresStore {
     /// [`PostgresStore::release`], or the store is dropped.
     pub async fn claim(&self, id: &str) -> Result<()> {
         validate_session_id(id)?;
-        let mut slot = self.slot(id).await;
-        let stored = match self.ensure_locked(id, &mut slot).await {
-            Ok(stored) => stored,
-            Err(e) => {
-                self.retire_locked(id, &mut slot).await;
-                return Err(e);
-            }
-        };
-        if slot.open.is_none() {
-            // Opened now, while the lock's look-up says whether the session is stored (the
-            // session's first append would otherwise look it up again).
-            match writer::open(&self.pool, id, &self.token, stored).await {
-                Ok(open) => slot.open = Some(open),
-                Err(e) => {
-                    self.retire_locked(id, &mut slot).await;
-                    return Err(e);
-                }
-            }
-        }
+        // Opened now, while the lock's look-up says whether the session is stored (the
+        // session's first append would otherwise look it up again).
+        let mut writing = self.open_for_writing(id).await?;
+        writing.slot.open = Some(writing.open);
         Ok(())
     }
 
@@ -344,6 +337,34 @@ impl PostgresStore {
         }
     }
 
+    /// Session `id`'s slot, locked, with this store holding the session's lock, and the
+    /// session's open state taken out of the slot (rebuilt from the database when the slot had
+    /// none). The caller puts the state back once its write commits. A store that cannot write
+    /// the session (another writer has it, or the database cannot be reached) keeps nothing of
+    /// it: on an error the slot is retired.
+    async fn open_for_writing(&self, id: &str) -> Result<Writing> {
+        let mut slot = self.slot(id).await;
+        let held = slot.lock.is_some();
+        let stored = match self.ensure_locked(id, &mut slot).await {
+            Ok(stored) => stored,
+            Err(e) => {
+                self.retire_locked(id, &mut slot).await;
+                return Err(e);
+            }
+        };
+        let open = match slot.open.take() {
+            Some(open) => open,
+            None => match writer::open(&self.pool, id, &self.token, stored).await {
+                Ok(open) => open,
+                Err(e) => {
+                    self.retire_locked(id, &mut slot).await;
+                    return Err(e);
+                }
+            },
+        };
+        Ok(Writing { slot, open, held })
+    }
+
     /// The full history of session `id`, oldest first, compactions and the messages they hid
     /// included; `None` when there is no such session.
     pub async fn history(&self, id: &str) -> Result<Option<Vec<HistoryEntry>>> {
@@ -393,25 +414,11 @@ impl PostgresStore {
     /// Appends the branch event `event` to session `id` under its lock, as an append does.
     /// [`Error::SessionNotFound`] when the session is not stored (nothing is then created).
     async fn branch_event(&self, id: &str, context: String, event: branch::Event<'_>) -> Result<()> {
-        let mut slot = self.slot(id).await;
-        let held = slot.lock.is_some();
-        let stored = match self.ensure_locked(id, &mut slot).await {
-            Ok(stored) => stored,
-            Err(e) => {
-                self.retire_locked(id, &mut slot).await;
-                return Err(e);
-            }
-        };
-        let mut open = match slot.open.take() {
-            Some(open) => open,
-            None => match writer::open(&self.pool, id, &self.token, stored).await {
-                Ok(open) => open,
-                Err(e) => {
-                    self.retire_locked(id, &mut slot).await;
-                    return Err(e);
-                }
-            },
-        };
+        let Writing {
+            mut slot,
+            mut open,
+            held,
+        } = self.open_for_writing(id).await?;
         if !open.exists {
             if held {
                 slot.open = Some(open);
@@ -421,17 +428,30 @@ impl PostgresStore {
             }
             return Err(Error::SessionNotFound(id.to_owned()));
         }
-        match branch::commit_event(&self.pool, &context, &mut open, &self.token, event).await {
+        let committed = branch::commit_event(&self.pool, &context, &mut open, &self.token, event).await;
+        self.settle(id, &mut slot, open, committed).await
+    }
+
+    /// Settles a write to session `id` by its outcome `committed`: a committed write puts
+    /// `open` back into the slot; a store another one fenced out lets the session go. Otherwise
+    /// `open` is dropped and the next write rebuilds it from the database.
+    async fn settle(
+        &self,
+        id: &str,
+        slot: &mut SlotGuard,
+        open: OpenSession,
+        committed: Result<(), CommitError>,
+    ) -> Result<()> {
+        match committed {
             Ok(()) => {
                 slot.open = Some(open);
                 Ok(())
             }
             Err(CommitError::Fenced) => {
-                self.retire_locked(id, &mut slot).await;
+                self.retire_locked(id, slot).await;
                 Err(Error::SessionInUse { id: id.to_owned() })
             }
             Err(CommitError::Gone) => Err(Error::SessionNotFound(id.to_owned())),
-            // `open` is dropped: the next write rebuilds it from the database.
             Err(CommitError::Failed(e)) => Err(e),
         }
     }
@@ -444,26 +464,7 @@ impl PostgresStore {
         span: &tracing::Span,
     ) -> Result<Vec<String>> {
         let context = format!("appending to session {id}");
-        let mut slot = self.slot(id).await;
-        // A store that cannot write a session (another writer has it, or the database cannot
-        // be reached) keeps nothing of it.
-        let stored = match self.ensure_locked(id, &mut slot).await {
-            Ok(stored) => stored,
-            Err(e) => {
-                self.retire_locked(id, &mut slot).await;
-                return Err(e);
-            }
-        };
-        let mut open = match slot.open.take() {
-            Some(open) => open,
-            None => match writer::open(&self.pool, id, &self.token, stored).await {
-                Ok(open) => open,
-                Err(e) => {
-                    self.retire_locked(id, &mut slot).await;
-                    return Err(e);
-                }
-            },
-        };
+        let Writing { slot, mut open, .. } = self.open_for_writing(id).await?;
         // From here on `open` is put back only if the batch commits: a failed batch leaves the
         // slot empty, and the next append rebuilds the state from the database.
         let staged = writer::stage(&mut open, &context, messages, db::now())?;
@@ -479,20 +480,12 @@ impl PostgresStore {
         // Without its slot back (the writer task is gone) the slot was dropped with `open` out
         // of it: the session's next append rebuilds it from the database.
         let (mut slot, committed) = written?;
-        match committed {
-            Ok(()) => {
-                lock(&self.known_tools).extend(tools);
-                open.exists = true;
-                slot.open = Some(open);
-                Ok(ids)
-            }
-            Err(CommitError::Fenced) => {
-                self.retire_locked(id, &mut slot).await;
-                Err(Error::SessionInUse { id: id.to_owned() })
-            }
-            Err(CommitError::Gone) => Err(Error::SessionNotFound(id.to_owned())),
-            Err(CommitError::Failed(e)) => Err(e),
+        if committed.is_ok() {
+            lock(&self.known_tools).extend(tools);
+            open.exists = true;
         }
+        self.settle(id, &mut slot, open, committed).await?;
+        Ok(ids)
     }
 
     /// The rows `query` returns, on a connection of the pool (prepared there once); `doing`
