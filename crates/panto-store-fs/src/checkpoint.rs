@@ -87,3 +87,25 @@ pub(crate) fn get(dir: &Path, id: &str, address: &str) -> Result<Option<Vec<u8>>
     }
     Ok(Some(content))
 }
+
+/// The addresses of the blobs in session `id`'s blob directory, sorted; other names are skipped.
+/// No directory: none.
+pub(crate) fn addresses(dir: &Path, id: &str) -> Result<Vec<String>> {
+    let blobs = blob_dir(dir, id);
+    let entries = match std::fs::read_dir(&blobs) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io_error("listing", &blobs, e)),
+    };
+    let mut addresses = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| io_error("listing", &blobs, e))?;
+        if let Some(name) = entry.file_name().to_str() {
+            if validate_checkpoint_address(name).is_ok() {
+                addresses.push(name.to_owned());
+            }
+        }
+    }
+    addresses.sort();
+    Ok(addresses)
+}

@@ -99,8 +99,10 @@ pub(crate) struct CheckpointOnDisk {
 pub(crate) struct HeaderIn {
     pub id: String,
     pub created: DateTime<Utc>,
-    // `cwd` is informational (where the session was started) and not needed to read a session
-    // back; serde skips it, but it stays documented in docs/session-format.md.
+    /// Where the session was started: informational, not needed to read a session back, but
+    /// carried when a session is copied whole.
+    #[serde(default)]
+    pub cwd: Option<String>,
     #[serde(default)]
     pub metadata: Option<String>,
     #[serde(default)]
@@ -247,6 +249,21 @@ pub(crate) struct EntryIn {
     pub activity: Activity,
 }
 
+/// A message entry with the provenance `load` skips (its usage and wire identity), as a session
+/// copied whole to another store reads it.
+#[derive(Debug, Deserialize)]
+pub(crate) struct WholeEntryIn {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub id: String,
+    pub parent_id: Option<String>,
+    pub message: Message,
+    #[serde(default)]
+    pub usage: Option<Usage>,
+    #[serde(default)]
+    pub wire: Option<WireIdentity>,
+}
+
 /// The newest entry as `list` reads it: everything but the message body, which serde skips
 /// without building it.
 #[derive(Debug, Deserialize)]
@@ -329,26 +346,29 @@ pub(crate) fn parse_header(line: &[u8], location: &str) -> Result<HeaderIn> {
 
 /// Parses an entry line (any line after the header). `location` names it for errors.
 pub(crate) fn parse_entry(line: &[u8], location: &str) -> Result<EntryIn> {
-    if line.is_empty() {
-        return Err(corrupt(location, "empty line"));
-    }
-    match serde_json::from_slice::<EntryIn>(line) {
-        Ok(entry) => {
-            check_entry_type(&entry.kind, location)?;
-            Ok(entry)
-        }
-        Err(e) => Err(explain_entry_error(line, location, &e)),
-    }
+    parse_typed(line, location, |entry: &EntryIn| &entry.kind)
 }
 
 /// Parses the newest entry for a listing. `location` names it for errors.
 pub(crate) fn parse_tail(line: &[u8], location: &str) -> Result<TailEntry> {
+    parse_typed(line, location, |entry: &TailEntry| &entry.kind)
+}
+
+/// Parses a message entry line with its provenance, for a session copied whole. `location`
+/// names it for errors.
+pub(crate) fn parse_whole_entry(line: &[u8], location: &str) -> Result<WholeEntryIn> {
+    parse_typed(line, location, |entry: &WholeEntryIn| &entry.kind)
+}
+
+/// Parses an entry line as `T`, whose `type` field `kind` gives. `location` names it for
+/// errors.
+fn parse_typed<T: serde::de::DeserializeOwned>(line: &[u8], location: &str, kind: impl Fn(&T) -> &str) -> Result<T> {
     if line.is_empty() {
         return Err(corrupt(location, "empty line"));
     }
-    match serde_json::from_slice::<TailEntry>(line) {
+    match serde_json::from_slice::<T>(line) {
         Ok(entry) => {
-            check_entry_type(&entry.kind, location)?;
+            check_entry_type(kind(&entry), location)?;
             Ok(entry)
         }
         Err(e) => Err(explain_entry_error(line, location, &e)),

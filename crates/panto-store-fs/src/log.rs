@@ -24,7 +24,8 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use panto_core::store::{compact_view, validate_checkpoint_address};
 use panto_core::{
-    CheckpointRecord, EntryRef, LoadedBranch, Message, Result, Role, SessionTree, StoredCheckpoint, TreeEntry,
+    CheckpointRecord, EntryRef, LoadedBranch, Message, Result, Role, SessionInfo, SessionTree, StoredCheckpoint,
+    TreeEntry,
 };
 use serde::Deserialize;
 
@@ -113,6 +114,24 @@ pub(crate) struct ParsedLog {
     /// The committed length: everything up to and including the last `\n`. Bytes after it are a
     /// torn line that a crash left behind.
     pub committed: u64,
+}
+
+impl ParsedLog {
+    /// The listing of the active branch, as the newest line records it: a message entry its own
+    /// path's, a branch entry the path's to the tip it names.
+    pub fn info(&self) -> SessionInfo {
+        let mut info = match self.entries.last() {
+            Some(last) => {
+                last.entry
+                    .activity
+                    .clone()
+                    .into_info(self.header.id.clone(), self.header.created, last.entry.timestamp)
+            }
+            None => SessionInfo::new(self.header.id.clone(), self.header.created),
+        };
+        info.forked_from = self.header.forked_from.clone().map(ForkOnDisk::into_origin);
+        info
+    }
 }
 
 /// What [`Lines::next_line`] found.
@@ -468,28 +487,35 @@ pub(crate) fn load_checkpoints(path: &Path, id: &str) -> Result<Vec<StoredCheckp
         let Some(change) = logged.entry.checkpoint else {
             continue;
         };
-        let bad = |what: String| corrupt(line_location(path, logged.line), what);
-        if !change.path.starts_with('/') {
-            return Err(bad(format!("the checkpoint's path {:?} is not absolute", change.path)));
-        }
-        for address in change.before.iter().chain(&change.after) {
-            validate_checkpoint_address(address).map_err(|_| {
-                bad(format!(
-                    "the checkpoint's address {address:?} is not 64 lowercase hex digits"
-                ))
-            })?;
-        }
         records.push(StoredCheckpoint {
+            record: checkpoint_record(change, path, logged.line)?,
             entry: logged.entry.tip,
-            record: CheckpointRecord {
-                path: change.path,
-                before: change.before,
-                after: change.after,
-                restore: change.restore,
-            },
         });
     }
     Ok(records)
+}
+
+/// The file change recorded on line `line` of the file at `path`, checked: a record whose path
+/// is not absolute or whose address could not be one is an error naming its line, since a
+/// rewind must never write where a damaged line points.
+pub(crate) fn checkpoint_record(change: CheckpointOnDisk, path: &Path, line: usize) -> Result<CheckpointRecord> {
+    let bad = |what: String| corrupt(line_location(path, line), what);
+    if !change.path.starts_with('/') {
+        return Err(bad(format!("the checkpoint's path {:?} is not absolute", change.path)));
+    }
+    for address in change.before.iter().chain(&change.after) {
+        validate_checkpoint_address(address).map_err(|_| {
+            bad(format!(
+                "the checkpoint's address {address:?} is not 64 lowercase hex digits"
+            ))
+        })?;
+    }
+    Ok(CheckpointRecord {
+        path: change.path,
+        before: change.before,
+        after: change.after,
+        restore: change.restore,
+    })
 }
 
 /// A file change a fork carries: recorded on the forked path (or at the empty start every path

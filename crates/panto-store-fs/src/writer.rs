@@ -207,18 +207,7 @@ impl Writer {
 
     /// Takes the state of a scanned log: the active branch's listing, view and tip, and every id.
     fn adopt(&mut self, log: ParsedLog) {
-        // The last line describes the active branch: a message entry its own path, a branch
-        // entry the path to the tip it names.
-        self.info = match log.entries.last() {
-            Some(last) => {
-                last.entry
-                    .activity
-                    .clone()
-                    .into_info(self.id.clone(), log.header.created, last.entry.timestamp)
-            }
-            None => SessionInfo::new(self.id.clone(), log.header.created),
-        };
-        self.info.forked_from = log.header.forked_from.clone().map(ForkOnDisk::into_origin);
+        self.info = log.info();
         self.view = log
             .view
             .iter()
