@@ -10,8 +10,8 @@ use nix::fcntl::OFlag;
 use panto_core::store::{checkpoint_address, validate_checkpoint_address, MAX_CHECKPOINT_BYTES};
 use panto_core::{Error, Result};
 
+use crate::format::io_error;
 use crate::open::open_for_reading;
-use crate::scan::io_error;
 
 /// The blob directory of session `id` in store directory `dir`.
 pub(crate) fn blob_dir(dir: &Path, id: &str) -> PathBuf {

@@ -5,6 +5,7 @@
 //! data; reading uses owned `*In` structs. The two are kept side by side so a field added to one
 //! is visibly missing from the other.
 
+use std::io;
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
@@ -400,6 +401,23 @@ fn explain_entry_error(line: &[u8], location: &str, e: &serde_json::Error) -> Er
         }
     }
     corrupt(location, describe(e))
+}
+
+/// Wraps an I/O error with the file it happened on.
+pub(crate) fn io_error(doing: &str, path: &Path, e: io::Error) -> Error {
+    Error::store(format!("{doing} {}", path.display()), e)
+}
+
+/// Checks that the header names the session its file name says.
+pub(crate) fn check_header_id(header_id: &str, file_id: &str, location: &str) -> Result<()> {
+    if header_id == file_id {
+        Ok(())
+    } else {
+        Err(corrupt(
+            location,
+            format!("the header says session \"{header_id}\" but the file is named for \"{file_id}\""),
+        ))
+    }
 }
 
 #[cfg(test)]

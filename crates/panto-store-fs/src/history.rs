@@ -15,10 +15,11 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 use panto_core::{CheckpointRecord, ForkOrigin, Message, Result, SessionInfo, Usage, WireIdentity};
 
+use crate::format::io_error;
 use crate::format::{corrupt, line_location, parse_whole_entry, ForkOnDisk};
-use crate::log::{checkpoint_record, scan_log, Scanned};
+use crate::log::{scan_log, Scanned};
 use crate::open::open_for_reading;
-use crate::scan::io_error;
+use crate::read::checkpoint_record;
 
 /// A session file read whole (see [`JsonlStore::session_file`](crate::JsonlStore::session_file)).
 #[derive(Debug, Clone, PartialEq)]

@@ -71,19 +71,26 @@
 #![deny(missing_docs)]
 
 mod checkpoint;
+mod commit;
 mod dir;
+mod edges;
+mod fork;
 mod format;
 mod history;
 mod json;
+mod lines;
+mod listing;
 mod log;
 mod open;
-mod scan;
+mod pending;
+mod read;
+mod skim;
 mod store;
 mod timestamp;
 mod writer;
 
+pub use commit::Durability;
 pub use dir::{check_dir, DirWarning};
 pub use format::MAX_LINE;
 pub use history::{FileCompaction, FileEntry, FileEntryKind, SessionFile};
 pub use store::{JsonlStore, Problems};
-pub use writer::Durability;

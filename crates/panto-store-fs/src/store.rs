@@ -16,12 +16,16 @@ use panto_core::{
 };
 
 use crate::checkpoint;
+use crate::commit::Durability;
+use crate::fork::{fork_lines, write_fork};
 use crate::format::corrupt;
+use crate::format::io_error;
 use crate::format::{CheckpointOnDisk, ForkOnDisk};
 use crate::history::{self, SessionFile};
-use crate::log::{fork_lines, load_branch, load_checkpoints, load_tree};
-use crate::scan::{holds_no_session, io_error, read_info};
-use crate::writer::{Durability, OwnedPending, Pending, Writer};
+use crate::listing::{holds_no_session, read_info};
+use crate::pending::{OwnedPending, Pending};
+use crate::read::{load_branch, load_checkpoints, load_tree};
+use crate::writer::Writer;
 
 /// Files in the session directory that could not be read as sessions, each with why: what
 /// [`JsonlStore::list_with_problems`] reports beside the sessions it could read.
@@ -340,7 +344,7 @@ impl Inner {
             session: from.to_owned(),
             entry: at.to_owned(),
         };
-        Writer::write_fork(&self.dir, new_id, &origin, &source, Utc::now(), self.durability)?;
+        write_fork(&self.dir, new_id, &origin, &source, Utc::now(), self.durability)?;
         // Hold the fork's lock from now on, as after any first append.
         self.with_writer(new_id, |_| Ok(()))
     }
