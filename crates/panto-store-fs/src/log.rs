@@ -8,8 +8,8 @@
 //!    [`Skeleton`]: everything but the message's content, which serde skips without building
 //!    it. That is enough to check every line's JSON and entry fields, follow the chain and apply
 //!    compactions, and it is all a writer reopening the file needs.
-//! 2. [`read_view`] reads back only the lines of the view, by offset, and parses their messages
-//!    in full.
+//! 2. `read.rs` reads back only the lines a caller needs (the view's, for `load`), by offset,
+//!    and parses their messages in full.
 //!
 //! Memory is bounded by the longest line plus the view, not by the file. The cost of this split
 //! is that the content of a message no longer in the view (compacted away) is checked as JSON
