@@ -16,8 +16,7 @@ use crate::format::{
     corrupt, io_error, line_location, parse_entry, Activity, BranchOut, CheckpointOnDisk, ForkOnDisk, HeaderOut,
     BRANCH_TYPE, HEADER_TYPE, MAX_LINE, VERSION,
 };
-use crate::log::{scan_log, Scanned};
-use crate::open::open_for_reading;
+use crate::log::open_log;
 
 /// A file change a fork carries: recorded on the forked path (or at the empty start every path
 /// begins at), with the listing activity of the entry it belongs to.
@@ -51,12 +50,8 @@ pub(crate) struct ForkSource {
 /// than a mixed log.
 pub(crate) fn fork_lines(path: &Path, id: &str, at: &str) -> Result<ForkSource> {
     let not_found = || panto_core::Error::SessionNotFound(id.to_owned());
-    let Some((file, _)) = open_for_reading(path)? else {
+    let Some((file, log)) = open_log(path, id)? else {
         return Err(not_found());
-    };
-    let log = match scan_log(&file, path, id)? {
-        Scanned::Empty => return Err(not_found()),
-        scanned => scanned.into_log(path)?,
     };
     let by_id: HashMap<&str, usize> = log
         .entries

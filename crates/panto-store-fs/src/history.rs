@@ -17,8 +17,7 @@ use panto_core::{CheckpointRecord, ForkOrigin, Message, Result, SessionInfo, Usa
 
 use crate::format::io_error;
 use crate::format::{corrupt, line_location, parse_whole_entry, ForkOnDisk};
-use crate::log::{scan_log, Scanned};
-use crate::open::open_for_reading;
+use crate::log::open_log;
 use crate::read::checkpoint_record;
 
 /// A session file read whole (see [`JsonlStore::session_file`](crate::JsonlStore::session_file)).
@@ -97,12 +96,8 @@ pub struct FileCompaction {
 /// Reads session `id` whole from the file at `path`. `None` when there is no such file, or it is
 /// empty (it then holds no session).
 pub(crate) fn read_session_file(path: &Path, id: &str) -> Result<Option<SessionFile>> {
-    let Some((file, _)) = open_for_reading(path)? else {
+    let Some((file, log)) = open_log(path, id)? else {
         return Ok(None);
-    };
-    let log = match scan_log(&file, path, id)? {
-        Scanned::Empty => return Ok(None),
-        scanned => scanned.into_log(path)?,
     };
     let info = log.info();
     let mut entries = Vec::with_capacity(log.entries.len());

@@ -16,6 +16,7 @@
 //! but not as a message; `load` still checks in full every message it returns.
 
 use std::collections::HashMap;
+use std::fs::File;
 use std::io::Read;
 use std::path::Path;
 
@@ -29,6 +30,7 @@ use crate::format::{
     CompactionOnDisk, ForkOnDisk, HeaderIn, MAX_LINE,
 };
 use crate::lines::{Lines, Next};
+use crate::open::open_for_reading;
 
 /// An entry without its message content: what the first pass keeps of every line.
 #[derive(Debug, Deserialize)]
@@ -121,6 +123,9 @@ impl ParsedLog {
 
 /// What the first pass found.
 #[derive(Debug)]
+// `Log` is what nearly every scan returns, and a `Scanned` is unwrapped at once: boxing it would
+// only add an allocation.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Scanned {
     /// The file is empty.
     Empty,
@@ -139,6 +144,19 @@ impl Scanned {
             Scanned::TornHeader => "the header line is incomplete (no line end): the first write was interrupted",
         };
         Err(corrupt(line_location(path, 1), message))
+    }
+}
+
+/// Opens the session file at `path` (named for session `id`) as every session file is opened
+/// (see `open.rs`) and scans it. `None` when there is no such file, or it is empty: an empty file
+/// holds no session (see `listing::holds_no_session`).
+pub(crate) fn open_log(path: &Path, id: &str) -> Result<Option<(File, ParsedLog)>> {
+    let Some((file, _)) = open_for_reading(path)? else {
+        return Ok(None);
+    };
+    match scan_log(&file, path, id)? {
+        Scanned::Empty => Ok(None),
+        scanned => Ok(Some((file, scanned.into_log(path)?))),
     }
 }
 

@@ -9,20 +9,14 @@ use panto_core::store::validate_checkpoint_address;
 use panto_core::{CheckpointRecord, EntryRef, LoadedBranch, Message, Result, SessionTree, StoredCheckpoint, TreeEntry};
 
 use crate::format::{corrupt, io_error, line_location, parse_entry, CheckpointOnDisk, ForkOnDisk};
-use crate::log::{scan_log, ParsedLog, Scanned, Skeleton};
-use crate::open::open_for_reading;
+use crate::log::{open_log, ParsedLog, Skeleton};
 
 /// Reads session `id` from the file at `path` for `load_branch`: the metadata bag, the messages
 /// of the active branch's view with their entries, and the fork origin. `None` when there is no
 /// such file.
 pub(crate) fn load_branch(path: &Path, id: &str) -> Result<Option<LoadedBranch>> {
-    let Some((file, _)) = open_for_reading(path)? else {
+    let Some((file, log)) = open_log(path, id)? else {
         return Ok(None);
-    };
-    let log = match scan_log(&file, path, id)? {
-        // An empty file holds no session (see `scan::holds_no_session`).
-        Scanned::Empty => return Ok(None),
-        scanned => scanned.into_log(path)?,
     };
     let messages = read_view(&file, path, &log)?;
     let entries = log.view.iter().map(|&i| entry_ref(&log.entries[i].entry)).collect();
@@ -39,12 +33,8 @@ pub(crate) fn load_branch(path: &Path, id: &str) -> Result<Option<LoadedBranch>>
 /// Reads every message entry of session `id` from the file at `path`, for `tree`. `None` when
 /// there is no such file.
 pub(crate) fn load_tree(path: &Path, id: &str) -> Result<Option<SessionTree>> {
-    let Some((file, _)) = open_for_reading(path)? else {
+    let Some((file, log)) = open_log(path, id)? else {
         return Ok(None);
-    };
-    let log = match scan_log(&file, path, id)? {
-        Scanned::Empty => return Ok(None),
-        scanned => scanned.into_log(path)?,
     };
     let mut entries = Vec::new();
     let mut buf = Vec::new();
@@ -66,12 +56,8 @@ pub(crate) fn load_tree(path: &Path, id: &str) -> Result<Option<SessionTree>> {
 /// whose address could not be one is an error naming its line: a rewind must never write where
 /// a damaged line points.
 pub(crate) fn load_checkpoints(path: &Path, id: &str) -> Result<Vec<StoredCheckpoint>> {
-    let Some((file, _)) = open_for_reading(path)? else {
+    let Some((_, log)) = open_log(path, id)? else {
         return Ok(Vec::new());
-    };
-    let log = match scan_log(&file, path, id)? {
-        Scanned::Empty => return Ok(Vec::new()),
-        scanned => scanned.into_log(path)?,
     };
     let mut records = Vec::new();
     for logged in log.entries {
