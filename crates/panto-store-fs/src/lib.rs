@@ -29,6 +29,10 @@
 //!   users can write it, it is not the user's, it holds links or FIFOs named like sessions),
 //!   for a program to show its user.
 //!
+//! - [`JsonlStore::session_file`] reads a session whole, every entry of every branch as written,
+//!   for moving it to another store: the format has this one reader (panto-store-postgres's
+//!   import reads through it), besides the crash harness's check written from the specification.
+//!
 //! The format is specified in `docs/session-format.md`.
 //!
 //! # Example
@@ -68,6 +72,12 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! [`SessionStore`]: panto_core::SessionStore
+//! [`SessionStore::list`]: panto_core::SessionStore::list
+//! [`SessionStore::load`]: panto_core::SessionStore::load
+//! [`Error::SessionInUse`]: panto_core::Error::SessionInUse
+//! [`Error::CorruptSession`]: panto_core::Error::CorruptSession
 #![deny(missing_docs)]
 
 mod checkpoint;

@@ -64,6 +64,14 @@
 //! # Ok(())
 //! # }
 //! ```
+//!
+//! The example needs a database, so it is compiled but not run here; `tests/pg/` runs the same
+//! calls against a real PostgreSQL.
+//!
+//! [`SessionStore`]: panto_core::SessionStore
+//! [`SessionStore::list`]: panto_core::SessionStore::list
+//! [`SessionStore::load`]: panto_core::SessionStore::load
+//! [`Error::SessionInUse`]: panto_core::Error::SessionInUse
 #![deny(missing_docs)]
 
 /// The listing columns of `panto.sessions`, in the order `read::info_from_row` reads them. A
