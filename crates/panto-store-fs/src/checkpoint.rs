@@ -10,8 +10,8 @@ use nix::fcntl::OFlag;
 use panto_core::store::{checkpoint_address, validate_checkpoint_address, MAX_CHECKPOINT_BYTES};
 use panto_core::{Error, Result};
 
+use crate::format::io_error;
 use crate::open::open_for_reading;
-use crate::scan::io_error;
 
 /// The blob directory of session `id` in store directory `dir`.
 pub(crate) fn blob_dir(dir: &Path, id: &str) -> PathBuf {
@@ -86,4 +86,26 @@ pub(crate) fn get(dir: &Path, id: &str, address: &str) -> Result<Option<Vec<u8>>
         });
     }
     Ok(Some(content))
+}
+
+/// The addresses of the blobs in session `id`'s blob directory, sorted; other names are skipped.
+/// No directory: none.
+pub(crate) fn addresses(dir: &Path, id: &str) -> Result<Vec<String>> {
+    let blobs = blob_dir(dir, id);
+    let entries = match std::fs::read_dir(&blobs) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io_error("listing", &blobs, e)),
+    };
+    let mut addresses = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|e| io_error("listing", &blobs, e))?;
+        if let Some(name) = entry.file_name().to_str() {
+            if validate_checkpoint_address(name).is_ok() {
+                addresses.push(name.to_owned());
+            }
+        }
+    }
+    addresses.sort();
+    Ok(addresses)
 }

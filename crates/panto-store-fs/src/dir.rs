@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use panto_core::store::validate_session_id;
 
 use crate::open::{describe_kind, SYMLINK};
-use crate::EXTENSION;
+use crate::store::EXTENSION;
 
 /// Something about a session directory that lets someone other than its user change what panto
 /// reads from it, found by [`check_dir`]. Its `Display` says what was found, why it matters and

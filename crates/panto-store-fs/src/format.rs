@@ -5,6 +5,7 @@
 //! data; reading uses owned `*In` structs. The two are kept side by side so a field added to one
 //! is visibly missing from the other.
 
+use std::io;
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
@@ -99,8 +100,10 @@ pub(crate) struct CheckpointOnDisk {
 pub(crate) struct HeaderIn {
     pub id: String,
     pub created: DateTime<Utc>,
-    // `cwd` is informational (where the session was started) and not needed to read a session
-    // back; serde skips it, but it stays documented in docs/session-format.md.
+    /// Where the session was started: informational, not needed to read a session back, but
+    /// carried when a session is copied whole.
+    #[serde(default)]
+    pub cwd: Option<String>,
     #[serde(default)]
     pub metadata: Option<String>,
     #[serde(default)]
@@ -247,6 +250,21 @@ pub(crate) struct EntryIn {
     pub activity: Activity,
 }
 
+/// A message entry with the provenance `load` skips (its usage and wire identity), as a session
+/// copied whole to another store reads it.
+#[derive(Debug, Deserialize)]
+pub(crate) struct WholeEntryIn {
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub id: String,
+    pub parent_id: Option<String>,
+    pub message: Message,
+    #[serde(default)]
+    pub usage: Option<Usage>,
+    #[serde(default)]
+    pub wire: Option<WireIdentity>,
+}
+
 /// The newest entry as `list` reads it: everything but the message body, which serde skips
 /// without building it.
 #[derive(Debug, Deserialize)]
@@ -329,26 +347,29 @@ pub(crate) fn parse_header(line: &[u8], location: &str) -> Result<HeaderIn> {
 
 /// Parses an entry line (any line after the header). `location` names it for errors.
 pub(crate) fn parse_entry(line: &[u8], location: &str) -> Result<EntryIn> {
-    if line.is_empty() {
-        return Err(corrupt(location, "empty line"));
-    }
-    match serde_json::from_slice::<EntryIn>(line) {
-        Ok(entry) => {
-            check_entry_type(&entry.kind, location)?;
-            Ok(entry)
-        }
-        Err(e) => Err(explain_entry_error(line, location, &e)),
-    }
+    parse_typed(line, location, |entry: &EntryIn| &entry.kind)
 }
 
 /// Parses the newest entry for a listing. `location` names it for errors.
 pub(crate) fn parse_tail(line: &[u8], location: &str) -> Result<TailEntry> {
+    parse_typed(line, location, |entry: &TailEntry| &entry.kind)
+}
+
+/// Parses a message entry line with its provenance, for a session copied whole. `location`
+/// names it for errors.
+pub(crate) fn parse_whole_entry(line: &[u8], location: &str) -> Result<WholeEntryIn> {
+    parse_typed(line, location, |entry: &WholeEntryIn| &entry.kind)
+}
+
+/// Parses an entry line as `T`, whose `type` field `kind` gives. `location` names it for
+/// errors.
+fn parse_typed<T: serde::de::DeserializeOwned>(line: &[u8], location: &str, kind: impl Fn(&T) -> &str) -> Result<T> {
     if line.is_empty() {
         return Err(corrupt(location, "empty line"));
     }
-    match serde_json::from_slice::<TailEntry>(line) {
+    match serde_json::from_slice::<T>(line) {
         Ok(entry) => {
-            check_entry_type(&entry.kind, location)?;
+            check_entry_type(kind(&entry), location)?;
             Ok(entry)
         }
         Err(e) => Err(explain_entry_error(line, location, &e)),
@@ -380,6 +401,23 @@ fn explain_entry_error(line: &[u8], location: &str, e: &serde_json::Error) -> Er
         }
     }
     corrupt(location, describe(e))
+}
+
+/// Wraps an I/O error with the file it happened on.
+pub(crate) fn io_error(doing: &str, path: &Path, e: io::Error) -> Error {
+    Error::store(format!("{doing} {}", path.display()), e)
+}
+
+/// Checks that the header names the session its file name says.
+pub(crate) fn check_header_id(header_id: &str, file_id: &str, location: &str) -> Result<()> {
+    if header_id == file_id {
+        Ok(())
+    } else {
+        Err(corrupt(
+            location,
+            format!("the header says session \"{header_id}\" but the file is named for \"{file_id}\""),
+        ))
+    }
 }
 
 #[cfg(test)]

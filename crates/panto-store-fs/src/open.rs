@@ -16,7 +16,7 @@ use nix::errno::Errno;
 use nix::fcntl::OFlag;
 use panto_core::{Error, Result};
 
-use crate::scan::io_error;
+use crate::format::io_error;
 
 /// The flags every session file is opened with: the last path component must not be a link,
 /// and opening a FIFO returns at once instead of waiting for its other end. `O_NONBLOCK` stays

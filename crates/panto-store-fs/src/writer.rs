@@ -3,77 +3,27 @@
 
 use std::collections::HashSet;
 use std::fs::{DirBuilder, File};
-use std::io::{self, Seek, SeekFrom, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::io::{self, Seek, SeekFrom};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use fs4::fs_std::FileExt;
-use panto_core::store::{compact_view, EntryIds};
-use panto_core::{CompactionRecord, Error, Message, Result, Role, SessionInfo, Usage, WireIdentity};
+use panto_core::store::{compact_view, AppendSpan, EntryIds};
+use panto_core::{CompactionRecord, Error, Message, Result, Role, SessionInfo};
 
+use crate::commit::{commit_batch, CommitFailure, Durability};
+use crate::format::io_error;
 use crate::format::{
-    Activity, ActivityOut, BranchOut, CheckpointOnDisk, CompactionOnDisk, EntryOut, ForkOnDisk, HeaderOut, BRANCH_TYPE,
+    Activity, ActivityOut, BranchOut, CheckpointOnDisk, CompactionOnDisk, EntryOut, HeaderOut, BRANCH_TYPE,
     HEADER_TYPE, MAX_LINE, MESSAGE_TYPE, VERSION,
 };
-use crate::log::{scan_log, ForkSource, ParsedLog, Scanned};
+use crate::log::{scan_log, ParsedLog, Scanned};
 use crate::open::{check_regular, open_error, open_for_append};
-use crate::scan::io_error;
-
-/// When an append's bytes reach the disk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Durability {
-    /// `fsync` (`fdatasync`) after every batch: when `append` returns, the batch survives a
-    /// power loss. The default.
-    #[default]
-    Fsync,
-    /// Leave flushing to the operating system: a batch survives a crash of the process but may
-    /// be lost with the machine. For benchmarks and throwaway sessions. An append to a session
-    /// the store already has open then runs on the calling thread (it is one `write` into the
-    /// page cache), not on a blocking thread.
-    None,
-}
+use crate::pending::Pending;
 
 /// The largest serialisation buffer a writer keeps for its next append.
 const MAX_SCRATCH: usize = 1 << 20;
-
-/// One message of a batch: what of a `PersistentMessage` this store keeps, borrowed.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Pending<'a> {
-    pub message: &'a Message,
-    pub usage: Option<Usage>,
-    pub wire: Option<&'a WireIdentity>,
-    pub compaction: Option<CompactionRecord>,
-}
-
-/// An owned copy of one message of a batch, so the batch can move to a blocking thread.
-#[derive(Debug)]
-pub(crate) struct OwnedPending {
-    message: Message,
-    usage: Option<Usage>,
-    wire: Option<WireIdentity>,
-    compaction: Option<CompactionRecord>,
-}
-
-impl OwnedPending {
-    pub fn of(p: Pending<'_>) -> Self {
-        OwnedPending {
-            message: p.message.clone(),
-            usage: p.usage,
-            wire: p.wire.cloned(),
-            compaction: p.compaction,
-        }
-    }
-
-    pub fn borrow(&self) -> Pending<'_> {
-        Pending {
-            message: &self.message,
-            usage: self.usage,
-            wire: self.wire.as_ref(),
-            compaction: self.compaction,
-        }
-    }
-}
 
 /// One message of the model's current view.
 #[derive(Debug, Clone)]
@@ -207,18 +157,7 @@ impl Writer {
 
     /// Takes the state of a scanned log: the active branch's listing, view and tip, and every id.
     fn adopt(&mut self, log: ParsedLog) {
-        // The last line describes the active branch: a message entry its own path, a branch
-        // entry the path to the tip it names.
-        self.info = match log.entries.last() {
-            Some(last) => {
-                last.entry
-                    .activity
-                    .clone()
-                    .into_info(self.id.clone(), log.header.created, last.entry.timestamp)
-            }
-            None => SessionInfo::new(self.id.clone(), log.header.created),
-        };
-        self.info.forked_from = log.header.forked_from.clone().map(ForkOnDisk::into_origin);
+        self.info = log.info();
         self.view = log
             .view
             .iter()
@@ -312,124 +251,6 @@ impl Writer {
         self.len += buf.len() as u64;
         self.ids.insert(id);
         self.info.modified = now;
-        Ok(())
-    }
-
-    /// Writes a new session as a fork: the header (with `forked_from`), the source's path lines
-    /// as they are, then a branch entry keeping the tip for each file change recorded on the
-    /// path, in order (each belonging to its entry, as in the source, after a switch to that
-    /// entry where the tip is another) and, when the tip is then not the fork point, a branch
-    /// entry back to it.
-    ///
-    /// The whole file is written beside the session's path under a temporary name, synced, and
-    /// linked to the session's path, so the fork appears whole or not at all: a process killed at
-    /// any moment leaves no session file, or a complete one (and at worst a `.<id>.fork.*.tmp`
-    /// file, which no reader looks at). The link fails if the session already exists. The
-    /// writer is opened by the next append, from the file.
-    pub fn write_fork(
-        dir: &Path,
-        id: &str,
-        forked_from: &ForkOnDisk,
-        source: &ForkSource,
-        now: DateTime<Utc>,
-        durability: Durability,
-    ) -> Result<()> {
-        let metadata = source.metadata.as_deref();
-        let lines = &source.lines;
-        let path = dir.join(format!("{id}.jsonl"));
-        let cwd = std::env::current_dir().ok();
-        let header = HeaderOut {
-            kind: HEADER_TYPE,
-            version: VERSION,
-            id,
-            created: now,
-            cwd: cwd.as_deref().and_then(Path::to_str),
-            metadata,
-            forked_from: Some(forked_from),
-        };
-        let mut buf = Vec::with_capacity(lines.len() + 512);
-        crate::json::to_writer(&mut buf, &header).map_err(|e| Error::store("serialising a session header", e))?;
-        if buf.len() > MAX_LINE {
-            return Err(Error::store(
-                format!("forking into {}", path.display()),
-                format!(
-                    "the session header would be a line of {} bytes, over the maximum line size of {MAX_LINE} bytes",
-                    buf.len()
-                ),
-            ));
-        }
-        buf.push(b'\n');
-        buf.extend_from_slice(lines);
-        let mut ids: HashSet<String> = source.ids.iter().cloned().collect();
-        let mut id_source = EntryIds::new();
-        let mut tip = source.ids.last().map(String::as_str);
-        let mut branch_line = |buf: &mut Vec<u8>,
-                               ids: &mut HashSet<String>,
-                               parent: Option<&str>,
-                               to: Option<&str>,
-                               checkpoint: Option<&CheckpointOnDisk>,
-                               activity: &Activity|
-         -> Result<()> {
-            let id = id_source.next_unused(|id| ids.contains(id));
-            let entry = BranchOut {
-                kind: BRANCH_TYPE,
-                id: &id,
-                parent_id: parent,
-                tip: to,
-                checkpoint,
-                timestamp: now,
-                activity: activity.out(),
-            };
-            crate::json::to_writer(&mut *buf, &entry).map_err(|e| Error::store("serialising a branch entry", e))?;
-            buf.push(b'\n');
-            ids.insert(id);
-            Ok(())
-        };
-        // Each change is recorded as it was first (a record keeping the tip, at the entry it
-        // belongs to), in the source's order, which a rewind with files needs (the newest
-        // record of a file tells what panto left there): so where the change belongs to another
-        // entry than the tip, a plain switch to that entry comes first.
-        for change in &source.changes {
-            let at = change.tip.as_deref();
-            if tip != at {
-                branch_line(&mut buf, &mut ids, tip, at, None, &change.activity)?;
-                tip = at;
-            }
-            branch_line(&mut buf, &mut ids, tip, at, Some(&change.checkpoint), &change.activity)?;
-        }
-        let end = source.ids.last().map(String::as_str);
-        if tip != end {
-            branch_line(&mut buf, &mut ids, tip, end, None, &source.activity)?;
-        }
-        let temporary = dir.join(format!(".{id}.fork.{}.tmp", uuid::Uuid::now_v7().simple()));
-        let written = (|| -> io::Result<()> {
-            let mut file = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&temporary)?;
-            Write::write_all(&mut file, &buf)?;
-            if durability == Durability::Fsync {
-                file.sync_data()?;
-            }
-            std::fs::hard_link(&temporary, &path)
-        })();
-        let _ = std::fs::remove_file(&temporary);
-        match written {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-                return Err(Error::store(
-                    format!("forking into {}", path.display()),
-                    "a session with the new id already exists",
-                ))
-            }
-            Err(e) => return Err(io_error("forking into", &path, e)),
-        }
-        if durability == Durability::Fsync {
-            File::open(dir)
-                .and_then(|d| d.sync_all())
-                .map_err(|e| io_error("syncing", dir, e))?;
-        }
         Ok(())
     }
 
@@ -599,7 +420,7 @@ impl Writer {
         if buf.is_empty() {
             return Ok(());
         }
-        crate::trace::record_bytes(buf.len());
+        AppendSpan::record_bytes(&tracing::Span::current(), buf.len());
         match commit_batch(&mut self.file, self.len, buf, durability) {
             Ok(()) => Ok(()),
             Err(CommitFailure { error, rollback }) => {
@@ -634,143 +455,5 @@ impl Writer {
             self.broken = true;
             Err(Error::SessionNotFound(self.id.clone()))
         }
-    }
-}
-
-/// A file a batch can be committed to; a trait so the rollback can be tested with failures.
-pub(crate) trait BatchTarget {
-    fn write_all(&mut self, buf: &[u8]) -> io::Result<()>;
-    fn sync_data(&mut self) -> io::Result<()>;
-    fn set_len(&mut self, len: u64) -> io::Result<()>;
-}
-
-impl BatchTarget for File {
-    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        Write::write_all(self, buf)
-    }
-    fn sync_data(&mut self) -> io::Result<()> {
-        File::sync_data(self)
-    }
-    fn set_len(&mut self, len: u64) -> io::Result<()> {
-        File::set_len(self, len)
-    }
-}
-
-/// Why a commit failed, and whether the rollback failed as well.
-#[derive(Debug)]
-pub(crate) struct CommitFailure {
-    pub error: io::Error,
-    pub rollback: Option<io::Error>,
-}
-
-/// Writes `buf` (whole lines) to a target whose committed length is `len` with one `write_all`,
-/// then syncs per `durability`. On failure the target is cut back to `len`, so no partial line
-/// is left.
-pub(crate) fn commit_batch<T: BatchTarget>(
-    target: &mut T,
-    len: u64,
-    buf: &[u8],
-    durability: Durability,
-) -> std::result::Result<(), CommitFailure> {
-    let written = target.write_all(buf).and_then(|()| match durability {
-        Durability::Fsync => {
-            let started = std::time::Instant::now();
-            let synced = target.sync_data();
-            crate::trace::record_fsync(started.elapsed());
-            synced
-        }
-        Durability::None => Ok(()),
-    });
-    match written {
-        Ok(()) => Ok(()),
-        Err(error) => {
-            let rollback = target
-                .set_len(len)
-                .and_then(|()| match durability {
-                    Durability::Fsync => target.sync_data(),
-                    Durability::None => Ok(()),
-                })
-                .err();
-            Err(CommitFailure { error, rollback })
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// An in-memory file that accepts `room` more bytes, then fails.
-    struct Disk {
-        data: Vec<u8>,
-        room: usize,
-        fail_sync: bool,
-        fail_set_len: bool,
-    }
-
-    impl BatchTarget for Disk {
-        fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-            let n = buf.len().min(self.room);
-            self.data.extend_from_slice(&buf[..n]);
-            self.room -= n;
-            if n < buf.len() {
-                return Err(io::Error::new(io::ErrorKind::StorageFull, "disk full"));
-            }
-            Ok(())
-        }
-        fn sync_data(&mut self) -> io::Result<()> {
-            if self.fail_sync {
-                Err(io::Error::other("sync failed"))
-            } else {
-                Ok(())
-            }
-        }
-        fn set_len(&mut self, len: u64) -> io::Result<()> {
-            if self.fail_set_len {
-                return Err(io::Error::other("set_len failed"));
-            }
-            self.data.truncate(len as usize);
-            Ok(())
-        }
-    }
-
-    fn disk(room: usize) -> Disk {
-        Disk {
-            data: b"header\nline\n".to_vec(),
-            room,
-            fail_sync: false,
-            fail_set_len: false,
-        }
-    }
-
-    #[test]
-    fn a_write_that_fails_midway_leaves_no_partial_line() {
-        let mut d = disk(5);
-        let err = commit_batch(&mut d, 12, b"one\ntwo\n", Durability::Fsync).unwrap_err();
-        assert_eq!(err.error.kind(), io::ErrorKind::StorageFull);
-        assert!(err.rollback.is_none());
-        assert_eq!(d.data, b"header\nline\n");
-    }
-
-    #[test]
-    fn a_failed_sync_rolls_the_batch_back() {
-        let mut d = disk(100);
-        d.fail_sync = true;
-        let err = commit_batch(&mut d, 12, b"one\n", Durability::Fsync).unwrap_err();
-        assert_eq!(err.error.to_string(), "sync failed");
-        assert_eq!(d.data, b"header\nline\n");
-        // Without fsync the same batch commits.
-        let mut d = disk(100);
-        d.fail_sync = true;
-        commit_batch(&mut d, 12, b"one\n", Durability::None).unwrap();
-        assert_eq!(d.data, b"header\nline\none\n");
-    }
-
-    #[test]
-    fn a_failed_rollback_is_reported() {
-        let mut d = disk(2);
-        d.fail_set_len = true;
-        let err = commit_batch(&mut d, 12, b"one\n", Durability::None).unwrap_err();
-        assert_eq!(err.rollback.unwrap().to_string(), "set_len failed");
     }
 }

@@ -26,9 +26,9 @@ use tokio_postgres::types::ToSql;
 use crate::append_sql::APPEND;
 use crate::db::{pg, pg_text};
 use crate::pool::Pool;
+use crate::store::SlotGuard;
 use crate::tools::{canonical_json, ToolHash};
 use crate::writer::{metadata_json, not_written, CommitError, EntryRow, Listing, NewSession, OpenSession, Staged};
-use crate::SlotGuard;
 
 /// The most sessions one statement writes.
 const MAX_BATCH: usize = 64;
@@ -72,12 +72,14 @@ impl Append {
         open: &OpenSession,
         staged: Staged<'_>,
         known: impl Fn(&ToolHash) -> bool,
-    ) -> crate::Result<Append> {
+    ) -> panto_core::Result<Append> {
         let info = &open.info;
         if let Some(m) = staged.metadata {
             pg_text(&context, "the conversation metadata", m)?;
         }
-        let Listing { count, preview, wire } = Listing::of(&context, info)?;
+        let Listing {
+            count, preview, wire, ..
+        } = Listing::of(&context, info)?;
         let (style, url, model, reasoning) = wire;
         let new = !open.exists;
         Ok(Append {
@@ -142,7 +144,7 @@ impl Batcher {
     /// Writes `append`, with others waiting, and returns `slot` with the outcome. `slot` stays
     /// held until the outcome is known, even if this future is dropped first. An error without
     /// the slot when the batcher's task was dropped with the job (its runtime shut down).
-    pub async fn write(&self, append: Append, slot: SlotGuard) -> crate::Result<Outcome> {
+    pub async fn write(&self, append: Append, slot: SlotGuard) -> panto_core::Result<Outcome> {
         let (reply, outcome) = oneshot::channel();
         let context = append.context.clone();
         if let Err(mpsc::error::SendError(job)) = self.queue.send(Job { append, slot, reply }) {

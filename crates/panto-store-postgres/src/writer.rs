@@ -132,12 +132,14 @@ pub(crate) fn metadata_json(metadata: Option<&str>) -> Option<&str> {
     metadata.filter(|m| !m.contains("\\u0000") && serde_json::from_str::<serde::de::IgnoredAny>(m).is_ok())
 }
 
-const INSERT_SESSION: &str = "insert into panto.sessions (id, created, modified, last_prompt_at, message_count, \
-     last_user_message, wire_api_style, wire_base_url, wire_model, wire_reasoning, metadata, metadata_json, cwd, writer, \
-     forked_from_session, forked_from_entry) \
+/// Its first nine parameters are the [`Listing::params`], as [`UPDATE_SESSION`]'s.
+const INSERT_SESSION: &str = "insert into panto.sessions (id, modified, last_prompt_at, message_count, \
+     last_user_message, wire_api_style, wire_base_url, wire_model, wire_reasoning, created, metadata, metadata_json, \
+     cwd, writer, forked_from_session, forked_from_entry) \
      values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12::text::jsonb, $13, $14, $15, $16) \
      on conflict (id) do nothing";
 
+/// Its first nine parameters are the [`Listing::params`], as [`INSERT_SESSION`]'s.
 pub(crate) const UPDATE_SESSION: &str =
     "update panto.sessions set modified = $2, last_prompt_at = $3, message_count = $4, \
      last_user_message = $5, wire_api_style = $6, wire_base_url = $7, wire_model = $8, wire_reasoning = $9 \
@@ -160,9 +162,10 @@ const OPEN_SESSION: &str = concat!(
 
 const CLAIM_SESSION: &str = "update panto.sessions set writer = $2 where id = $1";
 
-/// The listing columns of a session row that need converting from its [`SessionInfo`]: the
-/// message count, the last prompt's preview and the wire identity.
+/// The listing columns of a session row, from its [`SessionInfo`]: what both creating the row
+/// and every append's update write.
 pub(crate) struct Listing<'a> {
+    info: &'a SessionInfo,
     pub count: i64,
     pub preview: Option<String>,
     pub wire: WireColumns<'a>,
@@ -172,10 +175,28 @@ impl<'a> Listing<'a> {
     /// The columns of `info`; an error names what PostgreSQL cannot hold.
     pub fn of(context: &str, info: &'a SessionInfo) -> Result<Listing<'a>> {
         Ok(Listing {
+            info,
             count: bigint(context, "the message count", info.message_count as u64)?,
             preview: info.last_user_message.as_deref().map(preview_text),
             wire: wire_columns(context, info.wire.as_ref())?,
         })
+    }
+
+    /// The parameters `$1` to `$9` of [`INSERT_SESSION`] and [`UPDATE_SESSION`]: the id, the
+    /// time modified and of the last prompt, the message count, the prompt's preview and the
+    /// wire identity.
+    pub fn params(&self) -> [&(dyn ToSql + Sync); 9] {
+        [
+            &self.info.id,
+            &self.info.modified,
+            &self.info.last_prompt_at,
+            &self.count,
+            &self.preview,
+            &self.wire.0,
+            &self.wire.1,
+            &self.wire.2,
+            &self.wire.3,
+        ]
     }
 }
 
@@ -199,30 +220,22 @@ pub(crate) async fn insert_session<C: GenericClient + Sync>(
     if let Some(m) = new.metadata {
         pg_text(context, "the conversation metadata", m)?;
     }
-    let Listing { count, preview, wire } = Listing::of(context, info)?;
+    let listing = Listing::of(context, info)?;
     let json = metadata_json(new.metadata);
+    let fork_session = info.forked_from.as_ref().map(|f| f.session.as_str());
+    let fork_entry = info.forked_from.as_ref().map(|f| f.entry.as_str());
+    let mut params = listing.params().to_vec();
+    params.extend_from_slice(&[
+        &info.created,
+        &new.metadata,
+        &json,
+        &new.cwd,
+        &new.writer,
+        &fork_session,
+        &fork_entry,
+    ]);
     let n = client
-        .execute(
-            INSERT_SESSION,
-            &[
-                &info.id,
-                &info.created,
-                &info.modified,
-                &info.last_prompt_at,
-                &count,
-                &preview,
-                &wire.0,
-                &wire.1,
-                &wire.2,
-                &wire.3,
-                &new.metadata,
-                &json,
-                &new.cwd,
-                &new.writer,
-                &info.forked_from.as_ref().map(|f| f.session.as_str()),
-                &info.forked_from.as_ref().map(|f| f.entry.as_str()),
-            ],
-        )
+        .execute(INSERT_SESSION, &params)
         .await
         .map_err(|e| pg(format!("{context}: creating the session row"), e))?;
     Ok(n == 1)
@@ -335,6 +348,20 @@ pub(crate) struct Staged<'a> {
     pub tools: BTreeMap<ToolHash, &'a ToolDecl>,
     /// The conversation metadata, for a session's first append.
     pub metadata: Option<&'a str>,
+}
+
+impl Staged<'_> {
+    /// The bytes the batch writes besides ids and tools: its messages' and usages' JSON
+    /// (the `panto.store.bytes` of its span).
+    pub fn bytes(&self) -> usize {
+        self.rows
+            .iter()
+            .map(|row| {
+                row.message.as_ref().or(row.message_raw.as_ref()).map_or(0, String::len)
+                    + row.usage.as_ref().map_or(0, String::len)
+            })
+            .sum()
+    }
 }
 
 /// Stages `messages` onto `open`: mints entry ids, applies compactions to the view and folds
@@ -461,19 +488,9 @@ pub(crate) async fn update_row<C: GenericClient + Sync>(
     info: &SessionInfo,
     token: &str,
 ) -> Result<(), CommitError> {
-    let Listing { count, preview, wire } = Listing::of(context, info)?;
-    let params: [&(dyn ToSql + Sync); 10] = [
-        &info.id,
-        &info.modified,
-        &info.last_prompt_at,
-        &count,
-        &preview,
-        &wire.0,
-        &wire.1,
-        &wire.2,
-        &wire.3,
-        &token,
-    ];
+    let listing = Listing::of(context, info)?;
+    let mut params = listing.params().to_vec();
+    params.push(&token);
     let n = txn
         .execute(update, &params)
         .await

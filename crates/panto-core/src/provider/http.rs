@@ -52,11 +52,8 @@ pub(crate) fn header_map(headers: &[(String, String)]) -> Result<HeaderMap> {
     Ok(map)
 }
 
-/// Posts `body` to `url` and returns the response once a success status and headers are in.
-/// A non-success status is read (its first [`MAX_ERROR_BODY`] bytes) and turned into an
-/// [`Error`] by [`classify_status`]; a
-/// redirect is [`Error::Redirect`] and is not followed; a success whose body is not an event
-/// stream is [`Error::NotEventStream`].
+/// Posts `body` to `url` and returns the response once a success status and headers are in (see
+/// [`exchange`]); a success whose body is not an event stream is [`Error::NotEventStream`].
 pub(crate) async fn send(
     client: &reqwest::Client,
     url: &str,
@@ -70,8 +67,21 @@ pub(crate) async fn send(
         HeaderValue::from_static("application/json"),
     );
     map.insert(reqwest::header::ACCEPT, HeaderValue::from_static("text/event-stream"));
-    let request = client.post(url).headers(map).body(body).send();
-    let response = match tokio::time::timeout(idle_timeout, request).await {
+    let response = exchange(client.post(url).headers(map).body(body), url, idle_timeout).await?;
+    expect_event_stream(response, idle_timeout).await
+}
+
+/// Sends `request` (to `url`, named in errors without its userinfo) and returns the response
+/// once a success status and headers are in: the one HTTP exchange every provider request goes
+/// through (turns, compactions and the model listing). A non-success status is read (its first
+/// [`MAX_ERROR_BODY`] bytes) and turned into an [`Error`] by [`classify_status`]; a redirect is
+/// [`Error::Redirect`] and is not followed.
+pub(crate) async fn exchange(
+    request: reqwest::RequestBuilder,
+    url: &str,
+    idle_timeout: Duration,
+) -> Result<reqwest::Response> {
+    let response = match tokio::time::timeout(idle_timeout, request.send()).await {
         Err(_) => return Err(Error::IdleTimeout(idle_timeout)),
         Ok(Err(e)) => {
             return Err(Error::Connect {
@@ -95,7 +105,7 @@ pub(crate) async fn send(
         });
     }
     if status.is_success() {
-        return expect_event_stream(response, idle_timeout).await;
+        return Ok(response);
     }
     let retry_after = retry_after(response.headers());
     let text = read_error_body(response, idle_timeout).await;

@@ -6,10 +6,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::http::{
-    classify_status, describe, header_map, quote, read_body_start, read_error_body, BodyEnd, BodyStart,
-    QUOTED_BODY_BYTES,
-};
+use super::http::{describe, exchange, header_map, quote, read_body_start, BodyEnd, BodyStart, QUOTED_BODY_BYTES};
 use super::{anthropic, openai, responses};
 use crate::config::{ApiStyle, ProviderConfig};
 use crate::error::{Error, Result};
@@ -92,29 +89,9 @@ async fn fetch(
     headers: &reqwest::header::HeaderMap,
     timeout: Duration,
 ) -> Result<Page> {
-    let request = client.get(url).headers(headers.clone()).send();
-    let response = match tokio::time::timeout(timeout, request).await {
-        Err(_) => return Err(Error::IdleTimeout(timeout)),
-        Ok(Err(e)) => {
-            return Err(Error::Connect {
-                url: strip_userinfo(url).into_owned(),
-                message: describe(&e),
-            })
-        }
-        Ok(Ok(r)) => r,
-    };
-    let status = response.status();
-    if status.is_redirection() {
-        return Err(Error::Redirect {
-            status: status.as_u16(),
-            location: None,
-        });
-    }
-    if !status.is_success() {
-        // An error answer is read as any provider's is: its start, with the reason it ended.
-        let text = read_error_body(response, timeout).await;
-        return Err(classify_status(status.as_u16(), &text, None));
-    }
+    // The request goes through the provider's one exchange: an error answer is read as any
+    // provider's is (its start, with the reason it ended), a redirect is named, not followed.
+    let response = exchange(client.get(url).headers(headers.clone()), url, timeout).await?;
     let BodyStart { bytes: body, end } = read_body_start(response, MAX_PAGE_BYTES, timeout).await;
     match end {
         BodyEnd::Whole => {}

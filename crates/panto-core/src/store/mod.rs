@@ -1,7 +1,8 @@
 //! What a session store implementer needs beyond the [`SessionStore`](crate::SessionStore) trait:
-//! the one definition of session ids, of recency, of the listing's prompt preview and of what a
-//! compaction does to the view, which every store shares so that they all behave alike (the
-//! store contract suite in `panto-testkit` holds them to it).
+//! the one definition of session ids, of recency, of the listing's prompt preview, of what a
+//! compaction does to the view and of the `panto.store.append` span ([`AppendSpan`]), which every
+//! store shares so that they all behave alike (the store contract suite in `panto-testkit` holds
+//! them to it).
 //!
 //! # The seam
 //! A store implements [`SessionStore`](crate::SessionStore): small `&self` primitives over its
@@ -25,10 +26,12 @@ pub(crate) mod memory;
 pub(crate) mod null;
 pub(crate) mod seam;
 pub(crate) mod session;
+mod span;
 mod view;
 
 pub use checkpoint::{checkpoint_address, validate_checkpoint_address, MAX_CHECKPOINT_BYTES};
 pub use id::{new_session_id, validate_session_id, EntryIds};
 pub use info::{sort_by_recency, LAST_USER_MESSAGE_CHARS};
 pub use memory::StoredRecord;
+pub use span::AppendSpan;
 pub use view::compact_view;

@@ -1,20 +1,26 @@
 //! Moving sessions from the file store into PostgreSQL.
 //!
-//! [`import_fs`] reads a `panto-store-fs` directory as `docs/session-format.md` specifies it and
-//! copies each session, with its full history, into the database: entry ids, parent ids,
-//! timestamps (rounded up to the microsecond), usage, wire identities and compaction records,
-//! and the session tree: every branch, the branch switches, the file-change records, the
-//! checkpoint blobs beside the file (`<id>.blobs/`, each checked against its address) and the
-//! fork origin. So the imported session lists, loads, draws its tree and lists its file changes
-//! as it did from the files. The file store does not record the tools offered, so imported
-//! entries have no tool manifest ([`ToolManifest::NotRecorded`](crate::ToolManifest::NotRecorded)).
+//! [`import_fs`] reads a `panto-store-fs` directory through the file store itself
+//! ([`JsonlStore::session_file`], the format's one reader, with its bounds: no link followed,
+//! no FIFO waited on, no line over [`MAX_LINE`](panto_store_fs::MAX_LINE) held) and copies each
+//! session, with its full history, into the database: entry ids, parent ids, timestamps
+//! (rounded up to the microsecond), usage, wire identities and compaction records, and the
+//! session tree: every branch, the branch switches, the file-change records, the checkpoint
+//! blobs beside the file (each read as the file store reads it: bounded, and checked against its
+//! address) and the fork origin. So the imported session lists, loads, draws its tree and lists
+//! its file changes as it did from the files. The file store does not record the tools offered,
+//! so imported entries have no tool manifest
+//! ([`ToolManifest::NotRecorded`](crate::ToolManifest::NotRecorded)).
+//!
+//! Reading goes through the file store's own API rather than the [`SessionStore`] trait: the
+//! trait's `append` mints new entry ids and times, while an import keeps the history as it was.
 
-mod parse;
+mod rows;
 
 use std::path::{Path, PathBuf};
 
-use panto_core::store::{checkpoint_address, validate_session_id};
-use panto_core::{Error, Result};
+use panto_core::{Error, Result, SessionStore};
+use panto_store_fs::{Durability, JsonlStore};
 
 use crate::branch::INSERT_EVENT;
 use crate::checkpoint::PUT;
@@ -23,8 +29,7 @@ use crate::pool::Pool;
 use crate::writer::{insert_entries, insert_session, INSERT_ENTRY};
 use crate::PostgresStore;
 
-use parse::parse_file;
-pub(crate) use parse::FsSession;
+pub(crate) use rows::FsSession;
 
 /// What [`import_fs`] did.
 #[derive(Debug, Default)]
@@ -49,33 +54,46 @@ pub struct ImportReport {
 /// a database failure, is an error.
 pub async fn import_fs(dir: impl AsRef<Path>, store: &PostgresStore) -> Result<ImportReport> {
     let dir = dir.as_ref().to_owned();
-    let mut report = ImportReport::default();
-    let listed = dir.clone();
-    let files = blocking(move || session_files(&listed)).await?;
-    for file in files {
-        let id = match file.id {
-            Ok(id) => id,
-            Err(e) => {
-                report.problems.push((file.path, e));
-                continue;
-            }
+    // The file store takes a missing directory for an empty one; an import of one is a mistake.
+    let checked = dir.clone();
+    blocking(move || {
+        std::fs::read_dir(&checked).map(drop).map_err(|e| {
+            Error::store(
+                format!("importing sessions: reading the directory {}", checked.display()),
+                e,
+            )
+        })
+    })
+    .await?;
+    // Only read: durability does not matter.
+    let files = JsonlStore::with_durability(&dir, Durability::None);
+    let (sessions, problems) = files.session_files().await?;
+    let mut report = ImportReport {
+        problems,
+        ..ImportReport::default()
+    };
+    for (id, path) in sessions {
+        let session = match files.session_file(&id).await {
+            // An empty file holds no session (the file store lists none there).
+            Ok(None) => continue,
+            Ok(Some(file)) => rows::rows_of(&path, file),
+            Err(e) => Err(e),
         };
-        let path = file.path.clone();
-        let parsed = blocking(move || parse_file(&file.path, &id)).await;
-        let session = match parsed {
+        let session = match session {
             Ok(session) => session,
             Err(e) => {
                 report.problems.push((path, e));
                 continue;
             }
         };
-        match store.import_session(&session).await {
+        match store.import_session(&session, &files).await {
             Ok(true) => report.imported.push(session.id),
             Ok(false) => report.skipped.push(session.id),
             Err(Refused::File(e)) => report.problems.push((path, e)),
             Err(Refused::Database(e)) => return Err(e),
         }
     }
+    report.problems.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(report)
 }
 
@@ -83,39 +101,6 @@ async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Result<T> + Send + 'sta
     tokio::task::spawn_blocking(f)
         .await
         .map_err(|e| Error::store("importing sessions", e))?
-}
-
-/// A `*.jsonl` file of the directory, and the session id its name gives (or why it gives none).
-struct SessionFile {
-    path: PathBuf,
-    id: Result<String>,
-}
-
-/// The `*.jsonl` files of `dir`, sorted by name.
-fn session_files(dir: &Path) -> Result<Vec<SessionFile>> {
-    let io = |e: std::io::Error| {
-        Error::store(
-            format!("importing sessions: reading the directory {}", dir.display()),
-            e,
-        )
-    };
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(io)? {
-        let path = entry.map_err(io)?.path();
-        if path.extension().and_then(|e| e.to_str()) != Some("jsonl") {
-            continue;
-        }
-        let id = match path.file_stem().and_then(|s| s.to_str()) {
-            Some(stem) if validate_session_id(stem).is_ok() => Ok(stem.to_owned()),
-            _ => Err(Error::CorruptSession {
-                location: path.display().to_string(),
-                message: "the file name is not a session id (lowercase hex and `-`)".to_owned(),
-            }),
-        };
-        files.push(SessionFile { path, id });
-    }
-    files.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(files)
 }
 
 /// Why a session was not imported.
@@ -135,12 +120,13 @@ impl From<Error> for Refused {
 }
 
 /// Writes an imported session in one transaction: the session row, its entries, its branch
-/// events and its checkpoint blobs. `false` when the database already holds it; on any error
-/// the transaction is dropped, which rolls it back, so nothing of the session is stored. The
-/// caller holds the session's lock.
-pub(crate) async fn write(pool: &Pool, session: &FsSession) -> Result<bool, Refused> {
+/// events and its checkpoint blobs, read from `files`. `false` when the database already holds
+/// it; on any error the transaction is dropped, which rolls it back, so nothing of the session
+/// is stored. The caller holds the session's lock.
+pub(crate) async fn write(pool: &Pool, session: &FsSession, files: &JsonlStore) -> Result<bool, Refused> {
     let context = format!("importing session {} from {}", session.id, session.path.display());
     let id = session.id.as_str();
+    let addresses = files.checkpoint_addresses(id).await.map_err(Refused::File)?;
     let mut conn = pool.get().await?;
     let preparing = |e| Refused::Database(pg(format!("{context}: preparing"), e));
     let insert_entry = conn.statement(INSERT_ENTRY).await.map_err(preparing)?;
@@ -170,9 +156,12 @@ pub(crate) async fn write(pool: &Pool, session: &FsSession) -> Result<bool, Refu
         .await
         .map_err(|e| pg(format!("{context}: inserting branch event {}", event.seq), e))?;
     }
-    // One blob at a time: a session's checkpoints together may be large.
-    for (address, path) in &session.blobs {
-        let content = read_blob(path.clone(), address.clone()).await.map_err(Refused::File)?;
+    // One blob at a time: a session's checkpoints together may be large. A blob removed since
+    // it was listed is not there to copy.
+    for address in &addresses {
+        let Some(content) = files.get_checkpoint(id, address).await.map_err(Refused::File)? else {
+            continue;
+        };
         txn.execute(&put_blob, &[&id, address, &content])
             .await
             .map_err(|e| pg(format!("{context}: storing checkpoint {address}"), e))?;
@@ -181,28 +170,4 @@ pub(crate) async fn write(pool: &Pool, session: &FsSession) -> Result<bool, Refu
         .await
         .map_err(|e| pg(format!("{context}: committing"), e))?;
     Ok(true)
-}
-
-/// The bytes of the checkpoint blob at `path`, checked against its name `address`. A link, a
-/// FIFO or anything else that is not a regular file is refused (the file store never reads one).
-async fn read_blob(path: PathBuf, address: String) -> Result<Vec<u8>> {
-    blocking(move || {
-        let corrupt = |message: &str| Error::CorruptSession {
-            location: path.display().to_string(),
-            message: message.to_owned(),
-        };
-        let meta =
-            std::fs::symlink_metadata(&path).map_err(|e| Error::store(format!("importing {}", path.display()), e))?;
-        if !meta.is_file() {
-            return Err(corrupt("the checkpoint is not a regular file"));
-        }
-        let content = std::fs::read(&path).map_err(|e| Error::store(format!("importing {}", path.display()), e))?;
-        if checkpoint_address(&content) != address {
-            return Err(corrupt(
-                "the checkpoint's bytes do not match its name, their SHA-256 (the file was changed or damaged)",
-            ));
-        }
-        Ok(content)
-    })
-    .await
 }

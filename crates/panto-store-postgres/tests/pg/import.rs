@@ -167,3 +167,99 @@ async fn importing_a_directory_that_does_not_exist_is_an_error_naming_it() {
     let e = import_fs(&missing, &pg).await.unwrap_err();
     assert!(e.to_string().contains(&missing.display().to_string()), "{e}");
 }
+
+/// The import reads the file store through its own reader: a FIFO named like a session is
+/// refused at once, naming it (reading it whole waited for a writer forever), and a line over
+/// the file store's maximum line size is refused naming the file and line, without being held.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fifo_or_an_oversized_line_is_refused_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = JsonlStore::with_durability(dir.path(), Durability::None);
+    let fs_dyn: Arc<dyn SessionStore> = fs.clone();
+    let mut good = Driver::new(&fs_dyn, None);
+    good.append(vec![user("fine"), reply("ok")]).await;
+
+    let fifo_id = panto_core::store::new_session_id();
+    let fifo = dir.path().join(format!("{fifo_id}.jsonl"));
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success(), "mkfifo {}", fifo.display());
+
+    // A valid entry, but one line over the maximum: the file store never writes one, and the
+    // import holds none. It sits between two good lines, so the listing's tail read is fine.
+    let mut big = Driver::new(&fs_dyn, None);
+    big.append(vec![user("small"), reply("a")]).await;
+    big.append(vec![reply("b")]).await;
+    let big_path = fs.session_path(&big.id()).unwrap();
+    let text = std::fs::read_to_string(&big_path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let (before, after) = lines[1].split_once("small").unwrap();
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&big_path).unwrap());
+    writeln!(out, "{}", lines[0]).unwrap();
+    out.write_all(before.as_bytes()).unwrap();
+    let mib = vec![b'x'; 1 << 20];
+    for _ in 0..panto_store_fs::MAX_LINE >> 20 {
+        out.write_all(&mib).unwrap();
+    }
+    writeln!(out, "{after}").unwrap();
+    writeln!(out, "{}", lines[2]).unwrap();
+    out.flush().unwrap();
+
+    let (pg, _) = fresh_store().await;
+    let imported = tokio::time::timeout(std::time::Duration::from_secs(20), import_fs(dir.path(), &pg)).await;
+    let Ok(report) = imported else {
+        // Let a reader stuck opening the FIFO go (opening its other end), so the test fails
+        // rather than hangs.
+        let _writer = std::fs::OpenOptions::new().write(true).open(&fifo);
+        panic!("the import waited on the FIFO {}", fifo.display());
+    };
+    let report = report.unwrap();
+    assert_eq!(report.imported, [good.id()]);
+    let problems: Vec<(String, String)> = report
+        .problems
+        .iter()
+        .map(|(path, e)| (path.display().to_string(), e.to_string()))
+        .collect();
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    let fifo_problem = problems.iter().find(|(p, _)| *p == fifo.display().to_string()).unwrap();
+    assert!(
+        fifo_problem.1.contains(&fifo.display().to_string()) && fifo_problem.1.contains("FIFO"),
+        "{fifo_problem:?}"
+    );
+    let big_problem = problems
+        .iter()
+        .find(|(p, _)| *p == big_path.display().to_string())
+        .unwrap();
+    assert!(
+        big_problem.1.contains(&format!("{}:2", big_path.display())) && big_problem.1.contains("maximum line size"),
+        "{big_problem:?}"
+    );
+}
+
+/// Bad input is still refused as the file store refuses it: an error naming the file and line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_line_is_refused_naming_the_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = JsonlStore::with_durability(dir.path(), Durability::None);
+    let fs_dyn: Arc<dyn SessionStore> = fs.clone();
+    let mut bad = Driver::new(&fs_dyn, None);
+    let ids = bad.append(vec![user("one"), reply("1"), user("two")]).await;
+    let path = fs.session_path(&bad.id()).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    // Line 3 names a parent the file does not hold.
+    std::fs::write(
+        &path,
+        text.replace(&format!(r#""parent_id":"{}""#, ids[0]), r#""parent_id":"ffffffff""#),
+    )
+    .unwrap();
+    let (pg, _) = fresh_store().await;
+    let report = import_fs(dir.path(), &pg).await.unwrap();
+    assert!(report.imported.is_empty());
+    match &report.problems[..] {
+        [(p, Error::CorruptSession { location, message })] => {
+            assert_eq!(p, &path);
+            assert_eq!(location, &format!("{}:3", path.display()));
+            assert_eq!(message, "parent_id \"ffffffff\" names no earlier entry");
+        }
+        other => panic!("expected one CorruptSession, got {other:?}"),
+    }
+}

@@ -210,7 +210,7 @@ async fn a_damaged_checkpoint_or_branch_line_refuses_its_session_whole() {
         (
             fs.session_path(&damaged.id()).unwrap().display().to_string(),
             format!(
-                "{}: the checkpoint's bytes do not match its name, their SHA-256 (the file was changed or damaged)",
+                "{}: the checkpoint's bytes do not match its address (the file was changed or damaged)",
                 blob.display()
             ),
         ),
