@@ -278,7 +278,7 @@ impl PostgresStore {
     }
 
     /// The tools the model was offered with entry `entry_id` of session `session_id` (as
-    /// [`HistoryEntry::id`] names it), reconstructed with the [`AUDIT_QUERY`]; `None` when there
+    /// [`HistoryEntry::id`] names it), reconstructed with the [`AUDIT_QUERY`](crate::AUDIT_QUERY); `None` when there
     /// is no such entry.
     pub async fn tools_offered(&self, session_id: &str, entry_id: &str) -> Result<Option<ToolManifest>> {
         validate_session_id(session_id)?;
