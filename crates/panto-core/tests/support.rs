@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use panto_core::{
-    Agent, ApiStyle, Config, ContentBlock, ContentDelta, Event, MemoryStore, NullStore, PersistentMessage,
-    ProviderConfig, Session, SessionStore, Tool, ToolCall, ToolCallResult, ToolDecl, ToolError, Usage,
+    Agent, ApiStyle, Config, ContentBlock, ContentDelta, Event, MemoryStore, NullStore, PersistentMessage, Session,
+    SessionStore, Tool, ToolCall, ToolCallResult, ToolDecl, ToolError, Usage,
 };
-use panto_testkit::script::{AnthropicScript, OpenAiScript, ResponsesScript};
+use panto_testkit::script::Script;
 use panto_testkit::{MockServer, RecordedRequest};
 use serde_json::{json, Value};
 
@@ -19,18 +19,7 @@ pub const STYLES: [ApiStyle; 2] = [ApiStyle::AnthropicMessages, ApiStyle::OpenAi
 
 /// A config for `style` against `server`, with fast retries.
 pub fn config(style: ApiStyle, server: &MockServer) -> Config {
-    let base = match style {
-        ApiStyle::AnthropicMessages => server.anthropic_base_url(),
-        ApiStyle::OpenAiChat | ApiStyle::OpenAiResponses => server.openai_base_url(),
-    };
-    let model = match style {
-        ApiStyle::AnthropicMessages => "claude-sonnet-4-5",
-        ApiStyle::OpenAiChat => "gpt-4o",
-        ApiStyle::OpenAiResponses => "gpt-5",
-    };
-    let mut config = Config::new(ProviderConfig::new(style, model).with_base_url(base).with_api_key(KEY));
-    config.retry.base_delay = Duration::from_millis(1);
-    config.retry.max_delay = Duration::from_millis(50);
+    let mut config = server.config(style, KEY);
     config.retry.max_attempts = 3;
     config.idle_timeout = Duration::from_secs(10);
     config
@@ -61,38 +50,17 @@ pub fn text(style: ApiStyle, text: &str) -> Vec<u8> {
 }
 
 pub fn text_with_usage(style: ApiStyle, text: &str, u: Usage) -> Vec<u8> {
-    match style {
-        ApiStyle::AnthropicMessages => AnthropicScript::new().usage(u).text(text).build(),
-        ApiStyle::OpenAiChat => OpenAiScript::new().usage(u).text(text).build(),
-        ApiStyle::OpenAiResponses => ResponsesScript::new().usage(u).text(text).build(),
-    }
+    Script::new(style).usage(u).text(text).build()
 }
 
 /// A stream with one tool call per `(id, name, input)`.
 pub fn tool_calls(style: ApiStyle, calls: &[(&str, &str, &str)]) -> Vec<u8> {
-    match style {
-        ApiStyle::AnthropicMessages => {
-            let mut s = AnthropicScript::new().usage(usage(20, 9));
-            for (id, name, input) in calls {
-                s = s.tool_use(id, name, input);
-            }
-            s.build()
-        }
-        ApiStyle::OpenAiChat => {
-            let mut s = OpenAiScript::new().usage(usage(20, 9));
-            for (id, name, input) in calls {
-                s = s.tool_call(id, name, input);
-            }
-            s.build()
-        }
-        ApiStyle::OpenAiResponses => {
-            let mut s = ResponsesScript::new().usage(usage(20, 9));
-            for (id, name, input) in calls {
-                s = s.tool_call(id, name, input);
-            }
-            s.build()
-        }
-    }
+    calls
+        .iter()
+        .fold(Script::new(style).usage(usage(20, 9)), |script, (id, name, input)| {
+            script.tool_call(id, name, input)
+        })
+        .build()
 }
 
 /// Pulls every event of a turn, each [`checked`].

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use panto_core::{Agent, ApiStyle, Config, ContentBlock, ProviderConfig, Session, ToolSource};
+use panto_core::{Agent, ApiStyle, Config, ContentBlock, Session, ToolSource};
 use panto_store_fs::JsonlStore;
 use panto_testkit::script::AnthropicScript;
 use panto_testkit::{MockServer, Reply};
@@ -12,11 +12,7 @@ use serde_json::Value;
 use crate::support::*;
 
 fn config(server: &MockServer) -> Config {
-    let mut config = Config::new(
-        ProviderConfig::new(ApiStyle::AnthropicMessages, "claude-sonnet-4-5")
-            .with_base_url(server.anthropic_base_url())
-            .with_api_key("test-key"),
-    );
+    let mut config = server.config(ApiStyle::AnthropicMessages, "test-key");
     config.retry.max_attempts = 1;
     config
 }

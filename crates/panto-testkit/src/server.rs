@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use crate::cache::PromptCache;
 use crate::Error;
+use panto_core::{ApiStyle, Config, ProviderConfig};
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -156,6 +157,35 @@ impl MockServer {
     /// The OpenAI base URL, `http://127.0.0.1:PORT/v1` (panto appends `/chat/completions`).
     pub fn openai_base_url(&self) -> String {
         format!("{}/v1", self.base_url())
+    }
+
+    /// The model a test names for `style`: a real model of that API, so that pricing and context
+    /// windows apply as they would.
+    pub fn model(style: ApiStyle) -> &'static str {
+        match style {
+            ApiStyle::AnthropicMessages => "claude-sonnet-4-5",
+            ApiStyle::OpenAiChat => "gpt-4o",
+            ApiStyle::OpenAiResponses => "gpt-5",
+        }
+    }
+
+    /// An agent configuration for `style` against this server: its base URL for that API,
+    /// [`MockServer::model`], the key `key`, and retries that back off in milliseconds (1 ms
+    /// doubling to 50 ms) so that a test of a retry does not wait. Change what a test needs on the
+    /// returned value (`config.retry.max_attempts = 1`).
+    pub fn config(&self, style: ApiStyle, key: &str) -> Config {
+        let base = match style {
+            ApiStyle::AnthropicMessages => self.anthropic_base_url(),
+            ApiStyle::OpenAiChat | ApiStyle::OpenAiResponses => self.openai_base_url(),
+        };
+        let mut config = Config::new(
+            ProviderConfig::new(style, Self::model(style))
+                .with_base_url(base)
+                .with_api_key(key),
+        );
+        config.retry.base_delay = Duration::from_millis(1);
+        config.retry.max_delay = Duration::from_millis(50);
+        config
     }
 
     /// Queues a reply; replies are served in the order pushed, one per accepted request.

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use panto_core::{
-    Agent, ApiStyle, Config, ContentBlock, Event, ProviderConfig, Role, Session, SessionStore, StopReason, Tool,
-    ToolCall, ToolCallResult, ToolDecl, ToolError,
+    Agent, ApiStyle, Config, ContentBlock, Event, Role, Session, SessionStore, StopReason, Tool, ToolCall,
+    ToolCallResult, ToolDecl, ToolError,
 };
 use panto_testkit::script::{AnthropicScript, OpenAiScript, ResponsesScript};
 use panto_testkit::store_contract::{append_one, user};
@@ -35,12 +35,7 @@ impl Tool for Hang {
 }
 
 fn config(style: ApiStyle, server: &MockServer) -> Config {
-    let (base, model) = match style {
-        ApiStyle::AnthropicMessages => (server.anthropic_base_url(), "claude-sonnet-4-5"),
-        ApiStyle::OpenAiChat => (server.openai_base_url(), "gpt-4o"),
-        ApiStyle::OpenAiResponses => (server.openai_base_url(), "gpt-5"),
-    };
-    let mut config = Config::new(ProviderConfig::new(style, model).with_base_url(base).with_api_key(KEY));
+    let mut config = server.config(style, KEY);
     config.retry.max_attempts = 1;
     config
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use panto_core::{
-    Agent, ApiStyle, Config, Event, ProviderConfig, SessionStore, Tool, ToolCall, ToolCallResult, ToolDecl, ToolError,
+    Agent, ApiStyle, Config, Event, SessionStore, Tool, ToolCall, ToolCallResult, ToolDecl, ToolError,
     ToolResultContent,
 };
 use panto_testkit::script::{AnthropicScript, OpenAiScript, ResponsesScript};
@@ -39,16 +39,7 @@ impl Tool for Echo {
 }
 
 fn config(style: ApiStyle, server: &MockServer) -> Config {
-    let (base, model) = match style {
-        ApiStyle::AnthropicMessages => (server.anthropic_base_url(), "claude-sonnet-4-5"),
-        ApiStyle::OpenAiChat => (server.openai_base_url(), "gpt-4o"),
-        ApiStyle::OpenAiResponses => (server.openai_base_url(), "gpt-5"),
-    };
-    let mut config = Config::new(
-        ProviderConfig::new(style, model)
-            .with_base_url(base)
-            .with_api_key("sk-test"),
-    );
+    let mut config = server.config(style, "sk-test");
     config.retry.max_attempts = 1;
     config
 }
