@@ -678,6 +678,94 @@ int32_t panto_run_steer(struct panto_run *run, const char *text, struct panto_er
 int32_t panto_run_follow_up(struct panto_run *run, const char *text, struct panto_error **err);
 
 /**
+ * Creates an agent on `session`, a session that holds no messages (a new one from
+ * `panto_session_create`), starting from `conversation_json`: a conversation in the shape
+ * `panto_agent_conversation_json` writes (`{"messages": [...], "metadata": "..."}`, docs/ffi.md).
+ * Each message is read as a session store reads a stored one; an assistant message whose tool
+ * calls have no results gets "interrupted" error results, as a resumed session does. The
+ * conversation is written into the session: at once when it holds an assistant message,
+ * otherwise together with the first turn (a new session is written from its first assistant
+ * message on). The agent then runs, compacts and persists as one made by `panto_agent_new`.
+ *
+ * Errors: `PANTO_ERR_NULL`, `PANTO_ERR_UTF8`, `PANTO_ERR_INVALID_ARGUMENT` (not JSON, an unknown
+ * member, or a message that does not read; the message names the argument and the path, such
+ * as ``conversation_json: messages[1].content[0]: unknown variant `txt`, expected one of
+ * ...``), `PANTO_ERR_STATE` (the session holds messages: resume it with `panto_agent_new`),
+ * `PANTO_ERR_SESSION_IN_USE`, `PANTO_ERR_STORE`, `PANTO_ERR_OTHER`. On failure nothing is
+ * written.
+ *
+ * Ownership: `config` and `session` are borrowed for the call (the agent copies them),
+ * `conversation_json` is copied. `*out` receives an owned agent (only on success; on failure it
+ * is left as it was), freed with `panto_agent_free`. Thread safety: callable from any thread;
+ * blocks while the session is written. Not callable from inside a tool callback.
+ *
+ * # Safety
+ * `config` and `session` must be NULL or live handles; `conversation_json` NULL or
+ * NUL-terminated; `out` and `err` NULL or writable.
+ */
+int32_t panto_agent_new_with_conversation(const struct panto_config *config,
+                                          const struct panto_session *session,
+                                          const char *conversation_json,
+                                          struct panto_agent **out,
+                                          struct panto_error **err);
+
+/**
+ * Appends a message to the conversation: `message_json` is one element of the `messages` array
+ * `panto_agent_conversation_json` writes, read as a session store reads a stored message, so any
+ * message the agent itself could hold: a user message (text, images), an assistant message
+ * (text, tool calls, with `usage` and `stop_reason` if you have them), tool results (a user
+ * message of `tool_result` blocks). It is persisted as the agent persists its own messages: at
+ * once, or, in a session not written yet, with its first assistant message. The model sees it
+ * with the next request; `panto_agent_retry` asks the model to answer a conversation that now
+ * ends with a user message.
+ *
+ * Errors: `PANTO_ERR_NULL`, `PANTO_ERR_UTF8`, `PANTO_ERR_INVALID_ARGUMENT` (not JSON, or not a
+ * message; the error names the path, such as ``message_json: role: unknown variant `bot`,
+ * ...``), `PANTO_ERR_BUSY`, `PANTO_ERR_SESSION_IN_USE`, `PANTO_ERR_STORE`. On failure the
+ * conversation is as it was.
+ *
+ * Ownership: `message_json` is copied. Thread safety: callable from any thread; blocks while
+ * the session is written. Not callable from inside a tool callback.
+ *
+ * # Safety
+ * `agent` must be NULL or a live agent; `message_json` NULL or NUL-terminated; `err` NULL or
+ * writable.
+ */
+int32_t panto_agent_add_message_json(struct panto_agent *agent,
+                                     const char *message_json,
+                                     struct panto_error **err);
+
+/**
+ * Compacts the conversation with a summary you wrote: the messages before index `first_kept`
+ * (an index into the `messages` of `panto_agent_conversation_json`; system messages stay) are
+ * replaced by one compaction summary holding `summary`, and the messages from `first_kept` on
+ * are kept. It is persisted as `panto_agent_compact` persists its own: the session keeps the
+ * full history and records the compaction, so an agent that resumes the session starts from
+ * the system prompt, the summary and the kept messages, and the model sees nothing older. No
+ * request is made.
+ *
+ * `*result_json` (if `result_json` is not NULL) receives an owned JSON object as
+ * `panto_agent_compact` gives (`usage` is null), freed with `panto_string_free`.
+ *
+ * Errors: `PANTO_ERR_NULL`, `PANTO_ERR_UTF8`, `PANTO_ERR_INVALID_ARGUMENT` (an empty summary,
+ * `first_kept` past the end, or on a message of tool results whose calls would be summarised
+ * away), `PANTO_ERR_STATE` (nothing but system messages before `first_kept`), `PANTO_ERR_BUSY`,
+ * `PANTO_ERR_SESSION_IN_USE`, `PANTO_ERR_STORE`. On failure nothing changes.
+ *
+ * Ownership: `summary` is copied. Thread safety: callable from any thread; blocks while the
+ * session is written. Not callable from inside a tool callback.
+ *
+ * # Safety
+ * `agent` must be NULL or a live agent; `summary` NULL or NUL-terminated; `result_json` and
+ * `err` NULL or writable.
+ */
+int32_t panto_agent_compact_with_summary(struct panto_agent *agent,
+                                         const char *summary,
+                                         size_t first_kept,
+                                         char **result_json,
+                                         struct panto_error **err);
+
+/**
  * Frees a string libpanto returned as owned (a `char **` out-parameter: JSON documents).
  * `panto_string_free(NULL)` does nothing.
  *

@@ -13,6 +13,7 @@
 //! share/zsh/site-functions/_panto
 //! share/fish/vendor_completions.d/panto.fish
 //! share/doc/panto/README.md, LICENSE
+//! share/panto/valgrind/panto.supp  valgrind suppressions for programs using libpanto
 //! ```
 //!
 //! `dist` stages the tree under `target/dist/panto-<version>-<host>/` (its `panto.pc` finds the
@@ -285,6 +286,11 @@ fn stage(root: &Path, release: &Release, dest: &Path, prefix: PcPrefix<'_>) -> R
     let _ = std::fs::remove_file(&link);
     std::os::unix::fs::symlink(&versioned, &link).with_context(|| format!("cannot link {}", link.display()))?;
     copy(root.join(crate::codegen::HEADER), "include/panto.h", 0o644)?;
+    copy(
+        root.join(crate::ffi_tests::SUPPRESSIONS),
+        "share/panto/valgrind/panto.supp",
+        0o644,
+    )?;
 
     let pc = match prefix {
         PcPrefix::Relocatable => crate::pkgconfig::panto_pc(

@@ -4,15 +4,16 @@
 //! compiles as C and as C++, that docs/ffi.md carries `tests/c/example.c` verbatim, and that a
 //! program links against the static library; then builds every program in `tests/c/` with
 //! `-Wall -Wextra -Werror` and runs each against its own `panto-mock`: plainly, under valgrind
-//! (no errors, nothing definitely lost, children traced), and built with AddressSanitizer.
+//! (`--leak-check=full --error-exitcode=1` with the shipped suppressions: no errors, nothing
+//! definitely or possibly lost; children traced), and built with AddressSanitizer.
 //!
 //! Installed (`installed PREFIX`): the C programs and the Go tests built against a libpanto that
 //! `cargo xtask install --prefix PREFIX` installed, with pkg-config alone.
 //!
 //! Go (`go`): `gofmt`, `go vet` and `go test` in `bindings/go/` (the module users import; it finds
 //! libpanto through pkg-config, here a `panto.pc` for the build tree), then again with `GOGC=1` (a collection at
-//! nearly every allocation, so a pointer libpanto kept into Go memory would show) and with the
-//! race detector.
+//! nearly every allocation, so a pointer libpanto kept into Go memory would show), with the
+//! race detector, and the test binary (`go test -c`) under valgrind.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -119,17 +120,13 @@ pub(crate) fn c(root: &Path) -> Result<()> {
     )?;
     check_static_link(root, &built, &out)?;
 
-    let valgrind = [
-        "valgrind",
-        "-q",
-        "--error-exitcode=1",
-        "--leak-check=full",
-        "--errors-for-leak-kinds=definite",
-        "--show-leak-kinds=definite",
-        "--trace-children=yes",
+    let mut valgrind = valgrind_command(root, &[]);
+    valgrind.extend([
+        "--trace-children=yes".to_owned(),
         // The real MCP servers (Node, Python) are not libpanto's memory to check.
-        "--trace-children-skip=*/env,*/node,*/python3*,*mcp-server-*",
-    ];
+        "--trace-children-skip=*/env,*/node,*/python3*,*mcp-server-*".to_owned(),
+    ]);
+    let valgrind: Vec<&str> = valgrind.iter().map(String::as_str).collect();
     let scratch = out.join("scratch");
     for (name, exe) in plain.iter().filter(|(n, _)| !DRIVEN.contains(&n.as_str())) {
         run_program(&built, &scratch, name, "plain", &[], exe, &[])?;
@@ -154,6 +151,33 @@ pub(crate) fn c(root: &Path) -> Result<()> {
         plain.len() - DRIVEN.len()
     );
     Ok(())
+}
+
+/// The valgrind suppressions libpanto ships (installed as `share/panto/valgrind/panto.supp`):
+/// what Rust's standard library allocates once per thread that calls in and never frees.
+pub(crate) const SUPPRESSIONS: &str = "bindings/valgrind/panto.supp";
+
+/// The Go runtime's own suppressions, used only for the Go test binary (not shipped: they are
+/// about Go, not libpanto).
+const GO_SUPPRESSIONS: &str = "bindings/valgrind/go-runtime.supp";
+
+/// valgrind as docs/ffi.md tells an embedder to run it: every leak kind is an error (valgrind's
+/// default `--errors-for-leak-kinds=definite,possible`), with the shipped suppressions and
+/// `extra` suppression files (relative to the workspace root).
+fn valgrind_command(root: &Path, extra: &[&str]) -> Vec<String> {
+    let mut command = vec![
+        "valgrind".to_owned(),
+        "-q".to_owned(),
+        "--leak-check=full".to_owned(),
+        "--error-exitcode=1".to_owned(),
+        format!("--suppressions={}", root.join(SUPPRESSIONS).display()),
+    ];
+    command.extend(
+        extra
+            .iter()
+            .map(|file| format!("--suppressions={}", root.join(file).display())),
+    );
+    command
 }
 
 /// `nm -D` lists only `panto_` symbols among those the library defines, exactly those of the
@@ -462,6 +486,30 @@ pub(crate) fn go(root: &Path) -> Result<()> {
     go(&["test", "-count=1", "./..."], &[])?;
     go(&["test", "-count=1", "./..."], &[("GOGC", "1")])?;
     go(&["test", "-count=1", "-race", "./..."], &[])?;
-    println!("ffi-test go: passed, also with GOGC=1 and -race");
+
+    // Under valgrind: the test binary, built once, run with the flags docs/ffi.md gives (and the
+    // Go runtime's own suppressions, see that file). Children (the mock, the resume test's second
+    // process, MCP servers) are not traced: the C programs check a second libpanto process.
+    let test_binary = crate::target_dir(root).join("ffi-tests").join("go").join("panto.test");
+    let test_binary_arg = test_binary.display().to_string();
+    go(&["test", "-c", "-o", &test_binary_arg, "./panto"], &[])?;
+    let started = Instant::now();
+    let valgrind = valgrind_command(root, &[GO_SUPPRESSIONS]);
+    let (program, args) = valgrind.split_first().context("an empty valgrind command")?;
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .arg(&test_binary)
+        .arg("-test.count=1")
+        // A test binary runs in its package's directory, as `go test` runs it.
+        .current_dir(dir.join("panto"))
+        .env("PANTO_MOCK_BIN", &built.mock)
+        .env(real_mcp::EVERYTHING_ENV, everything()?)
+        .env_remove("PANTO_MOCK_URL");
+    crate::run(&mut cmd)?;
+    println!(
+        "ffi-test go: the test binary passed under valgrind in {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    println!("ffi-test go: passed, also with GOGC=1, -race and under valgrind");
     Ok(())
 }

@@ -26,6 +26,24 @@ func NewAgent(cfg *Config, session *Session) (*Agent, error) {
 	return &a, nil
 }
 
+// NewAgentWithConversation creates an agent on session, a session that holds no messages (one
+// from Store.Create), starting from conversationJSON: a conversation in the shape
+// ConversationJSON returns ({"messages": [...], "metadata": "..."}, docs/ffi.md). Each message is
+// read as a session store reads a stored one; a malformed one is a CodeInvalidArgument error
+// naming the path (`conversation_json: messages[1].content[0]: ...`). The conversation is
+// written into the session at once when it holds an assistant message, otherwise with the first
+// turn. A session that holds messages is a CodeState error: resume it with NewAgent.
+func NewAgentWithConversation(cfg *Config, session *Session, conversationJSON string) (*Agent, error) {
+	cjson := cstring(conversationJSON)
+	defer free(cjson)
+	var a Agent
+	var cerr *C.panto_error
+	if err := check(C.panto_agent_new_with_conversation(cfg.p, session.p, cjson, &a.p, &cerr), cerr); err != nil {
+		return nil, err
+	}
+	return &a, nil
+}
+
 // Close frees the agent, cancelling a live run and waiting for it (and its tool calls) to end.
 func (a *Agent) Close() { C.panto_agent_free(a.p); a.p = nil }
 
@@ -123,6 +141,41 @@ func (a *Agent) Compact(prompt, extra string) (CompactResult, error) {
 		return result, fmt.Errorf("panto: compaction result: %w", err)
 	}
 	return result, nil
+}
+
+// CompactWithSummary compacts the conversation with a summary you wrote: the messages before
+// index firstKept (an index into ConversationJSON's messages; system messages stay) are replaced
+// by one compaction summary, and the session records the compaction as Compact's, so a resumed
+// session starts from the summary and the kept messages. No request is made (Usage in the
+// result is null). An empty summary, or a firstKept past the end or on tool results, is a
+// CodeInvalidArgument error; nothing but system messages before firstKept is CodeState.
+func (a *Agent) CompactWithSummary(summary string, firstKept int) (CompactResult, error) {
+	var result CompactResult
+	if firstKept < 0 {
+		return result, &Error{Code: CodeInvalidArgument, Message: fmt.Sprintf("firstKept is %d, not an index", firstKept)}
+	}
+	csummary := cstring(summary)
+	defer free(csummary)
+	var out *C.char
+	var cerr *C.panto_error
+	if err := check(C.panto_agent_compact_with_summary(a.p, csummary, C.size_t(firstKept), &out, &cerr), cerr); err != nil {
+		return result, err
+	}
+	if err := json.Unmarshal([]byte(takeString(out)), &result); err != nil {
+		return result, fmt.Errorf("panto: compaction result: %w", err)
+	}
+	return result, nil
+}
+
+// AddMessageJSON appends a message to the conversation: one element of ConversationJSON's
+// messages (a user message, an assistant message with text or tool calls, tool results), read
+// as a session store reads a stored message and persisted as the agent persists its own. A
+// malformed one is a CodeInvalidArgument error naming the path; on error nothing changes.
+func (a *Agent) AddMessageJSON(messageJSON string) error {
+	cjson := cstring(messageJSON)
+	defer free(cjson)
+	var cerr *C.panto_error
+	return check(C.panto_agent_add_message_json(a.p, cjson, &cerr), cerr)
 }
 
 // ConversationJSON is the conversation as JSON (the shape is in docs/ffi.md).

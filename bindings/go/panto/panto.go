@@ -38,6 +38,19 @@
 //	}
 //	if err := run.Err(); err != nil { ... }
 //
+// # Conversations built by hand
+//
+// NewAgentWithConversation starts an agent on a new session from a conversation given as JSON
+// (the shape Agent.ConversationJSON returns), Agent.AddMessageJSON appends a message, and
+// Agent.CompactWithSummary compacts with a summary you wrote; all three persist as the agent's
+// own messages and compactions do, so a later NewAgent on the session resumes what you built.
+//
+// # Valgrind
+//
+// Run a program under valgrind with the suppression file libpanto installs
+// (share/panto/valgrind/panto.supp) and, for the Go runtime itself, the repository's
+// bindings/valgrind/go-runtime.supp (docs/ffi.md, "Checking a program with valgrind").
+//
 // Every handle has a Close method that must be called once; handles may be closed in any order.
 // libpanto copies every string it is given during the call and never keeps a pointer into Go
 // memory, so nothing needs pinning.

@@ -242,6 +242,18 @@ pub enum Error {
     /// `compact` again may succeed.
     #[error("the compaction summary came back empty")]
     EmptySummary,
+    /// A compaction with the caller's summary cannot be made: the summary is empty, or the
+    /// conversation cannot be cut at the index given (past the end, or on tool results whose
+    /// calls would be summarised away).
+    /// Returned by [`Agent::compact_with_summary`](crate::Agent::compact_with_summary); nothing
+    /// changed. Not retryable.
+    #[error("cannot compact before message {first_kept}: {reason}")]
+    InvalidCompaction {
+        /// The index of the first message to keep, as given.
+        first_kept: usize,
+        /// What is wrong.
+        reason: String,
+    },
     /// The request overflowed the context window and the compaction that should have made room
     /// failed (`source` says why). Returned by [`Stream::next`](crate::Stream::next). Not
     /// retryable as is: the conversation is too long for the model.

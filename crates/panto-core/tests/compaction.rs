@@ -102,6 +102,67 @@ async fn manual_compaction_is_persisted_and_resumes_compacted() {
     }
 }
 
+/// A conversation built by hand for a new session is written into it (it used to be taken as
+/// already stored, and a resume lost it); a compaction with the caller's own summary is
+/// recorded as `compact` records its own, so a resumed agent sends only the compacted view.
+#[tokio::test]
+async fn a_hand_built_conversation_compacted_with_its_own_summary_resumes_compacted() {
+    let style = ApiStyle::AnthropicMessages;
+    let server = MockServer::start().await;
+    let store = MemoryStore::new();
+    let mut conversation = panto_core::Conversation::new();
+    conversation.add_system_message("You are the system.");
+    for i in 0..3 {
+        conversation.add_user_message(format!("question number {i}"));
+        conversation.add_assistant_message(vec![ContentBlock::text(format!("answer number {i}"))], None);
+    }
+    let mut agent = Agent::new(
+        config(style, &server),
+        Session::create(store.clone()),
+        Some(conversation),
+    )
+    .unwrap();
+    let id = agent.session_id().to_owned();
+    agent.flush().await.unwrap();
+    assert_eq!(store.records(&id).len(), 7, "the given conversation is in the store");
+
+    let refused = agent.compact_with_summary("SUMMARY", 99).await.unwrap_err();
+    assert!(
+        matches!(refused, panto_core::Error::InvalidCompaction { first_kept: 99, .. }),
+        "{refused}"
+    );
+    let empty = agent.compact_with_summary("  ", 5).await.unwrap_err();
+    assert!(empty.to_string().contains("the summary is empty"), "{empty}");
+    assert_eq!(store.records(&id).len(), 7, "a refused compaction writes nothing");
+
+    let result = agent.compact_with_summary("SUMMARY: two questions.", 5).await.unwrap();
+    assert_eq!(
+        (result.messages_summarized, result.messages_kept, result.usage),
+        (4, 2, None)
+    );
+    assert_eq!(store.records(&id).last().unwrap().compaction.unwrap().first_kept, 5);
+    assert!(server.requests().is_empty(), "no request was made");
+    drop(agent);
+
+    let mut resumed = Agent::resume(
+        config(style, &server),
+        Session::resolve(store.clone(), &id).await.unwrap().unwrap(),
+    )
+    .await
+    .unwrap();
+    server.push(Reply::sse(text(style, "continuing")));
+    collect(&mut resumed, "next").await.unwrap();
+    let sent = body(&server.requests(), 0).to_string();
+    assert!(
+        sent.contains("SUMMARY: two questions.") && sent.contains("question number 2"),
+        "{sent}"
+    );
+    assert!(
+        !sent.contains("question number 0") && !sent.contains("answer number 1"),
+        "{sent}"
+    );
+}
+
 #[tokio::test]
 async fn a_failing_summary_call_changes_nothing() {
     let style = ApiStyle::AnthropicMessages;

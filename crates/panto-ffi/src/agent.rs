@@ -7,7 +7,7 @@
 use std::ffi::{c_char, CString};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use panto_core::{Agent, Conversation, PricingRegistry, Role, Usage, WireIdentity};
+use panto_core::{Agent, Conversation, LoadedBranch, PricingRegistry, Role, Usage, WireIdentity};
 use serde_json::json;
 
 use crate::config::panto_config;
@@ -178,38 +178,78 @@ pub unsafe extern "C" fn panto_agent_new(
     unsafe { HandOut::required(out, "out", err) }.guard(|| {
         // SAFETY: the contract makes `config` and `session` NULL or live.
         let (config, session) = unsafe { (handle(config, "config")?, handle(session, "session")?) };
-        let config = config.config.clone();
-        let rt = session.rt.clone();
-        let stored = session.session.clone();
-        let branch = rt.block_on("panto_agent_new", stored.store.load_branch(stored.id()))??;
-        let mut ledger = Ledger {
-            usage: Usage::default(),
-            cost: Some(0),
-            wire: config.provider.wire_identity(),
-            pricing: PricingRegistry::new(),
-        };
-        if let Some(b) = &branch {
-            resumed_usage(&b.conversation, &mut ledger);
+        let branch = session.rt.block_on(
+            "panto_agent_new",
+            session.session.store.load_branch(session.session.id()),
+        )??;
+        make_agent(
+            config,
+            session,
+            branch.map(Start::Resumed).unwrap_or(Start::Empty),
+            "panto_agent_new",
+        )
+    })
+}
+
+/// What an agent starts from.
+pub(crate) enum Start {
+    /// A new, empty conversation.
+    Empty,
+    /// The session's stored branch.
+    Resumed(LoadedBranch),
+    /// A conversation the caller gave for a session that holds none, written into it now (or,
+    /// without an assistant message, with the first turn).
+    Given(Conversation),
+}
+
+/// The agent handle on `session` with `config`, starting from `start`. `function` names the
+/// export for the error of a call from a runtime thread.
+pub(crate) fn make_agent(
+    config: &panto_config,
+    session: &panto_session,
+    start: Start,
+    function: &'static str,
+) -> Result<panto_agent, Failure> {
+    let config = config.config.clone();
+    let rt = session.rt.clone();
+    let stored = session.session.clone();
+    let mut ledger = Ledger {
+        usage: Usage::default(),
+        cost: Some(0),
+        wire: config.provider.wire_identity(),
+        pricing: PricingRegistry::new(),
+    };
+    match &start {
+        Start::Empty => {}
+        Start::Resumed(branch) => resumed_usage(&branch.conversation, &mut ledger),
+        Start::Given(conversation) => resumed_usage(conversation, &mut ledger),
+    }
+    let session_id = crate::cstr::to_cstring(stored.id());
+    let given = matches!(start, Start::Given(_));
+    let agent = {
+        // The HTTP client is built inside the runtime, where its resolver expects to live.
+        let _entered = rt.handle()?.enter();
+        match start {
+            Start::Resumed(branch) => Agent::with_branch(config, stored, branch)?,
+            Start::Empty => Agent::new(config, stored, None)?,
+            Start::Given(conversation) => Agent::new(config, stored, Some(conversation))?,
         }
-        let session_id = crate::cstr::to_cstring(stored.id());
-        let agent = {
-            // The HTTP client is built inside the runtime, where its resolver expects to live.
-            let _entered = rt.handle()?.enter();
-            match branch {
-                Some(branch) => Agent::with_branch(config, stored, branch)?,
-                None => Agent::new(config, stored, None)?,
-            }
-        };
-        let (inflight, _) = tokio::sync::watch::channel(0usize);
-        Ok(panto_agent {
-            rt,
-            shared: Arc::new(AgentShared {
-                slot: Mutex::new(Slot::Idle(Box::new(agent))),
-                ledger: Mutex::new(ledger),
-                inflight: Arc::new(inflight),
-            }),
-            session_id,
-        })
+    };
+    let mut agent = Box::new(agent);
+    if given {
+        // Written now when it holds an assistant message (a new session is written from its
+        // first one on, as a run's would be); otherwise with the first turn.
+        rt.block_on(function, agent.flush())??;
+    }
+    let (inflight, _) = tokio::sync::watch::channel(0usize);
+    Ok(panto_agent {
+        rt,
+        shared: Arc::new(AgentShared {
+            slot: Mutex::new(Slot::Idle(agent)),
+            ledger: Mutex::new(ledger),
+            inflight: Arc::new(inflight),
+        }),
+        session_id,
     })
 }
 

@@ -85,7 +85,7 @@ impl From<Error> for Failure {
         let code = match &e {
             _ if e.is_provider_failure() => PANTO_ERR_PROVIDER,
             Error::InvalidHeader { .. } => PANTO_ERR_CONFIG,
-            Error::InvalidImage { .. } => PANTO_ERR_INVALID_ARGUMENT,
+            Error::InvalidImage { .. } | Error::InvalidCompaction { .. } => PANTO_ERR_INVALID_ARGUMENT,
             Error::InvalidTool { .. } | Error::HookFailed { .. } => PANTO_ERR_TOOL,
             Error::StepLimit(_)
             | Error::NothingToCompact
@@ -301,6 +301,13 @@ mod tests {
                 PANTO_ERR_INVALID_ARGUMENT,
             ),
             (Error::NothingToCompact, PANTO_ERR_STATE),
+            (
+                Error::InvalidCompaction {
+                    first_kept: 9,
+                    reason: "the conversation has only 4 messages".into(),
+                },
+                PANTO_ERR_INVALID_ARGUMENT,
+            ),
             (Error::NothingToRetry, PANTO_ERR_STATE),
             (Error::EmptySummary, PANTO_ERR_PROVIDER),
             (

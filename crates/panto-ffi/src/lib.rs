@@ -28,6 +28,7 @@ mod agent;
 mod builtin;
 mod config;
 mod control;
+mod conversation;
 mod cstr;
 mod error;
 mod event;
@@ -45,6 +46,9 @@ pub use agent::*;
 pub use builtin::panto_agent_add_builtin_tools;
 pub use config::{panto_config, panto_config_free, panto_config_new_json};
 pub use control::{panto_run_follow_up, panto_run_steer};
+pub use conversation::{
+    panto_agent_add_message_json, panto_agent_compact_with_summary, panto_agent_new_with_conversation,
+};
 pub use cstr::panto_string_free;
 pub use error::{panto_error, panto_error_code, panto_error_free, panto_error_message};
 pub use event::*;

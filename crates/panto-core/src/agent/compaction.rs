@@ -204,15 +204,72 @@ impl Agent {
             .instrument(span.clone())
             .await
             .inspect_err(|e| trace::record_error(&span, e))?;
+        self.apply_compaction(cut, summary, usage, tokens_before, &span).await
+    }
 
+    /// Replaces the messages before `first_kept` (an index into [`Agent::conversation`]'s
+    /// messages; system messages stay) with `summary`, a summary the caller wrote, and persists
+    /// the result as [`Agent::compact`] persists its own: the session log keeps the full history
+    /// and records the compaction on the summary entry, so a resumed session starts from the
+    /// summary and the kept messages.
+    ///
+    /// Errors: [`Error::InvalidCompaction`] for a summary that is empty (or only whitespace) and
+    /// for a `first_kept` past the end or on a message of tool results (whose calls would be
+    /// summarised away), [`Error::NothingToCompact`] when no
+    /// message other than a system message is before `first_kept`, and the store's errors. On
+    /// error nothing changes.
+    pub async fn compact_with_summary(
+        &mut self,
+        summary: impl Into<String>,
+        first_kept: usize,
+    ) -> Result<CompactionResult> {
+        let summary = summary.into();
+        if summary.trim().is_empty() {
+            return Err(Error::InvalidCompaction {
+                first_kept,
+                reason: "the summary is empty".to_owned(),
+            });
+        }
+        let messages = &self.conversation.messages;
+        if first_kept > messages.len() {
+            return Err(Error::InvalidCompaction {
+                first_kept,
+                reason: format!("the conversation has only {} messages", messages.len()),
+            });
+        }
+        if messages.get(first_kept).is_some_and(starts_with_tool_results) {
+            return Err(Error::InvalidCompaction {
+                first_kept,
+                reason: "it holds tool results, whose calls would be summarised away".to_owned(),
+            });
+        }
+        if !messages[..first_kept].iter().any(|m| m.role != Role::System) {
+            return Err(Error::NothingToCompact);
+        }
+        let tokens_before = estimate_context_tokens(&self.conversation);
+        let span = trace::compaction_span(tokens_before);
+        self.apply_compaction(first_kept, summary, None, tokens_before, &span)
+            .await
+    }
+
+    /// Persists a compaction at `cut` with `summary` (and the usage of the request that wrote it)
+    /// and adopts the compacted conversation; on error nothing changes.
+    async fn apply_compaction(
+        &mut self,
+        cut: usize,
+        summary: String,
+        usage: Option<Usage>,
+        tokens_before: u64,
+        span: &tracing::Span,
+    ) -> Result<CompactionResult> {
         // Everything before the compaction must be in the log for the record to point into it.
         self.persist(true)
             .instrument(span.clone())
             .await
-            .inspect_err(|e| trace::record_error(&span, e))?;
+            .inspect_err(|e| trace::record_error(span, e))?;
         self.hold_session()
             .await
-            .inspect_err(|e| trace::record_error(&span, e))?;
+            .inspect_err(|e| trace::record_error(span, e))?;
 
         // Built beside the live conversation, which is replaced only once the log has the
         // compaction: an error or a cancel at any await leaves both as they were.
@@ -256,7 +313,7 @@ impl Agent {
             .append(&[entry])
             .instrument(span.clone())
             .await
-            .inspect_err(|e| trace::record_error(&span, e))?
+            .inspect_err(|e| trace::record_error(span, e))?
             .pop();
         self.conversation = candidate;
         self.persisted = self.conversation.messages.len();
@@ -278,7 +335,7 @@ impl Agent {
             usage,
         };
         trace::compaction_finished(
-            &span,
+            span,
             trace::CompactionCounts {
                 tokens_after: result.tokens_after,
                 messages_summarized: result.messages_summarized,

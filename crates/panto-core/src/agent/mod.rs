@@ -139,6 +139,10 @@ impl Agent {
     /// append a new chain to a log whose history the model never saw. That case is
     /// [`Error::SessionNotLoaded`]; [`Agent::resume`] loads and adopts in one call.
     ///
+    /// A conversation given for a session that holds no messages (one built by hand for
+    /// [`Session::create`]) is new to the store: it is written into the session with the
+    /// agent's first write ([`Agent::flush`], or the first turn), as the agent's own messages are.
+    ///
     /// An adopted conversation whose last assistant message has tool calls without results gets a
     /// synthetic error result for each ("interrupted"), so the next request is valid for both
     /// APIs; it is persisted with the next write (or [`Agent::flush`]).
@@ -159,9 +163,13 @@ impl Agent {
         // cannot be built fails here rather than at the first request.
         config.provider.http_client()?;
         let adopted = conversation.is_some();
+        // Messages given for a session that holds none are not in the store yet: all of them
+        // are written by the first write.
+        let fresh = session.info.message_count == 0 && conversation.as_ref().is_some_and(|c| !c.messages.is_empty());
         let (conversation, persisted) = repair(conversation.unwrap_or_default());
+        let persisted = if fresh { 0 } else { persisted };
         Ok(Agent {
-            stored: adopted || session.info.message_count > 0,
+            stored: (adopted && !fresh) || session.info.message_count > 0,
             config,
             conversation,
             session,
