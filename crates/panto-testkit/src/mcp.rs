@@ -15,13 +15,14 @@ pub fn fault_server() -> PathBuf {
             let profile = if cfg!(debug_assertions) { "debug" } else { "release" };
             // Built as `cargo test --workspace` builds it: a package's binaries are built with
             // the feature resolution of the command that builds them, and `cargo build` leaves
-            // out the dev-dependencies' features that a test build unifies in. Building this
-            // package's `mock` test with `--no-run` makes cargo build the binary exactly as the
-            // test step did, so under CI it is found fresh; with `-p panto-testkit`, or with
+            // out the dev-dependencies' features that a test build unifies in. Building the
+            // workspace's `all` tests (one per package, this package's among them) with
+            // `--no-run` makes cargo build the binary exactly as the test step did, so under CI it
+            // is found fresh; with `-p panto-testkit`, or with
             // `cargo build --workspace`, other features were resolved and every first caller
             // rebuilt most of the dependency graph (minutes on two cores).
             let mut command = crate::cargo_command();
-            command.args(["test", "--quiet", "--workspace", "--no-run", "--test", "mock"]);
+            command.args(["test", "--quiet", "--workspace", "--no-run", "--test", "all"]);
             if profile == "release" {
                 command.arg("--release");
             }

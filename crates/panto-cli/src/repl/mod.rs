@@ -6,10 +6,17 @@
 
 mod branch;
 mod commands;
+mod compact;
 mod context;
+mod cost;
 mod helper;
+mod image;
 pub mod keys;
+mod listing;
+mod model;
 mod model_check;
+mod session;
+mod totals;
 mod turn;
 
 use std::io::IsTerminal;
@@ -17,66 +24,29 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use panto_core::{Agent, ContentBlock, Conversation, PricingRegistry, Role, Usage, UserMessage};
+use panto_core::{Agent, ContentBlock, Conversation, PricingRegistry, Role, UserMessage};
 use rustyline::error::ReadlineError;
 
 use crate::attach::{self, Attachment};
 use crate::config::{Selection, Settings};
-use crate::cost::{cache_line, summary_line, thousands};
+use crate::cost::thousands;
 use crate::exit::Failure;
 use crate::mcp::McpTools;
 use crate::render::Screen;
-use crate::sessions::{short_ids, table, RECENT};
+use crate::sessions::RECENT;
 use crate::setup::{self, Launch, SessionChoice};
 use crate::store::OpenStore;
 use crate::terminal::TerminalAsker;
 use crate::tools::{Approval, Gate, GatedTool, ToolName, Toolbox};
 use commands::{Command, Input, Parsed};
 use helper::{join_continuations, PantoHelper, RecentIds};
+use totals::Totals;
 
 /// Whether the loop goes on after a command.
 #[derive(Debug, PartialEq, Eq)]
 enum Flow {
     Continue,
     Quit,
-}
-
-/// Tokens and cost of this process's turns in the current session.
-#[derive(Debug, Default)]
-struct Totals {
-    usage: Usage,
-    /// Summed cost; `None` once any turn's cost was unknown.
-    cost: Option<u64>,
-    /// What the same requests would have cost with no prompt cache; `None` as `cost`.
-    uncached_cost: Option<u64>,
-    turns: u32,
-}
-
-impl Totals {
-    fn new() -> Self {
-        Totals {
-            usage: Usage::default(),
-            cost: Some(0),
-            uncached_cost: Some(0),
-            turns: 0,
-        }
-    }
-
-    fn add(&mut self, outcome: &turn::TurnOutcome) {
-        self.add_request(&outcome.usage, outcome.cost, outcome.uncached_cost);
-        self.turns += 1;
-    }
-
-    /// Counts a request made outside a turn (a `/compact` summary).
-    fn add_request(&mut self, usage: &Usage, cost: Option<u64>, uncached_cost: Option<u64>) {
-        self.usage.accumulate(usage);
-        let sum = |total: Option<u64>, more: Option<u64>| match (total, more) {
-            (Some(a), Some(b)) => Some(a.saturating_add(b)),
-            _ => None,
-        };
-        self.cost = sum(self.cost, cost);
-        self.uncached_cost = sum(self.uncached_cost, uncached_cost);
-    }
 }
 
 /// The REPL's state.
@@ -467,24 +437,6 @@ impl Repl<'_> {
         }
     }
 
-    /// On the way out: how to come back to this session (`panto -r ID`), with the shortest id
-    /// prefix (8 characters at least) that no other stored session shares.
-    fn resume_hint(&self) {
-        if !self.saving || self.agent.conversation().messages.is_empty() {
-            return;
-        }
-        let id = self.agent.session_id().to_owned();
-        let others = self.rt.block_on(self.store.store.list()).unwrap_or_default();
-        let len = others
-            .iter()
-            .filter(|info| info.id != id)
-            .map(|info| info.id.chars().zip(id.chars()).take_while(|(a, b)| a == b).count() + 1)
-            .fold(8, usize::max)
-            .min(id.chars().count());
-        let short: String = id.chars().take(len).collect();
-        self.dim(&format!("resume this session with: panto -r {short}"));
-    }
-
     /// The status line after a turn, then a blank line and a rule.
     fn status(&self, outcome: &turn::TurnOutcome) {
         let context_used = self.context_tokens();
@@ -502,36 +454,6 @@ impl Repl<'_> {
                 .deco_raw(&status.render(self.screen.deco, self.screen.columns()));
         } else {
             self.screen.note(&status.line());
-        }
-    }
-
-    /// `/image FILE...`: attaches images to the next prompt; without a file, lists them.
-    fn image(&mut self, args: &str) {
-        if args.is_empty() {
-            if self.pending_images.is_empty() {
-                self.note("no images attached; /image FILE attaches one to your next prompt");
-            } else {
-                let names: Vec<String> = self.pending_images.iter().map(Attachment::describe).collect();
-                self.note(&format!("attached to your next prompt: {}", names.join(", ")));
-            }
-            return;
-        }
-        let Some(words) = attach::shell_words(args) else {
-            self.error("/image: a quote is left open; quote a file name with spaces as 'my file.png'");
-            return;
-        };
-        for word in words {
-            let path = match (word.strip_prefix("~/"), &self.home) {
-                (Some(rest), Some(home)) => home.join(rest),
-                _ => PathBuf::from(&word),
-            };
-            match attach::read(&path) {
-                Ok(image) => {
-                    self.note(&format!("attached {}: it goes with your next prompt", image.describe()));
-                    self.pending_images.push(image);
-                }
-                Err(e) => self.error(&e),
-            }
         }
     }
 
@@ -587,262 +509,6 @@ impl Repl<'_> {
             }
         }
     }
-
-    fn model(&mut self, args: &str) {
-        if args.is_empty() {
-            self.note(&format!("model: {}", self.selection.describe()));
-            return;
-        }
-        let selection = self.settings.named_selection(args, &self.selection.provider);
-        match self.settings.agent_config(&selection) {
-            Ok(config) => {
-                // A wire name is checked before a paid request can fail on it.
-                if selection.alias.is_none() {
-                    let check = model_check::check(&self.pricing, &config.provider, &selection.provider.name);
-                    match self.rt.block_on(check) {
-                        model_check::Verdict::Known => {}
-                        model_check::Verdict::Unknown(refusal) => {
-                            self.error(&refusal);
-                            return;
-                        }
-                        model_check::Verdict::Unchecked(note) => self.dim(&note),
-                    }
-                }
-                self.agent.set_config(config);
-                self.note(&format!("switched to {}", selection.describe()));
-                if selection.alias.is_none() && !self.settings.models.is_empty() {
-                    self.dim(&format!(
-                        "({args} is not a configured alias; it is sent as a model name to {})",
-                        selection.provider.name
-                    ));
-                }
-                self.selection = selection;
-            }
-            Err(e) => self.error(&e.message),
-        }
-    }
-
-    fn compact(&mut self, args: &str) {
-        let instructions = (!args.is_empty()).then_some(args);
-        // The size before as `/cost` showed it, so the two agree.
-        let shown_before = self.context_tokens();
-        self.dim("compacting the conversation…");
-        let result = self.rt.block_on(async {
-            let (interrupted, watcher) = crate::interrupt::interrupt_token();
-            // Dropping the compaction future cancels it cleanly: the conversation is replaced
-            // only once the summary is stored.
-            let r = tokio::select! {
-                r = self.agent.compact(None, instructions) => Some(r),
-                _ = interrupted.cancelled() => None,
-            };
-            watcher.abort();
-            r
-        });
-        match result {
-            Some(Ok(r)) => {
-                let before = shown_before.unwrap_or(r.tokens_before);
-                self.compacted = Some(Compacted {
-                    session_id: self.agent.session_id().to_owned(),
-                    messages: self.agent.conversation().messages.len(),
-                    tokens: r.tokens_after,
-                });
-                self.note(&compaction_line(&r, before));
-                // The summary request is paid for like a turn's; `/cost` counts it.
-                if let Some(usage) = r.usage {
-                    let cost = crate::cost::cost(&self.pricing, &self.selection.wire(), &usage);
-                    let uncached = crate::cost::uncached_cost(&self.pricing, &self.selection.wire(), &usage);
-                    self.totals.add_request(&usage, cost, uncached);
-                    self.dim(&format!("summary request: {}", summary_line(&usage, cost)));
-                }
-            }
-            Some(Err(e)) => self.error(&format!("compaction failed: {e}")),
-            None => self.note("compaction cancelled; the conversation is unchanged"),
-        }
-    }
-
-    fn sessions(&mut self) {
-        match self.rt.block_on(self.store.store.list()) {
-            Ok(infos) if infos.is_empty() => self.note("no sessions yet"),
-            Ok(infos) => {
-                let shown = &infos[..infos.len().min(RECENT)];
-                let current = self.agent.session_id().to_owned();
-                for (info, row) in shown.iter().zip(table(shown)) {
-                    let mark = if info.id == current { "*" } else { " " };
-                    // A row a line: the last prompt's preview is cut to the terminal.
-                    self.note(&crate::render::wrap::cut(
-                        &format!("{mark} {row}"),
-                        self.screen.columns(),
-                    ));
-                }
-                self.recent_ids.set(short_ids(shown));
-            }
-            Err(e) => self.error(&format!("cannot list sessions: {e}")),
-        }
-    }
-
-    /// Switches to another session: resumed (with its model pre-selected) or new (keeping
-    /// `keep`).
-    fn switch(&mut self, choice: SessionChoice, keep: Option<Selection>) {
-        let model = match keep {
-            Some(selection) => setup::ModelChoice::Keep(Box::new(selection)),
-            None => setup::ModelChoice::Choose(None),
-        };
-        let found = match self.rt.block_on(setup::find(&self.store, &choice)) {
-            Ok(found) => found,
-            Err(e) => return self.error(&e.message),
-        };
-        if found.existing() && found.session_id() == self.agent.session_id() {
-            // The session this agent works in: it stays (a second agent could not write the
-            // session while this one lives), with its system prompt brought up to date.
-            match self
-                .rt
-                .block_on(setup::refresh(&self.settings, &mut self.agent, &self.toolbox))
-            {
-                Ok(notes) => self.banner(true, &notes),
-                Err(e) => self.error(&e.message),
-            }
-            return;
-        }
-        let opened = self.rt.block_on(setup::open_found(
-            &self.settings,
-            found,
-            model,
-            &self.toolbox,
-            &self.mcp,
-        ));
-        match opened {
-            Ok(ready) => {
-                self.agent = ready.agent;
-                self.selection = ready.selection;
-                self.totals = Totals::new();
-                self.banner(ready.resumed, &ready.notes);
-            }
-            Err(e) => self.error(&e.message),
-        }
-    }
-
-    fn system(&mut self, args: &str) {
-        if args.is_empty() {
-            let prompt = self.agent.conversation().effective_system_blocks().join("\n\n");
-            if prompt.is_empty() {
-                self.note("(no system prompt)");
-            } else {
-                self.note(&prompt);
-            }
-            return;
-        }
-        match self.rt.block_on(self.agent.set_system_prompt(args)) {
-            Ok(()) => self.note("system prompt replaced"),
-            Err(e) => self.error(&format!("cannot set the system prompt: {e}")),
-        }
-    }
-
-    /// `/mcp`: the configured MCP servers, their status and tools.
-    fn list_mcp(&self) {
-        let lines = self.rt.block_on(crate::mcp::render(&self.mcp, Some(self.gate.mode())));
-        if lines.is_empty() {
-            self.note(&format!(
-                "no MCP servers configured (add [mcp.servers.NAME] tables to {})",
-                self.settings.config_path_display()
-            ));
-        }
-        for line in lines {
-            self.note(&line);
-        }
-    }
-
-    fn list_tools(&self) {
-        let decls = self.agent.tools();
-        if decls.is_empty() {
-            self.note("no tools (started with --tools none)");
-        }
-        for decl in decls {
-            let approval = match ToolName::parse(&decl.name) {
-                Ok(t) if !t.needs_approval() => "runs freely".to_owned(),
-                Ok(t) => match self.gate.mode() {
-                    Approval::Auto => "runs without asking (--approve auto)".to_owned(),
-                    Approval::ReadOnly => "refused (read-only)".to_owned(),
-                    Approval::Ask if self.gate.always_allowed(t.as_str()) => "always allowed".to_owned(),
-                    Approval::Ask => "asks first".to_owned(),
-                },
-                Err(_) => match self.mcp.tool(&decl.name) {
-                    Some((_, tool)) if tool.annotations.is_read_only() => "runs freely (read-only)".to_owned(),
-                    Some(_) => match self.gate.mode() {
-                        Approval::Auto => "runs without asking (--approve auto)".to_owned(),
-                        Approval::ReadOnly => "refused (read-only)".to_owned(),
-                        Approval::Ask if self.mcp.asks(&decl.name) == Some(false) => "always allowed".to_owned(),
-                        Approval::Ask => "asks first".to_owned(),
-                    },
-                    None => String::new(),
-                },
-            };
-            let summary = decl.description.split(". ").next().unwrap_or("").trim_end_matches('.');
-            let label = format!("  {:<6}", decl.name);
-            for line in
-                crate::render::wrap::labelled(&label, &format!("{summary} — {approval}"), 9, self.screen.columns())
-            {
-                self.note(&line);
-            }
-        }
-    }
-
-    /// The context's size in tokens as `/cost`, the status line and `/compact` show it: the
-    /// estimate `/compact` gave while its conversation is unchanged (the last request's usage
-    /// still counts the messages it summarised away), else the last request's input and output.
-    fn context_tokens(&self) -> Option<u64> {
-        let conversation = self.agent.conversation();
-        if let Some(c) = &self.compacted {
-            if c.session_id == self.agent.session_id() && c.messages == conversation.messages.len() {
-                return Some(c.tokens);
-            }
-        }
-        conversation
-            .last_usage()
-            .map(|(_, u)| u.total_input_tokens() + u.output_tokens)
-    }
-
-    fn cost(&self) {
-        self.note(&format!(
-            "this run, {} turn{}: {}",
-            self.totals.turns,
-            if self.totals.turns == 1 { "" } else { "s" },
-            summary_line(&self.totals.usage, self.totals.cost)
-        ));
-        if let Some(line) = cache_line(&self.totals.usage, self.totals.cost, self.totals.uncached_cost) {
-            self.note(&line);
-        }
-        let window = self.agent.config().compaction.context_window;
-        if let Some(used) = self.context_tokens() {
-            self.note(&format!(
-                "context: about {} of {} tokens ({:.0}%)",
-                thousands(used),
-                thousands(window),
-                used as f64 * 100.0 / window.max(1) as f64
-            ));
-        }
-    }
-}
-
-/// The note after `/compact`: what it did and the context's size before and after, in the
-/// measure `/cost` uses. A summary no smaller than what it replaced is said in words, never as a
-/// rise.
-fn compaction_line(r: &panto_core::CompactionResult, before: u64) -> String {
-    let done = format!(
-        "compacted: {} messages summarised, {} kept",
-        r.messages_summarized, r.messages_kept
-    );
-    if r.tokens_after < before {
-        format!(
-            "{done}; about {} → {} tokens",
-            thousands(before),
-            thousands(r.tokens_after)
-        )
-    } else {
-        format!(
-            "{done}; about {} tokens (the summary is no smaller than what it replaced)",
-            thousands(r.tokens_after)
-        )
-    }
 }
 
 #[cfg(test)]
@@ -861,37 +527,5 @@ mod tests {
             vec![(Role::User, "second".to_owned()), (Role::Assistant, "two".to_owned())]
         );
         assert!(recap(&Conversation::new()).is_empty());
-    }
-
-    #[test]
-    fn totals_lose_the_cost_once_unknown() {
-        let mut t = Totals::new();
-        t.add(&turn::TurnOutcome {
-            usage: Usage::default(),
-            cost: Some(5),
-            uncached_cost: Some(5),
-            ..Default::default()
-        });
-        assert_eq!(t.cost, Some(5));
-        t.add(&turn::TurnOutcome {
-            usage: Usage::default(),
-            cost: None,
-            uncached_cost: None,
-            ..Default::default()
-        });
-        assert_eq!(t.cost, None);
-        assert_eq!(t.turns, 2);
-    }
-
-    #[test]
-    fn a_compaction_request_counts_in_the_totals_but_is_no_turn() {
-        let mut t = Totals::new();
-        let used = Usage {
-            input_tokens: 900,
-            output_tokens: 30,
-            ..Usage::default()
-        };
-        t.add_request(&used, Some(12), Some(12));
-        assert_eq!((t.usage, t.cost, t.turns), (used, Some(12), 0));
     }
 }

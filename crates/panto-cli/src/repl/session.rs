@@ -1,0 +1,88 @@
+//! The session the REPL works in: `/sessions`, `/resume` and `/new` (switching), and the
+//! resume hint on the way out.
+
+use super::{Repl, Totals};
+use crate::config::Selection;
+use crate::sessions::{short_ids, table, RECENT};
+use crate::setup::{self, SessionChoice};
+
+impl Repl<'_> {
+    /// On the way out: how to come back to this session (`panto -r ID`), with the shortest id
+    /// prefix (8 characters at least) that no other stored session shares.
+    pub(super) fn resume_hint(&self) {
+        if !self.saving || self.agent.conversation().messages.is_empty() {
+            return;
+        }
+        let id = self.agent.session_id().to_owned();
+        let others = self.rt.block_on(self.store.store.list()).unwrap_or_default();
+        let len = others
+            .iter()
+            .filter(|info| info.id != id)
+            .map(|info| info.id.chars().zip(id.chars()).take_while(|(a, b)| a == b).count() + 1)
+            .fold(8, usize::max)
+            .min(id.chars().count());
+        let short: String = id.chars().take(len).collect();
+        self.dim(&format!("resume this session with: panto -r {short}"));
+    }
+
+    pub(super) fn sessions(&mut self) {
+        match self.rt.block_on(self.store.store.list()) {
+            Ok(infos) if infos.is_empty() => self.note("no sessions yet"),
+            Ok(infos) => {
+                let shown = &infos[..infos.len().min(RECENT)];
+                let current = self.agent.session_id().to_owned();
+                for (info, row) in shown.iter().zip(table(shown)) {
+                    let mark = if info.id == current { "*" } else { " " };
+                    // A row a line: the last prompt's preview is cut to the terminal.
+                    self.note(&crate::render::wrap::cut(
+                        &format!("{mark} {row}"),
+                        self.screen.columns(),
+                    ));
+                }
+                self.recent_ids.set(short_ids(shown));
+            }
+            Err(e) => self.error(&format!("cannot list sessions: {e}")),
+        }
+    }
+
+    /// Switches to another session: resumed (with its model pre-selected) or new (keeping
+    /// `keep`).
+    pub(super) fn switch(&mut self, choice: SessionChoice, keep: Option<Selection>) {
+        let model = match keep {
+            Some(selection) => setup::ModelChoice::Keep(Box::new(selection)),
+            None => setup::ModelChoice::Choose(None),
+        };
+        let found = match self.rt.block_on(setup::find(&self.store, &choice)) {
+            Ok(found) => found,
+            Err(e) => return self.error(&e.message),
+        };
+        if found.existing() && found.session_id() == self.agent.session_id() {
+            // The session this agent works in: it stays (a second agent could not write the
+            // session while this one lives), with its system prompt brought up to date.
+            match self
+                .rt
+                .block_on(setup::refresh(&self.settings, &mut self.agent, &self.toolbox))
+            {
+                Ok(notes) => self.banner(true, &notes),
+                Err(e) => self.error(&e.message),
+            }
+            return;
+        }
+        let opened = self.rt.block_on(setup::open_found(
+            &self.settings,
+            found,
+            model,
+            &self.toolbox,
+            &self.mcp,
+        ));
+        match opened {
+            Ok(ready) => {
+                self.agent = ready.agent;
+                self.selection = ready.selection;
+                self.totals = Totals::new();
+                self.banner(ready.resumed, &ready.notes);
+            }
+            Err(e) => self.error(&e.message),
+        }
+    }
+}
