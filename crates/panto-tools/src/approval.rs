@@ -49,7 +49,12 @@ impl ApprovalHook {
 
     /// Whether a call of `called` with `input` may run as far as the allow rules and the
     /// approval mode are concerned. `Err` is the text of the error result the model gets.
-    pub async fn decide(&self, called: CalledTool<'_>, input: &Value, cancel: &CancellationToken) -> Result<(), String> {
+    pub async fn decide(
+        &self,
+        called: CalledTool<'_>,
+        input: &Value,
+        cancel: &CancellationToken,
+    ) -> Result<(), String> {
         match called {
             CalledTool::Builtin(tool) => self.decide_builtin(tool, input, cancel).await,
             CalledTool::Source { source, tool } => {
@@ -228,19 +233,29 @@ mod tests {
         let hook = toolbox(dir.path(), prompt.clone()).approval_hook();
         let cancel = CancellationToken::new();
         let missing = json!({"path": "f", "old_string": "zzz", "new_string": "b"});
-        let refusal = hook.decide(CalledTool::Builtin(ToolName::Edit), &missing, &cancel).await.unwrap_err();
+        let refusal = hook
+            .decide(CalledTool::Builtin(ToolName::Edit), &missing, &cancel)
+            .await
+            .unwrap_err();
         // The bare edit tool's own error, word for word.
         let bare = crate::edit::EditTool::new(crate::testing::context(&dir.path().canonicalize().unwrap()));
         assert_eq!(refusal, text(&call(&bare, missing).await));
         assert!(prompt.asked.lock().unwrap().is_empty());
 
         let good = json!({"path": "f", "old_string": "a", "new_string": "b"});
-        let refusal = hook.decide(CalledTool::Builtin(ToolName::Edit), &good, &cancel).await.unwrap_err();
+        let refusal = hook
+            .decide(CalledTool::Builtin(ToolName::Edit), &good, &cancel)
+            .await
+            .unwrap_err();
         assert_eq!(refusal, "the user said no");
         // An allow rule and a tool that changes nothing are not asked about.
-        hook.decide(CalledTool::Builtin(ToolName::Bash), &json!({"command": "git status"}), &cancel)
-            .await
-            .unwrap();
+        hook.decide(
+            CalledTool::Builtin(ToolName::Bash),
+            &json!({"command": "git status"}),
+            &cancel,
+        )
+        .await
+        .unwrap();
         hook.decide(CalledTool::Builtin(ToolName::Read), &json!({"path": "f"}), &cancel)
             .await
             .unwrap();

@@ -347,7 +347,9 @@ mod tests {
     async fn a_hook_allows_denies_or_rewrites_and_deny_rules_come_first() {
         let second = Duration::from_secs(5);
         assert_eq!(
-            hook("cat >/dev/null", second).decide(CalledTool::Builtin(ToolName::Bash), &bash("ls")).await,
+            hook("cat >/dev/null", second)
+                .decide(CalledTool::Builtin(ToolName::Bash), &bash("ls"))
+                .await,
             HookVerdict::Allow
         );
         assert_eq!(
@@ -363,7 +365,9 @@ mod tests {
             HookVerdict::Rewrite(bash("ls -a"))
         );
         // The deny rule decides before the hook is asked (the hook would allow).
-        let verdict = hook("true", second).decide(CalledTool::Builtin(ToolName::Bash), &bash("sudo rm x")).await;
+        let verdict = hook("true", second)
+            .decide(CalledTool::Builtin(ToolName::Bash), &bash("sudo rm x"))
+            .await;
         assert!(
             matches!(&verdict, HookVerdict::Deny(r) if r.contains("bash(sudo *)")),
             "{verdict:?}"
@@ -431,7 +435,9 @@ mod tests {
             );
         }
         assert_eq!(
-            guard.decide(CalledTool::Builtin(ToolName::Bash), &bash("echo rm x")).await,
+            guard
+                .decide(CalledTool::Builtin(ToolName::Bash), &bash("echo rm x"))
+                .await,
             HookVerdict::Allow
         );
     }

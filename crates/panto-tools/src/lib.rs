@@ -83,7 +83,8 @@ pub use files::{image_format, kind as file_kind, open_regular, read_bounded, Ope
 pub use hooks::{main_argument, CommandHook, HookConfig, HookVerdict, PolicyHook};
 pub use options::{scrub_key_variables, Options, DEFAULT_BASH_TIMEOUT, DEFAULT_MAX_OUTPUT_BYTES, KEY_VARIABLES};
 pub use policy::{
-    offered_name, rule_subjects, Approval, CalledTool, Policy, Prompt, Rule, SourceAnnotations, SourceRegistry, Subjects,
+    offered_name, rule_subjects, Approval, CalledTool, Policy, Prompt, Rule, SourceAnnotations, SourceRegistry,
+    Subjects,
 };
 pub use preview::{FileChange, Preview};
 pub use roots::Roots;

@@ -517,7 +517,11 @@ impl Policy {
     /// The `read` deny rule that protects the file at `path` (relative to `cwd` or absolute),
     /// if one does: a search tool withholds such a file.
     pub fn read_denied(&self, path: &Path, cwd: &Path) -> Option<&Rule> {
-        let mut rules = self.deny.iter().filter(|r| r.builtin() == Some(ToolName::Read)).peekable();
+        let mut rules = self
+            .deny
+            .iter()
+            .filter(|r| r.builtin() == Some(ToolName::Read))
+            .peekable();
         rules.peek()?;
         let subjects = rule_subjects(ToolName::Read, &path.to_string_lossy(), cwd);
         rules.find(|r| r.covers(ToolName::Read, &subjects))

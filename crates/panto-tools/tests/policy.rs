@@ -52,7 +52,11 @@ async fn one_rule_list_governs_a_built_in_and_an_mcp_tool() {
         BeforeTool::Deny(reason) => reason,
         other => panic!("not denied: {other:?}"),
     };
-    let r = denied(policy.before_tool(&call("bash", json!({"command": "ls; rm -rf x"}))).await);
+    let r = denied(
+        policy
+            .before_tool(&call("bash", json!({"command": "ls; rm -rf x"})))
+            .await,
+    );
     assert_eq!(r, "the bash call is denied by the rule `bash(rm *)` ([tools] deny)");
     let r = denied(policy.before_tool(&call("git/push_force", json!({}))).await);
     assert_eq!(
@@ -64,7 +68,11 @@ async fn one_rule_list_governs_a_built_in_and_an_mcp_tool() {
         call("git/status", json!({})),
         call("my_own_tool", json!({})),
     ] {
-        assert!(matches!(policy.before_tool(&passes).await, BeforeTool::Allow), "{}", passes.name);
+        assert!(
+            matches!(policy.before_tool(&passes).await, BeforeTool::Allow),
+            "{}",
+            passes.name
+        );
     }
 
     // Allow rules and read-only approval: what a rule allows runs, what changes nothing runs,
@@ -80,12 +88,22 @@ async fn one_rule_list_governs_a_built_in_and_an_mcp_tool() {
         call("git/status", json!({})),
         call("my_own_tool", json!({})),
     ] {
-        assert!(matches!(approval.before_tool(&runs).await, BeforeTool::Allow), "{}", runs.name);
+        assert!(
+            matches!(approval.before_tool(&runs).await, BeforeTool::Allow),
+            "{}",
+            runs.name
+        );
     }
     let r = refused(approval.before_tool(&call("bash", json!({"command": "make"}))).await);
-    assert!(r.contains("the bash tool is not allowed: tool approval is read-only"), "{r}");
+    assert!(
+        r.contains("the bash tool is not allowed: tool approval is read-only"),
+        "{r}"
+    );
     let r = refused(approval.before_tool(&call("git/commit", json!({"m": "x"}))).await);
-    assert!(r.contains("the git__commit tool is not allowed: tool approval is read-only"), "{r}");
+    assert!(
+        r.contains("the git__commit tool is not allowed: tool approval is read-only"),
+        "{r}"
+    );
 }
 
 /// A command hook whose `match` names MCP tools is asked about their calls (and only theirs),

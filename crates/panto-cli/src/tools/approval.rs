@@ -199,10 +199,7 @@ mod tests {
     #[tokio::test]
     async fn no_is_an_error_result_for_the_model() {
         let (g, _) = gate(Some(Answer::No));
-        let e = g
-            .ask("edit", "f", &CancellationToken::new())
-            .await
-            .unwrap_err();
+        let e = g.ask("edit", "f", &CancellationToken::new()).await.unwrap_err();
         assert!(e.contains("declined"), "{e}");
     }
 

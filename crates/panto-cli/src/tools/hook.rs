@@ -15,7 +15,12 @@ use crate::config::CommandHooks;
 /// `hooks`, allow rules, approval. `mcp` holds the MCP servers' annotations (a tool annotated
 /// read-only runs without approval). The MCP servers' tools are registered by the caller, after
 /// these.
-pub fn install(agent: &mut Agent, toolbox: &Toolbox, mcp: SourceRegistry, hooks: CommandHooks) -> Result<(), panto_core::Error> {
+pub fn install(
+    agent: &mut Agent,
+    toolbox: &Toolbox,
+    mcp: SourceRegistry,
+    hooks: CommandHooks,
+) -> Result<(), panto_core::Error> {
     for tool in toolbox.bare_tools() {
         agent.register_tool(tool)?;
     }
