@@ -141,6 +141,8 @@ pub struct panto_agent {
     pub(crate) rt: Arc<Rt>,
     pub(crate) shared: Arc<AgentShared>,
     session_id: CString,
+    /// The MCP servers added, whose read-only annotations the config's policy reads.
+    pub(crate) sources: panto_tools::SourceRegistry,
 }
 
 impl Handle for panto_agent {}
@@ -178,6 +180,7 @@ pub unsafe extern "C" fn panto_agent_new(
     unsafe { HandOut::required(out, "out", err) }.guard(|| {
         // SAFETY: the contract makes `config` and `session` NULL or live.
         let (config, session) = unsafe { (handle(config, "config")?, handle(session, "session")?) };
+        let policy = config.policy.clone();
         let config = config.config.clone();
         let rt = session.rt.clone();
         let stored = session.session.clone();
@@ -192,13 +195,19 @@ pub unsafe extern "C" fn panto_agent_new(
             resumed_usage(&b.conversation, &mut ledger);
         }
         let session_id = crate::cstr::to_cstring(stored.id());
+        let sources = panto_tools::SourceRegistry::new();
         let agent = {
             // The HTTP client is built inside the runtime, where its resolver expects to live.
             let _entered = rt.handle()?.enter();
-            match branch {
+            let mut agent = match branch {
                 Some(branch) => Agent::with_branch(config, stored, branch)?,
                 None => Agent::new(config, stored, None)?,
+            };
+            // The config's policy, in front of every tool the agent will have.
+            if let Some(policy) = &policy {
+                policy.install(&mut agent, &sources);
             }
+            agent
         };
         let (inflight, _) = tokio::sync::watch::channel(0usize);
         Ok(panto_agent {
@@ -209,6 +218,7 @@ pub unsafe extern "C" fn panto_agent_new(
                 inflight: Arc::new(inflight),
             }),
             session_id,
+            sources,
         })
     })
 }
