@@ -33,7 +33,9 @@ type MCPServer struct {
 	StderrLog          string            `json:"stderr_log,omitempty"` // a file the server's stderr is appended to
 }
 
-// MCPOptions are the servers to add, in the order their tools are offered, and how.
+// MCPOptions are the servers to add, in the order their tools are offered, and how. The calls
+// of their tools pass the config's "policy" (rules and command hooks by "server__tool" name;
+// docs/ffi.md), as the built-in tools' calls do.
 type MCPOptions struct {
 	Servers        []MCPServer
 	ReadOnly       bool // offer only tools the server annotates readOnlyHint

@@ -195,7 +195,9 @@ func (r *Runtime) Close() { C.panto_runtime_free(r.p); r.p = nil }
 // Config is an agent configuration (the JSON shape is in docs/ffi.md).
 type Config struct{ p *C.panto_config }
 
-// NewConfig parses a configuration document.
+// NewConfig parses a configuration document. Its optional "policy" object (deny and allow
+// rules, command hooks, approval mode; docs/ffi.md) is put in front of every tool of the agents
+// made with it, built-in and MCP alike.
 func NewConfig(doc string) (*Config, error) {
 	cdoc := cstring(doc)
 	defer free(cdoc)

@@ -163,7 +163,7 @@ async fn build_agent(
     };
     // Every call, built-in or MCP, passes the same hooks: deny rules, command hooks, allow
     // rules, approval (the gate asks in `ask` mode).
-    crate::tools::install_policy(&mut agent, toolbox, mcp.sources(), settings.hooks.clone())?;
+    crate::tools::install_policy(&mut agent, toolbox, mcp.annotations(), settings.hooks.clone())?;
     mcp.register(&mut agent)?;
     let prompt = crate::prompt::compose(settings, toolbox.cwd())?;
     if !resumed {

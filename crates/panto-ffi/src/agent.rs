@@ -141,6 +141,8 @@ pub struct panto_agent {
     pub(crate) rt: Arc<Rt>,
     pub(crate) shared: Arc<AgentShared>,
     session_id: CString,
+    /// The MCP servers added, whose read-only annotations the config's policy reads.
+    pub(crate) sources: panto_tools::SourceRegistry,
 }
 
 impl Handle for panto_agent {}
@@ -210,6 +212,7 @@ pub(crate) fn make_agent(
     start: Start,
     function: &'static str,
 ) -> Result<panto_agent, Failure> {
+    let policy = config.policy.clone();
     let config = config.config.clone();
     let rt = session.rt.clone();
     let stored = session.session.clone();
@@ -226,14 +229,20 @@ pub(crate) fn make_agent(
     }
     let session_id = crate::cstr::to_cstring(stored.id());
     let given = matches!(start, Start::Given(_));
+    let sources = panto_tools::SourceRegistry::new();
     let agent = {
         // The HTTP client is built inside the runtime, where its resolver expects to live.
         let _entered = rt.handle()?.enter();
-        match start {
+        let mut agent = match start {
             Start::Resumed(branch) => Agent::with_branch(config, stored, branch)?,
             Start::Empty => Agent::new(config, stored, None)?,
             Start::Given(conversation) => Agent::new(config, stored, Some(conversation))?,
+        };
+        // The config's policy, in front of every tool the agent will have.
+        if let Some(policy) = &policy {
+            policy.install(&mut agent, &sources);
         }
+        agent
     };
     let mut agent = Box::new(agent);
     if given {
@@ -250,6 +259,7 @@ pub(crate) fn make_agent(
             inflight: Arc::new(inflight),
         }),
         session_id,
+        sources,
     })
 }
 

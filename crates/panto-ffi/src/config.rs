@@ -1,12 +1,17 @@
 //! `panto_config`: an agent configuration built from JSON.
 //!
-//! The JSON shape is exactly that of `panto_core::Config` (see docs/ffi.md), plus one field the C
+//! The JSON shape is exactly that of `panto_core::Config` (see docs/ffi.md), plus two fields the C
 //! ABI adds: `provider.api_key_env`, the name of an environment variable holding the API key, so
-//! that keys need not pass through the embedder's own strings.
+//! that keys need not pass through the embedder's own strings; and `policy`, panto-tools' one
+//! policy chain (deny rules, command hooks, allow rules, approval mode) in front of every tool of
+//! an agent made with the config, built-in and MCP alike.
 
 use std::ffi::c_char;
+use std::path::PathBuf;
 
 use panto_core::{secret, Config};
+use panto_tools::{Approval, CommandHook, HookConfig, Toolbox};
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::{panto_error, Failure};
@@ -22,6 +27,86 @@ use crate::status::PANTO_ERR_CONFIG;
 #[derive(Debug)]
 pub struct panto_config {
     pub(crate) config: Config,
+    /// The config's `policy`, checked; `None` when it has none.
+    pub(crate) policy: Option<AgentPolicy>,
+}
+
+/// The `policy` of a config: what `panto_agent_new` puts in front of every tool of the agent.
+#[derive(Debug, Clone)]
+pub(crate) struct AgentPolicy {
+    /// The rules and the approval mode (a toolbox offering no tool of its own).
+    pub(crate) toolbox: Toolbox,
+    /// The command hooks, in order.
+    pub(crate) hooks: Vec<CommandHook>,
+}
+
+impl AgentPolicy {
+    /// Adds the chain to `agent` as its hooks: deny rules and command hooks first, allow rules
+    /// and the approval mode last, reading tool sources' read-only annotations from `sources`.
+    pub(crate) fn install(&self, agent: &mut panto_core::Agent, sources: &panto_tools::SourceRegistry) {
+        agent.add_hook(std::sync::Arc::new(self.toolbox.policy_hook(self.hooks.clone())));
+        agent.add_hook(std::sync::Arc::new(
+            self.toolbox.approval_hook().with_sources(sources.clone()),
+        ));
+    }
+}
+
+/// The JSON of `policy`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PolicyJson {
+    /// The directory path rules and hooks work in (default: the process's).
+    #[serde(default)]
+    cwd: Option<PathBuf>,
+    /// How calls no rule decided are approved (default `auto`).
+    #[serde(default)]
+    approval: Option<Approval>,
+    /// Rules whose calls run without approval.
+    #[serde(default)]
+    allow: Vec<String>,
+    /// Rules whose calls are refused.
+    #[serde(default)]
+    deny: Vec<String>,
+    /// Command hooks.
+    #[serde(default)]
+    hooks: Vec<HookConfig>,
+}
+
+/// Checks the `policy` value: every rule parses, every hook is complete, the directory exists.
+/// Errors name the field (`policy.deny[1]`).
+fn parse_policy(value: Value) -> Result<AgentPolicy, Failure> {
+    let json: PolicyJson = serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let path = if path == "." {
+            "policy".to_owned()
+        } else {
+            format!("policy.{path}")
+        };
+        field_error(&path, e.into_inner())
+    })?;
+    for (list, rules) in [("allow", &json.allow), ("deny", &json.deny)] {
+        for (i, rule) in rules.iter().enumerate() {
+            panto_tools::Rule::parse(rule).map_err(|e| field_error(&format!("policy.{list}[{i}]"), e))?;
+        }
+    }
+    let hooks = json
+        .hooks
+        .iter()
+        .enumerate()
+        .map(|(i, hook)| {
+            hook.resolve()
+                .map_err(|e| field_error(&format!("policy.hooks[{i}]"), e))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut options = panto_tools::Options::default();
+    options.cwd = json.cwd;
+    options.tools = Some(Vec::new());
+    options.approval = json.approval.unwrap_or(Approval::Auto);
+    options.allow = json.allow;
+    options.deny = json.deny;
+    options.read_only_hint = " (the policy's approval is read-only)".to_owned();
+    let toolbox = Toolbox::new(&options).map_err(|e| field_error("policy", e))?;
+    Ok(AgentPolicy { toolbox, hooks })
 }
 
 impl Handle for panto_config {}
@@ -49,10 +134,23 @@ fn string_at<'v>(value: &'v Value, path: &serde_path_to_error::Path) -> Option<&
         .and_then(Value::as_str)
 }
 
-/// Parses a config document, resolving `provider.api_key_env` with `env` (the process
-/// environment in production, a map in tests).
+/// Parses a config document, resolving `provider.api_key_env` with `env` (a map in tests).
+#[cfg(test)]
 pub(crate) fn parse(json: &str, env: impl Fn(&str) -> Option<String>) -> Result<Config, Failure> {
+    parse_with_policy(json, env).map(|(config, _)| config)
+}
+
+/// Parses a config document and its `policy` when it has one, resolving `provider.api_key_env`
+/// with `env` (the process environment in production, a map in tests).
+pub(crate) fn parse_with_policy(
+    json: &str,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<(Config, Option<AgentPolicy>), Failure> {
     let mut value: Value = serde_json::from_str(json).map_err(|e| config_error(format!("config is not JSON: {e}")))?;
+    let policy = match value.as_object_mut().and_then(|o| o.remove("policy")) {
+        None | Some(Value::Null) => None,
+        Some(policy) => Some(parse_policy(policy)?),
+    };
     let provider = value
         .get_mut("provider")
         .and_then(Value::as_object_mut)
@@ -102,7 +200,7 @@ pub(crate) fn parse(json: &str, env: impl Fn(&str) -> Option<String>) -> Result<
     })?;
     reject_unknown_fields(&value, &config)?;
     check_values(&config)?;
-    Ok(config)
+    Ok((config, policy))
 }
 
 /// Fails on the first field of `given` that `Config` does not have (a typo such as `max_step`
@@ -204,8 +302,8 @@ pub unsafe extern "C" fn panto_config_new_json(
     unsafe { HandOut::required(out, "out", err) }.guard(|| {
         // SAFETY: the contract makes `json` NULL or NUL-terminated.
         let json = unsafe { crate::cstr::arg(json, "json") }?;
-        let config = parse(&json, |name| std::env::var(name).ok())?;
-        Ok(panto_config { config })
+        let (config, policy) = parse_with_policy(&json, |name| std::env::var(name).ok())?;
+        Ok(panto_config { config, policy })
     })
 }
 
@@ -228,6 +326,44 @@ mod tests {
 
     fn no_env(_: &str) -> Option<String> {
         None
+    }
+
+    #[test]
+    fn a_policy_is_checked_and_its_errors_name_the_field() {
+        let base = r#"{"provider":{"api_style":"openai-chat","base_url":"http://h/v1","model":"m"}"#;
+        let with = |policy: &str| format!("{base}, \"policy\": {policy}}}");
+        let (_, policy) = parse_with_policy(
+            &with(
+                r#"{"deny": ["bash(rm *)", "git__push*"], "allow": ["git__log"], "approval": "read-only",
+                      "hooks": [{"match": "git__comm*", "command": "true"}]}"#,
+            ),
+            no_env,
+        )
+        .unwrap();
+        let policy = policy.unwrap();
+        assert_eq!(policy.hooks.len(), 1);
+        assert_eq!(policy.hooks[0].timeout, panto_core::DEFAULT_HOOK_TIMEOUT);
+        assert_eq!(policy.toolbox.policy().approval(), Approval::ReadOnly);
+        assert!(parse_with_policy(&format!("{base}}}"), no_env).unwrap().1.is_none());
+        for (policy, field) in [
+            (r#"{"deny": ["read", "bash(rm"]}"#, "policy.deny[1]"),
+            (r#"{"allow": ["rm"]}"#, "policy.allow[0]"),
+            (r#"{"hooks": [{"match": "bash", "command": " "}]}"#, "policy.hooks[0]"),
+            (
+                r#"{"hooks": [{"match": "bash", "command": "x", "timeout_secs": 0}]}"#,
+                "policy.hooks[0]",
+            ),
+            (r#"{"hooks": [{"match": "bash", "comand": "x"}]}"#, "policy.hooks[0]"),
+            (r#"{"aprove": "auto"}"#, "policy"),
+        ] {
+            let e = parse_with_policy(&with(policy), no_env).unwrap_err();
+            assert_eq!(e.code, PANTO_ERR_CONFIG);
+            assert!(
+                e.message.starts_with(&format!("config: {field}")),
+                "{policy}: {}",
+                e.message
+            );
+        }
     }
 
     #[test]

@@ -78,8 +78,9 @@ fn parse(json: &str) -> Result<McpOptions, Failure> {
 /// `tool_timeout_secs`, `allowed_tools`, `denied_tools`, `stderr_log` (a file the server's
 /// standard error is appended to; without it, only the last lines are kept, for errors). The
 /// servers start in parallel and their tools are offered in the order written. `read_only`
-/// offers only tools annotated `readOnlyHint`. There is no approval question in the C ABI:
-/// every offered tool runs when the model calls it.
+/// offers only tools annotated `readOnlyHint`. There is no approval question in the C ABI: the
+/// config's `policy` (deny rules, command hooks, allow rules, approval mode; docs/ffi.md)
+/// decides about every call, and without one every offered tool runs when the model calls it.
 ///
 /// A server that does not start is not an error: the others are added, and `*warnings_out`
 /// receives a JSON array of strings, one per server that did not start, naming it and quoting
@@ -132,6 +133,8 @@ pub unsafe extern "C" fn panto_agent_add_mcp_servers(
             .rt
             .block_on("panto_agent_add_mcp_servers", panto_mcp::start_all(options.servers.0))?;
         for source in &started.sources {
+            // The config's policy (if any) reads the server's read-only annotations.
+            agent.sources.add(source.clone());
             source.set_read_only_mode(options.read_only);
             if let Some(bytes) = options.max_result_bytes {
                 source.set_max_result_bytes(bytes);

@@ -403,6 +403,18 @@ fn retry_in(slot: &Slot) -> Duration {
     }
 }
 
+/// The server's `readOnlyHint` annotations, as panto-tools' approval step reads them: a tool
+/// annotated read-only runs without approval, as the built-in tools that change nothing do.
+impl panto_tools::SourceAnnotations for McpSource {
+    fn source_name(&self) -> &str {
+        self.name()
+    }
+
+    fn declares_read_only(&self, tool: &str) -> bool {
+        self.is_read_only(tool)
+    }
+}
+
 #[async_trait]
 impl ToolSource for McpSource {
     fn name(&self) -> &str {

@@ -1,6 +1,7 @@
 //! [`ApprovalHook`]: the allow rules and the approval mode, the last of the two hooks that keep
-//! the order deny rules, hooks, allow rules, approval (see [`crate::policy`]); and [`Guarded`],
-//! which runs the same checks in front of a tool for an agent that registers no hooks.
+//! the order deny rules, hooks, allow rules, approval (see [`crate::policy`]), for every tool; and
+//! [`Guarded`], which runs the same checks in front of a built-in tool for an agent that
+//! registers no hooks.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,29 +11,63 @@ use panto_core::{BeforeTool, CancellationToken, Hook, Tool, ToolCall, ToolCallRe
 use serde_json::Value;
 
 use crate::hooks::{main_argument, HookVerdict, PolicyHook};
-use crate::policy::{rule_subjects, Policy};
+use crate::policy::{rule_subjects, CalledTool, Policy, SourceRegistry};
 use crate::{preview, ToolContext, ToolName};
 
-/// The hook that applies the allow rules and the approval mode to every call of a built-in tool
+/// The hook that applies the allow rules and the approval mode to every call
 /// ([`crate::Toolbox::approval_hook`]); register it after [`PolicyHook`] and the embedder's own
-/// hooks. In `ask` mode the call's preview ([`crate::Toolbox::preview`]) is worked out first: a
-/// call whose preview fails is not asked about and ends with the error the tool would have
-/// given; else the policy's [`crate::Prompt`] is asked about the preview's summary. A refusal is
-/// the result the model reads, word for word.
+/// hooks. Its steps, in order ([`ApprovalHook::decide`]): an allow rule that matches runs the
+/// call; a tool that changes nothing runs (the built-in `read`, `grep`, `find`, `ls`, and a
+/// source tool its source declares read-only, see [`SourceRegistry`]); else the approval mode
+/// decides, and in `ask` mode the policy's [`crate::Prompt`] is asked. For a built-in tool the
+/// question is the call's preview ([`crate::Toolbox::preview`]), worked out first: a call whose
+/// preview fails is not asked about and ends with the error the tool would have given; for a
+/// source tool it is every argument of the call ([`describe_arguments`]). A refusal is the
+/// result the model reads, word for word. Calls of an embedder's own tools pass.
 #[derive(Debug, Clone)]
 pub struct ApprovalHook {
     policy: Arc<Policy>,
     ctx: ToolContext,
+    sources: SourceRegistry,
 }
 
 impl ApprovalHook {
     pub(crate) fn new(policy: Arc<Policy>, ctx: ToolContext) -> ApprovalHook {
-        ApprovalHook { policy, ctx }
+        ApprovalHook {
+            policy,
+            ctx,
+            sources: SourceRegistry::new(),
+        }
     }
 
-    /// Whether a call of `tool` with `input` may run as far as the allow rules and the approval
-    /// mode are concerned. `Err` is the text of the error result the model gets.
-    pub async fn decide(&self, tool: ToolName, input: &Value, cancel: &CancellationToken) -> Result<(), String> {
+    /// With the annotations of these tool sources: a tool a source declares read-only runs
+    /// without approval. The registry is shared: sources added to it later count too.
+    pub fn with_sources(mut self, sources: SourceRegistry) -> ApprovalHook {
+        self.sources = sources;
+        self
+    }
+
+    /// Whether a call of `called` with `input` may run as far as the allow rules and the
+    /// approval mode are concerned. `Err` is the text of the error result the model gets.
+    pub async fn decide(
+        &self,
+        called: CalledTool<'_>,
+        input: &Value,
+        cancel: &CancellationToken,
+    ) -> Result<(), String> {
+        match called {
+            CalledTool::Builtin(tool) => self.decide_builtin(tool, input, cancel).await,
+            CalledTool::Source { source, tool } => {
+                if self.policy.allows_source_tool(source, tool) || self.sources.declares_read_only(source, tool) {
+                    return Ok(());
+                }
+                let what = describe_arguments(input);
+                self.policy.approve(&called.offered_name(), &what, cancel).await
+            }
+        }
+    }
+
+    async fn decide_builtin(&self, tool: ToolName, input: &Value, cancel: &CancellationToken) -> Result<(), String> {
         let argument = main_argument(tool, input);
         let subjects = rule_subjects(tool, &argument, &self.ctx.cwd);
         if self.policy.runs_freely(tool, &subjects) {
@@ -43,7 +78,7 @@ impl ApprovalHook {
         } else {
             argument
         };
-        self.policy.approve(tool, &what, cancel).await
+        self.policy.approve(tool.as_str(), &what, cancel).await
     }
 }
 
@@ -59,15 +94,53 @@ impl Hook for ApprovalHook {
     }
 
     async fn before_tool(&self, call: &ToolCall) -> BeforeTool {
-        // Only built-in tools have allow rules and previews; other tools pass.
-        let Ok(tool) = ToolName::parse(&call.name) else {
+        let Some(called) = CalledTool::of(&call.name) else {
             return BeforeTool::Allow;
         };
-        match self.decide(tool, &call.input, &call.cancel).await {
+        match self.decide(called, &call.input, &call.cancel).await {
             Ok(()) => BeforeTool::Allow,
             Err(refusal) => BeforeTool::Respond(ToolCallResult::error(refusal)),
         }
     }
+}
+
+/// The arguments of a source tool's call as the approval question shows them: every argument in
+/// full, one per line, as `name: value`. A front end draws it without cutting anything (the CLI
+/// through the same rendering as a bash command's: long values wrap, padding and invisible
+/// characters are shown as marks, a long call ends with its size), so no argument can push
+/// another out of sight.
+///
+/// A string is shown as it is; a string holding a line break, and every other value (numbers,
+/// booleans, nested objects and arrays), as compact JSON, so each argument stays on one line and
+/// a line of one value cannot pass for another argument. A name that is not plain (letters,
+/// digits, `_`, `-`, `.`) is shown quoted, so it cannot hold a `: ` of its own.
+pub fn describe_arguments(input: &Value) -> String {
+    let Value::Object(arguments) = input else {
+        return input.to_string();
+    };
+    if arguments.is_empty() {
+        return "(no arguments)".to_owned();
+    }
+    let lines: Vec<String> = arguments
+        .iter()
+        .map(|(name, value)| {
+            let plain = !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+            let name = if plain {
+                name.clone()
+            } else {
+                Value::String(name.clone()).to_string()
+            };
+            let value = match value {
+                Value::String(text) if !text.contains('\n') => text.clone(),
+                other => other.to_string(),
+            };
+            format!("{name}: {value}")
+        })
+        .collect();
+    lines.join("\n")
 }
 
 /// A built-in tool with the policy in front of it: the deny rules, then the allow rules and the
@@ -107,12 +180,13 @@ impl Tool for Guarded {
     }
 
     async fn call(&self, call: ToolCall) -> Result<ToolCallResult, ToolError> {
-        let input = match self.deny.decide(self.name, &call.input).await {
+        let called = CalledTool::Builtin(self.name);
+        let input = match self.deny.decide(called, &call.input).await {
             HookVerdict::Allow => call.input.clone(),
             HookVerdict::Rewrite(input) => input,
             HookVerdict::Deny(reason) => return Err(reason.into()),
         };
-        self.approval.decide(self.name, &input, &call.cancel).await?;
+        self.approval.decide(called, &input, &call.cancel).await?;
         let mut call = call;
         call.input = input;
         self.tool.call(call).await
@@ -137,7 +211,7 @@ mod tests {
 
     #[async_trait]
     impl Prompt for Recorder {
-        async fn approve(&self, tool: ToolName, what: &str, _cancel: &CancellationToken) -> Result<(), String> {
+        async fn approve(&self, tool: &str, what: &str, _cancel: &CancellationToken) -> Result<(), String> {
             self.asked.lock().unwrap().push(format!("{tool}: {what}"));
             Err("the user said no".into())
         }
@@ -159,20 +233,30 @@ mod tests {
         let hook = toolbox(dir.path(), prompt.clone()).approval_hook();
         let cancel = CancellationToken::new();
         let missing = json!({"path": "f", "old_string": "zzz", "new_string": "b"});
-        let refusal = hook.decide(ToolName::Edit, &missing, &cancel).await.unwrap_err();
+        let refusal = hook
+            .decide(CalledTool::Builtin(ToolName::Edit), &missing, &cancel)
+            .await
+            .unwrap_err();
         // The bare edit tool's own error, word for word.
         let bare = crate::edit::EditTool::new(crate::testing::context(&dir.path().canonicalize().unwrap()));
         assert_eq!(refusal, text(&call(&bare, missing).await));
         assert!(prompt.asked.lock().unwrap().is_empty());
 
         let good = json!({"path": "f", "old_string": "a", "new_string": "b"});
-        let refusal = hook.decide(ToolName::Edit, &good, &cancel).await.unwrap_err();
+        let refusal = hook
+            .decide(CalledTool::Builtin(ToolName::Edit), &good, &cancel)
+            .await
+            .unwrap_err();
         assert_eq!(refusal, "the user said no");
         // An allow rule and a tool that changes nothing are not asked about.
-        hook.decide(ToolName::Bash, &json!({"command": "git status"}), &cancel)
-            .await
-            .unwrap();
-        hook.decide(ToolName::Read, &json!({"path": "f"}), &cancel)
+        hook.decide(
+            CalledTool::Builtin(ToolName::Bash),
+            &json!({"command": "git status"}),
+            &cancel,
+        )
+        .await
+        .unwrap();
+        hook.decide(CalledTool::Builtin(ToolName::Read), &json!({"path": "f"}), &cancel)
             .await
             .unwrap();
         assert_eq!(
@@ -192,5 +276,27 @@ mod tests {
         assert!(r.is_error && text(&r) == "the user said no", "{}", text(&r));
         assert_eq!(std::fs::read_to_string(dir.path().join("f")).unwrap(), "a\n");
         assert_eq!(prompt.asked.lock().unwrap().clone(), ["write: overwrite f (7 bytes)"]);
+    }
+
+    #[test]
+    fn every_argument_is_shown_in_full_on_a_line_of_its_own() {
+        let padding = "x".repeat(5_000);
+        let shown = describe_arguments(&json!({"a_padding": padding, "command": "curl x | sh"}));
+        assert_eq!(shown, format!("a_padding: {padding}\ncommand: curl x | sh"));
+    }
+
+    #[test]
+    fn line_breaks_nested_values_and_odd_names_stay_on_their_line() {
+        let shown = describe_arguments(&json!({
+            "script": "ls\ncommand: rm -rf ~",
+            "options": {"force": true, "paths": ["/a", "/b"]},
+            "n": 3,
+            "bad: name": "x",
+        }));
+        assert_eq!(
+            shown,
+            "\"bad: name\": x\nn: 3\noptions: {\"force\":true,\"paths\":[\"/a\",\"/b\"]}\nscript: \"ls\\ncommand: rm -rf ~\""
+        );
+        assert_eq!(describe_arguments(&json!({})), "(no arguments)");
     }
 }

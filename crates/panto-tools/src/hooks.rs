@@ -1,12 +1,14 @@
 //! Command hooks and the policy hook: the user's own programs asked about a tool call before it
-//! runs, and the first [`panto_core::Hook`] a front end registers, which applies them.
+//! runs, and the first [`panto_core::Hook`] a front end registers, which applies the deny rules
+//! and then them, to every call of a built-in tool or a tool source's (an MCP server's).
 //!
-//! The order for every call is deny rules, hooks, allow rules, approval. The deny rules and the
-//! command hooks run here ([`PolicyHook`], registered first); the allow rules and the approval
-//! mode are [`crate::ApprovalHook`], registered last. A denied call never reaches a hook, and a
-//! call a hook denies never reaches approval.
+//! The order for every call is deny rules, hooks, allow rules, approval (see [`crate::policy`]).
+//! The deny rules and the command hooks run here ([`PolicyHook`], registered first); the allow
+//! rules and the approval mode are [`crate::ApprovalHook`], registered last. A denied call never
+//! reaches a hook, and a call a hook denies never reaches approval.
 //!
-//! A command hook gets the call as JSON on stdin (`{"tool", "input", "cwd"}`) and answers on
+//! A command hook gets the call as JSON on stdin (`{"tool", "input", "cwd"}`, `tool` being the
+//! name the model calls it by: `bash`, `git__status`) and answers on
 //! stdout with `{"decision": "allow"}`, `{"decision": "deny", "reason": "..."}` or
 //! `{"decision": "rewrite", "input": {...}}` (empty output is "allow"). A hook that exits with a
 //! failure, answers something else, or does not finish within its timeout denies the call, with
@@ -18,13 +20,14 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use panto_core::{BeforeTool, Hook, ToolCall};
+use panto_core::{BeforeTool, Hook, ToolCall, DEFAULT_HOOK_TIMEOUT};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::child::{spawn, ChildSetup};
-use crate::policy::{rule_subjects, Rule};
+use crate::error::Error;
+use crate::policy::{denied, rule_subjects, CalledTool, Rule};
 use crate::sandbox::SandboxConfig;
 use crate::ToolName;
 
@@ -33,15 +36,12 @@ const MAX_HOOK_OUTPUT: u64 = 64 * 1024;
 /// How much of a hook's stderr a denial quotes.
 const MAX_REASON_CHARS: usize = 2000;
 
-/// The default time a command hook may take.
-pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(10);
-
 /// One `[[hooks.before_tool]]`: a program asked about every call its rule matches.
 #[derive(Debug, Clone)]
 pub struct CommandHook {
-    /// Which calls it is asked about (`TOOL` or `TOOL(GLOB)`), matched as a deny rule is
-    /// ([`Rule::covers`]): a `bash(GLOB)` hook is asked about a command line when the glob
-    /// matches the whole line or any simple command in it.
+    /// Which calls it is asked about (`TOOL`, `TOOL(GLOB)` or `server__tool`), matched as a deny
+    /// rule is ([`Rule::covers`]): a `bash(GLOB)` hook is asked about a command line when the
+    /// glob matches the whole line or any simple command in it.
     pub rule: Rule,
     /// The shell command (run with `sh -c`).
     pub command: String,
@@ -70,17 +70,63 @@ struct Answer {
     input: Option<Value>,
 }
 
+/// One command hook as configured: `{"match": RULE, "command": "...", "timeout_secs": N}`, the
+/// shape of the CLI's `[[hooks.before_tool]]` and of the C ABI's `policy.hooks`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookConfig {
+    /// The rule of the calls it is asked about.
+    #[serde(rename = "match")]
+    pub matcher: String,
+    /// The shell command.
+    pub command: String,
+    /// Seconds it may take (at least 1); default [`DEFAULT_HOOK_TIMEOUT`].
+    #[serde(default)]
+    pub timeout_secs: Option<u64>,
+}
+
+impl HookConfig {
+    /// The hook, checked: its `match` parses, its command is not empty, its timeout is at least
+    /// a second. The error names the field.
+    pub fn resolve(&self) -> Result<CommandHook, Error> {
+        let rule = Rule::parse(&self.matcher)?;
+        if self.command.trim().is_empty() {
+            return Err(Error::BadOptions("command is empty".into()));
+        }
+        let timeout = match self.timeout_secs {
+            Some(0) => return Err(Error::BadOptions("timeout_secs must be at least 1".into())),
+            Some(secs) => Duration::from_secs(secs),
+            None => DEFAULT_HOOK_TIMEOUT,
+        };
+        Ok(CommandHook {
+            rule,
+            command: self.command.clone(),
+            timeout,
+        })
+    }
+}
+
 impl CommandHook {
-    /// Asks the hook about a call of `tool` with `input`, run in `cwd`.
-    pub async fn ask(&self, tool: ToolName, input: &Value, cwd: &Path) -> HookVerdict {
-        ask_command(&self.command, self.timeout, tool.as_str(), input, cwd).await
+    /// Whether the hook is asked about a call of `called` with `input` (its rule covers it),
+    /// the main argument worked out against `cwd`.
+    pub fn matches(&self, called: CalledTool<'_>, input: &Value, cwd: &Path) -> bool {
+        match called {
+            CalledTool::Builtin(tool) => self
+                .rule
+                .covers(tool, &rule_subjects(tool, &main_argument(tool, input), cwd)),
+            CalledTool::Source { source, tool } => self.rule.names_source_tool(source, tool),
+        }
+    }
+
+    /// Asks the hook about a call of `called` with `input`, run in `cwd`.
+    pub async fn ask(&self, called: CalledTool<'_>, input: &Value, cwd: &Path) -> HookVerdict {
+        ask_command(&self.command, self.timeout, &called.offered_name(), input, cwd).await
     }
 }
 
 /// Asks the hook program `command` (run with `sh -c` in `cwd`, given `timeout`) about a call of
-/// the tool the model calls `tool` with `input`: what [`CommandHook::ask`] does, for any tool (a
-/// front end's hooks on MCP tools use it with the tool's offered name).
-pub async fn ask_command(command: &str, timeout: Duration, tool: &str, input: &Value, cwd: &Path) -> HookVerdict {
+/// the tool the model calls `tool` with `input`.
+async fn ask_command(command: &str, timeout: Duration, tool: &str, input: &Value, cwd: &Path) -> HookVerdict {
     let name = command;
     let payload = json!({"tool": tool, "input": input, "cwd": cwd.display().to_string()});
     let mut command = std::process::Command::new("sh");
@@ -198,8 +244,9 @@ pub fn main_argument(tool: ToolName, input: &Value) -> String {
     }
 }
 
-/// The hook a front end registers on its agent: the deny rules, then the command hooks, for
-/// every call of a built-in tool (see the module docs for the order).
+/// The hook a front end registers first on its agent: the deny rules, then the command hooks,
+/// for every call of a built-in tool or a tool source's (see the module docs for the order).
+/// Calls of an embedder's own tools (neither kind) pass.
 #[derive(Debug, Clone)]
 pub struct PolicyHook {
     deny: Vec<Rule>,
@@ -213,20 +260,27 @@ impl PolicyHook {
         PolicyHook { deny, hooks, cwd }
     }
 
-    /// What the rules and hooks decide about a call of `tool` with `input`.
-    pub async fn decide(&self, tool: ToolName, input: &Value) -> HookVerdict {
+    /// What the rules and hooks decide about a call of `called` with `input`: the first deny
+    /// rule that matches refuses; then each hook whose rule matches (the input as earlier hooks
+    /// left it) is asked, in order, and the first denial ends it.
+    pub async fn decide(&self, called: CalledTool<'_>, input: &Value) -> HookVerdict {
+        let denying = match called {
+            CalledTool::Builtin(tool) => {
+                let subjects = rule_subjects(tool, &main_argument(tool, input), &self.cwd);
+                self.deny.iter().find(|r| r.covers(tool, &subjects))
+            }
+            CalledTool::Source { source, tool } => self.deny.iter().find(|r| r.names_source_tool(source, tool)),
+        };
+        if let Some(rule) = denying {
+            return HookVerdict::Deny(denied(&called.offered_name(), rule));
+        }
         let mut input = input.clone();
         let mut rewritten = false;
-        let subjects = rule_subjects(tool, &main_argument(tool, &input), &self.cwd);
-        if let Some(rule) = self.deny.iter().find(|r| r.covers(tool, &subjects)) {
-            return HookVerdict::Deny(format!("the {tool} call is denied by the rule `{rule}` ([tools] deny)"));
-        }
         for hook in &self.hooks {
-            let subjects = rule_subjects(tool, &main_argument(tool, &input), &self.cwd);
-            if !hook.rule.covers(tool, &subjects) {
+            if !hook.matches(called, &input, &self.cwd) {
                 continue;
             }
-            match hook.ask(tool, &input, &self.cwd).await {
+            match hook.ask(called, &input, &self.cwd).await {
                 HookVerdict::Allow => {}
                 HookVerdict::Deny(reason) => return HookVerdict::Deny(reason),
                 HookVerdict::Rewrite(new) => {
@@ -255,12 +309,11 @@ impl Hook for PolicyHook {
     }
 
     async fn before_tool(&self, call: &ToolCall) -> BeforeTool {
-        // Rules and hooks name built-in tools; other tools (MCP, an embedder's) pass.
-        let Ok(tool) = ToolName::parse(&call.name) else {
+        let Some(called) = CalledTool::of(&call.name) else {
             return BeforeTool::Allow;
         };
         tokio::select! {
-            verdict = self.decide(tool, &call.input) => match verdict {
+            verdict = self.decide(called, &call.input) => match verdict {
                 HookVerdict::Allow => BeforeTool::Allow,
                 HookVerdict::Deny(reason) => BeforeTool::Deny(reason),
                 HookVerdict::Rewrite(input) => BeforeTool::Rewrite(input),
@@ -294,23 +347,27 @@ mod tests {
     async fn a_hook_allows_denies_or_rewrites_and_deny_rules_come_first() {
         let second = Duration::from_secs(5);
         assert_eq!(
-            hook("cat >/dev/null", second).decide(ToolName::Bash, &bash("ls")).await,
+            hook("cat >/dev/null", second)
+                .decide(CalledTool::Builtin(ToolName::Bash), &bash("ls"))
+                .await,
             HookVerdict::Allow
         );
         assert_eq!(
             hook(r#"echo '{"decision":"deny","reason":"not today"}'"#, second)
-                .decide(ToolName::Bash, &bash("ls"))
+                .decide(CalledTool::Builtin(ToolName::Bash), &bash("ls"))
                 .await,
             HookVerdict::Deny("not today".into())
         );
         assert_eq!(
             hook(r#"echo '{"decision":"rewrite","input":{"command":"ls -a"}}'"#, second)
-                .decide(ToolName::Bash, &bash("ls"))
+                .decide(CalledTool::Builtin(ToolName::Bash), &bash("ls"))
                 .await,
             HookVerdict::Rewrite(bash("ls -a"))
         );
         // The deny rule decides before the hook is asked (the hook would allow).
-        let verdict = hook("true", second).decide(ToolName::Bash, &bash("sudo rm x")).await;
+        let verdict = hook("true", second)
+            .decide(CalledTool::Builtin(ToolName::Bash), &bash("sudo rm x"))
+            .await;
         assert!(
             matches!(&verdict, HookVerdict::Deny(r) if r.contains("bash(sudo *)")),
             "{verdict:?}"
@@ -318,7 +375,7 @@ mod tests {
         // Calls the rule does not match are not asked about.
         assert_eq!(
             hook("exit 1", second)
-                .decide(ToolName::Read, &json!({"path": "x"}))
+                .decide(CalledTool::Builtin(ToolName::Read), &json!({"path": "x"}))
                 .await,
             HookVerdict::Allow
         );
@@ -329,19 +386,19 @@ mod tests {
         let second = Duration::from_secs(5);
         assert_eq!(
             hook("echo 'no rm here' >&2; exit 2", second)
-                .decide(ToolName::Bash, &bash("rm"))
+                .decide(CalledTool::Builtin(ToolName::Bash), &bash("rm"))
                 .await,
             HookVerdict::Deny("no rm here".into())
         );
         let slow = hook("sleep 30", Duration::from_millis(200))
-            .decide(ToolName::Bash, &bash("ls"))
+            .decide(CalledTool::Builtin(ToolName::Bash), &bash("ls"))
             .await;
         assert_eq!(
             slow,
             HookVerdict::Deny("the hook `sleep 30` did not answer within 0.2s".into())
         );
         let garbled = hook("echo 'yes please'", second)
-            .decide(ToolName::Bash, &bash("ls"))
+            .decide(CalledTool::Builtin(ToolName::Bash), &bash("ls"))
             .await;
         assert!(
             matches!(&garbled, HookVerdict::Deny(r) if r.contains("not its JSON") && r.contains("yes please")),
@@ -372,13 +429,15 @@ mod tests {
             "echo a\nrm x",
         ] {
             assert_eq!(
-                guard.decide(ToolName::Bash, &bash(command)).await,
+                guard.decide(CalledTool::Builtin(ToolName::Bash), &bash(command)).await,
                 HookVerdict::Deny("no rm".into()),
                 "{command:?}"
             );
         }
         assert_eq!(
-            guard.decide(ToolName::Bash, &bash("echo rm x")).await,
+            guard
+                .decide(CalledTool::Builtin(ToolName::Bash), &bash("echo rm x"))
+                .await,
             HookVerdict::Allow
         );
     }

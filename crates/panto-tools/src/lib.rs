@@ -36,7 +36,9 @@
 //! The tools `builtin` returns apply the policy in front of each call themselves. A front end that
 //! hooks tool calls registers [`Toolbox::bare_tools`] instead, then the policy as hooks in the
 //! order deny rules, hooks, allow rules, approval: [`Toolbox::policy_hook`], its own hooks, and
-//! [`Toolbox::approval_hook`] (see [`ApprovalHook`]).
+//! [`Toolbox::approval_hook`] (see [`ApprovalHook`]). These two hooks are the one policy chain
+//! for every tool on the agent: built-in tools and the tools of MCP servers (any tool source),
+//! whose rules are `server__tool` ([`Rule`]).
 
 #![deny(missing_docs)]
 
@@ -73,16 +75,19 @@ use panto_core::{Tool, ToolError};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-pub use approval::ApprovalHook;
+pub use approval::{describe_arguments, ApprovalHook};
 pub use bash::BashProgress;
 pub use checkpoint::{FileOutcome, RestoredFile, MAX_CHECKPOINT_BYTES};
 pub use child::{explain_spawn_error, spawn, ChildSetup, GroupChild};
 pub use edit::edited;
 pub use error::Error;
 pub use files::{image_format, kind as file_kind, open_regular, read_bounded, OpenRefusal};
-pub use hooks::{ask_command, main_argument, CommandHook, HookVerdict, PolicyHook, DEFAULT_HOOK_TIMEOUT};
+pub use hooks::{main_argument, CommandHook, HookConfig, HookVerdict, PolicyHook};
 pub use options::{scrub_key_variables, Options, DEFAULT_BASH_TIMEOUT, DEFAULT_MAX_OUTPUT_BYTES, KEY_VARIABLES};
-pub use policy::{rule_subjects, Approval, Policy, Prompt, Rule, Subjects};
+pub use policy::{
+    offered_name, rule_subjects, Approval, CalledTool, Policy, Prompt, Rule, SourceAnnotations, SourceRegistry,
+    Subjects,
+};
 pub use preview::{FileChange, Preview};
 pub use roots::Roots;
 pub use running::{global as running, Running};
@@ -314,13 +319,15 @@ impl Toolbox {
         &self.ctx.cwd
     }
 
-    /// The first hook of the order: the deny rules, then the command `hooks` (see [`PolicyHook`]).
+    /// The first hook of the order: the deny rules, then the command `hooks`, for every tool (see
+    /// [`PolicyHook`]).
     pub fn policy_hook(&self, hooks: Vec<CommandHook>) -> PolicyHook {
         PolicyHook::new(self.policy.deny_rules().to_vec(), hooks, self.ctx.cwd.clone())
     }
 
     /// The last hook of the order: the allow rules and the approval mode, asking the options'
-    /// [`Prompt`] in `ask` mode about the call's [`Toolbox::preview`] (see [`ApprovalHook`]).
+    /// [`Prompt`] in `ask` mode about the call's [`Toolbox::preview`] (see [`ApprovalHook`]). For
+    /// the tools of MCP servers give it their annotations with [`ApprovalHook::with_sources`].
     pub fn approval_hook(&self) -> ApprovalHook {
         ApprovalHook::new(self.policy.clone(), self.ctx.clone())
     }

@@ -1,21 +1,26 @@
-//! Whether a tool call may run: deny rules, then allow rules, then the approval mode (and the
-//! front end's prompt in `ask` mode).
+//! Whether a tool call may run: the one policy chain every tool call passes, whoever offers the
+//! tool (a built-in tool, an MCP server's, any other tool source's).
 //!
-//! Rules have one syntax, `TOOL` or `TOOL(GLOB)`, where the glob is matched against the call's
-//! main argument: the command for `bash`, the path for the file and search tools (see
-//! [`crate::main_argument`]). The order for every call is deny rules, hooks, allow rules,
-//! approval, and it is kept by two hooks on the agent: [`crate::PolicyHook`] (the deny rules and
-//! the command hooks) first, [`crate::ApprovalHook`] (the allow rules and the approval mode)
-//! last, with the embedder's own hooks between. The tools themselves ask nothing: the tools
+//! The chain is, in order: deny rules, command hooks, allow rules, the approval mode, then the
+//! front end's [`Prompt`] in `ask` mode. It is kept by two hooks on the agent:
+//! [`crate::PolicyHook`] (deny rules and command hooks) first, [`crate::ApprovalHook`] (allow
+//! rules, approval mode, prompt) last, with the embedder's own hooks between. A further policy
+//! (a permission mode such as plan mode) is one more step of [`crate::ApprovalHook::decide`],
+//! between the allow rules and the approval mode. The tools themselves ask nothing: the tools
 //! [`crate::builtin`] makes run both hooks' checks in front of each call, for an agent that
-//! registers no hooks (the C ABI's).
+//! registers no hooks.
+//!
+//! Rules have one syntax for every tool ([`Rule`]): `TOOL` or `TOOL(GLOB)` for a built-in tool,
+//! the glob matched against the call's main argument (the command for `bash`, the path for the
+//! file and search tools, see [`crate::main_argument`]); `server__tool` for a tool of an MCP
+//! server (or any tool source), globs allowed in the name.
 
 use std::fmt;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
-use globset::{Glob, GlobMatcher};
+use globset::{Glob, GlobBuilder, GlobMatcher};
 use panto_core::CancellationToken;
 use serde::{Deserialize, Serialize};
 
@@ -70,17 +75,113 @@ impl std::str::FromStr for Approval {
 /// The CLI's implementation asks on the terminal.
 #[async_trait]
 pub trait Prompt: Send + Sync + fmt::Debug {
-    /// Whether `tool` may run the call described by `what` (the command, `create notes.txt (12
-    /// bytes)`). `Err` holds the text of the error result the model gets.
-    async fn approve(&self, tool: ToolName, what: &str, cancel: &CancellationToken) -> Result<(), String>;
+    /// Whether the tool the model calls `tool` (`bash`, `git__commit`) may run the call described
+    /// by `what` (the command, `create notes.txt (12 bytes)`, an MCP call's arguments one per
+    /// line). `Err` holds the text of the error result the model gets.
+    async fn approve(&self, tool: &str, what: &str, cancel: &CancellationToken) -> Result<(), String>;
 }
 
-/// One `TOOL` or `TOOL(GLOB)` matcher.
+/// The tool a call is for, as the policy sees it: one of the built-in tools, or a tool of a tool
+/// source (an MCP server), which panto-core shows hooks as `source/tool`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CalledTool<'a> {
+    /// A built-in tool.
+    Builtin(ToolName),
+    /// Tool `tool` (the source's own name for it) of the source `source`.
+    Source {
+        /// The source's name (the MCP server's name in the configuration).
+        source: &'a str,
+        /// The tool's name as its source gives it.
+        tool: &'a str,
+    },
+}
+
+impl<'a> CalledTool<'a> {
+    /// The tool of a call whose hook-visible name is `name` (a built-in tool's name, or
+    /// `source/tool`); `None` for a tool of neither kind (an embedder's own), which no rule
+    /// names.
+    pub fn of(name: &'a str) -> Option<CalledTool<'a>> {
+        if let Ok(tool) = ToolName::parse(name) {
+            return Some(CalledTool::Builtin(tool));
+        }
+        let (source, tool) = name.split_once('/')?;
+        Some(CalledTool::Source { source, tool })
+    }
+
+    /// The name the model calls the tool by: `bash`, or `<source>__<tool>` ([`offered_name`]).
+    pub fn offered_name(&self) -> String {
+        match self {
+            CalledTool::Builtin(tool) => tool.as_str().to_owned(),
+            CalledTool::Source { source, tool } => offered_name(source, tool),
+        }
+    }
+}
+
+/// The name the model is offered tool `tool` of source `source` under: panto-core's encoding of
+/// a tool source's names, `<source>__<tool>` with every byte outside `[A-Za-z0-9-]` written as
+/// `_xx` (a test checks it against an agent's manifest). Names past 64 bytes are cut and hashed
+/// by the registry; rules and listings use the uncut name.
+pub fn offered_name(source: &str, tool: &str) -> String {
+    format!("{}__{}", encode_part(source), encode_part(tool))
+}
+
+fn encode_part(part: &str) -> String {
+    let mut out = String::with_capacity(part.len());
+    for b in part.bytes() {
+        if b.is_ascii_alphanumeric() || b == b'-' {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("_{b:02x}"));
+        }
+    }
+    out
+}
+
+/// What a tool source says about its tools that the policy uses: which change nothing. An MCP
+/// server's `readOnlyHint` annotation is such a claim (untrusted: trusted only to skip the
+/// approval question, as for the built-in tools that change nothing).
+pub trait SourceAnnotations: Send + Sync + fmt::Debug {
+    /// The source's name (its tools are `source/tool` to hooks).
+    fn source_name(&self) -> &str;
+    /// Whether the source declares its tool `tool` read-only.
+    fn declares_read_only(&self, tool: &str) -> bool;
+}
+
+/// The sources whose annotations the approval step reads, shared: a front end that adds tool
+/// sources after the hooks are on the agent (the C ABI adds MCP servers later) adds them here.
+#[derive(Debug, Clone, Default)]
+pub struct SourceRegistry {
+    sources: Arc<RwLock<Vec<Arc<dyn SourceAnnotations>>>>,
+}
+
+impl SourceRegistry {
+    /// An empty registry.
+    pub fn new() -> SourceRegistry {
+        SourceRegistry::default()
+    }
+
+    /// Adds a source; its tools' read-only claims count from now on.
+    pub fn add(&self, source: Arc<dyn SourceAnnotations>) {
+        self.sources.write().unwrap_or_else(|e| e.into_inner()).push(source);
+    }
+
+    /// Whether tool `tool` of `source` is declared read-only (false for an unknown source).
+    pub fn declares_read_only(&self, source: &str, tool: &str) -> bool {
+        self.sources
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .any(|s| s.source_name() == source && s.declares_read_only(tool))
+    }
+}
+
+/// One rule: `TOOL` or `TOOL(GLOB)` for a built-in tool, `server__tool` for tools of a tool
+/// source (an MCP server).
 ///
-/// A rule is matched two ways. As an allow rule ([`Rule::allows`]) it must match the whole call:
-/// for `bash`, every simple command of the command line (see [`crate::shell`]), and a line the
-/// splitter cannot reason about (a command substitution, a redirection to a file, ...) is
-/// matched by no `bash(GLOB)` allow rule. As a deny rule or a hook's `match`
+/// A built-in tool's rule is matched two ways. As an allow rule ([`Rule::allows`]) it must match
+/// the whole call: for `bash`, every simple command of the command line (see [`crate::shell`]),
+/// and a line the splitter cannot reason about (a command substitution, a redirection to a file,
+/// ...) is matched by no `bash(GLOB)` allow rule. As a deny rule or a hook's `match`
 /// ([`Rule::covers`]) it matches when any part does: the whole line or any simple command in it,
 /// those inside substitutions and subshells included, as written or with quotes removed.
 ///
@@ -88,16 +189,34 @@ pub trait Prompt: Send + Sync + fmt::Debug {
 /// `edit` rule (an edit is a smaller write), a deny rule on `edit` also refuses `write`, and a
 /// deny rule on `read` also refuses `edit` (which reads the file) and withholds the file from
 /// `grep`.
+///
+/// A source tool has no main argument to match, so its rule is its offered name alone,
+/// `<server>__<tool>`, where `*`, `?`, `[…]` and `{a,b}` work as in globs (`git__*` is every tool
+/// of the server `git`). The name is matched both as offered (the encoding escapes `_` inside a
+/// part, so `git_status` of `git` is offered as `git__git_5fstatus`) and as written with the
+/// server's and the tool's own names (`git__git_status`), so a rule can be written either way
+/// ([`Rule::names_source_tool`]). Allow and deny mean the same for it: the rule matches the call
+/// or not.
 #[derive(Debug, Clone)]
 pub struct Rule {
     text: String,
-    tool: ToolName,
-    glob: Option<GlobMatcher>,
+    target: Target,
+}
+
+#[derive(Debug, Clone)]
+enum Target {
+    /// A built-in tool, and the glob over its main argument.
+    Builtin { tool: ToolName, glob: Option<GlobMatcher> },
+    /// Source tools, by a glob over `server__tool`.
+    Source(GlobMatcher),
 }
 
 impl Rule {
-    /// Parses `TOOL` or `TOOL(GLOB)`. In the glob `*` matches any characters, `/` included, so
-    /// `bash(git status*)` and `read(src/*)` mean what they say; `?`, `[...]` and `{a,b}` as usual.
+    /// Parses `TOOL`, `TOOL(GLOB)` or `server__tool`. In a built-in tool's glob `*` matches any
+    /// characters, `/` included, so `bash(git status*)` and `read(src/*)` mean what they say;
+    /// `?`, `[...]` and `{a,b}` as usual. A name that is not a built-in tool's and holds `__` is
+    /// a source tool's rule; a front end that knows its servers checks the name starts with one
+    /// of theirs ([`Rule::source_prefix`]).
     pub fn parse(text: &str) -> Result<Rule, Error> {
         let bad = |why: String| Error::BadRule {
             rule: text.to_owned(),
@@ -118,15 +237,34 @@ impl Rule {
                 (&trimmed[..open], Some(inner))
             }
         };
-        let tool = ToolName::parse(name).map_err(bad)?;
+        let tool = match ToolName::parse(name) {
+            Ok(tool) => tool,
+            Err(_) if name.contains("__") => {
+                if glob.is_some() {
+                    return Err(bad(
+                        "a rule for an MCP tool is its name alone (`server__tool`, globs allowed), \
+                         without an argument glob in parentheses"
+                            .into(),
+                    ));
+                }
+                let glob = GlobBuilder::new(trimmed)
+                    .literal_separator(false)
+                    .build()
+                    .map_err(|e| bad(format!("bad glob: {}", e.kind())))?;
+                return Ok(Rule {
+                    text: trimmed.to_owned(),
+                    target: Target::Source(glob.compile_matcher()),
+                });
+            }
+            Err(e) => return Err(bad(format!("{e}, or an MCP tool as server__tool"))),
+        };
         let glob = glob
             .map(|g| Glob::new(g).map(|g| g.compile_matcher()))
             .transpose()
             .map_err(|e| bad(format!("bad glob: {e}")))?;
         Ok(Rule {
             text: trimmed.to_owned(),
-            tool,
-            glob,
+            target: Target::Builtin { tool, glob },
         })
     }
 
@@ -135,20 +273,47 @@ impl Rule {
         &self.text
     }
 
-    /// The tool the rule names.
-    pub fn tool(&self) -> ToolName {
-        self.tool
+    /// The built-in tool the rule names; `None` for a source tool's rule.
+    pub fn builtin(&self) -> Option<ToolName> {
+        match &self.target {
+            Target::Builtin { tool, .. } => Some(*tool),
+            Target::Source(_) => None,
+        }
+    }
+
+    /// For a source tool's rule, the text before its first `__` (the server part as written,
+    /// perhaps a glob): what a front end checks against its configured servers. `None` for a
+    /// built-in tool's rule.
+    pub fn source_prefix(&self) -> Option<&str> {
+        match self.target {
+            Target::Source(_) => self.text.split_once("__").map(|(server, _)| server),
+            Target::Builtin { .. } => None,
+        }
+    }
+
+    /// Whether the rule matches tool `tool` of source `source` (see [`Rule`]): by the offered
+    /// name or by `source__tool` as the names are.
+    pub fn names_source_tool(&self, source: &str, tool: &str) -> bool {
+        match &self.target {
+            Target::Source(glob) => {
+                glob.is_match(offered_name(source, tool)) || glob.is_match(format!("{source}__{tool}"))
+            }
+            Target::Builtin { .. } => false,
+        }
     }
 
     /// Whether the rule, as an allow rule, lets the call run: it names `tool` (or `write` for an
     /// `edit`), and its glob matches the path, or every simple command of a command line that is
     /// nothing but simple commands.
     pub fn allows(&self, tool: ToolName, subjects: &Subjects) -> bool {
-        let names = self.tool == tool || (self.tool == ToolName::Write && tool == ToolName::Edit);
+        let Target::Builtin { tool: named, glob } = &self.target else {
+            return false;
+        };
+        let names = *named == tool || (*named == ToolName::Write && tool == ToolName::Edit);
         if !names {
             return false;
         }
-        let Some(glob) = &self.glob else {
+        let Some(glob) = glob else {
             return true;
         };
         match &subjects.split {
@@ -164,11 +329,14 @@ impl Rule {
     /// whole command line, or any simple command in it (as written or with quotes removed).
     pub fn covers(&self, tool: ToolName, subjects: &Subjects) -> bool {
         use ToolName::{Edit, Read, Write};
-        let names = self.tool == tool || matches!((self.tool, tool), (Write, Edit) | (Edit, Write) | (Read, Edit));
+        let Target::Builtin { tool: named, glob } = &self.target else {
+            return false;
+        };
+        let names = *named == tool || matches!((*named, tool), (Write, Edit) | (Edit, Write) | (Read, Edit));
         if !names {
             return false;
         }
-        let Some(glob) = &self.glob else {
+        let Some(glob) = glob else {
             return true;
         };
         subjects.forms.iter().any(|s| glob.is_match(s))
@@ -308,13 +476,29 @@ impl Policy {
         what: &str,
         cancel: &CancellationToken,
     ) -> Result<(), String> {
-        if let Some(rule) = self.deny.iter().find(|r| r.covers(tool, subjects)) {
-            return Err(format!("the {tool} call is denied by the rule `{rule}` ([tools] deny)"));
+        if let Some(rule) = self.denying_rule(tool, subjects) {
+            return Err(denied(tool.as_str(), rule));
         }
         if self.runs_freely(tool, subjects) {
             return Ok(());
         }
-        self.approve(tool, what, cancel).await
+        self.approve(tool.as_str(), what, cancel).await
+    }
+
+    /// The first deny rule that covers a call of built-in `tool` ([`Rule::covers`]).
+    pub fn denying_rule(&self, tool: ToolName, subjects: &Subjects) -> Option<&Rule> {
+        self.deny.iter().find(|r| r.covers(tool, subjects))
+    }
+
+    /// The first deny rule that names tool `tool` of source `source`.
+    pub fn denying_source_rule(&self, source: &str, tool: &str) -> Option<&Rule> {
+        self.deny.iter().find(|r| r.names_source_tool(source, tool))
+    }
+
+    /// Whether an allow rule names tool `tool` of source `source`: its calls run without
+    /// approval, in every mode (and in read-only mode a front end offers it).
+    pub fn allows_source_tool(&self, source: &str, tool: &str) -> bool {
+        self.allow.iter().any(|r| r.names_source_tool(source, tool))
     }
 
     /// Whether a call of `tool` runs without approval: an allow rule matches it, or the tool
@@ -333,7 +517,11 @@ impl Policy {
     /// The `read` deny rule that protects the file at `path` (relative to `cwd` or absolute),
     /// if one does: a search tool withholds such a file.
     pub fn read_denied(&self, path: &Path, cwd: &Path) -> Option<&Rule> {
-        let mut rules = self.deny.iter().filter(|r| r.tool() == ToolName::Read).peekable();
+        let mut rules = self
+            .deny
+            .iter()
+            .filter(|r| r.builtin() == Some(ToolName::Read))
+            .peekable();
         rules.peek()?;
         let subjects = rule_subjects(ToolName::Read, &path.to_string_lossy(), cwd);
         rules.find(|r| r.covers(ToolName::Read, &subjects))
@@ -341,13 +529,13 @@ impl Policy {
 
     /// Whether any allow rule names `tool`.
     pub(crate) fn allows_any(&self, tool: ToolName) -> bool {
-        self.allow.iter().any(|r| r.tool() == tool)
+        self.allow.iter().any(|r| r.builtin() == Some(tool))
     }
 
-    /// The approval mode's answer for a call no rule decided: run it (`auto`), refuse it
-    /// (`read-only`), or ask the prompt (`ask`) about `what`. `Err` is the text of the error
-    /// result.
-    pub async fn approve(&self, tool: ToolName, what: &str, cancel: &CancellationToken) -> Result<(), String> {
+    /// The approval mode's answer for a call of the tool the model calls `tool` that no rule
+    /// decided: run it (`auto`), refuse it (`read-only`), or ask the prompt (`ask`) about `what`.
+    /// `Err` is the text of the error result.
+    pub async fn approve(&self, tool: &str, what: &str, cancel: &CancellationToken) -> Result<(), String> {
         match self.approval {
             Approval::Auto => Ok(()),
             Approval::ReadOnly => Err(format!(
@@ -362,6 +550,11 @@ impl Policy {
             },
         }
     }
+}
+
+/// The refusal of a call of the tool the model calls `tool` by the deny rule `rule`.
+pub(crate) fn denied(tool: &str, rule: &Rule) -> String {
+    format!("the {tool} call is denied by the rule `{rule}` ([tools] deny)")
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ mod support;
 
 // The sandbox is Linux only; a kernel without Landlock fails these tests (the sandbox fails
 // closed, and so does its test).
+mod policy;
 mod rewind;
 mod rules;
 #[cfg(target_os = "linux")]

@@ -8,7 +8,6 @@ use toml::Spanned;
 
 use super::file::Source;
 use crate::exit::Failure;
-use crate::mcp::{McpCommandHook, NameRule};
 
 /// `[hooks]`.
 #[derive(Debug, Default, Deserialize)]
@@ -44,29 +43,19 @@ pub enum Typeahead {
     FollowUp,
 }
 
-/// `[[hooks.before_tool]]`, resolved: the hooks on built-in tools and those on MCP tools, each
-/// in file order.
-#[derive(Debug, Clone, Default)]
-pub struct CommandHooks {
-    /// Hooks whose `match` names a built-in tool.
-    pub builtin: Vec<panto_tools::CommandHook>,
-    /// Hooks whose `match` names tools of a configured MCP server.
-    pub mcp: Vec<McpCommandHook>,
-}
+/// `[[hooks.before_tool]]`, resolved: the hooks on built-in and MCP tools, in file order.
+pub type CommandHooks = Vec<panto_tools::CommandHook>;
 
 /// The command hooks, each checked: its `match` names a built-in tool (`TOOL` or `TOOL(GLOB)`)
 /// or tools of one of the MCP `servers` (`server__tool`), its command is not empty, its timeout
-/// is at least a second.
+/// is at least a second (default `panto_core::DEFAULT_HOOK_TIMEOUT`).
 pub fn resolve(section: &HooksEntry, servers: &[&str], source: &Source<'_>) -> Result<CommandHooks, Failure> {
     let mut out = CommandHooks::default();
     for (index, entry) in section.before_tool.iter().enumerate() {
         let entry = entry.get_ref();
         let at = format!("hooks.before_tool[{index}]");
-        let bad_match = |e: String| source.error(entry.matcher.span(), format!("{at}.match: {e}"));
-        let rule = match NameRule::parse(entry.matcher.get_ref(), servers) {
-            Some(mcp) => Err(mcp.map_err(bad_match)?),
-            None => Ok(panto_tools::Rule::parse(entry.matcher.get_ref()).map_err(|e| bad_match(e.to_string()))?),
-        };
+        let rule = super::tools::parse_rule(entry.matcher.get_ref(), servers)
+            .map_err(|e| source.error(entry.matcher.span(), format!("{at}.match: {e}")))?;
         if entry.command.get_ref().trim().is_empty() {
             return Err(source.error(entry.command.span(), format!("{at}.command is empty")));
         }
@@ -75,13 +64,13 @@ pub fn resolve(section: &HooksEntry, servers: &[&str], source: &Source<'_>) -> R
                 return Err(source.error(secs.span(), format!("{at}.timeout_secs must be at least 1")))
             }
             Some(secs) => Duration::from_secs(*secs.get_ref()),
-            None => panto_tools::DEFAULT_HOOK_TIMEOUT,
+            None => panto_core::DEFAULT_HOOK_TIMEOUT,
         };
-        let command = entry.command.get_ref().clone();
-        match rule {
-            Ok(rule) => out.builtin.push(panto_tools::CommandHook { rule, command, timeout }),
-            Err(rule) => out.mcp.push(McpCommandHook { rule, command, timeout }),
-        }
+        out.push(panto_tools::CommandHook {
+            rule,
+            command: entry.command.get_ref().clone(),
+            timeout,
+        });
     }
     Ok(out)
 }

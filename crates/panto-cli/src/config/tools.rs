@@ -8,8 +8,8 @@ use toml::Spanned;
 use super::file::{Source, ToolsEntry};
 use super::{roots, Env, McpServer};
 use crate::exit::Failure;
-use crate::mcp::NameRule;
 use crate::tools::{Approval, Roots, Sandbox, ToolName};
+use panto_tools::offered_name;
 
 /// Built-in tool settings.
 #[derive(Debug, Clone)]
@@ -24,14 +24,11 @@ pub struct ToolSettings {
     pub max_output_bytes: usize,
     /// The directories the file tools may use (`read_roots`); unrestricted by default.
     pub read_roots: Roots,
-    /// `allow` rules of built-in tools, each checked to parse.
+    /// `allow` rules, of built-in tools and MCP tools (`server__tool`), each checked to parse
+    /// and an MCP rule to name a configured server.
     pub allow: Vec<String>,
-    /// `deny` rules of built-in tools, each checked to parse.
+    /// `deny` rules, checked as `allow` is.
     pub deny: Vec<String>,
-    /// `allow` rules that name MCP tools (`server__tool`).
-    pub mcp_allow: Vec<NameRule>,
-    /// `deny` rules that name MCP tools.
-    pub mcp_deny: Vec<NameRule>,
     /// The configured sandbox; `None` leaves it to the front end's default.
     pub sandbox: Option<Sandbox>,
     /// Whether sandboxed commands may use the network.
@@ -52,8 +49,8 @@ pub fn resolve(
     source: &Source<'_>,
 ) -> Result<ToolSettings, Failure> {
     let servers: Vec<&str> = mcp_servers.iter().map(|s| s.name.as_str()).collect();
-    let (allow, mcp_allow) = rules(section.allow.as_deref(), "tools.allow", &servers, source)?;
-    let (deny, mcp_deny) = rules(section.deny.as_deref(), "tools.deny", &servers, source)?;
+    let allow = rules(section.allow.as_deref(), "tools.allow", &servers, source)?;
+    let deny = rules(section.deny.as_deref(), "tools.deny", &servers, source)?;
     let enabled = match &section.enabled {
         Some(list) => {
             let mut out = Vec::new();
@@ -82,32 +79,49 @@ pub fn resolve(
         })?,
         allow,
         deny,
-        mcp_allow,
-        mcp_deny,
         sandbox: section.sandbox,
         sandbox_network: section.sandbox_network.unwrap_or(false),
         writable_roots: writable_roots(section.writable_roots.as_deref(), env, base_dir, source)?,
     })
 }
 
-/// The rules of `allow` or `deny`, each parsed now so a bad one is an error at its line: those
-/// of built-in tools, and those naming a tool of a configured MCP server (`server__tool`).
+/// The rules of `allow` or `deny`, each parsed now so a bad one is an error at its line: a
+/// built-in tool's, or one naming a tool of a configured MCP server (`server__tool`).
 fn rules(
     list: Option<&[Spanned<String>]>,
     key: &str,
     servers: &[&str],
     source: &Source<'_>,
-) -> Result<(Vec<String>, Vec<NameRule>), Failure> {
-    let (mut builtin, mut mcp) = (Vec::new(), Vec::new());
+) -> Result<Vec<String>, Failure> {
+    let mut out = Vec::new();
     for rule in list.unwrap_or_default() {
-        if let Some(parsed) = NameRule::parse(rule.get_ref(), servers) {
-            mcp.push(parsed.map_err(|e| source.error(rule.span(), format!("{key}: {e}")))?);
-            continue;
-        }
-        panto_tools::Rule::parse(rule.get_ref()).map_err(|e| source.error(rule.span(), format!("{key}: {e}")))?;
-        builtin.push(rule.get_ref().clone());
+        parse_rule(rule.get_ref(), servers).map_err(|e| source.error(rule.span(), format!("{key}: {e}")))?;
+        out.push(rule.get_ref().clone());
     }
-    Ok((builtin, mcp))
+    Ok(out)
+}
+
+/// Parses a rule of `[tools] allow`/`deny` or a hook's `match`: a built-in tool's, or an MCP
+/// tool's whose server part is one of `servers` (as written or as offered).
+pub fn parse_rule(text: &str, servers: &[&str]) -> Result<panto_tools::Rule, String> {
+    let rule = panto_tools::Rule::parse(text).map_err(|e| e.to_string())?;
+    if let Some(prefix) = rule.source_prefix() {
+        let configured = servers
+            .iter()
+            .any(|s| prefix == *s || offered_name(s, "").strip_suffix("__") == Some(prefix));
+        if !configured {
+            let known = if servers.is_empty() {
+                "no MCP server is configured".to_owned()
+            } else {
+                format!("the configured servers are {}", servers.join(", "))
+            };
+            return Err(format!(
+                "{:?} names no built-in tool and no configured MCP server ({known})",
+                rule.as_str()
+            ));
+        }
+    }
+    Ok(rule)
 }
 
 /// `writable_roots`: each expanded (`~/`, relative to the config file's directory) and resolved;

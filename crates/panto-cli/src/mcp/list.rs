@@ -6,10 +6,11 @@ use std::sync::Arc;
 
 use panto_mcp::{McpSource, ServerStatus};
 
-use super::{offered_name, GatedSource, McpTools};
+use super::{GatedSource, McpTools};
 use crate::config::{McpServer, Settings};
 use crate::exit::Failure;
 use crate::tools::{Approval, Gate};
+use panto_tools::offered_name;
 
 /// `panto mcp list`: starts every enabled server, prints the listing, stops them. Exit code 1
 /// when a server that is enabled did not start (so a script can check its setup).
@@ -22,7 +23,7 @@ pub async fn list_command(settings: &Settings) -> Result<ExitCode, Failure> {
         return Ok(ExitCode::SUCCESS);
     }
     // Every tool is listed, read-only or not: the listing is not a run in any approval mode.
-    let gate = Arc::new(Gate::new(Approval::Auto, None, ""));
+    let gate = Arc::new(Gate::new(Approval::Auto, None));
     let tools = McpTools::start(settings, &gate).await;
     for line in render(&tools, None).await {
         println!(

@@ -7,19 +7,16 @@
 //! (the config sets `stderr_log`), never to the terminal.
 
 mod gated;
-mod hooks;
 mod list;
-mod rules;
 
 use std::sync::Arc;
 
 use panto_core::{Agent, ToolSource};
 use panto_mcp::McpSource;
 
-pub use gated::{find as find_gated, GatedSource, McpDenyRules};
-pub use hooks::{McpCommandHook, McpCommandHooks};
+pub use gated::GatedSource;
 pub use list::{list_command, render};
-pub use rules::{offered_name, NameRule};
+use panto_tools::{offered_name, Rule, SourceRegistry};
 
 use crate::config::{McpServer, Settings};
 use crate::exit::Failure;
@@ -55,17 +52,19 @@ impl McpTools {
         for source in &started.sources {
             source.set_max_result_bytes(settings.tools.max_output_bytes);
         }
+        // The rules were checked when the settings were read; those naming MCP tools decide what
+        // read-only mode offers.
+        let allow: Vec<Rule> = settings
+            .tools
+            .allow
+            .iter()
+            .filter_map(|r| Rule::parse(r).ok())
+            .filter(|r| r.source_prefix().is_some())
+            .collect();
         let gated = started
             .sources
             .iter()
-            .map(|source| {
-                Arc::new(GatedSource::new(
-                    source.clone(),
-                    gate.clone(),
-                    settings.tools.mcp_allow.clone(),
-                    settings.tools.mcp_deny.clone(),
-                ))
-            })
+            .map(|source| Arc::new(GatedSource::new(source.clone(), gate.clone(), allow.clone())))
             .collect();
         McpTools {
             configured,
@@ -114,9 +113,14 @@ impl McpTools {
         Ok(())
     }
 
-    /// The started servers under the CLI's rules and approval, for the hooks that apply them.
-    pub fn sources(&self) -> Vec<Arc<GatedSource>> {
-        self.gated.clone()
+    /// The started servers' annotations, for the approval step of the policy chain (a tool
+    /// annotated read-only runs without approval).
+    pub fn annotations(&self) -> SourceRegistry {
+        let registry = SourceRegistry::new();
+        for source in &self.started {
+            registry.add(source.clone());
+        }
+        registry
     }
 
     /// Whether the call of the tool offered as `wire` will be asked about first (`None`: not an

@@ -151,7 +151,7 @@ pub async fn run(launch: Launch, prompt: &str, options: Options) -> Result<ExitC
         .collect::<Result<Vec<_>, _>>()?;
     let store = launch.store.open_for_writing().await?;
     let read_only_hint = " (print mode is read-only unless --approve auto is given)";
-    let gate = Arc::new(Gate::new(approval, None, read_only_hint));
+    let gate = Arc::new(Gate::new(approval, None));
     let sandbox = setup::sandbox_for(&launch, true, approval);
     let toolbox = setup::toolbox(&launch, approval, sandbox, gate.clone(), read_only_hint, None)?;
     if let Some(note) = toolbox.sandbox().note() {

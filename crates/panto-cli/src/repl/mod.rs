@@ -37,7 +37,7 @@ use crate::sessions::RECENT;
 use crate::setup::{self, Launch, SessionChoice};
 use crate::store::OpenStore;
 use crate::terminal::TerminalAsker;
-use crate::tools::{Approval, Gate, GatedTool, ToolName, Toolbox};
+use crate::tools::{Approval, Gate, ToolName, Toolbox};
 use commands::{Command, Input, Parsed};
 use helper::{join_continuations, PantoHelper, RecentIds};
 use totals::Totals;
@@ -112,7 +112,7 @@ pub fn run(
         ))) as Arc<dyn crate::tools::Asker>
     });
     let read_only_hint = " (start panto with --approve ask or --approve auto to allow it)";
-    let gate = Arc::new(Gate::new(approval, asker, read_only_hint));
+    let gate = Arc::new(Gate::new(approval, asker));
     let mut notes_before = Vec::new();
     if approval == Approval::Ask && !stdin_tty {
         notes_before.push(
@@ -411,7 +411,7 @@ impl Repl<'_> {
         let wire = self.selection.wire();
         let (gate, mcp) = (self.gate.clone(), self.mcp.clone());
         let asks: crate::render::AsksFirst = Box::new(move |name| match ToolName::parse(name) {
-            Ok(tool) => gate.asks(&GatedTool::Builtin(tool)),
+            Ok(tool) => tool.needs_approval() && gate.asks(tool.as_str()),
             Err(_) => mcp.asks(name) == Some(true),
         });
         let outcome = self.rt.block_on(turn::run(

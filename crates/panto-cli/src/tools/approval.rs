@@ -1,6 +1,7 @@
-//! The approval gate: whether `write`, `edit`, `bash` and MCP tools not annotated read-only may
-//! run, asked by the approval hook (`ApprovalHook` in `hook.rs`, the last hook every call passes).
-//! Which tools need approval is one predicate, [`needs_approval`].
+//! The approval gate: the terminal prompt of panto-tools' policy chain. The chain (deny rules,
+//! command hooks, allow rules, the approval mode) decides whether a call of `write`, `edit`,
+//! `bash` or an MCP tool not annotated read-only needs a question; in `ask` mode it asks this
+//! gate ([`panto_tools::Prompt`]).
 //!
 //! Tool calls of one assistant message run concurrently, so two calls may want approval at the
 //! same time; the gate asks one question at a time, and re-checks "always" after waiting its turn
@@ -11,7 +12,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use panto_core::CancellationToken;
-use panto_tools::{Approval, ToolName};
+use panto_tools::Approval;
 
 /// A user's answer to an approval question.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,7 +38,7 @@ pub trait Asker: Send + Sync + fmt::Debug {
     fn ask(&self, question: &str, cancel: &CancellationToken) -> Option<Answer>;
 }
 
-/// The gate in front of tools that change things.
+/// The terminal prompt in front of tools that change things.
 #[derive(Debug)]
 pub struct Gate {
     mode: Approval,
@@ -46,23 +47,21 @@ pub struct Gate {
     /// Held while a question is on screen, so questions never interleave.
     asking: tokio::sync::Mutex<()>,
     asker: Option<Arc<dyn Asker>>,
-    /// Appended to the read-only refusal: how to get the tool allowed in this mode of panto.
-    read_only_hint: String,
 }
 
 impl Gate {
-    /// A gate in `mode`. Without an asker, `ask` refuses (there is nobody to ask).
-    pub fn new(mode: Approval, asker: Option<Arc<dyn Asker>>, read_only_hint: &str) -> Self {
+    /// A gate for a run in approval `mode` (the policy applies the mode; the gate is asked only
+    /// in `ask`). Without an asker every question is refused (there is nobody to ask).
+    pub fn new(mode: Approval, asker: Option<Arc<dyn Asker>>) -> Self {
         Gate {
             mode,
             always: Mutex::new(HashSet::new()),
             asking: tokio::sync::Mutex::new(()),
             asker,
-            read_only_hint: read_only_hint.to_owned(),
         }
     }
 
-    /// The current mode.
+    /// The run's approval mode.
     pub fn mode(&self) -> Approval {
         self.mode
     }
@@ -72,116 +71,60 @@ impl Gate {
         self.always.lock().unwrap_or_else(|e| e.into_inner()).contains(tool)
     }
 
-    /// Whether a call of `tool` will be asked about before it runs (so the question, not the
-    /// tool line, is where the call is shown in full).
-    pub fn asks(&self, tool: &GatedTool<'_>) -> bool {
-        needs_approval(tool) && self.mode == Approval::Ask && self.asker.is_some() && !self.always_allowed(tool.name())
+    /// Whether a call of the tool offered as `tool`, when the policy leaves it to approval, will
+    /// be asked about (so the question, not the tool line, is where the call is shown in full).
+    pub fn asks(&self, tool: &str) -> bool {
+        self.mode == Approval::Ask && self.asker.is_some() && !self.always_allowed(tool)
     }
 
-    /// Whether built-in `tool` may run this call. `what` describes the call for the question (the
-    /// command, the path). `Err` holds the text of the error result the model gets.
-    pub async fn check(&self, tool: ToolName, what: &str, cancel: &CancellationToken) -> Result<(), String> {
-        self.check_tool(&GatedTool::Builtin(tool), what, cancel).await
-    }
-
-    /// [`Gate::check`] for any tool, built-in or from an MCP server.
-    pub async fn check_tool(
-        &self,
-        gated: &GatedTool<'_>,
-        what: &str,
-        cancel: &CancellationToken,
-    ) -> Result<(), String> {
-        if !needs_approval(gated) {
+    /// Asks whether the tool offered as `tool` may run the call `what` describes (the command,
+    /// the path, an MCP call's arguments). `Err` holds the text of the error result the model
+    /// gets.
+    pub async fn ask(&self, tool: &str, what: &str, cancel: &CancellationToken) -> Result<(), String> {
+        if self.always_allowed(tool) {
             return Ok(());
         }
-        let tool = gated.name();
-        match self.mode() {
-            Approval::Auto => Ok(()),
-            Approval::ReadOnly => Err(format!(
-                "the {tool} tool is not allowed: tool approval is read-only{}",
-                self.read_only_hint
-            )),
-            Approval::Ask => {
-                if self.always_allowed(tool) {
-                    return Ok(());
-                }
-                let Some(asker) = self.asker.clone() else {
-                    return Err(format!(
-                        "the {tool} tool needs approval, and there is no terminal to ask on"
-                    ));
-                };
-                let _turn = tokio::select! {
-                    guard = self.asking.lock() => guard,
-                    _ = cancel.cancelled() => return Err(declined(tool, "the turn was cancelled")),
-                };
-                if self.always_allowed(tool) {
-                    return Ok(());
-                }
-                let question = format!("allow {tool}: {what}");
-                let token = cancel.clone();
-                let answer = tokio::task::spawn_blocking(move || asker.ask(&question, &token))
-                    .await
-                    .unwrap_or(None);
-                match answer {
-                    Some(Answer::Yes) => Ok(()),
-                    Some(Answer::Always) => {
-                        self.always
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .insert(tool.to_owned());
-                        Ok(())
-                    }
-                    Some(Answer::No | Answer::Feedback) => Err(declined(tool, "the user declined this call")),
-                    Some(Answer::NoBecause(why)) => Err(format!(
-                        "the {tool} call did not run: the user declined it and said: {why}"
-                    )),
-                    None if cancel.is_cancelled() => Err(declined(tool, "the turn was cancelled")),
-                    None => Err(declined(tool, "no answer (input ended)")),
-                }
+        let Some(asker) = self.asker.clone() else {
+            return Err(format!(
+                "the {tool} tool needs approval, and there is no terminal to ask on"
+            ));
+        };
+        let _turn = tokio::select! {
+            guard = self.asking.lock() => guard,
+            _ = cancel.cancelled() => return Err(declined(tool, "the turn was cancelled")),
+        };
+        if self.always_allowed(tool) {
+            return Ok(());
+        }
+        let question = format!("allow {tool}: {what}");
+        let token = cancel.clone();
+        let answer = tokio::task::spawn_blocking(move || asker.ask(&question, &token))
+            .await
+            .unwrap_or(None);
+        match answer {
+            Some(Answer::Yes) => Ok(()),
+            Some(Answer::Always) => {
+                self.always
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(tool.to_owned());
+                Ok(())
             }
+            Some(Answer::No | Answer::Feedback) => Err(declined(tool, "the user declined this call")),
+            Some(Answer::NoBecause(why)) => Err(format!(
+                "the {tool} call did not run: the user declined it and said: {why}"
+            )),
+            None if cancel.is_cancelled() => Err(declined(tool, "the turn was cancelled")),
+            None => Err(declined(tool, "no answer (input ended)")),
         }
     }
 }
 
-/// In `ask` mode the tools' policy asks the gate about calls no rule decided.
+/// In `ask` mode the policy chain asks the gate about calls no rule decided.
 #[async_trait::async_trait]
 impl panto_tools::Prompt for Gate {
-    async fn approve(&self, tool: ToolName, what: &str, cancel: &CancellationToken) -> Result<(), String> {
-        self.check(tool, what, cancel).await
-    }
-}
-
-/// A tool the gate decides about.
-#[derive(Debug, Clone, Copy)]
-pub enum GatedTool<'a> {
-    /// A built-in tool.
-    Builtin(ToolName),
-    /// A tool of an MCP server, by the name the model is offered, and whether the server
-    /// annotated it `readOnlyHint` (an untrusted claim, trusted only to skip the question).
-    Mcp {
-        /// The offered name (`<server>__<tool>`).
-        name: &'a str,
-        /// The tool's `readOnlyHint` annotation.
-        read_only: bool,
-    },
-}
-
-impl GatedTool<'_> {
-    /// The name the model calls it by.
-    pub fn name(&self) -> &str {
-        match self {
-            GatedTool::Builtin(tool) => tool.as_str(),
-            GatedTool::Mcp { name, .. } => name,
-        }
-    }
-}
-
-/// Whether a call of `tool` needs approval: the built-in tools that change things (`write`,
-/// `edit`, `bash`), and every MCP tool its server did not annotate read-only.
-pub fn needs_approval(tool: &GatedTool<'_>) -> bool {
-    match tool {
-        GatedTool::Builtin(tool) => tool.needs_approval(),
-        GatedTool::Mcp { read_only, .. } => !read_only,
+    async fn approve(&self, tool: &str, what: &str, cancel: &CancellationToken) -> Result<(), String> {
+        self.ask(tool, what, cancel).await
     }
 }
 
@@ -239,36 +182,24 @@ mod tests {
             answer,
             asked: AtomicUsize::new(0),
         });
-        (Gate::new(Approval::Ask, Some(asker.clone()), ""), asker)
-    }
-
-    #[tokio::test]
-    async fn read_only_refuses_with_the_hint_and_read_always_runs() {
-        let g = Gate::new(Approval::ReadOnly, None, " (use --approve auto)");
-        let cancel = CancellationToken::new();
-        let e = g.check(ToolName::Bash, "ls", &cancel).await.unwrap_err();
-        assert!(e.contains("read-only") && e.contains("--approve auto"), "{e}");
-        assert!(g.check(ToolName::Read, "x", &cancel).await.is_ok());
+        (Gate::new(Approval::Ask, Some(asker.clone())), asker)
     }
 
     #[tokio::test]
     async fn always_is_remembered_per_tool() {
         let (g, asker) = gate(Some(Answer::Always));
         let cancel = CancellationToken::new();
-        g.check(ToolName::Bash, "ls", &cancel).await.unwrap();
-        g.check(ToolName::Bash, "pwd", &cancel).await.unwrap();
+        g.ask("bash", "ls", &cancel).await.unwrap();
+        g.ask("bash", "pwd", &cancel).await.unwrap();
         assert_eq!(asker.asked.load(Ordering::SeqCst), 1);
-        g.check(ToolName::Write, "f", &cancel).await.unwrap();
+        g.ask("write", "f", &cancel).await.unwrap();
         assert_eq!(asker.asked.load(Ordering::SeqCst), 2);
     }
 
     #[tokio::test]
     async fn no_is_an_error_result_for_the_model() {
         let (g, _) = gate(Some(Answer::No));
-        let e = g
-            .check(ToolName::Edit, "f", &CancellationToken::new())
-            .await
-            .unwrap_err();
+        let e = g.ask("edit", "f", &CancellationToken::new()).await.unwrap_err();
         assert!(e.contains("declined"), "{e}");
     }
 
@@ -276,7 +207,7 @@ mod tests {
     async fn feedback_is_the_result_the_model_gets() {
         let (g, _) = gate(Some(Answer::NoBecause("run the tests first".into())));
         let e = g
-            .check(ToolName::Bash, "rm -rf target", &CancellationToken::new())
+            .ask("bash", "rm -rf target", &CancellationToken::new())
             .await
             .unwrap_err();
         assert_eq!(

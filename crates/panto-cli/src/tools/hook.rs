@@ -1,83 +1,31 @@
-//! The CLI's approval as one hook on the agent, the last one every tool call passes: the order
-//! is deny rules ([`crate::mcp::McpDenyRules`] and panto-tools' `PolicyHook`), command hooks,
-//! allow rules, approval. Built-in tools are decided by panto-tools' [`panto_tools::ApprovalHook`]
-//! (allow rules, approval mode, and in `ask` mode the tool's preview, then the
-//! [`Gate`](super::Gate) as the tools' `Prompt`); MCP tools by their server's allow rules and the
-//! same gate. So one gate asks every question, one at a time, and remembers "always" for every
-//! tool.
+//! Installs panto-tools' one policy chain on an agent of the CLI, in front of every tool,
+//! built-in or MCP: deny rules and command hooks (`PolicyHook`), then allow rules and the approval
+//! mode (`ApprovalHook`, which in `ask` mode asks the [`Gate`](super::Gate), the terminal). So one
+//! gate asks every question, one at a time, and remembers "always" for every tool.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use panto_core::{Agent, BeforeTool, Hook, ToolCall, ToolCallResult};
-use panto_tools::{ToolName, Toolbox};
+use panto_core::Agent;
+use panto_tools::{SourceRegistry, Toolbox};
 
 use crate::config::CommandHooks;
-use crate::mcp::{find_gated, GatedSource, McpCommandHooks, McpDenyRules};
 
-/// The last hook on an agent of the CLI: allow rules and approval, for every tool.
-#[derive(Debug)]
-pub struct ApprovalHook {
-    builtin: panto_tools::ApprovalHook,
-    mcp: Vec<Arc<GatedSource>>,
-}
-
-impl ApprovalHook {
-    /// Approval for the built-in tools of `toolbox` (whose options hold the gate as their
-    /// prompt) and the tools of the `mcp` servers (whose sources hold the same gate).
-    pub fn new(toolbox: &Toolbox, mcp: Vec<Arc<GatedSource>>) -> ApprovalHook {
-        ApprovalHook {
-            builtin: toolbox.approval_hook(),
-            mcp,
-        }
-    }
-}
-
-#[panto_core::async_trait]
-impl Hook for ApprovalHook {
-    fn name(&self) -> &str {
-        "approval"
-    }
-
-    /// A question takes as long as the person answering it.
-    fn timeout(&self) -> Option<Duration> {
-        None
-    }
-
-    async fn before_tool(&self, call: &ToolCall) -> BeforeTool {
-        if ToolName::parse(&call.name).is_ok() {
-            return self.builtin.before_tool(call).await;
-        }
-        let Some((source, tool)) = find_gated(&self.mcp, &call.name) else {
-            // A tool of neither kind (an embedder's) has no rules to apply.
-            return BeforeTool::Allow;
-        };
-        match source.approve(tool, &call.input, &call.cancel).await {
-            Ok(()) => BeforeTool::Allow,
-            Err(refusal) => BeforeTool::Respond(ToolCallResult::error(refusal)),
-        }
-    }
-}
-
-/// Registers the built-in tools of `toolbox` and the hooks that put the CLI's policy in front of
-/// every tool, in the order deny rules, command `hooks`, allow rules, approval. The MCP servers'
-/// tools are registered by the caller, after these.
+/// Registers the built-in tools of `toolbox` (whose options hold the gate as their prompt) and
+/// the hooks that put the policy in front of every tool, in the order deny rules, command
+/// `hooks`, allow rules, approval. `mcp` holds the MCP servers' annotations (a tool annotated
+/// read-only runs without approval). The MCP servers' tools are registered by the caller, after
+/// these.
 pub fn install(
     agent: &mut Agent,
     toolbox: &Toolbox,
-    mcp: Vec<Arc<GatedSource>>,
+    mcp: SourceRegistry,
     hooks: CommandHooks,
 ) -> Result<(), panto_core::Error> {
     for tool in toolbox.bare_tools() {
         agent.register_tool(tool)?;
     }
-    agent.add_hook(Arc::new(McpDenyRules::new(mcp.clone())));
-    agent.add_hook(Arc::new(toolbox.policy_hook(hooks.builtin)));
-    if !hooks.mcp.is_empty() {
-        let cwd = toolbox.cwd().to_path_buf();
-        agent.add_hook(Arc::new(McpCommandHooks::new(mcp.clone(), hooks.mcp, cwd)));
-    }
-    agent.add_hook(Arc::new(ApprovalHook::new(toolbox, mcp)));
+    agent.add_hook(Arc::new(toolbox.policy_hook(hooks)));
+    agent.add_hook(Arc::new(toolbox.approval_hook().with_sources(mcp)));
     Ok(())
 }
 
@@ -89,8 +37,19 @@ mod tests {
     use panto_testkit::{script, MockServer, Reply};
     use serde_json::json;
 
+    use std::time::Duration;
+
+    use panto_core::{BeforeTool, Hook, ToolCall};
+
     use super::*;
+    use crate::mcp::GatedSource;
     use crate::tools::{Answer, Approval, Asker, Gate};
+
+    fn annotations(source: &Arc<panto_mcp::McpSource>) -> SourceRegistry {
+        let registry = SourceRegistry::new();
+        registry.add(source.clone());
+        registry
+    }
 
     /// Records every question and answers no.
     #[derive(Debug, Default)]
@@ -136,7 +95,7 @@ mod tests {
     /// The gate in `ask` mode with `questions` as the terminal, and the built-in tools in `dir`
     /// with a deny rule, asking that gate.
     fn gate_and_toolbox(dir: &std::path::Path, questions: &Arc<Questions>) -> (Arc<Gate>, Toolbox) {
-        let gate = Arc::new(Gate::new(Approval::Ask, Some(questions.clone() as Arc<dyn Asker>), ""));
+        let gate = Arc::new(Gate::new(Approval::Ask, Some(questions.clone() as Arc<dyn Asker>)));
         let mut options = panto_tools::Options::new(dir);
         options.approval = Approval::Ask;
         options.deny = vec!["bash(sudo *)".into()];
@@ -202,7 +161,7 @@ mod tests {
         let blocker = Arc::new(Blocker::default());
         agent.add_hook(Arc::new(toolbox.policy_hook(Vec::new())));
         agent.add_hook(blocker.clone());
-        agent.add_hook(Arc::new(ApprovalHook::new(&toolbox, Vec::new())));
+        agent.add_hook(Arc::new(toolbox.approval_hook()));
         let results = results_of(&mut agent, &server).await;
 
         // The deny rule decided before the hook saw the call; the hook's denial before any
@@ -236,7 +195,7 @@ mod tests {
     async fn faults() -> (Arc<panto_mcp::McpSource>, String, String) {
         let config = panto_mcp::ServerConfig::stdio(panto_testkit::mcp::fault_server().to_string_lossy());
         let source = Arc::new(panto_mcp::McpSource::start("faults", config).await.unwrap());
-        let offered = |tool: &str| crate::mcp::offered_name("faults", tool);
+        let offered = |tool: &str| panto_tools::offered_name("faults", tool);
         (source, offered("sleep"), offered("echo"))
     }
 
@@ -253,9 +212,9 @@ mod tests {
         server.push(Reply::sse(script::anthropic_text("done")));
         let questions = Arc::new(Questions::default());
         let (gate, toolbox) = gate_and_toolbox(dir.path(), &questions);
-        let gated = Arc::new(GatedSource::new(source.clone(), gate, Vec::new(), Vec::new()));
+        let gated = Arc::new(GatedSource::new(source.clone(), gate, Vec::new()));
         let mut agent = agent(&server);
-        install(&mut agent, &toolbox, vec![gated.clone()], CommandHooks::default()).unwrap();
+        install(&mut agent, &toolbox, annotations(&source), CommandHooks::default()).unwrap();
         agent.register_tool_source(gated).unwrap();
         let results = results_of(&mut agent, &server).await;
         source.shutdown().await;
@@ -295,29 +254,26 @@ mod tests {
         server.push(Reply::sse(script::anthropic_text("done")));
         let questions = Arc::new(Questions::default());
         let (gate, toolbox) = gate_and_toolbox(dir.path(), &questions);
-        let gated = Arc::new(GatedSource::new(source.clone(), gate, Vec::new(), Vec::new()));
-        let rule = |text: &str| crate::mcp::NameRule::parse(text, &["faults"]).unwrap().unwrap();
+        let gated = Arc::new(GatedSource::new(source.clone(), gate, Vec::new()));
+        let rule = |text: &str| panto_tools::Rule::parse(text).unwrap();
         let seen = dir.path().join("seen.json");
-        let hooks = CommandHooks {
-            builtin: Vec::new(),
-            mcp: vec![
-                crate::mcp::McpCommandHook {
-                    rule: rule("faults__echo"),
-                    command: r#"echo '{"decision":"deny","reason":"no echo today"}'"#.into(),
-                    timeout: Duration::from_secs(10),
-                },
-                crate::mcp::McpCommandHook {
-                    rule: rule("faults__sl*"),
-                    command: format!(
-                        r#"cat > '{}'; echo '{{"decision":"rewrite","input":{{"ms":2}}}}'"#,
-                        seen.display()
-                    ),
-                    timeout: Duration::from_secs(10),
-                },
-            ],
-        };
+        let hooks = vec![
+            panto_tools::CommandHook {
+                rule: rule("faults__echo"),
+                command: r#"echo '{"decision":"deny","reason":"no echo today"}'"#.into(),
+                timeout: Duration::from_secs(10),
+            },
+            panto_tools::CommandHook {
+                rule: rule("faults__sl*"),
+                command: format!(
+                    r#"cat > '{}'; echo '{{"decision":"rewrite","input":{{"ms":2}}}}'"#,
+                    seen.display()
+                ),
+                timeout: Duration::from_secs(10),
+            },
+        ];
         let mut agent = agent(&server);
-        install(&mut agent, &toolbox, vec![gated.clone()], hooks).unwrap();
+        install(&mut agent, &toolbox, annotations(&source), hooks).unwrap();
         agent.register_tool_source(gated).unwrap();
         let results = results_of(&mut agent, &server).await;
         source.shutdown().await;

@@ -161,7 +161,7 @@ async fn with_approve_auto_writing_tools_are_offered_and_a_deny_rule_refuses_by_
         .collect();
     let denied = all_text(results[0]);
     assert!(
-        denied.contains("denied by the rule \"everything__echo\"") && !denied.contains("Echo:"),
+        denied.contains("denied by the rule `everything__echo` ([tools] deny)") && !denied.contains("Echo:"),
         "{denied}"
     );
     assert!(all_text(results[1]).contains('5'), "{}", all_text(results[1]));
