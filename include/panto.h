@@ -986,8 +986,9 @@ int32_t panto_log_set_callback(int32_t level,
  * `tool_timeout_secs`, `allowed_tools`, `denied_tools`, `stderr_log` (a file the server's
  * standard error is appended to; without it, only the last lines are kept, for errors). The
  * servers start in parallel and their tools are offered in the order written. `read_only`
- * offers only tools annotated `readOnlyHint`. There is no approval question in the C ABI:
- * every offered tool runs when the model calls it.
+ * offers only tools annotated `readOnlyHint`. There is no approval question in the C ABI: the
+ * config's `policy` (deny rules, command hooks, allow rules, approval mode; docs/ffi.md)
+ * decides about every call, and without one every offered tool runs when the model calls it.
  *
  * A server that does not start is not an error: the others are added, and `*warnings_out`
  * receives a JSON array of strings, one per server that did not start, naming it and quoting
