@@ -80,9 +80,9 @@ pub(crate) struct Taken {
 /// The advisory locks of one store.
 ///
 /// The connection is shared, not held: lock and unlock requests from many sessions' appends are
-/// pipelined on it, and checking that a lock is still held takes no round trip. (Holding the
-/// connection across each round trip made every append of a busy store wait behind every other
-/// session's lock and unlock: at a thousand agents that queue was most of an append's latency.)
+/// pipelined on it, and checking that a lock is still held takes no round trip. Holding the
+/// connection across each round trip would make every append of a busy store wait behind every
+/// other session's lock and unlock.
 pub(crate) struct Locker {
     target: Target,
     state: std::sync::Mutex<LockState>,

@@ -24,18 +24,16 @@ const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// PostgreSQL plans a prepared statement anew on each execution while a plan made for the
 /// parameters' values looks cheaper than a generic one, and for the append statement (data-
 /// modifying CTEs over parameter arrays, `append_sql.rs`) it always does: the array lengths make
-/// every custom plan's estimate smaller. So each append was planned again, and planning was
-/// most of the server's CPU per append: with generic plans the fleet bench's PostgreSQL spent a
-/// third less CPU a turn (docs/performance.md). Every statement of the store has the same best
+/// every custom plan's estimate smaller, so each append would be planned again, and planning
+/// would be most of the server's CPU per append (docs/performance-log.md). Every statement of the store has the same best
 /// plan whatever its parameters (equality and range conditions on keys, the id prefix as a
 /// range), so the generic plan costs nothing. The setting is the connection's own; it exists
 /// from PostgreSQL 12 on, and an older server is left as it is.
 ///
 /// A generic plan is made once per connection, with the table sizes of that moment. The append
 /// statement joins the sessions of a batch to `panto.sessions`; planned while the table was
-/// small (a new database), the join scanned the whole table, and kept doing so in every append
-/// as the table grew: 0.65 ms of the server's CPU per append at a thousand sessions, three times
-/// a lone append's. Every statement of the store reads by key, so sequential scans are turned
+/// small (a new database), the join would scan the whole table, and keep doing so in every
+/// append as the table grew. Every statement of the store reads by key, so sequential scans are turned
 /// off for its connections (a statement with no index to use still scans; this only takes the
 /// scan out of the planner's choices where an index serves).
 const PLANNER_SETTINGS: &str = "select set_config('plan_cache_mode', 'force_generic_plan', false) \

@@ -337,12 +337,11 @@ pub(crate) fn classify_stream_error(data: &str) -> Error {
 /// The HTTP/2 connection window of a provider's shared client: 256 MiB. The HTTP/2 library
 /// closes a connection (`ENHANCE_YOUR_CALM`) under every stream on it once the small DATA
 /// frames received and not yet read exceed a budget of half this window (a frame of n < 256
-/// bytes counted as 256 - n). Thousands of agents whose tasks wait for a CPU, or whose replies
-/// waited unread while their tool results were stored (before `ProviderStream::read_ahead`),
-/// leave about twenty deltas of each reply in the connection at once: 64 MiB (room for about
-/// 200,000 96-byte deltas) was overrun by 10,000 agents on PostgreSQL. 256 MiB is room for
-/// about 840,000. It is a limit, not an allocation: what is buffered is what the agents asked
-/// for and have not read yet.
+/// bytes counted as 256 - n). Thousands of agents whose tasks wait for a CPU leave about twenty
+/// deltas of each reply in the connection at once; 256 MiB is room for about 840,000 96-byte
+/// deltas, enough for the 10,000-agent fleet (docs/performance-log.md has the run that
+/// overran a smaller window). It is a limit, not an allocation: what is buffered is what the
+/// agents asked for and have not read yet.
 const SHARED_HTTP2_CONNECTION_WINDOW: u32 = 256 << 20;
 
 impl ProviderConfig {

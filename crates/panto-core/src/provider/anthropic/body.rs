@@ -2,8 +2,9 @@
 //! straight to bytes.
 //!
 //! Why not a `serde_json::Value`: building one copied every string of the conversation and the
-//! tools' schemas into a tree of maps, only to write it out and free it, for every request. A
-//! fleet of agents paid about a tenth of its CPU for that (docs/performance.md). These types
+//! tools' schemas into a tree of maps, only to write it out and free it, for every request (a
+//! cost a fleet of agents feels: docs/performance.md, "Requests built from typed wire
+//! structs"). These types
 //! hold references; the only thing written into them after they are built is where the cache
 //! breakpoints go ([`super::cache`]).
 
