@@ -5,11 +5,13 @@
 //! of the workspace lints, and what no lint covers: filesystem I/O, sessions made outside
 //! panto-core, files included across crates ([`includes`]) and the split of panto-core's API
 //! between its root and `panto_core::store` ([`store_api`]), the layers of panto-core's top modules
-//! ([`layers`]), and docs/ARCHITECTURE.md against the tree ([`docs_map`]).
+//! ([`layers`]), docs/ARCHITECTURE.md against the tree ([`docs_map`]), and a reason for every long
+//! function ([`long_fns`]).
 
 mod docs_map;
 mod includes;
 mod layers;
+mod long_fns;
 mod store_api;
 
 use std::path::{Path, PathBuf};
@@ -168,6 +170,7 @@ pub fn check(root: &Path) -> Result<()> {
     store_api::check(root, &mut violations)?;
     docs_map::check(root, &mut violations)?;
     layers::check(root, &mut violations)?;
+    long_fns::check(root, &mut violations)?;
     for krate in LINTED_CRATES {
         let manifest = root.join(krate).join("Cargo.toml");
         let text = std::fs::read_to_string(&manifest).with_context(|| format!("reading {}", manifest.display()))?;

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use panto_core::{Error, NullStore, Session, SessionInfo, SessionStore};
-use panto_store_fs::{JsonlStore, Problems};
+use panto_store_fs::{JsonlStore, UnreadableFiles};
 use panto_store_postgres::PostgresStore;
 
 use crate::exit::Failure;
@@ -99,7 +99,7 @@ impl OpenStore {
 
     /// Every session, newest first, and the session files that could not be read (a database
     /// reports none: it fails or lists).
-    pub async fn list_with_problems(&self) -> Result<(Vec<SessionInfo>, Problems), Failure> {
+    pub async fn list_with_problems(&self) -> Result<(Vec<SessionInfo>, UnreadableFiles), Failure> {
         Ok(match &self.files {
             Some(files) => files.list_with_problems().await?,
             None => (self.store.list().await?, Vec::new()),

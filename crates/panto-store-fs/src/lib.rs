@@ -80,6 +80,7 @@
 //! [`Error::CorruptSession`]: panto_core::Error::CorruptSession
 #![deny(missing_docs)]
 
+mod batch;
 mod checkpoint;
 mod commit;
 mod dir;
@@ -92,7 +93,6 @@ mod lines;
 mod listing;
 mod log;
 mod open;
-mod pending;
 mod read;
 mod skim;
 mod store;
@@ -103,4 +103,4 @@ pub use commit::Durability;
 pub use dir::{check_dir, DirWarning};
 pub use format::MAX_LINE;
 pub use history::{FileCompaction, FileEntry, FileEntryKind, SessionFile};
-pub use store::{JsonlStore, Problems};
+pub use store::{JsonlStore, UnreadableFiles};

@@ -5,7 +5,7 @@
 //! from the model. So reading is two passes that never hold the file in memory:
 //!
 //! 1. [`scan_log`] streams the file once through a bounded buffer and parses each entry as a
-//!    [`Skeleton`]: everything but the message's content, which serde skips without building
+//!    [`EntryOutline`]: everything but the message's content, which serde skips without building
 //!    it. That is enough to check every line's JSON and entry fields, follow the chain and apply
 //!    compactions, and it is all a writer reopening the file needs.
 //! 2. `read.rs` reads back only the lines a caller needs (the view's, for `load`), by offset,
@@ -34,7 +34,7 @@ use crate::open::open_for_reading;
 
 /// An entry without its message content: what the first pass keeps of every line.
 #[derive(Debug, Deserialize)]
-pub(crate) struct Skeleton {
+pub(crate) struct EntryOutline {
     #[serde(rename = "type")]
     pub kind: String,
     pub id: String,
@@ -54,7 +54,7 @@ pub(crate) struct Skeleton {
     pub activity: Activity,
 }
 
-impl Skeleton {
+impl EntryOutline {
     /// Whether this is a message entry (not a branch switch).
     pub fn is_message(&self) -> bool {
         self.message.is_some()
@@ -82,7 +82,7 @@ pub(crate) struct LoggedEntry {
     /// Length of the line without its `\n`.
     pub len: usize,
     /// The entry, without its message content.
-    pub entry: Skeleton,
+    pub entry: EntryOutline,
 }
 
 /// A session file, scanned.
@@ -250,8 +250,8 @@ fn scan_log_with_max<R: Read>(reader: R, path: &Path, id: &str, max: usize) -> R
 /// full, so the error is the one [`parse_entry`] gives (naming the field or the column).
 /// `location` names the line; it is formatted only when the line is bad, since this runs for
 /// every line of a log.
-fn parse_skeleton(line: &[u8], location: impl FnOnce() -> String) -> Result<Skeleton> {
-    match serde_json::from_slice::<Skeleton>(line) {
+fn parse_skeleton(line: &[u8], location: impl FnOnce() -> String) -> Result<EntryOutline> {
+    match serde_json::from_slice::<EntryOutline>(line) {
         Ok(skeleton) if skeleton.kind == crate::format::MESSAGE_TYPE && skeleton.is_message() => Ok(skeleton),
         Ok(skeleton) if skeleton.kind == crate::format::BRANCH_TYPE && !skeleton.is_message() => Ok(skeleton),
         Ok(skeleton) if skeleton.kind == crate::format::BRANCH_TYPE => {

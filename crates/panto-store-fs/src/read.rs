@@ -9,7 +9,7 @@ use panto_core::store::validate_checkpoint_address;
 use panto_core::{CheckpointRecord, EntryRef, LoadedBranch, Message, Result, SessionTree, StoredCheckpoint, TreeEntry};
 
 use crate::format::{corrupt, io_error, line_location, parse_entry, CheckpointOnDisk, ForkOnDisk};
-use crate::log::{open_log, ParsedLog, Skeleton};
+use crate::log::{open_log, EntryOutline, ParsedLog};
 
 /// Reads session `id` from the file at `path` for `load_branch`: the metadata bag, the messages
 /// of the active branch's view with their entries, and the fork origin. `None` when there is no
@@ -95,7 +95,7 @@ pub(crate) fn checkpoint_record(change: CheckpointOnDisk, path: &Path, line: usi
     })
 }
 
-fn entry_ref(entry: &Skeleton) -> EntryRef {
+fn entry_ref(entry: &EntryOutline) -> EntryRef {
     EntryRef {
         id: entry.id.clone(),
         parent: entry.parent_id.clone(),

@@ -15,6 +15,7 @@ use panto_core::{
     StoredCheckpoint,
 };
 
+use crate::batch::{BatchMessage, OwnedBatchMessage};
 use crate::checkpoint;
 use crate::commit::Durability;
 use crate::fork::{fork_lines, write_fork};
@@ -23,13 +24,12 @@ use crate::format::io_error;
 use crate::format::{CheckpointOnDisk, ForkOnDisk};
 use crate::history::{self, SessionFile};
 use crate::listing::{holds_no_session, read_info};
-use crate::pending::{OwnedPending, Pending};
 use crate::read::{load_branch, load_checkpoints, load_tree};
 use crate::writer::Writer;
 
 /// Files in the session directory that could not be read as sessions, each with why: what
 /// [`JsonlStore::list_with_problems`] reports beside the sessions it could read.
-pub type Problems = Vec<(PathBuf, Error)>;
+pub type UnreadableFiles = Vec<(PathBuf, Error)>;
 
 /// The file name extension of session files.
 pub(crate) const EXTENSION: &str = "jsonl";
@@ -157,7 +157,7 @@ impl JsonlStore {
     /// names are not session ids, with why. No file is read: a file named for a session may
     /// still be empty (no session), damaged, or not a regular file. A directory that does not
     /// exist yet holds no sessions.
-    pub async fn session_files(&self) -> Result<(Vec<(String, PathBuf)>, Problems)> {
+    pub async fn session_files(&self) -> Result<(Vec<(String, PathBuf)>, UnreadableFiles)> {
         let inner = self.inner.clone();
         blocking(move || {
             let (mut files, problems) = inner.session_files()?;
@@ -195,7 +195,7 @@ impl JsonlStore {
     ///
     /// A bad file never fails the listing; only a directory that cannot be read does. A
     /// directory that does not exist yet holds no sessions.
-    pub async fn list_with_problems(&self) -> Result<(Vec<SessionInfo>, Problems)> {
+    pub async fn list_with_problems(&self) -> Result<(Vec<SessionInfo>, UnreadableFiles)> {
         let inner = self.inner.clone();
         blocking(move || inner.scan_all()).await
     }
@@ -208,7 +208,7 @@ impl Inner {
 
     /// The session ids named by the `*.jsonl` files in the directory, with their paths; files
     /// whose names are not session ids are returned apart.
-    fn session_files(&self) -> Result<(Vec<(String, PathBuf)>, Problems)> {
+    fn session_files(&self) -> Result<(Vec<(String, PathBuf)>, UnreadableFiles)> {
         let mut sessions = Vec::new();
         let mut problems = Vec::new();
         let entries = match std::fs::read_dir(&self.dir) {
@@ -242,7 +242,7 @@ impl Inner {
         Ok((sessions, problems))
     }
 
-    fn scan_all(&self) -> Result<(Vec<SessionInfo>, Problems)> {
+    fn scan_all(&self) -> Result<(Vec<SessionInfo>, UnreadableFiles)> {
         let (files, mut problems) = self.session_files()?;
         let mut infos = Vec::with_capacity(files.len());
         for (id, path) in files {
@@ -379,7 +379,12 @@ impl Inner {
     /// thread: without fsync, to a session this store already has open, whose writer is free.
     /// The append is then one `write` into the page cache, a few microseconds, while the hand-off
     /// costs two thread wake-ups and a copy of the batch. `None` when any of that does not hold.
-    fn try_append_here(&self, id: &str, batch: &[Pending<'_>], metadata: Option<&str>) -> Option<Result<Vec<String>>> {
+    fn try_append_here(
+        &self,
+        id: &str,
+        batch: &[BatchMessage<'_>],
+        metadata: Option<&str>,
+    ) -> Option<Result<Vec<String>>> {
         if self.durability != Durability::None {
             return None;
         }
@@ -397,7 +402,7 @@ impl Inner {
         Some(result)
     }
 
-    fn append(&self, id: &str, batch: &[Pending<'_>], metadata: Option<&str>) -> Result<Vec<String>> {
+    fn append(&self, id: &str, batch: &[BatchMessage<'_>], metadata: Option<&str>) -> Result<Vec<String>> {
         self.with_writer(id, |writer| writer.append(batch, metadata, Utc::now(), self.durability))
     }
 }
@@ -485,9 +490,9 @@ impl SessionStore for JsonlStore {
     async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> Result<Vec<String>> {
         validate_session_id(id)?;
         // The provenance fields (`conversation`, `tools_available`) are not kept by this store.
-        let batch: Vec<Pending<'_>> = messages
+        let batch: Vec<BatchMessage<'_>> = messages
             .iter()
-            .map(|m| Pending {
+            .map(|m| BatchMessage {
                 message: m.message,
                 usage: m.usage,
                 wire: m.wire,
@@ -504,7 +509,7 @@ impl SessionStore for JsonlStore {
         }
         // Opening a session reads its log, and fsync waits for the disk: both run on a blocking
         // thread, so the batch is copied to move there.
-        let owned: Vec<OwnedPending> = batch.into_iter().map(OwnedPending::of).collect();
+        let owned: Vec<OwnedBatchMessage> = batch.into_iter().map(OwnedBatchMessage::of).collect();
         let metadata = metadata.map(str::to_owned);
         let inner = self.inner.clone();
         let id = id.to_owned();
@@ -512,7 +517,7 @@ impl SessionStore for JsonlStore {
         let worker_span = span.span().clone();
         let dispatch = tracing::dispatcher::get_default(Clone::clone);
         let result = blocking(move || {
-            let batch: Vec<Pending<'_>> = owned.iter().map(OwnedPending::borrow).collect();
+            let batch: Vec<BatchMessage<'_>> = owned.iter().map(OwnedBatchMessage::borrow).collect();
             tracing::dispatcher::with_default(&dispatch, || {
                 worker_span.in_scope(|| inner.append(&id, &batch, metadata.as_deref()))
             })

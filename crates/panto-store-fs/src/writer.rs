@@ -12,6 +12,7 @@ use fs4::fs_std::FileExt;
 use panto_core::store::{compact_view, AppendSpan, EntryIds};
 use panto_core::{CompactionRecord, Error, Message, Result, Role, SessionInfo};
 
+use crate::batch::BatchMessage;
 use crate::commit::{commit_batch, CommitFailure, Durability};
 use crate::format::io_error;
 use crate::format::{
@@ -20,7 +21,6 @@ use crate::format::{
 };
 use crate::log::{scan_log, ParsedLog, Scanned};
 use crate::open::{check_regular, open_error, open_for_append};
-use crate::pending::Pending;
 
 /// The largest serialisation buffer a writer keeps for its next append.
 const MAX_SCRATCH: usize = 1 << 20;
@@ -260,7 +260,7 @@ impl Writer {
     /// restored.
     pub fn append(
         &mut self,
-        batch: &[Pending<'_>],
+        batch: &[BatchMessage<'_>],
         metadata: Option<&str>,
         now: DateTime<Utc>,
         durability: Durability,
@@ -308,7 +308,7 @@ impl Writer {
     fn stage(
         &mut self,
         buf: &mut Vec<u8>,
-        batch: &[Pending<'_>],
+        batch: &[BatchMessage<'_>],
         metadata: Option<&str>,
         now: DateTime<Utc>,
         new_ids: &mut Vec<String>,

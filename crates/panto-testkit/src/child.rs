@@ -1,8 +1,9 @@
 //! Running the current test binary again as a child process: a second writer in another
 //! process, a process that is killed, a fleet of workers.
 //!
-//! The child is one test of the same binary, selected by its exact name, that does nothing in a
-//! normal run: it returns at once unless the environment the parent set says it is the child.
+//! The child is one test of the same binary, selected by its exact name and marked `#[ignore]`,
+//! so that a normal run reports it as ignored rather than as a test that passed without checking
+//! anything; the parent runs it with `--ignored` and the environment it needs.
 //! It tells the parent how it went with [`report_to_parent`], one line on its standard output,
 //! which the parent reads back with [`child_report`] (or [`wait_for_child`] in an async test):
 //!
@@ -16,8 +17,9 @@
 //! }
 //!
 //! #[test]
+//! #[ignore = "the child half of a_second_process_sees_the_lock"]
 //! fn child_appends() {
-//!     let Ok(dir) = std::env::var("CHILD_DIR") else { return };
+//!     let dir = std::env::var("CHILD_DIR").expect("set by the parent");
 //!     // ... try to write in `dir` ...
 //!     report_to_parent("in use");
 //! }
@@ -29,14 +31,14 @@ use std::process::{Child, Command, Stdio};
 /// What starts the line a child reports on.
 const REPORT_PREFIX: &str = "CHILD RESULT: ";
 
-/// A command that runs test `test` of this test binary alone (its full path, e.g.
+/// A command that runs ignored test `test` of this test binary alone (its full path, e.g.
 /// `fs::locking::child_process_appends`), with its standard output and error captured. Add the
 /// environment that makes the child act, then `spawn` it.
 pub fn child_test(test: &str) -> Command {
     let exe = std::env::current_exe().unwrap_or_else(|e| panic!("finding the test binary to run again: {e}"));
     let mut command = Command::new(exe);
     command
-        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .args([test, "--exact", "--ignored", "--nocapture", "--test-threads=1"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     command

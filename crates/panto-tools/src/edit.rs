@@ -87,7 +87,7 @@ fn plan(content: &str, input: &Input) -> Result<Plan, String> {
 /// (the old text exactly once, or every occurrence with `replace_all`); `Err` is the error the
 /// tool gives (bad arguments, old text missing or ambiguous). For a front end that draws an edit
 /// from text it already has; [`crate::Toolbox::preview`] reads the file itself.
-pub fn edited(content: &str, input: &serde_json::Value) -> Result<String, String> {
+pub fn content_after_edit(content: &str, input: &serde_json::Value) -> Result<String, String> {
     let input: Input = parse_input(ToolName::Edit, input).map_err(|e| e.to_string())?;
     Ok(plan(content, &input)?.content)
 }

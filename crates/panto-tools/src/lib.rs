@@ -79,7 +79,7 @@ pub use approval::{describe_arguments, ApprovalHook};
 pub use bash::BashProgress;
 pub use checkpoint::{FileOutcome, RestoredFile, MAX_CHECKPOINT_BYTES};
 pub use child::{explain_spawn_error, spawn, ChildSetup, GroupChild};
-pub use edit::edited;
+pub use edit::content_after_edit;
 pub use error::Error;
 pub use files::{image_format, kind as file_kind, open_regular, read_bounded, OpenRefusal};
 pub use hooks::{main_argument, CommandHook, HookConfig, HookVerdict, PolicyHook};

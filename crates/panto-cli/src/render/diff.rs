@@ -26,8 +26,11 @@ pub fn preview(tool: &str, input: &serde_json::Value, style: Style) -> Option<Ve
             // Against the file, by the edit tool's own matching, so hunks carry its line
             // numbers; the strings alone when the file cannot be read or the edit would not
             // apply (the tool will say why).
-            let planned = existing(text("path")?)
-                .and_then(|file| panto_tools::edited(&file, input).ok().map(|changed| (file, changed)));
+            let planned = existing(text("path")?).and_then(|file| {
+                panto_tools::content_after_edit(&file, input)
+                    .ok()
+                    .map(|changed| (file, changed))
+            });
             let lines = match planned {
                 Some((file, changed)) => diff_lines(&file, &changed, style),
                 None => diff_lines(old, new, style),

@@ -276,36 +276,14 @@ impl<'a> Turn<'a> {
         }
     }
 
-    /// Advances the turn by one step. Cancel safe: every await leaves `self` consistent, so the
-    /// step can be dropped at any await when the turn is cancelled.
+    /// Advances the turn by one step: one method per phase. Cancel safe: every await leaves
+    /// `self` consistent, so the step can be dropped at any await when the turn is cancelled.
     async fn step(&mut self) -> Result<Option<Event>> {
         match &mut self.phase {
             Phase::Finished => Ok(None),
             Phase::Start(message) => {
                 let message = std::mem::take(message);
-                self.phase = Phase::Request;
-                self.state = StreamState::Requesting;
-                let mut content = Vec::with_capacity(1 + message.images.len());
-                for (index, image) in message.images.iter().enumerate() {
-                    match self.agent.process_image(index, image) {
-                        Ok(block) => content.push(block),
-                        Err(e) => return Err(self.fail(e)),
-                    }
-                }
-                content.insert(0, ContentBlock::Text { text: message.text });
-                self.agent.conversation.messages.push(Message::new(Role::User, content));
-                // The prompt is durable before the provider sees it (a new session waits for its
-                // first assistant message): its write is also where a session another writer holds
-                // is found, and that must fail the turn before a request is paid for. So must a
-                // stale session value (one that says empty while the store holds messages), which
-                // taking the session checks.
-                if let Err(e) = self.agent.hold_session().await {
-                    return Err(self.fail(e));
-                }
-                if let Err(e) = self.agent.flush().await {
-                    return Err(self.fail(e));
-                }
-                Ok(None)
+                self.start(message).await
             }
             Phase::Backoff(delay) => {
                 let delay = *delay;
@@ -314,146 +292,187 @@ impl<'a> Turn<'a> {
                 self.state = StreamState::Requesting;
                 Ok(None)
             }
-            Phase::Request => {
-                if self.steps >= self.agent.config.max_steps {
-                    return Err(self.fail_written(Error::StepLimit(self.agent.config.max_steps)).await);
-                }
-                if let Some(event) = self.maybe_compact().await? {
-                    return Ok(Some(event));
-                }
-                if let Err(e) = self
-                    .agent
-                    .hooks
-                    .before_request(&self.agent.conversation.messages, &self.cancel)
-                    .await
-                {
-                    return Err(self.fail_written(e).await);
-                }
-                let system = self.agent.conversation.effective_system_blocks();
-                // A source's tools may have changed since the last step (an MCP server's
-                // list_changed); each request offers the current ones.
-                self.agent.registry.refresh_sources();
-                let tools = self.agent.registry.decls();
-                let request = ProviderRequest {
-                    config: &self.agent.config.provider,
-                    system: &system,
-                    messages: &self.agent.conversation.messages,
-                    tools: &tools,
-                    require_tool: self.output.is_some(),
-                    session_id: self.agent.session.id(),
-                };
-                let request_span = self.trace.request_started(&self.agent.config, self.attempt);
-                let opening = match self.agent.config.provider.http_client() {
-                    // Boxed: the HTTP exchange's future is over a kilobyte, and the step
-                    // around it would otherwise carry it through its every state.
-                    Ok(client) => Ok(Box::pin(ProviderStream::start(
-                        &client,
-                        &request,
-                        self.agent.config.idle_timeout,
-                    ))),
-                    Err(e) => Err(e),
-                };
-                drop(system);
-                // Tool results this request carries are written while it travels, and are durable
-                // before anything of its response is seen, which takes their write off the turn's
-                // critical path; an assistant message's stays on it (its tools run only once it is
-                // stored, and a turn is complete only once its answer is). Should the write fail,
-                // the response is dropped unread and the turn fails with the store's error.
-                let (written, opened) = match opening {
-                    Ok(opening) => {
-                        let opening = opening.instrument(request_span);
-                        if std::mem::take(&mut self.unwritten) {
-                            let flush = self.agent.flush();
-                            tokio::pin!(flush, opening);
-                            let (written, mut opened) = tokio::select! {
-                                written = &mut flush => (Some(written), opening.await),
-                                opened = &mut opening => (None, opened),
-                            };
-                            let written = match (written, &mut opened) {
-                                (Some(written), _) => written,
-                                // The response's bytes are read (not decoded) while the write
-                                // goes on: see `ProviderStream::read_ahead`.
-                                (None, Ok(stream)) => tokio::select! {
-                                    written = &mut flush => written,
-                                    never = stream.read_ahead() => match never {},
-                                },
-                                (None, Err(_)) => flush.await,
-                            };
-                            (written, opened)
-                        } else {
-                            (Ok(()), opening.await)
-                        }
-                    }
-                    Err(e) => (self.write_unwritten().await, Err(e)),
-                };
-                if let Err(e) = written {
-                    return Err(self.fail(e));
-                }
-                match opened {
-                    Ok(stream) => {
-                        self.trace.request_opened(stream.status);
-                        self.steps += 1;
-                        self.phase = Phase::Streaming(Box::new(stream), PartialMessage::default());
-                        self.state = StreamState::Streaming;
-                        Ok(None)
-                    }
-                    Err(e) => self.retry_or_fail(e, false).await,
-                }
-            }
+            Phase::Request => self.request().await,
             // Normally pulled by `traced_step`, outside the turn's span.
             Phase::Streaming(..) => self.pull_response().await,
             Phase::Compact { overflow } => {
                 let overflow = *overflow;
-                // Boxed: a compaction's future is kilobytes, and most steps are not one.
-                match Box::pin(self.agent.compact(None, None)).await {
-                    Ok(result) => {
-                        self.phase = Phase::Request;
-                        self.state = StreamState::Requesting;
-                        // The summary request is one of the turn's requests, and is paid for.
-                        if let Some(u) = &result.usage {
-                            self.usage.accumulate(u);
-                        }
-                        Ok(Some(Event::CompactionComplete {
-                            tokens_before: result.tokens_before,
-                            tokens_after: result.tokens_after,
-                            usage: result.usage,
-                        }))
-                    }
-                    Err(e) if overflow => Err(self.fail(Error::OverflowCompactionFailed { source: Box::new(e) })),
-                    Err(e) => Err(self.fail(e)),
-                }
+                self.compact_in_turn(overflow).await
             }
             Phase::Tools(dispatch) => match dispatch.next_completion().await {
                 Some(event) => Ok(Some(event)),
-                None => {
-                    let Phase::Tools(dispatch) = std::mem::replace(&mut self.phase, Phase::Request) else {
-                        unreachable!("matched above");
-                    };
-                    self.state = StreamState::Requesting;
-                    let mut results = dispatch.into_message();
-                    if let Err(e) = self.join_steers(&mut results) {
-                        // The results still belong in the conversation: without them the next
-                        // request would be invalid.
-                        self.agent.conversation.messages.push(results);
-                        return Err(self.fail(e));
-                    }
-                    self.agent.conversation.messages.push(results);
-                    match self.output.as_ref().map(|(slot, _)| slot.outcome()) {
-                        // The next request carries the results, and writes them on its way.
-                        None | Some(Outcome::Continue) => {
-                            self.unwritten = true;
-                            Ok(None)
-                        }
-                        Some(Outcome::Done) => {
-                            if let Err(e) = self.agent.flush().await {
-                                return Err(self.fail(e));
-                            }
-                            Ok(Some(self.complete_turn(StopReason::ToolUse)))
-                        }
-                        Some(Outcome::Failed(e)) => Err(self.fail_written(e).await),
-                    }
-                }
+                None => self.tools_done().await,
             },
+        }
+    }
+
+    /// The prompt enters the conversation, and is stored before anything is sent.
+    async fn start(&mut self, message: UserMessage) -> Result<Option<Event>> {
+        self.phase = Phase::Request;
+        self.state = StreamState::Requesting;
+        let mut content = Vec::with_capacity(1 + message.images.len());
+        for (index, image) in message.images.iter().enumerate() {
+            match self.agent.process_image(index, image) {
+                Ok(block) => content.push(block),
+                Err(e) => return Err(self.fail(e)),
+            }
+        }
+        content.insert(0, ContentBlock::Text { text: message.text });
+        self.agent.conversation.messages.push(Message::new(Role::User, content));
+        // The prompt is durable before the provider sees it (a new session waits for its
+        // first assistant message): its write is also where a session another writer holds
+        // is found, and that must fail the turn before a request is paid for. So must a
+        // stale session value (one that says empty while the store holds messages), which
+        // taking the session checks.
+        if let Err(e) = self.agent.hold_session().await {
+            return Err(self.fail(e));
+        }
+        if let Err(e) = self.agent.flush().await {
+            return Err(self.fail(e));
+        }
+        Ok(None)
+    }
+
+    /// Sends the next request (after a compaction, when one is due), writing the tool results it
+    /// carries while it travels.
+    async fn request(&mut self) -> Result<Option<Event>> {
+        if self.steps >= self.agent.config.max_steps {
+            return Err(self.fail_written(Error::StepLimit(self.agent.config.max_steps)).await);
+        }
+        if let Some(event) = self.maybe_compact().await? {
+            return Ok(Some(event));
+        }
+        if let Err(e) = self
+            .agent
+            .hooks
+            .before_request(&self.agent.conversation.messages, &self.cancel)
+            .await
+        {
+            return Err(self.fail_written(e).await);
+        }
+        let system = self.agent.conversation.effective_system_blocks();
+        // A source's tools may have changed since the last step (an MCP server's
+        // list_changed); each request offers the current ones.
+        self.agent.registry.refresh_sources();
+        let tools = self.agent.registry.decls();
+        let request = ProviderRequest {
+            config: &self.agent.config.provider,
+            system: &system,
+            messages: &self.agent.conversation.messages,
+            tools: &tools,
+            require_tool: self.output.is_some(),
+            session_id: self.agent.session.id(),
+        };
+        let request_span = self.trace.request_started(&self.agent.config, self.attempt);
+        let opening = match self.agent.config.provider.http_client() {
+            // Boxed: the HTTP exchange's future is over a kilobyte, and the step
+            // around it would otherwise carry it through its every state.
+            Ok(client) => Ok(Box::pin(ProviderStream::start(
+                &client,
+                &request,
+                self.agent.config.idle_timeout,
+            ))),
+            Err(e) => Err(e),
+        };
+        drop(system);
+        // Tool results this request carries are written while it travels, and are durable
+        // before anything of its response is seen, which takes their write off the turn's
+        // critical path; an assistant message's stays on it (its tools run only once it is
+        // stored, and a turn is complete only once its answer is). Should the write fail,
+        // the response is dropped unread and the turn fails with the store's error.
+        let (written, opened) = match opening {
+            Ok(opening) => {
+                let opening = opening.instrument(request_span);
+                if std::mem::take(&mut self.unwritten) {
+                    let flush = self.agent.flush();
+                    tokio::pin!(flush, opening);
+                    let (written, mut opened) = tokio::select! {
+                        written = &mut flush => (Some(written), opening.await),
+                        opened = &mut opening => (None, opened),
+                    };
+                    let written = match (written, &mut opened) {
+                        (Some(written), _) => written,
+                        // The response's bytes are read (not decoded) while the write
+                        // goes on: see `ProviderStream::read_ahead`.
+                        (None, Ok(stream)) => tokio::select! {
+                            written = &mut flush => written,
+                            never = stream.read_ahead() => match never {},
+                        },
+                        (None, Err(_)) => flush.await,
+                    };
+                    (written, opened)
+                } else {
+                    (Ok(()), opening.await)
+                }
+            }
+            Err(e) => (self.write_unwritten().await, Err(e)),
+        };
+        if let Err(e) = written {
+            return Err(self.fail(e));
+        }
+        match opened {
+            Ok(stream) => {
+                self.trace.request_opened(stream.status);
+                self.steps += 1;
+                self.phase = Phase::Streaming(Box::new(stream), PartialMessage::default());
+                self.state = StreamState::Streaming;
+                Ok(None)
+            }
+            Err(e) => self.retry_or_fail(e, false).await,
+        }
+    }
+
+    /// Compacts in the middle of a turn: before a request that would not fit, or after the
+    /// provider said the context overflowed.
+    async fn compact_in_turn(&mut self, overflow: bool) -> Result<Option<Event>> {
+        // Boxed: a compaction's future is kilobytes, and most steps are not one.
+        match Box::pin(self.agent.compact(None, None)).await {
+            Ok(result) => {
+                self.phase = Phase::Request;
+                self.state = StreamState::Requesting;
+                // The summary request is one of the turn's requests, and is paid for.
+                if let Some(u) = &result.usage {
+                    self.usage.accumulate(u);
+                }
+                Ok(Some(Event::CompactionComplete {
+                    tokens_before: result.tokens_before,
+                    tokens_after: result.tokens_after,
+                    usage: result.usage,
+                }))
+            }
+            Err(e) if overflow => Err(self.fail(Error::OverflowCompactionFailed { source: Box::new(e) })),
+            Err(e) => Err(self.fail(e)),
+        }
+    }
+
+    /// Every tool call of the message has completed: their results (and any steers) become the
+    /// next user message, and the turn goes on, or ends with a structured result.
+    async fn tools_done(&mut self) -> Result<Option<Event>> {
+        let Phase::Tools(dispatch) = std::mem::replace(&mut self.phase, Phase::Request) else {
+            unreachable!("step calls tools_done only in the tools phase");
+        };
+        self.state = StreamState::Requesting;
+        let mut results = dispatch.into_message();
+        if let Err(e) = self.join_steers(&mut results) {
+            // The results still belong in the conversation: without them the next
+            // request would be invalid.
+            self.agent.conversation.messages.push(results);
+            return Err(self.fail(e));
+        }
+        self.agent.conversation.messages.push(results);
+        match self.output.as_ref().map(|(slot, _)| slot.outcome()) {
+            // The next request carries the results, and writes them on its way.
+            None | Some(Outcome::Continue) => {
+                self.unwritten = true;
+                Ok(None)
+            }
+            Some(Outcome::Done) => {
+                if let Err(e) = self.agent.flush().await {
+                    return Err(self.fail(e));
+                }
+                Ok(Some(self.complete_turn(StopReason::ToolUse)))
+            }
+            Some(Outcome::Failed(e)) => Err(self.fail_written(e).await),
         }
     }
 

@@ -103,11 +103,12 @@ async fn a_second_process_gets_session_in_use() {
     );
 }
 
-/// The child side of `a_second_process_gets_session_in_use`; does nothing in a normal run.
+/// The child side of `a_second_process_gets_session_in_use`, run only by it.
 #[tokio::test]
+#[ignore = "the child half of a_second_process_gets_session_in_use, run only by it"]
 async fn child_process_appends() {
     let (Ok(dir), Ok(id)) = (std::env::var(CHILD_DIR), std::env::var(CHILD_ID)) else {
-        return;
+        panic!("run by a_second_process_gets_session_in_use, which sets {CHILD_DIR} and {CHILD_ID}");
     };
     let store = JsonlStore::new(dir);
     let result = match append_one(&*store, &id, &user("child")).await {

@@ -110,11 +110,12 @@ async fn two_processes_write_while_a_third_lists_and_loads() {
     assert_eq!(list, sorted);
 }
 
-/// The child side of `a_second_process_gets_session_in_use`; does nothing in a normal run.
+/// The child side of `a_second_process_gets_session_in_use`, run only by it.
 #[tokio::test]
+#[ignore = "the child half of a_second_process_gets_session_in_use, run only by it"]
 async fn child_appends() {
     let (Ok(db), Ok(id)) = (std::env::var(CHILD_DB), std::env::var(CHILD_ID)) else {
-        return;
+        panic!("run by a_second_process_gets_session_in_use, which sets {CHILD_DB} and {CHILD_ID}");
     };
     let store = PostgresStore::connect(&db).await.unwrap();
     let result = match append_one(&*store, &id, &user("child")).await {
@@ -126,15 +127,16 @@ async fn child_appends() {
 }
 
 /// The child side of `two_processes_write_while_a_third_lists_and_loads`: writes its session
-/// in batches of a prompt and a reply, a little apart. Does nothing in a normal run.
+/// in batches of a prompt and a reply, a little apart. Run only by that test.
 #[tokio::test]
+#[ignore = "the child half of two_processes_write_while_a_third_lists_and_loads, run only by it"]
 async fn child_writes() {
     let (Ok(db), Ok(id), Ok(batches)) = (
         std::env::var(CHILD_DB),
         std::env::var(CHILD_ID),
         std::env::var(CHILD_BATCHES),
     ) else {
-        return;
+        panic!("run by two_processes_write_while_a_third_lists_and_loads, which sets {CHILD_DB}, {CHILD_ID} and {CHILD_BATCHES}");
     };
     let batches: usize = batches.parse().unwrap();
     let store = PostgresStore::connect(&db).await.unwrap();

@@ -195,6 +195,8 @@ impl ResponsesScript {
     }
 
     /// The response body.
+    // Long: the whole stream in wire order, one event after another, so that it reads as the
+    // protocol sends it; split by item kind, the order would be spread over functions.
     pub fn build(&self) -> Vec<u8> {
         let mut out = String::new();
         let mut seq = 0u64;

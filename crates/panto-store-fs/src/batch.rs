@@ -5,7 +5,7 @@ use panto_core::{CompactionRecord, Message, Usage, WireIdentity};
 
 /// One message of a batch: what of a `PersistentMessage` this store keeps, borrowed.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Pending<'a> {
+pub(crate) struct BatchMessage<'a> {
     pub message: &'a Message,
     pub usage: Option<Usage>,
     pub wire: Option<&'a WireIdentity>,
@@ -14,16 +14,16 @@ pub(crate) struct Pending<'a> {
 
 /// An owned copy of one message of a batch, so the batch can move to a blocking thread.
 #[derive(Debug)]
-pub(crate) struct OwnedPending {
+pub(crate) struct OwnedBatchMessage {
     message: Message,
     usage: Option<Usage>,
     wire: Option<WireIdentity>,
     compaction: Option<CompactionRecord>,
 }
 
-impl OwnedPending {
-    pub fn of(p: Pending<'_>) -> Self {
-        OwnedPending {
+impl OwnedBatchMessage {
+    pub fn of(p: BatchMessage<'_>) -> Self {
+        OwnedBatchMessage {
             message: p.message.clone(),
             usage: p.usage,
             wire: p.wire.cloned(),
@@ -31,8 +31,8 @@ impl OwnedPending {
         }
     }
 
-    pub fn borrow(&self) -> Pending<'_> {
-        Pending {
+    pub fn borrow(&self) -> BatchMessage<'_> {
+        BatchMessage {
             message: &self.message,
             usage: self.usage,
             wire: self.wire.as_ref(),
