@@ -1,11 +1,10 @@
 //! The stream an embedder holds: [`Stream::next`], and the same events as a `futures::Stream`.
 
-use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, ReusableBoxFuture};
 
 use super::super::steer::RunControl;
 use super::super::typed::OutputSlot;
@@ -17,8 +16,9 @@ use crate::event::Event;
 use crate::tool::Tool;
 
 /// A step started by `poll_next`: it owns the turn while it runs and hands it back with the
-/// event.
-type Step<'a> = Pin<Box<dyn Future<Output = (Box<Turn<'a>>, Result<Option<Event>>)> + Send + 'a>>;
+/// event. Its allocation is reused from one step to the next, so a turn pulled through
+/// `futures::Stream` allocates it once, not once per event.
+type Step<'a> = ReusableBoxFuture<'a, (Box<Turn<'a>>, Result<Option<Event>>)>;
 
 /// The events of one turn, pulled with [`Stream::next`] or, as a
 /// [`futures::Stream`](futures_util::Stream) of `Result<Event>`, with the `StreamExt` combinators.
@@ -63,8 +63,10 @@ pub struct Stream<'a> {
     /// The turn, between steps. `None` while `step` runs (it owns the turn then) or after
     /// [`Stream::cancel`].
     turn: Option<Box<Turn<'a>>>,
-    /// The step `poll_next` started and has not finished.
+    /// The future of the steps `poll_next` starts (allocated by the first of them).
     step: Option<Step<'a>>,
+    /// Whether `step` holds a step that has not finished (and so holds the turn).
+    stepping: bool,
     /// The turn's state and usage as of the last event, kept here so that they can be read while
     /// `step` holds the turn.
     state: StreamState,
@@ -92,6 +94,7 @@ impl<'a> Stream<'a> {
             control: turn.control.clone(),
             turn: Some(Box::new(turn)),
             step: None,
+            stepping: false,
         }
     }
 
@@ -145,7 +148,7 @@ impl<'a> Stream<'a> {
     /// (the conversation is still valid and everything completed before the failure is
     /// persisted).
     pub async fn next(&mut self) -> Result<Option<Event>> {
-        if self.step.is_none() {
+        if !self.stepping {
             if let Some(turn) = self.turn.as_mut() {
                 let result = turn.next().await;
                 self.state = turn.state;
@@ -161,9 +164,10 @@ impl<'a> Stream<'a> {
     /// results (real or "interrupted") for every dispatched tool call.
     pub async fn cancel(mut self) -> Result<()> {
         self.cancel.cancel();
-        if let Some(step) = self.step.take() {
+        if let Some(step) = self.step.as_mut().filter(|_| self.stepping) {
             // Cancelled, the step ends at once, ending the turn as a cancel does.
-            let (turn, _) = step.await;
+            let (turn, _) = std::future::poll_fn(|cx| step.poll(cx)).await;
+            self.stepping = false;
             self.turn = Some(turn);
         }
         match self.turn.take() {
@@ -175,20 +179,25 @@ impl<'a> Stream<'a> {
     /// Drives the step `poll_next` started, starting one if none runs. `Ok(None)` once the
     /// stream has no turn left.
     fn poll_step(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Event>>> {
-        if self.step.is_none() {
+        if !self.stepping {
             let Some(mut turn) = self.turn.take() else {
                 return Poll::Ready(Ok(None));
             };
-            self.step = Some(Box::pin(async move {
+            let step = async move {
                 let result = turn.next().await;
                 (turn, result)
-            }));
+            };
+            match &mut self.step {
+                Some(reused) => reused.set(step),
+                None => self.step = Some(ReusableBoxFuture::new(step)),
+            }
+            self.stepping = true;
         }
         let Some(step) = self.step.as_mut() else {
             return Poll::Ready(Ok(None));
         };
-        let (turn, result) = std::task::ready!(step.as_mut().poll(cx));
-        self.step = None;
+        let (turn, result) = std::task::ready!(step.poll(cx));
+        self.stepping = false;
         self.state = turn.state;
         self.usage = turn.usage;
         self.turn = Some(turn);
