@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use base64::Engine;
-use panto_core::{ApiStyle, ContentBlock, Error, Event, Role, Session, StopReason, ToolResultContent};
+use panto_core::{Agent, ApiStyle, ContentBlock, Error, Event, Role, Session, StopReason, ToolResultContent};
 use panto_testkit::{Chunking, MockServer, Reply};
 use serde_json::Value;
 
@@ -232,21 +232,50 @@ async fn tool_images_are_resized_and_encoded_for_each_api() {
     }
 }
 
+/// A mock that asks for one call of the `wait` tool (id `w1`) and then answers, and an agent with
+/// that tool: the notice it gives once started, and whether it saw the cancel.
+async fn waiting_agent(style: ApiStyle) -> (MockServer, Agent, Arc<tokio::sync::Notify>, Arc<AtomicBool>) {
+    let server = MockServer::start().await;
+    server.push(Reply::sse(tool_calls(style, &[("w1", "wait", "{}")])));
+    server.push(Reply::sse(text(style, "after")));
+    let mut agent = agent(style, &server);
+    let started = Arc::new(tokio::sync::Notify::new());
+    let saw_cancel = Arc::new(AtomicBool::new(false));
+    agent
+        .register_tool(Arc::new(Wait {
+            started: started.clone(),
+            saw_cancel: saw_cancel.clone(),
+        }))
+        .unwrap();
+    (server, agent, started, saw_cancel)
+}
+
+/// After a stream was dropped while `wait` ran: the tool saw the cancel (cooperative stop)
+/// before being abandoned, its call is closed with an error result, and the agent takes the
+/// next turn.
+async fn the_wait_call_was_stopped_and_closed(style: ApiStyle, agent: &mut Agent, saw_cancel: &AtomicBool) {
+    for _ in 0..100 {
+        if saw_cancel.load(Ordering::SeqCst) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert!(saw_cancel.load(Ordering::SeqCst), "{style}: tool was told to stop");
+    let messages = &agent.conversation().messages;
+    let ContentBlock::ToolResult {
+        tool_use_id, is_error, ..
+    } = &messages[2].content[0]
+    else {
+        panic!("{messages:?}")
+    };
+    assert_eq!((tool_use_id.as_str(), *is_error), ("w1", true));
+    collect(agent, "next").await.unwrap();
+}
+
 #[tokio::test]
 async fn dropping_the_stream_while_tools_run_stops_them_and_closes_the_calls() {
     for style in STYLES {
-        let server = MockServer::start().await;
-        server.push(Reply::sse(tool_calls(style, &[("w1", "wait", "{}")])));
-        server.push(Reply::sse(text(style, "after")));
-        let mut agent = agent(style, &server);
-        let started = Arc::new(tokio::sync::Notify::new());
-        let saw_cancel = Arc::new(AtomicBool::new(false));
-        agent
-            .register_tool(Arc::new(Wait {
-                started: started.clone(),
-                saw_cancel: saw_cancel.clone(),
-            }))
-            .unwrap();
+        let (server, mut agent, started, saw_cancel) = waiting_agent(style).await;
         {
             let mut stream = agent.run("wait".into());
             while let Some(e) = stream.next().await.unwrap().map(checked) {
@@ -260,23 +289,7 @@ async fn dropping_the_stream_while_tools_run_stops_them_and_closes_the_calls() {
                 e = stream.next() => panic!("{style}: the turn went on without the tool: {e:?}"),
             }
         }
-        // The tool saw the cancel (cooperative stop) before being abandoned.
-        for _ in 0..100 {
-            if saw_cancel.load(Ordering::SeqCst) {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        }
-        assert!(saw_cancel.load(Ordering::SeqCst), "{style}: tool was told to stop");
-        let messages = &agent.conversation().messages;
-        let ContentBlock::ToolResult {
-            tool_use_id, is_error, ..
-        } = &messages[2].content[0]
-        else {
-            panic!("{messages:?}")
-        };
-        assert_eq!((tool_use_id.as_str(), *is_error), ("w1", true));
-        collect(&mut agent, "next").await.unwrap();
+        the_wait_call_was_stopped_and_closed(style, &mut agent, &saw_cancel).await;
         body(&server.requests(), 1);
     }
 }
@@ -598,18 +611,7 @@ async fn a_tool_result_holding_the_provider_key_is_stored_sent_and_shown_redacte
 async fn dropping_the_stream_mid_poll_next_closes_the_calls() {
     use futures_util::StreamExt;
     for style in STYLES {
-        let server = MockServer::start().await;
-        server.push(Reply::sse(tool_calls(style, &[("w1", "wait", "{}")])));
-        server.push(Reply::sse(text(style, "after")));
-        let mut agent = agent(style, &server);
-        let started = Arc::new(tokio::sync::Notify::new());
-        let saw_cancel = Arc::new(AtomicBool::new(false));
-        agent
-            .register_tool(Arc::new(Wait {
-                started: started.clone(),
-                saw_cancel: saw_cancel.clone(),
-            }))
-            .unwrap();
+        let (_server, mut agent, started, saw_cancel) = waiting_agent(style).await;
         {
             let mut stream = agent.run("wait".into());
             while let Some(e) = StreamExt::next(&mut stream).await {
@@ -622,21 +624,6 @@ async fn dropping_the_stream_mid_poll_next_closes_the_calls() {
                 e = StreamExt::next(&mut stream) => panic!("{style}: the turn went on without the tool: {e:?}"),
             }
         }
-        for _ in 0..100 {
-            if saw_cancel.load(Ordering::SeqCst) {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
-        }
-        assert!(saw_cancel.load(Ordering::SeqCst), "{style}: tool was told to stop");
-        let messages = &agent.conversation().messages;
-        let ContentBlock::ToolResult {
-            tool_use_id, is_error, ..
-        } = &messages[2].content[0]
-        else {
-            panic!("{messages:?}")
-        };
-        assert_eq!((tool_use_id.as_str(), *is_error), ("w1", true));
-        collect(&mut agent, "next").await.unwrap();
+        the_wait_call_was_stopped_and_closed(style, &mut agent, &saw_cancel).await;
     }
 }
