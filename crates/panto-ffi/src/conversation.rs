@@ -24,9 +24,13 @@ const CONVERSATION_FIELDS: &[&str] = &["messages", "metadata"];
 /// `json` read as a `T` by its serde deserializer; the error names `argument` and where in it the
 /// value is wrong (`conversation_json: messages[1].content[0]: unknown variant ...`).
 fn parse<T: DeserializeOwned>(json: &str, argument: &str) -> Result<T, Failure> {
-    let value: Value = serde_json::from_str(json)
-        .map_err(|e| Failure::new(PANTO_ERR_INVALID_ARGUMENT, format!("{argument}: invalid JSON: {e}")))?;
-    from_value(value, argument)
+    from_value(json_value(json, argument)?, argument)
+}
+
+/// `json` read as JSON, or the error naming `argument`.
+fn json_value(json: &str, argument: &str) -> Result<Value, Failure> {
+    serde_json::from_str(json)
+        .map_err(|e| Failure::new(PANTO_ERR_INVALID_ARGUMENT, format!("{argument}: invalid JSON: {e}")))
 }
 
 fn from_value<T: DeserializeOwned>(value: Value, argument: &str) -> Result<T, Failure> {
@@ -46,8 +50,7 @@ fn from_value<T: DeserializeOwned>(value: Value, argument: &str) -> Result<T, Fa
 /// is refused rather than dropped.
 fn parse_conversation(json: &str) -> Result<Conversation, Failure> {
     const ARGUMENT: &str = "conversation_json";
-    let value: Value = serde_json::from_str(json)
-        .map_err(|e| Failure::new(PANTO_ERR_INVALID_ARGUMENT, format!("{ARGUMENT}: invalid JSON: {e}")))?;
+    let value = json_value(json, ARGUMENT)?;
     let Value::Object(members) = &value else {
         return Err(Failure::new(
             PANTO_ERR_INVALID_ARGUMENT,
