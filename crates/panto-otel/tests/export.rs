@@ -86,7 +86,7 @@ async fn export_to(receiver: &OtlpReceiver, protocol: &str, endpoint: String) {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_turn_reaches_an_otlp_receiver_over_http_and_grpc() {
     let _env = crate::PROCESS_ENV.lock().await;
-    std::env::remove_var("OTEL_SERVICE_NAME");
+    crate::clear_otel_env();
     let unset = Export::from_env("x").unwrap();
     assert!(unset.is_none(), "nothing is set up without an endpoint");
 

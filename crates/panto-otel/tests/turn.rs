@@ -20,13 +20,7 @@ use tracing_subscriber::layer::SubscriberExt;
 async fn a_turn_exports_counts_as_ints_and_finish_reasons_as_an_array() {
     let _env = crate::PROCESS_ENV.lock().await;
     let receiver = OtlpReceiver::start().await;
-    for set_by_other_tests in [
-        "OTEL_SERVICE_NAME",
-        "OTEL_EXPORTER_OTLP_PROTOCOL",
-        "OTEL_EXPORTER_OTLP_HEADERS",
-    ] {
-        std::env::remove_var(set_by_other_tests);
-    }
+    crate::clear_otel_env();
     std::env::set_var("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.http_endpoint());
     let export = Export::from_env("panto-otel-turn")
         .unwrap()
