@@ -13,9 +13,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use panto_core::__bench::{decode, decode_message, sse_events};
+use panto_core::store::PersistentMessage;
 use panto_core::{
-    is_wire_name, ApiStyle, ContentBlock, Conversation, Error, Message, PersistentMessage, Role, Session, SessionStore,
-    ToolResultContent,
+    is_tool_name, ApiStyle, ContentBlock, Conversation, Error, Message, Role, Session, SessionStore, ToolResultContent,
 };
 use panto_store_fs::{Durability, JsonlStore};
 
@@ -123,7 +123,9 @@ pub fn jsonl(data: &[u8]) {
         check("list", &store.list_with_problems().await);
         check(
             "resolve",
-            &Session::resolve(as_dyn.clone(), &FUZZ_SESSION_ID[..13]).await.map(|_| ()),
+            &Session::resolve(as_dyn.clone(), &FUZZ_SESSION_ID[..13])
+                .await
+                .map(|_| ()),
         );
         let message = Message::new(Role::User, vec![ContentBlock::text("after")]);
         let conversation = Conversation::new();
@@ -235,7 +237,7 @@ fn check_tool_calls(conversation: &Conversation) {
             "tool call id {id:?} is not one a request can carry"
         );
         assert!(ids.insert(id), "tool call id {id:?} twice in the conversation");
-        assert!(is_wire_name(name), "tool name {name:?} is not a wire name");
+        assert!(is_tool_name(name), "tool name {name:?} is not a wire name");
         assert!(
             input.is_object() && depth(input) <= 64,
             "tool input {input} is not an object at most 64 levels deep"

@@ -128,24 +128,19 @@ pub(crate) fn c(root: &Path) -> Result<()> {
     ]);
     let valgrind: Vec<&str> = valgrind.iter().map(String::as_str).collect();
     let scratch = out.join("scratch");
+    let asan_env = [("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")];
+    let mut runs: Vec<ProgramRun<'_>> = Vec::new();
     for (name, exe) in plain.iter().filter(|(n, _)| !DRIVEN.contains(&n.as_str())) {
-        run_program(&built, &scratch, name, "plain", &[], exe, &[])?;
-        run_program(&built, &scratch, name, "valgrind", &valgrind, exe, &[])?;
+        runs.push(ProgramRun { name, mode: "plain", wrapper: &[], exe, env: &[] });
+        runs.push(ProgramRun { name, mode: "valgrind", wrapper: &valgrind, exe, env: &[] });
     }
     for (name, exe) in asan.iter().filter(|(n, _)| !DRIVEN.contains(&n.as_str())) {
         // LeakSanitizer stays on: libpanto frees everything it allocates by the time its handles
         // are freed, so a report is a real leak. (Where LSan cannot run, e.g. under ptrace
         // restrictions, add detect_leaks=0; valgrind still checks leaks.)
-        run_program(
-            &built,
-            &scratch,
-            name,
-            "asan",
-            &[],
-            exe,
-            &[("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")],
-        )?;
+        runs.push(ProgramRun { name, mode: "asan", wrapper: &[], exe, env: &asan_env });
     }
+    run_programs(&built, &scratch, &runs)?;
     println!(
         "ffi-test c: {} programs passed plain, under valgrind and with ASan",
         plain.len() - DRIVEN.len()
@@ -346,15 +341,52 @@ fn check_static_link(root: &Path, built: &Built, out: &Path) -> Result<()> {
 }
 
 /// Runs one program (through `wrapper`, if any) against a fresh mock and scratch directory.
-fn run_program(
-    built: &Built,
-    scratch: &Path,
-    name: &str,
-    mode: &str,
-    wrapper: &[&str],
-    exe: &Path,
-    env: &[(&str, &str)],
-) -> Result<()> {
+/// One run of a C program: how (`mode`: plain, under a wrapper such as valgrind, with an
+/// environment such as ASan's) and which executable.
+struct ProgramRun<'a> {
+    name: &'a str,
+    mode: &'a str,
+    wrapper: &'a [&'a str],
+    exe: &'a Path,
+    env: &'a [(&'a str, &'a str)],
+}
+
+/// How many programs run at once: CI has two cores, and a program under valgrind keeps one busy
+/// (run one after another, the valgrind runs were most of this step's time). Each run has a mock
+/// and a scratch directory of its own, so runs share nothing.
+const PARALLEL_RUNS: usize = 2;
+
+/// Runs every program run, [`PARALLEL_RUNS`] at a time; the first failure (in list order) is the
+/// error, after the runs already started have finished.
+fn run_programs(built: &Built, scratch: &Path, runs: &[ProgramRun<'_>]) -> Result<()> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let failed = std::sync::atomic::AtomicBool::new(false);
+    let results: Vec<std::sync::Mutex<Option<Result<()>>>> = runs.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..PARALLEL_RUNS {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i >= runs.len() || failed.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                let result = run_program(built, scratch, &runs[i]);
+                if result.is_err() {
+                    failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
+                *results[i].lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(result);
+            });
+        }
+    });
+    for slot in results {
+        if let Some(Err(e)) = slot.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner) {
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+fn run_program(built: &Built, scratch: &Path, run: &ProgramRun<'_>) -> Result<()> {
+    let ProgramRun { name, mode, wrapper, exe, env } = *run;
     let started = Instant::now();
     let mock = MockProcess::start(&built.mock, &[])?;
     let tmp = scratch.join(format!("{name}-{mode}"));
@@ -425,9 +457,16 @@ pub(crate) fn installed(root: &Path, prefix: &Path) -> Result<()> {
         crate::run(&mut cmd)?;
     }
     let scratch = out.join("scratch");
-    for (name, _) in programs.iter().filter(|(n, _)| !DRIVEN.contains(&n.as_str())) {
-        run_program(&built, &scratch, name, "installed", &[], &out.join(name), &[])?;
-    }
+    let exes: Vec<(&str, PathBuf)> = programs
+        .iter()
+        .filter(|(n, _)| !DRIVEN.contains(&n.as_str()))
+        .map(|(name, _)| (name.as_str(), out.join(name)))
+        .collect();
+    let runs: Vec<ProgramRun<'_>> = exes
+        .iter()
+        .map(|(name, exe)| ProgramRun { name, mode: "installed", wrapper: &[], exe, env: &[] })
+        .collect();
+    run_programs(&built, &scratch, &runs)?;
     crate::run(
         Command::new("go")
             .args(["test", "-count=1", "./..."])

@@ -148,6 +148,11 @@ fn ci(root: &Path) -> Result<()> {
     // CI builds once from a clean tree: incremental state would only cost disk (gigabytes under
     // target/debug/incremental) and time. Every cargo the steps start inherits this.
     std::env::set_var("CARGO_INCREMENTAL", "0");
+    // The real MCP servers the tests use (pinned; nothing to do once installed), so this one
+    // command runs every test on a fresh machine. Installing them is mostly waiting on the
+    // registries, so it runs beside the first steps (which keep both cores busy compiling), and
+    // the step before the tests waits for it.
+    let servers = std::sync::Mutex::new(Some(std::thread::spawn(mcp_servers::install)));
     let steps: Vec<Step<'_>> = vec![
         ("fmt", Box::new(|| cargo(root, &["fmt", "--all", "--", "--check"]))),
         ("arch", Box::new(|| arch::check(root))),
@@ -178,9 +183,18 @@ fn ci(root: &Path) -> Result<()> {
                 )
             }),
         ),
-        // The real MCP servers the tests use (pinned; nothing to do once installed), so this one
-        // command runs every test on a fresh machine.
-        ("mcp-servers", Box::new(mcp_servers::install)),
+        (
+            "mcp-servers",
+            Box::new(|| {
+                let installing = servers.lock().map_err(|_| anyhow::anyhow!("poisoned"))?.take();
+                match installing {
+                    Some(handle) => handle
+                        .join()
+                        .map_err(|_| anyhow::anyhow!("installing the MCP servers panicked"))?,
+                    None => Ok(()),
+                }
+            }),
+        ),
         ("test", Box::new(|| cargo(root, &["test", "--workspace"]))),
         ("codegen-check", Box::new(|| codegen::run(root, true))),
         ("ffi-c", Box::new(|| ffi_tests::c(root))),

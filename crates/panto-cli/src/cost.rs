@@ -1,12 +1,14 @@
 //! Token counts and cost, as shown after a turn, by `/cost`, and in JSON results.
 
-use panto_core::{format_micro_cents, PricingRegistry, Usage, WireIdentity};
+use panto_core::pricing::{format_micro_cents, PricingRegistry};
+use panto_core::wire::ProviderIdentity;
+use panto_core::Usage;
 
 /// Micro-cents per dollar.
 const MICRO_CENTS_PER_DOLLAR: f64 = 100.0 * 1_000_000.0;
 
 /// What `usage` cost on `wire`, in micro-cents; `None` when no rate is known for the model.
-pub fn cost(pricing: &PricingRegistry, wire: &WireIdentity, usage: &Usage) -> Option<u64> {
+pub fn cost(pricing: &PricingRegistry, wire: &ProviderIdentity, usage: &Usage) -> Option<u64> {
     pricing.get(wire)?.cost(usage)
 }
 
@@ -25,7 +27,7 @@ pub fn thousands(n: u64) -> String {
 
 /// What `usage` would have cost on `wire` with no prompt cache: every input token at the input
 /// price. `None` when no rate is known for the model.
-pub fn uncached_cost(pricing: &PricingRegistry, wire: &WireIdentity, usage: &Usage) -> Option<u64> {
+pub fn uncached_cost(pricing: &PricingRegistry, wire: &ProviderIdentity, usage: &Usage) -> Option<u64> {
     let uncached = Usage {
         input_tokens: usage.total_input_tokens(),
         output_tokens: usage.output_tokens,
@@ -103,7 +105,7 @@ mod tests {
 
     #[test]
     fn summary_prices_known_models() {
-        let wire = WireIdentity {
+        let wire = ProviderIdentity {
             api_style: ApiStyle::AnthropicMessages,
             base_url: "http://x".into(),
             model: "claude-sonnet-4-5".into(),
@@ -121,7 +123,7 @@ mod tests {
         assert_eq!(c, Some(300_000_000));
         assert_eq!(summary_line(&usage, c), "1,000,000 in · 0 out · $3.0000");
         assert_eq!(dollars(300_000_000), 3.0);
-        let unknown = WireIdentity {
+        let unknown = ProviderIdentity {
             model: "llama".into(),
             ..wire
         };
@@ -139,7 +141,7 @@ mod tests {
 
     #[test]
     fn the_cached_share_and_the_saving_are_shown() {
-        let wire = WireIdentity {
+        let wire = ProviderIdentity {
             api_style: ApiStyle::AnthropicMessages,
             base_url: "http://x".into(),
             model: "claude-sonnet-4-5".into(),

@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use panto_core::{Agent, ApiStyle, Conversation, LoadedBranch, Session};
+use panto_core::store::LoadedBranch;
+use panto_core::{Agent, ApiStyle, Conversation, Session};
 
 use crate::config::{Env, Selection, Settings};
 use crate::exit::Failure;
@@ -224,7 +225,7 @@ pub async fn start(launch: &Launch, store: &OpenStore, toolbox: &Toolbox, mcp: &
 pub enum ModelChoice<'a> {
     /// Keep this one (`/new` in the REPL).
     Keep(Box<Selection>),
-    /// From the `-m` flag if given, else by the session's last wire identity, else the default.
+    /// From the `-m` flag if given, else by the session's last provider identity, else the default.
     Choose(Option<&'a str>),
 }
 

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::wire::{strip_userinfo, WireIdentity};
-pub use crate::wire::{ApiStyle, ReasoningEffort};
+use crate::identity::{strip_userinfo, ProviderIdentity};
+pub use crate::identity::{ApiStyle, ReasoningEffort};
 
 /// The default of [`ProviderConfig::max_event_bytes`]: 16 MiB.
 pub(crate) const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
@@ -118,8 +118,8 @@ pub struct ProviderConfig {
     /// `ANTHROPIC_BASE_URL` and `OPENAI_BASE_URL`.
     ///
     /// Credentials in it (`http://user:secret@proxy/v1`) are sent as HTTP basic auth, and are
-    /// never recorded or shown: the session's [`WireIdentity`], errors and `Debug` output carry
-    /// the URL without them ([`strip_userinfo`](crate::strip_userinfo)).
+    /// never recorded or shown: the session's [`ProviderIdentity`], errors and `Debug` output carry
+    /// the URL without them ([`strip_userinfo`](crate::wire::strip_userinfo)).
     pub base_url: String,
     /// The API key. Never serialised, never logged, never persisted.
     #[serde(default, skip_serializing)]
@@ -282,8 +282,8 @@ impl ProviderConfig {
 
     /// The identity sessions record: style, base URL without credentials, model, reasoning. No
     /// key.
-    pub fn wire_identity(&self) -> WireIdentity {
-        WireIdentity::new(self.api_style, &self.base_url, self.model.clone(), self.reasoning)
+    pub fn wire_identity(&self) -> ProviderIdentity {
+        ProviderIdentity::new(self.api_style, &self.base_url, self.model.clone(), self.reasoning)
     }
 }
 

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::wire::ApiStyle;
+use crate::identity::ApiStyle;
 
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -93,7 +93,7 @@ pub enum ContentBlock {
     ToolUse {
         /// Provider-assigned call id.
         id: String,
-        /// Wire name of the tool.
+        /// Offered name of the tool.
         name: String,
         /// Arguments as JSON.
         input: serde_json::Value,
@@ -512,7 +512,7 @@ impl Conversation {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ToolDecl {
     /// The name. For [`Agent::register_tool`](crate::Agent::register_tool) it must already be a
-    /// wire name: 1 to 64 characters of `[A-Za-z0-9_-]`. Names from a [`ToolSource`](crate::ToolSource) may be
+    /// offered name: 1 to 64 characters of `[A-Za-z0-9_-]`. Names from a [`ToolSource`](crate::ToolSource) may be
     /// anything; panto encodes them.
     pub name: String,
     /// What the tool does, for the model.

@@ -8,7 +8,7 @@
 //!
 //! Providers: the Anthropic Messages API and the OpenAI Chat Completions API (with every
 //! OpenAI-compatible server), both streamed over SSE, with retry (`retry-after` honoured),
-//! context-overflow handling and compaction, usage and cost ([`PricingRegistry`]).
+//! context-overflow handling and compaction, usage and cost ([`PricingRegistry`](pricing::PricingRegistry)).
 //!
 //! Sessions are kept by a [`SessionStore`]: `panto-store-fs` (JSONL files) is the embedded
 //! default; [`NullStore`] keeps nothing; [`MemoryStore`] keeps sessions in memory. A store
@@ -216,15 +216,16 @@ mod config;
 mod conversation;
 mod error;
 mod event;
+mod identity;
 mod image;
-mod pricing;
+pub mod pricing;
 mod provider;
 mod registry;
 pub mod secret;
 pub mod store;
 mod tool;
 mod trace;
-mod wire;
+pub mod wire;
 
 pub use agent::{
     AfterTool, Agent, BeforeTool, CompactionResult, FileRestore, Hook, QueueMode, RunControl, Stream, StreamState,
@@ -237,17 +238,13 @@ pub use config::{
 pub use conversation::{ContentBlock, Conversation, Message, Role, StopReason, SystemMode, ToolResultContent, Usage};
 pub use error::{Error, Result};
 pub use event::{event_schema, BlockKind, ContentDelta, Event, RetryInfo, ToolDetails, EVENT_SCHEMA_VERSION};
-pub use pricing::{format_micro_cents, Pricing, PricingRegistry};
 pub use provider::http::http_client_builder;
 pub use provider::models::list_models;
-pub use registry::{is_wire_name, MAX_WIRE_NAME};
-pub use store::checkpoint::{CheckpointRecord, StoredCheckpoint};
+pub use registry::{is_tool_name, MAX_TOOL_NAME_LEN};
 pub use store::info::SessionInfo;
 pub use store::memory::MemoryStore;
 pub use store::null::NullStore;
-pub use store::seam::{
-    CompactionRecord, EntryRef, ForkOrigin, LoadedBranch, PersistentMessage, SessionStore, SessionTree, TreeEntry,
-};
+pub use store::seam::SessionStore;
 pub use store::session::Session;
 pub use tool::{tool_fn, FileCheckpoints, ResultPart, Tool, ToolCall, ToolCallResult, ToolDecl, ToolError, ToolSource};
 
@@ -255,6 +252,5 @@ pub use tool::{tool_fn, FileCheckpoints, ResultPart, Tool, ToolCall, ToolCallRes
 /// re-exported so that implementing them needs no `async-trait` dependency of your own: write
 /// `#[panto_core::async_trait]` on the `impl`.
 pub use async_trait::async_trait;
-pub use wire::{strip_userinfo, WireIdentity};
 
 pub use tokio_util::sync::CancellationToken;

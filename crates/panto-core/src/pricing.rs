@@ -1,4 +1,6 @@
-//! What tokens cost.
+//! What tokens cost: a rate card per provider identity ([`PricingRegistry`], over a built-in table
+//! of current Anthropic and OpenAI models), the cost of a turn's [`Usage`] in micro-cents, and how
+//! a front end shows it ([`format_micro_cents`]).
 
 use std::collections::HashMap;
 
@@ -6,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::ApiStyle;
 use crate::conversation::Usage;
-use crate::wire::WireIdentity;
+use crate::identity::ProviderIdentity;
 
 /// A rate card: US dollars per million tokens of each kind.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
@@ -101,11 +103,11 @@ pub fn format_micro_cents(micro_cents: u64) -> String {
     format!("${:.4}", micro_cents as f64 / MICRO_CENTS_PER_DOLLAR)
 }
 
-/// Rate cards keyed by wire identity, over a built-in table of current Anthropic and OpenAI
+/// Rate cards keyed by provider identity, over a built-in table of current Anthropic and OpenAI
 /// models.
 #[derive(Debug, Clone, Default)]
 pub struct PricingRegistry {
-    exact: HashMap<WireIdentity, Pricing>,
+    exact: HashMap<ProviderIdentity, Pricing>,
 }
 
 /// Built-in rates: (api style, model-name prefix, pricing). Longest prefix wins, so dated
@@ -185,8 +187,8 @@ impl PricingRegistry {
         Self::default()
     }
 
-    /// Sets the rates for one exact wire identity (overrides the built-in table).
-    pub fn insert(&mut self, wire: WireIdentity, pricing: Pricing) {
+    /// Sets the rates for one exact provider identity (overrides the built-in table).
+    pub fn insert(&mut self, wire: ProviderIdentity, pricing: Pricing) {
         self.exact.insert(wire, pricing);
     }
 
@@ -211,7 +213,7 @@ impl PricingRegistry {
     }
 
     /// The rates for `wire`: an exact entry, else the built-in family of its model name.
-    pub fn get(&self, wire: &WireIdentity) -> Option<Pricing> {
+    pub fn get(&self, wire: &ProviderIdentity) -> Option<Pricing> {
         if let Some(p) = self.exact.get(wire) {
             return Some(*p);
         }
@@ -236,7 +238,7 @@ mod tests {
     #[test]
     fn known_models_are_the_styles_families_and_exact_entries() {
         let mut registry = PricingRegistry::new();
-        let custom = WireIdentity::new(
+        let custom = ProviderIdentity::new(
             ApiStyle::AnthropicMessages,
             "http://127.0.0.1:1",
             "claude-custom",
@@ -253,8 +255,8 @@ mod tests {
         assert!(!responses.contains(&"claude-custom".to_owned()), "{responses:?}");
     }
 
-    fn wire(style: ApiStyle, model: &str) -> WireIdentity {
-        WireIdentity {
+    fn wire(style: ApiStyle, model: &str) -> ProviderIdentity {
+        ProviderIdentity {
             api_style: style,
             base_url: "http://x".into(),
             model: model.into(),

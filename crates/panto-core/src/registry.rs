@@ -1,8 +1,8 @@
-//! The agent's tool registry: names on the wire, and what each one calls.
+//! The agent's tool registry: the names tools are offered to the model under, and what each one calls.
 //!
 //! Providers accept tool names of 1 to 64 characters from `[A-Za-z0-9_-]`. Tools registered
 //! directly must already have such a name. Tools from a [`ToolSource`] may be named anything, so
-//! their wire name is `<source>__<tool>` with every byte outside `[A-Za-z0-9-]` written as `_xx`
+//! their offered name is `<source>__<tool>` with every byte outside `[A-Za-z0-9-]` written as `_xx`
 //! (two lowercase hex digits). `_` is never followed by `_` inside an encoded part, so the `__`
 //! separator is unambiguous and the encoding is reversible. A name that would exceed 64 characters
 //! is cut and given a hash suffix; the registry's map still decodes it.
@@ -14,22 +14,22 @@ use crate::error::{Error, Result};
 use crate::tool::{Tool, ToolDecl, ToolSource};
 
 /// The longest tool name, in bytes, that providers accept on the wire.
-pub const MAX_WIRE_NAME: usize = 64;
+pub const MAX_TOOL_NAME_LEN: usize = 64;
 
-/// Whether `name` is a valid wire name: 1 to [`MAX_WIRE_NAME`] characters of `[A-Za-z0-9_-]`.
+/// Whether `name` is a valid tool name as providers accept it: 1 to [`MAX_TOOL_NAME_LEN`] characters of `[A-Za-z0-9_-]`.
 ///
 /// A tool registered directly with the agent must have such a name; names from a
 /// [`ToolSource`] are encoded into one.
-pub fn is_wire_name(name: &str) -> bool {
-    (1..=MAX_WIRE_NAME).contains(&name.len())
+pub fn is_tool_name(name: &str) -> bool {
+    (1..=MAX_TOOL_NAME_LEN).contains(&name.len())
         && name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
-/// The rule of [`is_wire_name`] as a sentence, for errors that refuse a name.
-pub(crate) fn wire_name_rule() -> String {
-    format!("names must be 1 to {MAX_WIRE_NAME} characters of A-Z, a-z, 0-9, '_' and '-'")
+/// The rule of [`is_tool_name`] as a sentence, for errors that refuse a name.
+pub(crate) fn tool_name_rule() -> String {
+    format!("names must be 1 to {MAX_TOOL_NAME_LEN} characters of A-Z, a-z, 0-9, '_' and '-'")
 }
 
 fn encode_part(part: &str, out: &mut String) {
@@ -44,7 +44,7 @@ fn encode_part(part: &str, out: &mut String) {
     }
 }
 
-/// The wire name for tool `tool` of source `source`, before any length cut.
+/// The offered name for tool `tool` of source `source`, before any length cut.
 pub(crate) fn encode_source_name(source: &str, tool: &str) -> String {
     let mut out = String::with_capacity(source.len() + tool.len() + 2);
     encode_part(source, &mut out);
@@ -71,7 +71,7 @@ fn decode_part(part: &str) -> Option<String> {
     String::from_utf8(out).ok()
 }
 
-/// Splits an encoded wire name back into (source, tool); `None` if it is not one. The registry
+/// Splits an encoded offered name back into (source, tool); `None` if it is not one. The registry
 /// decodes through its map (which also covers shortened names); this proves the encoding reversible.
 #[cfg(test)]
 pub(crate) fn decode_source_name(wire: &str) -> Option<(String, String)> {
@@ -92,7 +92,7 @@ pub(crate) fn decode_source_name(wire: &str) -> Option<(String, String)> {
     None
 }
 
-/// Cuts an over-long wire name and appends a hash of the whole, keeping it unique in practice.
+/// Cuts an over-long offered name and appends a hash of the whole, keeping it unique in practice.
 fn shorten(wire: &str) -> String {
     // FNV-1a: stable across runs and platforms, unlike `DefaultHasher`.
     let mut hash: u32 = 0x811c_9dc5;
@@ -100,7 +100,7 @@ fn shorten(wire: &str) -> String {
         hash ^= u32::from(b);
         hash = hash.wrapping_mul(0x0100_0193);
     }
-    let mut cut = MAX_WIRE_NAME - 9;
+    let mut cut = MAX_TOOL_NAME_LEN - 9;
     // Do not cut inside an escape, which would leave a dangling `_`.
     while wire.as_bytes()[..cut].iter().rev().take(2).any(|&b| b == b'_') {
         cut -= 1;
@@ -108,11 +108,11 @@ fn shorten(wire: &str) -> String {
     format!("{}-{hash:08x}", &wire[..cut])
 }
 
-/// The wire name of `decl` from source `source`, the declaration under it, and the source's own
+/// The offered name of `decl` from source `source`, the declaration under it, and the source's own
 /// name for the tool.
 fn wire_decl(source: &str, decl: ToolDecl) -> (String, ToolDecl, String) {
     let mut wire = encode_source_name(source, &decl.name);
-    if wire.len() > MAX_WIRE_NAME {
+    if wire.len() > MAX_TOOL_NAME_LEN {
         wire = shorten(&wire);
     }
     let original = decl.name.clone();
@@ -123,7 +123,7 @@ fn wire_decl(source: &str, decl: ToolDecl) -> (String, ToolDecl, String) {
     (wire, wire_decl, original)
 }
 
-/// What a wire name calls.
+/// What a offered name calls.
 #[derive(Clone)]
 pub(crate) enum Target {
     /// A directly registered tool.
@@ -147,7 +147,7 @@ struct SourceState {
     generation: u64,
 }
 
-/// The tools an agent offers, by wire name.
+/// The tools an agent offers, by offered name.
 #[derive(Default, Clone)]
 pub(crate) struct ToolRegistry {
     entries: BTreeMap<String, Entry>,
@@ -167,19 +167,19 @@ impl std::fmt::Debug for ToolRegistry {
 }
 
 impl ToolRegistry {
-    /// Registers a tool under its declared name, which must be a wire name and not taken.
+    /// Registers a tool under its declared name, which must be a offered name and not taken.
     pub fn register_tool(&mut self, tool: Arc<dyn Tool>) -> Result<()> {
         let decl = tool.declaration();
-        if !is_wire_name(&decl.name) {
+        if !is_tool_name(&decl.name) {
             return Err(Error::InvalidTool {
                 name: decl.name,
-                reason: wire_name_rule(),
+                reason: tool_name_rule(),
             });
         }
         self.insert(decl, Target::Tool(tool), None)
     }
 
-    /// Registers every tool of `source`, each under its encoded wire name.
+    /// Registers every tool of `source`, each under its encoded offered name.
     pub fn register_source(&mut self, source: Arc<dyn ToolSource>) -> Result<()> {
         let source_name = source.name().to_owned();
         if source_name.is_empty() {
@@ -201,7 +201,7 @@ impl ToolRegistry {
             if self.entries.contains_key(&wire) || staged.iter().any(|(w, _, _): &(String, _, _)| *w == wire) {
                 return Err(Error::InvalidTool {
                     name: original,
-                    reason: format!("wire name {wire:?} is already registered"),
+                    reason: format!("offered name {wire:?} is already registered"),
                 });
             }
             staged.push((wire, wire_decl, original));
@@ -292,7 +292,7 @@ impl ToolRegistry {
         Ok(())
     }
 
-    /// Removes the tool with wire name `name`, or every tool of the source named `name`. Returns
+    /// Removes the tool with offered name `name`, or every tool of the source named `name`. Returns
     /// whether anything was removed.
     pub fn unregister(&mut self, name: &str) -> bool {
         self.manifest.take();
@@ -314,7 +314,7 @@ impl ToolRegistry {
         Some((entry.target.clone(), display))
     }
 
-    /// The declarations offered to the model, under wire names, in registration order.
+    /// The declarations offered to the model, under offered names, in registration order.
     pub fn decls(&self) -> Arc<[ToolDecl]> {
         self.manifest
             .get_or_init(|| {
@@ -359,17 +359,17 @@ mod tests {
     fn long_names_are_shortened_to_valid_unique_names() {
         let a = shorten(&encode_source_name("server", &"x".repeat(80)));
         let b = shorten(&encode_source_name("server", &"x".repeat(81)));
-        assert!(is_wire_name(&a) && is_wire_name(&b));
+        assert!(is_tool_name(&a) && is_tool_name(&b));
         assert_ne!(a, b);
         let escaped = shorten(&encode_source_name("s", &".".repeat(40)));
-        assert!(is_wire_name(&escaped), "{escaped}");
+        assert!(is_tool_name(&escaped), "{escaped}");
     }
 
     #[test]
     fn wire_name_validation() {
-        assert!(is_wire_name("read_file-2"));
-        assert!(!is_wire_name(""));
-        assert!(!is_wire_name("read file"));
-        assert!(!is_wire_name(&"a".repeat(65)));
+        assert!(is_tool_name("read_file-2"));
+        assert!(!is_tool_name(""));
+        assert!(!is_tool_name("read file"));
+        assert!(!is_tool_name(&"a".repeat(65)));
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use proptest::prelude::*;
 
-use super::{decode_source_name, encode_source_name, is_wire_name, shorten, ToolRegistry, MAX_WIRE_NAME};
+use super::{decode_source_name, encode_source_name, is_tool_name, shorten, ToolRegistry, MAX_TOOL_NAME_LEN};
 use crate::tool::{ToolCall, ToolCallResult, ToolDecl, ToolError, ToolSource};
 
 /// A name: often plain, often full of the characters the encoding must escape.
@@ -24,7 +24,7 @@ fn name() -> impl Strategy<Value = String> {
 /// The name the registry would offer for `(source, tool)`.
 fn offered(source: &str, tool: &str) -> String {
     let wire = encode_source_name(source, tool);
-    if wire.len() > MAX_WIRE_NAME {
+    if wire.len() > MAX_TOOL_NAME_LEN {
         shorten(&wire)
     } else {
         wire
@@ -68,8 +68,8 @@ proptest! {
         );
         prop_assert_eq!(decode_source_name(&wire), Some((source.clone(), tool.clone())));
         let name = offered(&source, &tool);
-        prop_assert!(is_wire_name(&name), "{:?} -> {:?}", (&source, &tool), name);
-        if wire.len() > MAX_WIRE_NAME {
+        prop_assert!(is_tool_name(&name), "{:?} -> {:?}", (&source, &tool), name);
+        if wire.len() > MAX_TOOL_NAME_LEN {
             // A shortened name keeps a prefix of the encoding, never cut inside an escape.
             let (prefix, hash) = name.rsplit_once('-').unwrap_or_default();
             prop_assert!(wire.starts_with(prefix), "{:?} is not a prefix of {:?}", prefix, wire);
@@ -108,7 +108,7 @@ proptest! {
         let decls = registry.decls();
         prop_assert_eq!(decls.iter().map(|d| d.name.clone()).collect::<Vec<_>>(), expected);
         for (decl, tool) in decls.iter().zip(&tools) {
-            prop_assert!(is_wire_name(&decl.name));
+            prop_assert!(is_tool_name(&decl.name));
             let (_, display) = registry.resolve(&decl.name).expect("a registered name resolves");
             prop_assert_eq!(display, format!("{source}/{tool}"));
         }

@@ -128,13 +128,13 @@ impl SessionStore for Counting {
     async fn list(&self) -> panto_core::Result<Vec<panto_core::SessionInfo>> {
         self.inner.list().await
     }
-    async fn load_branch(&self, id: &str) -> panto_core::Result<Option<panto_core::LoadedBranch>> {
+    async fn load_branch(&self, id: &str) -> panto_core::Result<Option<panto_core::store::LoadedBranch>> {
         self.inner.load_branch(id).await
     }
     async fn append(
         &self,
         id: &str,
-        messages: &[panto_core::PersistentMessage<'_>],
+        messages: &[panto_core::store::PersistentMessage<'_>],
     ) -> panto_core::Result<Vec<String>> {
         self.inner.append(id, messages).await
     }
@@ -146,7 +146,7 @@ impl SessionStore for Counting {
         self.tree_writes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.inner.fork(from, at, new_id).await
     }
-    async fn tree(&self, id: &str) -> panto_core::Result<Option<panto_core::SessionTree>> {
+    async fn tree(&self, id: &str) -> panto_core::Result<Option<panto_core::store::SessionTree>> {
         self.inner.tree(id).await
     }
     async fn put_checkpoint(&self, id: &str, content: &[u8]) -> panto_core::Result<String> {
@@ -155,10 +155,14 @@ impl SessionStore for Counting {
     async fn get_checkpoint(&self, id: &str, address: &str) -> panto_core::Result<Option<Vec<u8>>> {
         self.inner.get_checkpoint(id, address).await
     }
-    async fn record_checkpoint(&self, id: &str, record: &panto_core::CheckpointRecord) -> panto_core::Result<()> {
+    async fn record_checkpoint(
+        &self,
+        id: &str,
+        record: &panto_core::store::CheckpointRecord,
+    ) -> panto_core::Result<()> {
         self.inner.record_checkpoint(id, record).await
     }
-    async fn checkpoints(&self, id: &str) -> panto_core::Result<Vec<panto_core::StoredCheckpoint>> {
+    async fn checkpoints(&self, id: &str) -> panto_core::Result<Vec<panto_core::store::StoredCheckpoint>> {
         self.inner.checkpoints(id).await
     }
 }

@@ -301,7 +301,7 @@ async fn credentials_in_the_base_url_are_sent_as_basic_auth_and_never_recorded()
         Some(format!("Basic {BASIC}").as_str())
     );
     let listed = store.list().await.unwrap();
-    let wire = listed[0].wire.as_ref().expect("a wire identity");
+    let wire = listed[0].wire.as_ref().expect("a provider identity");
     assert_eq!(wire.base_url, format!("http://{}", server.addr()));
     assert!(!format!("{:?}", agent.config()).contains("pw-secret"));
 }

@@ -2,9 +2,10 @@
 
 use std::sync::Arc;
 
+use panto_core::store::PersistentMessage;
 use panto_core::{
-    Agent, ApiStyle, ContentBlock, Conversation, Error, MemoryStore, Message, PersistentMessage, Role, Session,
-    SessionStore, StopReason, SystemMode, ToolResultContent,
+    Agent, ApiStyle, ContentBlock, Conversation, Error, MemoryStore, Message, Role, Session, SessionStore, StopReason,
+    SystemMode, ToolResultContent,
 };
 use panto_testkit::{MockServer, Reply};
 use serde_json::json;
@@ -123,7 +124,7 @@ async fn system_prompt_changes_are_recorded_as_append_or_replace() {
     assert_eq!(modes, vec![SystemMode::Append, SystemMode::Append, SystemMode::Replace]);
     let loaded = store.load(&id).await.unwrap().unwrap();
     assert_eq!(loaded.effective_system_blocks(), vec!["new"]);
-    // System records carry no wire identity: no provider produced them.
+    // System records carry no provider identity: no provider produced them.
     assert!(store.records(&id)[0].wire.is_none());
 }
 
@@ -170,7 +171,7 @@ async fn killed_mid_tool(store: &Arc<MemoryStore>, style: ApiStyle) -> String {
     );
     assistant.stop_reason = Some(StopReason::ToolUse);
     conversation.messages.push(assistant);
-    let wire = panto_core::WireIdentity {
+    let wire = panto_core::wire::ProviderIdentity {
         api_style: style,
         base_url: "http://127.0.0.1:1".into(),
         model: "m".into(),
@@ -253,7 +254,7 @@ impl SessionStore for SlowAppends {
     async fn list(&self) -> panto_core::Result<Vec<panto_core::SessionInfo>> {
         self.0.list().await
     }
-    async fn load_branch(&self, id: &str) -> panto_core::Result<Option<panto_core::LoadedBranch>> {
+    async fn load_branch(&self, id: &str) -> panto_core::Result<Option<panto_core::store::LoadedBranch>> {
         self.0.load_branch(id).await
     }
     async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> panto_core::Result<Vec<String>> {
@@ -266,7 +267,7 @@ impl SessionStore for SlowAppends {
     async fn fork(&self, from: &str, at: &str, new_id: &str) -> panto_core::Result<()> {
         self.0.fork(from, at, new_id).await
     }
-    async fn tree(&self, id: &str) -> panto_core::Result<Option<panto_core::SessionTree>> {
+    async fn tree(&self, id: &str) -> panto_core::Result<Option<panto_core::store::SessionTree>> {
         self.0.tree(id).await
     }
     async fn put_checkpoint(&self, id: &str, content: &[u8]) -> panto_core::Result<String> {
@@ -275,10 +276,14 @@ impl SessionStore for SlowAppends {
     async fn get_checkpoint(&self, id: &str, address: &str) -> panto_core::Result<Option<Vec<u8>>> {
         self.0.get_checkpoint(id, address).await
     }
-    async fn record_checkpoint(&self, id: &str, record: &panto_core::CheckpointRecord) -> panto_core::Result<()> {
+    async fn record_checkpoint(
+        &self,
+        id: &str,
+        record: &panto_core::store::CheckpointRecord,
+    ) -> panto_core::Result<()> {
         self.0.record_checkpoint(id, record).await
     }
-    async fn checkpoints(&self, id: &str) -> panto_core::Result<Vec<panto_core::StoredCheckpoint>> {
+    async fn checkpoints(&self, id: &str) -> panto_core::Result<Vec<panto_core::store::StoredCheckpoint>> {
         self.0.checkpoints(id).await
     }
 }
@@ -368,7 +373,7 @@ impl SessionStore for ResultsWrittenLate {
     async fn list(&self) -> panto_core::Result<Vec<panto_core::SessionInfo>> {
         self.memory.list().await
     }
-    async fn load_branch(&self, id: &str) -> panto_core::Result<Option<panto_core::LoadedBranch>> {
+    async fn load_branch(&self, id: &str) -> panto_core::Result<Option<panto_core::store::LoadedBranch>> {
         self.memory.load_branch(id).await
     }
     async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> panto_core::Result<Vec<String>> {
@@ -395,7 +400,7 @@ impl SessionStore for ResultsWrittenLate {
     async fn fork(&self, from: &str, at: &str, new_id: &str) -> panto_core::Result<()> {
         self.memory.fork(from, at, new_id).await
     }
-    async fn tree(&self, id: &str) -> panto_core::Result<Option<panto_core::SessionTree>> {
+    async fn tree(&self, id: &str) -> panto_core::Result<Option<panto_core::store::SessionTree>> {
         self.memory.tree(id).await
     }
     async fn put_checkpoint(&self, id: &str, content: &[u8]) -> panto_core::Result<String> {
@@ -404,10 +409,14 @@ impl SessionStore for ResultsWrittenLate {
     async fn get_checkpoint(&self, id: &str, address: &str) -> panto_core::Result<Option<Vec<u8>>> {
         self.memory.get_checkpoint(id, address).await
     }
-    async fn record_checkpoint(&self, id: &str, record: &panto_core::CheckpointRecord) -> panto_core::Result<()> {
+    async fn record_checkpoint(
+        &self,
+        id: &str,
+        record: &panto_core::store::CheckpointRecord,
+    ) -> panto_core::Result<()> {
         self.memory.record_checkpoint(id, record).await
     }
-    async fn checkpoints(&self, id: &str) -> panto_core::Result<Vec<panto_core::StoredCheckpoint>> {
+    async fn checkpoints(&self, id: &str) -> panto_core::Result<Vec<panto_core::store::StoredCheckpoint>> {
         self.memory.checkpoints(id).await
     }
 }
@@ -469,7 +478,7 @@ impl SessionStore for RefusesResults {
     async fn list(&self) -> panto_core::Result<Vec<panto_core::SessionInfo>> {
         self.0.list().await
     }
-    async fn load_branch(&self, id: &str) -> panto_core::Result<Option<panto_core::LoadedBranch>> {
+    async fn load_branch(&self, id: &str) -> panto_core::Result<Option<panto_core::store::LoadedBranch>> {
         self.0.load_branch(id).await
     }
     async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> panto_core::Result<Vec<String>> {
@@ -487,7 +496,7 @@ impl SessionStore for RefusesResults {
     async fn fork(&self, from: &str, at: &str, new_id: &str) -> panto_core::Result<()> {
         self.0.fork(from, at, new_id).await
     }
-    async fn tree(&self, id: &str) -> panto_core::Result<Option<panto_core::SessionTree>> {
+    async fn tree(&self, id: &str) -> panto_core::Result<Option<panto_core::store::SessionTree>> {
         self.0.tree(id).await
     }
     async fn put_checkpoint(&self, id: &str, content: &[u8]) -> panto_core::Result<String> {
@@ -496,10 +505,14 @@ impl SessionStore for RefusesResults {
     async fn get_checkpoint(&self, id: &str, address: &str) -> panto_core::Result<Option<Vec<u8>>> {
         self.0.get_checkpoint(id, address).await
     }
-    async fn record_checkpoint(&self, id: &str, record: &panto_core::CheckpointRecord) -> panto_core::Result<()> {
+    async fn record_checkpoint(
+        &self,
+        id: &str,
+        record: &panto_core::store::CheckpointRecord,
+    ) -> panto_core::Result<()> {
         self.0.record_checkpoint(id, record).await
     }
-    async fn checkpoints(&self, id: &str) -> panto_core::Result<Vec<panto_core::StoredCheckpoint>> {
+    async fn checkpoints(&self, id: &str) -> panto_core::Result<Vec<panto_core::store::StoredCheckpoint>> {
         self.0.checkpoints(id).await
     }
 }

@@ -5,9 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use panto_core::store::PersistentMessage;
 use panto_core::{
-    Agent, ApiStyle, Config, ContentBlock, ContentDelta, Event, MemoryStore, NullStore, PersistentMessage, Session,
-    SessionStore, Tool, ToolCall, ToolCallResult, ToolDecl, ToolError, Usage,
+    Agent, ApiStyle, Config, ContentBlock, ContentDelta, Event, MemoryStore, NullStore, Session, SessionStore, Tool,
+    ToolCall, ToolCallResult, ToolDecl, ToolError, Usage,
 };
 use panto_testkit::script::Script;
 use panto_testkit::{MockServer, RecordedRequest};
@@ -255,7 +256,7 @@ impl SessionStore for SlowResults {
     async fn list(&self) -> panto_core::Result<Vec<panto_core::SessionInfo>> {
         self.memory.list().await
     }
-    async fn load_branch(&self, id: &str) -> panto_core::Result<Option<panto_core::LoadedBranch>> {
+    async fn load_branch(&self, id: &str) -> panto_core::Result<Option<panto_core::store::LoadedBranch>> {
         self.memory.load_branch(id).await
     }
     async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> panto_core::Result<Vec<String>> {
@@ -275,7 +276,7 @@ impl SessionStore for SlowResults {
     async fn fork(&self, from: &str, at: &str, new_id: &str) -> panto_core::Result<()> {
         self.memory.fork(from, at, new_id).await
     }
-    async fn tree(&self, id: &str) -> panto_core::Result<Option<panto_core::SessionTree>> {
+    async fn tree(&self, id: &str) -> panto_core::Result<Option<panto_core::store::SessionTree>> {
         self.memory.tree(id).await
     }
     async fn put_checkpoint(&self, id: &str, content: &[u8]) -> panto_core::Result<String> {
@@ -284,10 +285,14 @@ impl SessionStore for SlowResults {
     async fn get_checkpoint(&self, id: &str, address: &str) -> panto_core::Result<Option<Vec<u8>>> {
         self.memory.get_checkpoint(id, address).await
     }
-    async fn record_checkpoint(&self, id: &str, record: &panto_core::CheckpointRecord) -> panto_core::Result<()> {
+    async fn record_checkpoint(
+        &self,
+        id: &str,
+        record: &panto_core::store::CheckpointRecord,
+    ) -> panto_core::Result<()> {
         self.memory.record_checkpoint(id, record).await
     }
-    async fn checkpoints(&self, id: &str) -> panto_core::Result<Vec<panto_core::StoredCheckpoint>> {
+    async fn checkpoints(&self, id: &str) -> panto_core::Result<Vec<panto_core::store::StoredCheckpoint>> {
         self.memory.checkpoints(id).await
     }
 }

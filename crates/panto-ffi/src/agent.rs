@@ -7,7 +7,10 @@
 use std::ffi::{c_char, CString};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use panto_core::{Agent, Conversation, LoadedBranch, PricingRegistry, Role, Usage, WireIdentity};
+use panto_core::pricing::PricingRegistry;
+use panto_core::store::LoadedBranch;
+use panto_core::wire::ProviderIdentity;
+use panto_core::{Agent, Conversation, Role, Usage};
 use serde_json::json;
 
 use crate::config::panto_config;
@@ -78,7 +81,7 @@ struct Ledger {
     usage: Usage,
     /// Micro-cents; `None` once any message came from a model without known rates.
     cost: Option<u64>,
-    wire: WireIdentity,
+    wire: ProviderIdentity,
     pricing: PricingRegistry,
 }
 

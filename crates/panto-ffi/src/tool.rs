@@ -9,7 +9,7 @@ use std::ffi::{c_char, c_void};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use panto_core::{is_wire_name, Tool, ToolCall, ToolCallResult, ToolDecl, ToolError, MAX_WIRE_NAME};
+use panto_core::{is_tool_name, Tool, ToolCall, ToolCallResult, ToolDecl, ToolError, MAX_TOOL_NAME_LEN};
 use serde_json::Value;
 
 use crate::error::{panto_error, Failure};
@@ -205,9 +205,9 @@ pub unsafe extern "C" fn panto_tool_new(
             )
         };
         let call = call.ok_or_else(|| Failure::null("call"))?;
-        if !is_wire_name(&name) {
+        if !is_tool_name(&name) {
             return Err(Failure::invalid(format!(
-                "tool name {name:?} must be 1 to {MAX_WIRE_NAME} characters of A-Z, a-z, 0-9, _ and -"
+                "tool name {name:?} must be 1 to {MAX_TOOL_NAME_LEN} characters of A-Z, a-z, 0-9, _ and -"
             )));
         }
         let input_schema: Value = serde_json::from_str(&schema)
@@ -380,7 +380,7 @@ mod tests {
             make(echo, c"has space").unwrap_err(),
             crate::status::PANTO_ERR_INVALID_ARGUMENT
         );
-        assert!(is_wire_name("get_weather-2"));
-        assert!(!is_wire_name(&"x".repeat(65)));
+        assert!(is_tool_name("get_weather-2"));
+        assert!(!is_tool_name(&"x".repeat(65)));
     }
 }

@@ -177,7 +177,7 @@ impl McpSource {
         self.stderr_tail.text()
     }
 
-    /// The server's name (the prefix of its tools' wire names).
+    /// The server's name (the prefix of its tools' offered names).
     pub fn name(&self) -> &str {
         &self.name
     }

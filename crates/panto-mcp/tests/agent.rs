@@ -113,7 +113,7 @@ async fn a_changed_tool_list_reaches_the_next_request_in_a_stable_place() {
     agent.register_tool_source(first.clone()).unwrap();
     agent.register_tool_source(second).unwrap();
     let before = first.generation();
-    // `_` is escaped in wire names (`_5f`).
+    // `_` is escaped in offered names (`_5f`).
     server.push(tool_call("t1", "aaa__add_5ftool", "{}"));
     server.push(answer("added"));
     run(&mut agent, "add").await;

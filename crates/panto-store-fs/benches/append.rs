@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use data::content::{self, Corpus, Rng};
-use panto_core::{Conversation, Message, PersistentMessage, Session};
+use panto_core::store::PersistentMessage;
+use panto_core::{Conversation, Message, Session};
 use panto_store_fs::{Durability, JsonlStore};
 use panto_testkit::bench::Facts;
 use tokio::runtime::Runtime;

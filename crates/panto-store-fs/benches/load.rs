@@ -19,7 +19,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, Criterion, Throughput};
-use panto_core::{Conversation, Message, PersistentMessage, SessionStore};
+use panto_core::store::PersistentMessage;
+use panto_core::{Conversation, Message, SessionStore};
 use panto_store_fs::{Durability, JsonlStore};
 use panto_testkit::bench::Facts;
 use tokio::runtime::Runtime;

@@ -1,14 +1,16 @@
 //! The messages of a batch as this store keeps them: borrowed for an append on the caller's
 //! thread, owned to move to a blocking thread.
 
-use panto_core::{CompactionRecord, Message, Usage, WireIdentity};
+use panto_core::store::CompactionRecord;
+use panto_core::wire::ProviderIdentity;
+use panto_core::{Message, Usage};
 
 /// One message of a batch: what of a `PersistentMessage` this store keeps, borrowed.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct BatchMessage<'a> {
     pub message: &'a Message,
     pub usage: Option<Usage>,
-    pub wire: Option<&'a WireIdentity>,
+    pub wire: Option<&'a ProviderIdentity>,
     pub compaction: Option<CompactionRecord>,
 }
 
@@ -17,7 +19,7 @@ pub(crate) struct BatchMessage<'a> {
 pub(crate) struct OwnedBatchMessage {
     message: Message,
     usage: Option<Usage>,
-    wire: Option<WireIdentity>,
+    wire: Option<ProviderIdentity>,
     compaction: Option<CompactionRecord>,
 }
 

@@ -9,7 +9,8 @@ use std::io;
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
-use panto_core::{Error, Message, Result, SessionInfo, Usage, WireIdentity};
+use panto_core::wire::ProviderIdentity;
+use panto_core::{Error, Message, Result, SessionInfo, Usage};
 use serde::{Deserialize, Serialize};
 
 use crate::timestamp;
@@ -61,8 +62,8 @@ pub(crate) struct ForkOnDisk {
 
 impl ForkOnDisk {
     /// The origin as panto-core names it.
-    pub fn into_origin(self) -> panto_core::ForkOrigin {
-        panto_core::ForkOrigin {
+    pub fn into_origin(self) -> panto_core::store::ForkOrigin {
+        panto_core::store::ForkOrigin {
             session: self.session,
             entry: self.entry,
         }
@@ -137,19 +138,19 @@ pub(crate) struct Activity {
     #[serde(default)]
     pub last_user_message: Option<String>,
     #[serde(default)]
-    pub wire: Option<WireIdentity>,
+    pub wire: Option<ProviderIdentity>,
 }
 
 /// [`Activity`] as written: borrowed from the writer's `SessionInfo` (or an entry's
 /// `Activity`), so that writing an entry's line copies neither the last user message nor the
-/// wire identity. Serialises as `Activity` does.
+/// provider identity. Serialises as `Activity` does.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub(crate) struct ActivityOut<'a> {
     pub message_count: usize,
     #[serde(serialize_with = "timestamp::write_option")]
     pub last_prompt_at: Option<DateTime<Utc>>,
     pub last_user_message: Option<&'a str>,
-    pub wire: Option<&'a WireIdentity>,
+    pub wire: Option<&'a ProviderIdentity>,
 }
 
 impl<'a> ActivityOut<'a> {
@@ -225,7 +226,7 @@ pub(crate) struct EntryOut<'a> {
     pub parent_id: Option<&'a str>,
     pub message: &'a Message,
     pub usage: Option<Usage>,
-    pub wire: Option<&'a WireIdentity>,
+    pub wire: Option<&'a ProviderIdentity>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub compaction: Option<&'a CompactionOnDisk>,
     #[serde(serialize_with = "timestamp::write")]
@@ -243,14 +244,14 @@ pub(crate) struct EntryIn {
     pub timestamp: DateTime<Utc>,
     pub message: Message,
     // `usage` and `wire` are provenance: the message carries its own usage, and the listing
-    // reads the wire identity from `activity`. They are accepted but not needed to rebuild the
+    // reads the provider identity from `activity`. They are accepted but not needed to rebuild the
     // view, so serde skips them.
     #[serde(default)]
     pub compaction: Option<CompactionOnDisk>,
     pub activity: Activity,
 }
 
-/// A message entry with the provenance `load` skips (its usage and wire identity), as a session
+/// A message entry with the provenance `load` skips (its usage and provider identity), as a session
 /// copied whole to another store reads it.
 #[derive(Debug, Deserialize)]
 pub(crate) struct WholeEntryIn {
@@ -262,7 +263,7 @@ pub(crate) struct WholeEntryIn {
     #[serde(default)]
     pub usage: Option<Usage>,
     #[serde(default)]
-    pub wire: Option<WireIdentity>,
+    pub wire: Option<ProviderIdentity>,
 }
 
 /// The newest entry as `list` reads it: everything but the message body, which serde skips
@@ -430,7 +431,7 @@ mod tests {
         info.message_count = 3;
         info.last_prompt_at = Some(Utc::now());
         info.last_user_message = Some("say \"hi\"\n".to_owned());
-        info.wire = Some(WireIdentity::new(
+        info.wire = Some(ProviderIdentity::new(
             panto_core::ApiStyle::OpenAiChat,
             "http://user:secret@127.0.0.1:9/v1",
             "m",

@@ -13,7 +13,9 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use chrono::{DateTime, Utc};
-use panto_core::{CheckpointRecord, ForkOrigin, Message, Result, SessionInfo, Usage, WireIdentity};
+use panto_core::store::{CheckpointRecord, ForkOrigin};
+use panto_core::wire::ProviderIdentity;
+use panto_core::{Message, Result, SessionInfo, Usage};
 
 use crate::format::io_error;
 use crate::format::{corrupt, line_location, parse_whole_entry, ForkOnDisk};
@@ -68,7 +70,7 @@ pub enum FileEntryKind {
         /// The usage reported with it.
         usage: Option<Usage>,
         /// The provider and model it was sent with or came from.
-        wire: Option<WireIdentity>,
+        wire: Option<ProviderIdentity>,
         /// The compaction it records, on a compaction's summary.
         compaction: Option<FileCompaction>,
     },

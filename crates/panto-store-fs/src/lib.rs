@@ -8,7 +8,7 @@
 //! - An append writes its whole batch with one `write` of whole lines and, by default, `fsync`s
 //!   before returning ([`Durability`]). A failed batch is cut off again, so it stores nothing.
 //! - Each entry carries the session's running activity (message count, last human prompt and
-//!   its time, last wire identity), so [`SessionStore::list`] reads only the header and the last
+//!   its time, last provider identity), so [`SessionStore::list`] reads only the header and the last
 //!   line of each file: a bounded number of bytes however long the log is.
 //! - A compaction is recorded on the summary entry; [`SessionStore::load`] returns the compacted
 //!   view while the file keeps the full history.

@@ -184,7 +184,8 @@ mod tests {
     /// Lists a session whose header and last line have the given sizes, through `read_info`, and
     /// through a full scan of the file: the two must agree.
     fn info_both_ways(header_extra: usize, last_len: usize) -> (SessionInfo, SessionInfo) {
-        use panto_core::{Conversation, Message, PersistentMessage, Role, SessionStore};
+        use panto_core::store::PersistentMessage;
+        use panto_core::{Conversation, Message, Role, SessionStore};
 
         let dir = tempfile::tempdir().unwrap();
         let store = crate::JsonlStore::with_durability(dir.path(), crate::Durability::None);

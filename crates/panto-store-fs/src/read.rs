@@ -6,7 +6,8 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use panto_core::store::validate_checkpoint_address;
-use panto_core::{CheckpointRecord, EntryRef, LoadedBranch, Message, Result, SessionTree, StoredCheckpoint, TreeEntry};
+use panto_core::store::{CheckpointRecord, EntryRef, LoadedBranch, SessionTree, StoredCheckpoint, TreeEntry};
+use panto_core::{Message, Result};
 
 use crate::format::{corrupt, io_error, line_location, parse_entry, CheckpointOnDisk, ForkOnDisk};
 use crate::log::{open_log, EntryOutline, ParsedLog};

@@ -10,10 +10,8 @@ use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 use async_trait::async_trait;
 use chrono::Utc;
 use panto_core::store::{sort_by_recency, validate_session_id, AppendSpan};
-use panto_core::{
-    CheckpointRecord, Error, LoadedBranch, PersistentMessage, Result, SessionInfo, SessionStore, SessionTree,
-    StoredCheckpoint,
-};
+use panto_core::store::{CheckpointRecord, LoadedBranch, PersistentMessage, SessionTree, StoredCheckpoint};
+use panto_core::{Error, Result, SessionInfo, SessionStore};
 
 use crate::batch::{BatchMessage, OwnedBatchMessage};
 use crate::checkpoint;

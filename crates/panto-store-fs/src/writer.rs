@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use fs4::fs_std::FileExt;
+use panto_core::store::CompactionRecord;
 use panto_core::store::{compact_view, AppendSpan, EntryIds};
-use panto_core::{CompactionRecord, Error, Message, Result, Role, SessionInfo};
+use panto_core::{Error, Message, Result, Role, SessionInfo};
 
 use crate::batch::BatchMessage;
 use crate::commit::{commit_batch, CommitFailure, Durability};

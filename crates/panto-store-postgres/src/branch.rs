@@ -2,7 +2,8 @@
 //! `panto.branch_events` under the session's lock and fencing token, like an append), and forks
 //! (a new session holding the path to an entry, with the file changes recorded on that path).
 
-use panto_core::{CheckpointRecord, Error, ForkOrigin, Result, SessionInfo};
+use panto_core::store::{CheckpointRecord, ForkOrigin};
+use panto_core::{Error, Result, SessionInfo};
 
 use crate::db::{now, pg, pg_text};
 use crate::pool::Pool;

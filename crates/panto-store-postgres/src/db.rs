@@ -4,7 +4,8 @@
 use std::fmt;
 
 use chrono::{DateTime, Duration, Utc};
-use panto_core::{ApiStyle, Error, ReasoningEffort, Result, WireIdentity};
+use panto_core::wire::ProviderIdentity;
+use panto_core::{ApiStyle, Error, ReasoningEffort, Result};
 
 /// A tokio-postgres error, displayed with what the server said.
 ///
@@ -119,7 +120,7 @@ pub(crate) fn unsigned(location: &dyn Fn() -> String, what: &str, n: i64) -> Res
     })
 }
 
-/// The four wire identity columns of a wire identity.
+/// The four columns of a provider identity.
 pub(crate) type WireColumns<'a> = (
     Option<&'static str>,
     Option<&'a str>,
@@ -127,30 +128,30 @@ pub(crate) type WireColumns<'a> = (
     Option<&'static str>,
 );
 
-/// Splits a wire identity into its columns, checking its text can be stored.
-pub(crate) fn wire_columns<'a>(context: &str, wire: Option<&'a WireIdentity>) -> Result<WireColumns<'a>> {
+/// Splits a provider identity into its columns, checking its text can be stored.
+pub(crate) fn wire_columns<'a>(context: &str, wire: Option<&'a ProviderIdentity>) -> Result<WireColumns<'a>> {
     Ok(match wire {
         None => (None, None, None, None),
         Some(w) => (
             Some(w.api_style.as_str()),
-            Some(pg_text(context, "the wire identity's base_url", &w.base_url)?),
-            Some(pg_text(context, "the wire identity's model", &w.model)?),
+            Some(pg_text(context, "the provider identity's base_url", &w.base_url)?),
+            Some(pg_text(context, "the provider identity's model", &w.model)?),
             Some(w.reasoning.as_str()),
         ),
     })
 }
 
-/// Rebuilds a wire identity from its columns; `location()` names the row for errors.
+/// Rebuilds a provider identity from its columns; `location()` names the row for errors.
 pub(crate) fn wire_from_columns(
     location: &dyn Fn() -> String,
     api_style: Option<String>,
     base_url: Option<String>,
     model: Option<String>,
     reasoning: Option<String>,
-) -> Result<Option<WireIdentity>> {
+) -> Result<Option<ProviderIdentity>> {
     match (api_style, base_url, model, reasoning) {
         (None, None, None, None) => Ok(None),
-        (Some(api_style), Some(base_url), Some(model), Some(reasoning)) => Ok(Some(WireIdentity {
+        (Some(api_style), Some(base_url), Some(model), Some(reasoning)) => Ok(Some(ProviderIdentity {
             api_style: parse_enum::<ApiStyle>(location, "wire_api_style", &api_style)?,
             base_url,
             model,
@@ -158,7 +159,7 @@ pub(crate) fn wire_from_columns(
         })),
         _ => Err(Error::CorruptSession {
             location: location(),
-            message: "the wire identity columns are partly NULL".to_owned(),
+            message: "the provider identity columns are partly NULL".to_owned(),
         }),
     }
 }
@@ -194,10 +195,10 @@ mod tests {
 
     #[test]
     fn text_with_nul_is_refused_by_name() {
-        let e = pg_text("appending to session x", "the wire identity's model", "a\0b").unwrap_err();
+        let e = pg_text("appending to session x", "the provider identity's model", "a\0b").unwrap_err();
         assert_eq!(
             e.to_string(),
-            "session store: appending to session x: the wire identity's model contains a NUL character \
+            "session store: appending to session x: the provider identity's model contains a NUL character \
              (U+0000), which PostgreSQL text cannot store"
         );
         assert_eq!(preview_text("a\0b"), "a\u{FFFD}b");
@@ -205,7 +206,7 @@ mod tests {
 
     #[test]
     fn wire_columns_round_trip_and_partial_rows_are_corrupt() {
-        let wire = WireIdentity {
+        let wire = ProviderIdentity {
             api_style: ApiStyle::OpenAiChat,
             base_url: "http://127.0.0.1:8080/v1".to_owned(),
             model: "m".to_owned(),

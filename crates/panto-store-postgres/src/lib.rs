@@ -9,10 +9,10 @@
 //!   embedded in this crate and applied by [`PostgresStore::connect`]. Applying is idempotent
 //!   and safe when many processes connect at once.
 //! - **Listing**: each session row carries what a listing shows (message count, last human prompt
-//!   and its time, last wire identity), kept current by every append, so [`SessionStore::list`]
+//!   and its time, last provider identity), kept current by every append, so [`SessionStore::list`]
 //!   and [`Session::latest`](panto_core::Session::latest) read only the sessions table, ordered by an index on recency.
 //! - **History**: every message ever appended is an entry row (message and usage as `jsonb`,
-//!   wire identity, entry id and parent id, compaction record). [`SessionStore::load`] returns
+//!   provider identity, entry id and parent id, compaction record). [`SessionStore::load`] returns
 //!   the compacted view; [`PostgresStore::history`] the whole log.
 //! - **Provenance**: every entry records the tools offered with it as a list of content
 //!   addresses into `panto.tools`, which holds one row per distinct tool ([`ToolHash`]). The

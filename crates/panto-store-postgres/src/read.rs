@@ -5,10 +5,11 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use panto_core::store::validate_checkpoint_address;
-use panto_core::{
-    CheckpointRecord, Conversation, EntryRef, Error, ForkOrigin, LoadedBranch, Message, Result, SessionInfo,
-    SessionTree, StoredCheckpoint, ToolDecl, TreeEntry, Usage, WireIdentity,
+use panto_core::store::{
+    CheckpointRecord, EntryRef, ForkOrigin, LoadedBranch, SessionTree, StoredCheckpoint, TreeEntry,
 };
+use panto_core::wire::ProviderIdentity;
+use panto_core::{Conversation, Error, Message, Result, SessionInfo, ToolDecl, Usage};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{IsolationLevel, Row, Statement, Transaction};
 
@@ -308,7 +309,7 @@ pub struct HistoryEntry {
     /// The usage the agent reported with it.
     pub usage: Option<Usage>,
     /// Who produced it on the wire; `None` for system messages.
-    pub wire: Option<WireIdentity>,
+    pub wire: Option<ProviderIdentity>,
     /// Set on compaction summaries.
     pub compaction: Option<RecordedCompaction>,
     /// The content addresses of the tools offered with it, in order; `None` when they were not

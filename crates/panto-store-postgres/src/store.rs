@@ -7,10 +7,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use panto_core::store::{validate_session_id, AppendSpan};
-use panto_core::{
-    CheckpointRecord, Error, LoadedBranch, PersistentMessage, Result, SessionInfo, SessionStore, SessionTree,
-    StoredCheckpoint,
-};
+use panto_core::store::{CheckpointRecord, LoadedBranch, PersistentMessage, SessionTree, StoredCheckpoint};
+use panto_core::{Error, Result, SessionInfo, SessionStore};
 use tokio::sync::OwnedMutexGuard;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Config, Row};

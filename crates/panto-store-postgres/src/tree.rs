@@ -30,7 +30,7 @@ const LAST_SWITCH: &str = "select tip, entries_before from panto.branch_events \
 /// The position the next branch event of session `$1` takes.
 pub(crate) const NEXT_EVENT: &str = "select coalesce(max(seq) + 1, 0) from panto.branch_events where session_id = $1";
 
-/// What the listing folds of each entry on a path: its time, message and wire identity.
+/// What the listing folds of each entry on a path: its time, message and provider identity.
 const PATH_MESSAGES: &str = "select seq, ts, coalesce(message_raw, message::text), wire_api_style, \
      wire_base_url, wire_model, wire_reasoning from panto.entries where session_id = $1 and seq = any($2)";
 

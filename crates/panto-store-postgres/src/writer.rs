@@ -14,7 +14,8 @@ use std::collections::{BTreeMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use panto_core::store::EntryIds;
-use panto_core::{Error, Message, PersistentMessage, Result, Role, SessionInfo, ToolDecl};
+use panto_core::store::PersistentMessage;
+use panto_core::{Error, Message, Result, Role, SessionInfo, ToolDecl};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{GenericClient, Statement};
 
@@ -184,7 +185,7 @@ impl<'a> Listing<'a> {
 
     /// The parameters `$1` to `$9` of [`INSERT_SESSION`] and [`UPDATE_SESSION`]: the id, the
     /// time modified and of the last prompt, the message count, the prompt's preview and the
-    /// wire identity.
+    /// provider identity.
     pub fn params(&self) -> [&(dyn ToSql + Sync); 9] {
         [
             &self.info.id,

@@ -226,7 +226,8 @@ impl Toolbox {
 
 #[cfg(test)]
 mod tests {
-    use panto_core::{Conversation, MemoryStore, Message, PersistentMessage, Role, SessionStore, Tool, ToolCallResult};
+    use panto_core::store::PersistentMessage;
+    use panto_core::{Conversation, MemoryStore, Message, Role, SessionStore, Tool, ToolCallResult};
     use serde_json::json;
 
     use super::*;

@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use panto_core::store::{CheckpointRecord, LoadedBranch, PersistentMessage, SessionTree, StoredCheckpoint};
 use panto_core::{
-    async_trait, Agent, ApiStyle, CheckpointRecord, Config, ContentBlock, Conversation, Error, FileCheckpoints,
-    LoadedBranch, MemoryStore, Message, PersistentMessage, ProviderConfig, Result, Role, Session, SessionInfo,
-    SessionStore, SessionTree, StoredCheckpoint,
+    async_trait, Agent, ApiStyle, Config, ContentBlock, Conversation, Error, FileCheckpoints, MemoryStore, Message,
+    ProviderConfig, Result, Role, Session, SessionInfo, SessionStore,
 };
 use panto_tools::{FileOutcome, Options, RestoredFile, Toolbox};
 

@@ -8,9 +8,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use panto_core::store::PersistentMessage;
 use panto_core::{
-    Agent, ApiStyle, Config, ContentBlock, Conversation, FileCheckpoints, MemoryStore, Message, PersistentMessage,
-    ProviderConfig, Role, Session, SessionStore,
+    Agent, ApiStyle, Config, ContentBlock, Conversation, FileCheckpoints, MemoryStore, Message, ProviderConfig, Role,
+    Session, SessionStore,
 };
 use panto_tools::{Approval, FileOutcome, Options, Sandbox, ToolName, Toolbox};
 use serde_json::json;

@@ -721,7 +721,7 @@ async fn warm_up(store: &Arc<dyn SessionStore>) {
                 let mut session = Session::create(store.clone());
                 for _ in 0..3 {
                     session
-                        .append(&[panto_core::PersistentMessage::new(&prompt, &conversation)])
+                        .append(&[panto_core::store::PersistentMessage::new(&prompt, &conversation)])
                         .await
                         .expect("the store's warm-up append");
                 }

@@ -189,7 +189,8 @@ fn main() -> ExitCode {
 /// Writes the JSONL seeds: small session files made by the real store, under the id the target
 /// uses.
 fn write_seeds(dir: &Path) -> ExitCode {
-    use panto_core::{CompactionRecord, ContentBlock, Conversation, Message, PersistentMessage, Role, SessionStore};
+    use panto_core::store::{CompactionRecord, PersistentMessage};
+    use panto_core::{ContentBlock, Conversation, Message, Role, SessionStore};
     use panto_store_fs::{Durability, JsonlStore};
 
     let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {

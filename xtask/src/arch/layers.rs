@@ -23,32 +23,34 @@ pub(super) const ALLOWED: &[(&str, &[&str])] = &[
     ("image", &[]),
     // Data: the protocol and identity on the wire, configuration, the conversation (with the
     // tool declarations a request offers), errors, events, prices.
-    ("wire", &[]),
-    ("config", &["wire"]),
-    ("conversation", &["wire"]),
+    ("identity", &[]),
+    // The public face of `identity` (`panto_core::wire`).
+    ("wire", &["identity"]),
+    ("config", &["identity"]),
+    ("conversation", &["identity"]),
     ("error", &["conversation"]),
     ("event", &["conversation", "error"]),
-    ("pricing", &["config", "conversation", "wire"]),
+    ("pricing", &["config", "conversation", "identity"]),
     // Keeping sessions (and the file checkpoints a tool records in them).
-    ("store", &["config", "wire", "conversation", "error"]),
+    ("store", &["config", "identity", "conversation", "error"]),
     // Tools: a call carries the session's file checkpoints, so tools sit on the store.
     ("tool", &["conversation", "error", "store"]),
     ("registry", &["tool", "error"]),
     // Talking to the provider.
     (
         "provider",
-        &["config", "wire", "conversation", "error", "event", "registry"],
+        &["config", "identity", "conversation", "error", "event", "registry"],
     ),
     // Running the agent, and tracing it beside it (trace takes numbers, never an agent type).
     (
         "trace",
-        &["config", "wire", "conversation", "error", "event", "provider"],
+        &["config", "identity", "conversation", "error", "event", "provider"],
     ),
     (
         "agent",
         &[
             "config",
-            "wire",
+            "identity",
             "conversation",
             "error",
             "event",

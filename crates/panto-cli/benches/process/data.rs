@@ -8,9 +8,10 @@
 
 use std::path::{Path, PathBuf};
 
+use panto_core::store::PersistentMessage;
+use panto_core::wire::ProviderIdentity;
 use panto_core::{
-    ApiStyle, ContentBlock, Conversation, Message, PersistentMessage, ReasoningEffort, Role, Session, StopReason,
-    ToolResultContent, Usage, WireIdentity,
+    ApiStyle, ContentBlock, Conversation, Message, ReasoningEffort, Role, Session, StopReason, ToolResultContent, Usage,
 };
 use panto_store_fs::{Durability, JsonlStore};
 
@@ -68,7 +69,7 @@ fn generate(dir: &Path, sessions: usize, bytes: u64) {
         .build()
         .unwrap_or_else(|e| panic!("a runtime: {e}"));
     let store = JsonlStore::with_durability(dir, Durability::None);
-    let wire = WireIdentity {
+    let wire = ProviderIdentity {
         api_style: ApiStyle::AnthropicMessages,
         base_url: "https://api.anthropic.com".into(),
         model: "claude-sonnet-4-5".into(),

@@ -2,7 +2,8 @@
 
 use std::collections::BTreeMap;
 
-use panto_core::{Pricing, ReasoningEffort};
+use panto_core::pricing::Pricing;
+use panto_core::ReasoningEffort;
 use toml::Spanned;
 
 use super::file::{ModelEntry, Source};

@@ -1,9 +1,9 @@
 //! Choosing the model: the default, a `-m NAME`, or the one a resumed session used; and turning
 //! the choice into a [`panto_core::Config`].
 
-use panto_core::{
-    strip_userinfo, Config, Pricing, PricingRegistry, ProviderConfig, ReasoningEffort, SessionInfo, WireIdentity,
-};
+use panto_core::pricing::{Pricing, PricingRegistry};
+use panto_core::wire::{strip_userinfo, ProviderIdentity};
+use panto_core::{Config, ProviderConfig, ReasoningEffort, SessionInfo};
 
 use super::{default_context_window, default_model_for, Key, ModelAlias, Provider, Settings};
 use crate::exit::Failure;
@@ -33,9 +33,9 @@ impl Selection {
         self.alias.as_deref().unwrap_or(&self.model)
     }
 
-    /// The wire identity a session records for it.
-    pub fn wire(&self) -> WireIdentity {
-        WireIdentity::new(
+    /// The provider identity a session records for it.
+    pub fn wire(&self) -> ProviderIdentity {
+        ProviderIdentity::new(
             self.provider.api_style,
             &self.provider.base_url,
             self.model.clone(),
@@ -123,14 +123,14 @@ impl Settings {
         }
     }
 
-    /// What a resumed session pre-selects: the alias whose wire identity matches the session's
+    /// What a resumed session pre-selects: the alias whose provider identity matches the session's
     /// last one (the first, with a note, when several do); else the session's own model on a
     /// provider with the same style and base URL; else nothing, with a note.
     pub fn session_selection(&self, info: &SessionInfo) -> (Option<Selection>, Option<String>) {
         let Some(wire) = &info.wire else {
             return (None, None);
         };
-        // Session identity is wire identity: an alias matches when it would send the same.
+        // Session identity is provider identity: an alias matches when it would send the same.
         let matched: Vec<Selection> = self
             .models
             .iter()
@@ -290,7 +290,7 @@ mod tests {
             &[("OPENAI_API_KEY", "o")],
         );
         let mut info = SessionInfo::new("0190", Utc::now());
-        info.wire = Some(WireIdentity {
+        info.wire = Some(ProviderIdentity {
             api_style: ApiStyle::OpenAiChat,
             base_url: super::super::providers::OPENAI_API_ROOT.into(),
             model: "gpt-4o".into(),
@@ -308,7 +308,7 @@ mod tests {
         // Recorded against Anthropic; only the OpenAI key is set now.
         let s = settings("", &[("OPENAI_API_KEY", "o")]);
         let mut info = SessionInfo::new("0190", Utc::now());
-        info.wire = Some(WireIdentity {
+        info.wire = Some(ProviderIdentity {
             api_style: ApiStyle::AnthropicMessages,
             base_url: super::super::providers::ANTHROPIC_API_ROOT.into(),
             model: "claude-sonnet-4-5".into(),
@@ -366,7 +366,7 @@ mod tests {
         let sel = s.default_selection().unwrap();
         assert_eq!(sel.wire().base_url, "http://proxy/v1", "what a new session records");
         for recorded in ["http://user:pw-secret@proxy/v1", "http://proxy/v1"] {
-            let wire = WireIdentity {
+            let wire = ProviderIdentity {
                 api_style: ApiStyle::OpenAiChat,
                 base_url: recorded.into(),
                 model: "gpt-4o".into(),
@@ -382,7 +382,7 @@ mod tests {
             );
             // A wire model no alias names still finds its provider, and a note never shows the
             // credentials.
-            info.wire = Some(WireIdentity {
+            info.wire = Some(ProviderIdentity {
                 model: "gpt-4o-mini".into(),
                 ..wire.clone()
             });
@@ -391,7 +391,7 @@ mod tests {
                 "proxy",
                 "{recorded}"
             );
-            info.wire = Some(WireIdentity {
+            info.wire = Some(ProviderIdentity {
                 base_url: recorded.replace("proxy", "gone"),
                 ..wire
             });

@@ -94,7 +94,7 @@ fn transport(server: &McpServer) -> String {
             words.extend(server.config.args.iter().cloned());
             format!("stdio: {}", words.join(" "))
         }
-        (None, Some(url)) => format!("http: {}", panto_core::strip_userinfo(url)),
+        (None, Some(url)) => format!("http: {}", panto_core::wire::strip_userinfo(url)),
         (None, None) => "no transport".to_owned(),
     }
 }

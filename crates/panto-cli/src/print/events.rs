@@ -2,7 +2,8 @@
 //! object both JSON formats end with. The lines between are events, which panto-core writes
 //! (`serde_json` of the `Event`, docs/events.md); docs/cli.md documents every field.
 
-use panto_core::{ForkOrigin, StopReason, Usage, EVENT_SCHEMA_VERSION};
+use panto_core::store::ForkOrigin;
+use panto_core::{StopReason, Usage, EVENT_SCHEMA_VERSION};
 use serde_json::{json, Value};
 
 use crate::cost::dollars;

@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use panto_core::{format_micro_cents, Usage};
+use panto_core::pricing::format_micro_cents;
+use panto_core::Usage;
 
 use super::Style;
 use crate::cost::thousands;

@@ -191,7 +191,7 @@ mod tests {
 
     #[test]
     fn model_completes_aliases_then_the_known_wire_models() {
-        let pricing = panto_core::PricingRegistry::new();
+        let pricing = panto_core::pricing::PricingRegistry::new();
         let helper = PantoHelper {
             aliases: vec!["opus".into(), "claude-haiku-4-5".into()],
             models: pricing.known_models(panto_core::ApiStyle::AnthropicMessages),

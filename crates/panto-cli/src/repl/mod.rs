@@ -24,7 +24,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use panto_core::{Agent, ContentBlock, Conversation, PricingRegistry, Role, UserMessage};
+use panto_core::pricing::PricingRegistry;
+use panto_core::{Agent, ContentBlock, Conversation, Role, UserMessage};
 use rustyline::error::ReadlineError;
 
 use crate::attach::{self, Attachment};

@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use panto_core::{PricingRegistry, ProviderConfig};
+use panto_core::pricing::PricingRegistry;
+use panto_core::ProviderConfig;
 
 use super::commands::distance;
 use crate::safe;

@@ -1,7 +1,9 @@
 //! One REPL turn: stream the agent's events to the screen until the turn ends, fails, or Ctrl-C
 //! cancels it.
 
-use panto_core::{Agent, Error, Event, PricingRegistry, QueueMode, Usage, UserMessage, WireIdentity};
+use panto_core::pricing::PricingRegistry;
+use panto_core::wire::ProviderIdentity;
+use panto_core::{Agent, Error, Event, QueueMode, Usage, UserMessage};
 
 use super::keys::{TurnKeys, TypeAhead};
 use crate::cost::{cost, uncached_cost};
@@ -30,7 +32,7 @@ pub async fn run(
     message: UserMessage,
     screen: Screen,
     pricing: &PricingRegistry,
-    wire: &WireIdentity,
+    wire: &ProviderIdentity,
     asks: AsksFirst,
     typeahead: QueueMode,
 ) -> TurnOutcome {

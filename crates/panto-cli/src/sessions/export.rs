@@ -3,7 +3,8 @@
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
-use panto_core::{strip_userinfo, ContentBlock, Conversation, Role, SessionInfo, SystemMode, ToolResultContent};
+use panto_core::wire::strip_userinfo;
+use panto_core::{ContentBlock, Conversation, Role, SessionInfo, SystemMode, ToolResultContent};
 
 use crate::exit::Failure;
 use crate::store::OpenStore;

@@ -8,7 +8,8 @@ use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::process::ExitCode;
 
-use panto_core::{strip_userinfo, SessionInfo};
+use panto_core::wire::strip_userinfo;
+use panto_core::SessionInfo;
 
 use crate::exit::Failure;
 use crate::store::{OpenStore, StoreLocation};
@@ -133,7 +134,7 @@ fn test_info(id: &str) -> SessionInfo {
 #[cfg(test)]
 fn test_info_with_credentials() -> SessionInfo {
     let mut old = test_info("0190aaaa-1111-7000-8000-000000000000");
-    old.wire = Some(panto_core::WireIdentity {
+    old.wire = Some(panto_core::wire::ProviderIdentity {
         api_style: panto_core::ApiStyle::OpenAiChat,
         base_url: "http://user:pw-secret@proxy:8080/v1".into(),
         model: "gpt-4o".into(),
@@ -155,7 +156,7 @@ mod tests {
         full.message_count = 3;
         full.last_user_message = Some("fix the \"parser\"".into());
         full.last_prompt_at = Some(full.created);
-        full.wire = Some(panto_core::WireIdentity {
+        full.wire = Some(panto_core::wire::ProviderIdentity {
             api_style: panto_core::ApiStyle::OpenAiChat,
             base_url: "http://127.0.0.1:9/v1".into(),
             model: "gpt-4o".into(),

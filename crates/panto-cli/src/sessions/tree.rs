@@ -2,7 +2,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use panto_core::SessionTree;
+use panto_core::store::SessionTree;
 
 /// How many characters of a prompt a line shows.
 const PREVIEW: usize = 60;
@@ -79,7 +79,8 @@ fn preview(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use panto_core::{EntryRef, Role, TreeEntry};
+    use panto_core::store::{EntryRef, TreeEntry};
+    use panto_core::Role;
 
     fn entry(id: &str, parent: Option<&str>, prompt: bool, text: &str) -> TreeEntry {
         TreeEntry {

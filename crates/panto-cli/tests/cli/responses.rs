@@ -84,7 +84,7 @@ async fn a_tool_turn_with_reasoning_continued_in_a_second_process_sends_the_reas
     assert_eq!(first["reasoning"]["effort"], "medium");
     assert_eq!(first["include"], serde_json::json!(["reasoning.encrypted_content"]));
 
-    // The second process resumed with the alias's model (the session's wire identity) and sent
+    // The second process resumed with the alias's model (the session's provider identity) and sent
     // the whole history: both reasoning items unchanged, the calls and their outputs by call_id.
     let third = body(&requests[2]);
     assert_eq!(third["model"], "gpt-5");

@@ -71,7 +71,7 @@ pub trait Hook: Send + Sync {
 
     /// Before a tool runs. `call.name` is the tool's name: a tool's own, or for a
     /// [`ToolSource`](crate::ToolSource)'s tool `source/tool`, the source's name and the tool's
-    /// own unencoded (the events name it by its wire name instead, as
+    /// own unencoded (the events name it by its offered name instead, as
     /// [`Event::ToolDispatchStart`](crate::Event::ToolDispatchStart) says); `call.cancel` is
     /// cancelled with the turn.
     async fn before_tool(&self, call: &ToolCall) -> BeforeTool {

@@ -204,7 +204,7 @@ impl Agent {
         self.registry.register_source(source)
     }
 
-    /// Removes the tool with this wire name, or every tool of the source with this name. Returns
+    /// Removes the tool with this offered name, or every tool of the source with this name. Returns
     /// whether anything was removed.
     pub fn unregister_tool(&mut self, name: &str) -> bool {
         self.registry.unregister(name)
@@ -216,7 +216,7 @@ impl Agent {
         self.hooks.push(hook);
     }
 
-    /// The tools offered to the model, under their wire names.
+    /// The tools offered to the model, under their offered names.
     pub fn tools(&self) -> Vec<ToolDecl> {
         self.registry.decls().to_vec()
     }

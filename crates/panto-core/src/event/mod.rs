@@ -73,7 +73,7 @@ pub enum Event {
         index: usize,
         /// Its kind.
         kind: BlockKind,
-        /// For a tool call: its id and wire name.
+        /// For a tool call: its id and offered name.
         tool: Option<ToolDetails>,
     },
     /// More content for the block at `index`.
@@ -101,7 +101,7 @@ pub enum Event {
     ToolDispatchStart {
         /// The call id.
         id: String,
-        /// The tool's wire name: as offered to the model and announced by [`Event::BlockStart`]
+        /// The tool's offered name: as offered to the model and announced by [`Event::BlockStart`]
         /// (a [`ToolSource`](crate::ToolSource)'s tool as `source__tool`).
         name: String,
         /// The arguments.
@@ -111,7 +111,7 @@ pub enum Event {
     ToolDispatchComplete {
         /// The call id.
         id: String,
-        /// The tool's wire name, as in [`Event::ToolDispatchStart`].
+        /// The tool's offered name, as in [`Event::ToolDispatchStart`].
         name: String,
         /// The result as the model will see it.
         content: Vec<ToolResultContent>,
@@ -166,6 +166,6 @@ pub enum Event {
 pub struct ToolDetails {
     /// The call id.
     pub id: String,
-    /// The wire name.
+    /// The offered name.
     pub name: String,
 }

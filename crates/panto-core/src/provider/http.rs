@@ -7,7 +7,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::config::ProviderConfig;
 use crate::error::{Error, Result};
-use crate::wire::strip_userinfo;
+use crate::identity::strip_userinfo;
 
 /// How many bytes of an unexpected body an error quotes.
 pub(crate) const QUOTED_BODY_BYTES: usize = 200;

@@ -39,7 +39,7 @@ pub(crate) struct ProviderRequest<'a> {
     /// The conversation. Messages with [`Role::System`](crate::Role::System) are skipped by the
     /// encoders (the system prompt travels in `system`).
     pub messages: &'a [Message],
-    /// Tools offered, already under their wire names.
+    /// Tools offered, already under their offered names.
     pub tools: &'a [ToolDecl],
     /// Whether the model must call one of `tools` rather than answer in text (Anthropic
     /// `tool_choice: any`, OpenAI `tool_choice: required`). Ignored without tools.

@@ -10,7 +10,7 @@ use super::http::{describe, exchange, header_map, quote, read_body_start, BodyEn
 use super::{anthropic, openai, responses};
 use crate::config::{ApiStyle, ProviderConfig};
 use crate::error::{Error, Result};
-use crate::wire::strip_userinfo;
+use crate::identity::strip_userinfo;
 
 /// Pages of an Anthropic listing followed at most (1,000 models each).
 const MAX_PAGES: usize = 5;

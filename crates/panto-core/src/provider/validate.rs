@@ -10,7 +10,7 @@
 //!   or repeated id is replaced by a minted one (`toolu_panto_<n>` or `call_panto_<n>`). An id
 //!   only pairs a call with its result inside panto's own history, so the call is otherwise
 //!   untouched and still runs.
-//! - **Names** are wire names ([`is_wire_name`]), the rule every registered tool's name obeys
+//! - **Names** are offered names ([`is_tool_name`]), the rule every registered tool's name obeys
 //!   and both APIs enforce on the calls in a request's history.
 //! - **Input** is a JSON object nested at most [`MAX_INPUT_DEPTH`] levels deep.
 //!
@@ -24,7 +24,7 @@ use std::collections::HashSet;
 use serde_json::{Map, Value};
 
 use crate::conversation::{ContentBlock, Message};
-use crate::registry::{is_wire_name, wire_name_rule};
+use crate::registry::{is_tool_name, tool_name_rule};
 
 /// The longest tool-call id kept as sent, in bytes: OpenAI refuses longer ones.
 pub(crate) const MAX_TOOL_CALL_ID: usize = 40;
@@ -54,10 +54,10 @@ pub(crate) fn is_tool_call_id(id: &str) -> bool {
         && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
-/// The name a call is shown and stored under: the model's if it is a wire name, else
+/// The name a call is shown and stored under: the model's if it is a offered name, else
 /// [`INVALID_NAME`].
 pub(crate) fn kept_name(wire: &str) -> &str {
-    if is_wire_name(wire) {
+    if is_tool_name(wire) {
         wire
     } else {
         INVALID_NAME
@@ -123,13 +123,13 @@ impl ToolCallCheck {
             Ok(input) => (input, None),
             Err(problem) => (Value::Object(Map::new()), Some(problem)),
         };
-        let problem = if is_wire_name(wire_name) {
+        let problem = if is_tool_name(wire_name) {
             input_problem
         } else {
             Some(format!(
                 "tool name {} is not valid: {}",
                 quoted(wire_name),
-                wire_name_rule()
+                tool_name_rule()
             ))
         };
         if let Some(problem) = problem {

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 
 use super::seam::ForkOrigin;
 use crate::conversation::Message;
-use crate::wire::WireIdentity;
+use crate::identity::ProviderIdentity;
 
 /// How many characters of the last human prompt [`SessionInfo::last_user_message`] keeps.
 pub const LAST_USER_MESSAGE_CHARS: usize = 200;
@@ -25,7 +25,7 @@ pub struct SessionInfo {
     /// The start of the last human prompt, at most [`LAST_USER_MESSAGE_CHARS`] characters.
     pub last_user_message: Option<String>,
     /// The provider identity of the last non-system message, for resume pre-selection.
-    pub wire: Option<WireIdentity>,
+    pub wire: Option<ProviderIdentity>,
     /// Set when the session was forked from another.
     pub forked_from: Option<ForkOrigin>,
 }
@@ -54,7 +54,7 @@ impl SessionInfo {
     }
 
     /// Folds one appended message into the info, as every store must.
-    pub fn record(&mut self, message: &Message, wire: Option<&WireIdentity>, at: DateTime<Utc>) {
+    pub fn record(&mut self, message: &Message, wire: Option<&ProviderIdentity>, at: DateTime<Utc>) {
         self.message_count += 1;
         self.modified = at;
         if message.is_human_prompt() {

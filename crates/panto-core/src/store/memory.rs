@@ -15,7 +15,7 @@ use super::seam::{
 use super::view::compact_view;
 use crate::conversation::{Conversation, Message, Role, Usage};
 use crate::error::{Error, Result};
-use crate::wire::WireIdentity;
+use crate::identity::ProviderIdentity;
 
 /// One message as [`MemoryStore`](crate::MemoryStore) keeps it.
 #[derive(Debug, Clone, PartialEq)]
@@ -24,8 +24,8 @@ pub struct StoredRecord {
     pub message: Message,
     /// Its usage.
     pub usage: Option<Usage>,
-    /// Its wire identity.
-    pub wire: Option<WireIdentity>,
+    /// Its provider identity.
+    pub wire: Option<ProviderIdentity>,
     /// The names of the tools offered with it.
     pub tools_available: Vec<String>,
     /// The compaction it records.

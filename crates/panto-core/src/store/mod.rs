@@ -14,9 +14,12 @@
 //! store it was asked of, so a wrapper store (one that adds caching, metrics or access control
 //! and delegates to an inner store) hands out sessions whose appends go through the wrapper.
 //!
-//! Users of a store need none of this module: the types they handle ([`Session`](crate::Session),
-//! [`SessionInfo`](crate::SessionInfo), [`MemoryStore`](crate::MemoryStore), …) are at the crate
-//! root.
+//! It also holds the session tree's types: what [`SessionStore::load`](crate::SessionStore::load)
+//! and [`SessionStore::append`](crate::SessionStore::append) exchange ([`PersistentMessage`],
+//! [`LoadedBranch`], [`CompactionRecord`], [`CheckpointRecord`]) and what browsing a tree returns
+//! ([`SessionTree`], [`TreeEntry`], [`EntryRef`], [`ForkOrigin`]). The types every user of a store
+//! handles ([`Session`](crate::Session), [`SessionInfo`](crate::SessionInfo),
+//! [`MemoryStore`](crate::MemoryStore), …) are at the crate root.
 
 pub(crate) mod checkpoint;
 pub(crate) mod files;
@@ -29,9 +32,12 @@ pub(crate) mod session;
 mod span;
 mod view;
 
-pub use checkpoint::{checkpoint_address, validate_checkpoint_address, MAX_CHECKPOINT_BYTES};
+pub use checkpoint::{
+    checkpoint_address, validate_checkpoint_address, CheckpointRecord, StoredCheckpoint, MAX_CHECKPOINT_BYTES,
+};
 pub use id::{new_session_id, validate_session_id, EntryIds};
 pub use info::{sort_by_recency, LAST_USER_MESSAGE_CHARS};
 pub use memory::StoredRecord;
+pub use seam::{CompactionRecord, EntryRef, ForkOrigin, LoadedBranch, PersistentMessage, SessionTree, TreeEntry};
 pub use span::AppendSpan;
 pub use view::compact_view;

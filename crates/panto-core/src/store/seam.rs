@@ -1,6 +1,6 @@
 //! The session seam: the trait a store implements, and what the agent hands it.
 //!
-//! The write side is rich ([`PersistentMessage`] carries the message, usage, wire identity, the
+//! The write side is rich ([`PersistentMessage`] carries the message, usage, provider identity, the
 //! whole conversation and the tools offered) so that an audit store can keep provenance; the read
 //! side is minimal ([`SessionStore::load`] returns a [`Conversation`], [`SessionStore::list`]
 //! returns [`SessionInfo`]s). A store keeps what it wants of the write side.
@@ -22,7 +22,7 @@ use super::info::SessionInfo;
 use crate::conversation::ToolDecl;
 use crate::conversation::{Conversation, Message, Role, Usage};
 use crate::error::Result;
-use crate::wire::WireIdentity;
+use crate::identity::ProviderIdentity;
 
 /// A compaction, as recorded with the summary message that carries it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,7 +44,7 @@ pub struct PersistentMessage<'a> {
     /// Provider usage, for assistant messages.
     pub usage: Option<Usage>,
     /// Who produced it on the wire; `None` for system messages, which no provider produced.
-    pub wire: Option<&'a WireIdentity>,
+    pub wire: Option<&'a ProviderIdentity>,
     /// The whole conversation at write time, this message included.
     pub conversation: &'a Conversation,
     /// The tools offered to the model for this turn.
@@ -55,7 +55,7 @@ pub struct PersistentMessage<'a> {
 
 impl<'a> PersistentMessage<'a> {
     /// `message`, written as part of `conversation`, with the usage it carries and nothing
-    /// else: no wire identity, no tools offered, no compaction. Set the other fields with struct
+    /// else: no provider identity, no tools offered, no compaction. Set the other fields with struct
     /// update syntax (`PersistentMessage { wire: Some(&wire), ..PersistentMessage::new(m, &c) }`).
     pub fn new(message: &'a Message, conversation: &'a Conversation) -> Self {
         PersistentMessage {

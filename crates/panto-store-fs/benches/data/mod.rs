@@ -15,10 +15,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use content::{Corpus, Rng};
-use panto_core::{
-    ApiStyle, CompactionRecord, Conversation, Message, PersistentMessage, ReasoningEffort, Role, Session, ToolDecl,
-    WireIdentity,
-};
+use panto_core::store::{CompactionRecord, PersistentMessage};
+use panto_core::wire::ProviderIdentity;
+use panto_core::{ApiStyle, Conversation, Message, ReasoningEffort, Role, Session, ToolDecl};
 use panto_store_fs::{Durability, JsonlStore};
 use serde_json::json;
 
@@ -221,9 +220,9 @@ pub fn build(spec: &Spec) -> Result<Written, String> {
     Ok(total)
 }
 
-/// The wire identity every generated message carries.
-fn wire() -> WireIdentity {
-    WireIdentity {
+/// The provider identity every generated message carries.
+fn wire() -> ProviderIdentity {
+    ProviderIdentity {
         api_style: ApiStyle::AnthropicMessages,
         base_url: "https://api.anthropic.com".into(),
         model: "claude-sonnet-4-5".into(),
@@ -249,7 +248,7 @@ struct Writer<'a> {
     store: Arc<JsonlStore>,
     session: panto_core::Session,
     conversation: Conversation,
-    wire: WireIdentity,
+    wire: ProviderIdentity,
     tools: Vec<ToolDecl>,
     spec: &'a Spec,
     bytes: u64,

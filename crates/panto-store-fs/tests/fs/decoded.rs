@@ -7,10 +7,8 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use panto_core::__bench::decode_message;
-use panto_core::{
-    is_wire_name, ApiStyle, ContentBlock, Conversation, Message, PersistentMessage, Role, SessionStore,
-    ToolResultContent,
-};
+use panto_core::store::PersistentMessage;
+use panto_core::{is_tool_name, ApiStyle, ContentBlock, Conversation, Message, Role, SessionStore, ToolResultContent};
 use panto_testkit::script::{AnthropicScript, OpenAiScript};
 use panto_testkit::store_contract::anthropic_wire;
 use proptest::prelude::*;
@@ -48,7 +46,7 @@ fn id() -> impl Strategy<Value = String> {
     ]
 }
 
-/// Tool names: wire names, or not.
+/// Tool names: offered names, or not.
 fn name() -> impl Strategy<Value = String> {
     prop_oneof![
         3 => "[a-z_]{1,16}",
@@ -133,7 +131,7 @@ fn depth(value: &Value) -> usize {
 }
 
 /// Every tool call of `conversation` is one a request can carry: an id of 1 to 40 characters
-/// of `[A-Za-z0-9_-]` used once in the conversation, a wire name, an object for input, nested
+/// of `[A-Za-z0-9_-]` used once in the conversation, a offered name, an object for input, nested
 /// at most 64 levels deep.
 fn check_calls(conversation: &Conversation) -> Result<(), TestCaseError> {
     let mut ids = HashSet::new();
@@ -144,7 +142,7 @@ fn check_calls(conversation: &Conversation) -> Result<(), TestCaseError> {
             id
         );
         prop_assert!(ids.insert(id.to_owned()), "id {:?} twice", id);
-        prop_assert!(is_wire_name(name), "name {:?}", name);
+        prop_assert!(is_tool_name(name), "name {:?}", name);
         prop_assert!(input.is_object() && depth(input) <= 64, "input {}", input);
     }
     Ok(())

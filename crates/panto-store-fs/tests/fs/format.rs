@@ -48,7 +48,7 @@ async fn header_and_entries_hold_the_documented_fields() {
         assert!(entry["timestamp"].as_str().unwrap().ends_with('Z'));
     }
     let (sys, first, second) = (&entries[0], &entries[1], &entries[2]);
-    assert_eq!(sys["wire"], Value::Null, "system messages have no wire identity");
+    assert_eq!(sys["wire"], Value::Null, "system messages have no provider identity");
     assert_eq!(first["wire"], serde_json::to_value(anthropic_wire()).unwrap());
     assert_eq!(first["message"], serde_json::to_value(&prompt).unwrap());
     assert_eq!(second["message"], serde_json::to_value(&answer).unwrap());

@@ -6,9 +6,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use panto_core::store::new_session_id;
+use panto_core::store::PersistentMessage;
 use panto_core::{
-    ContentBlock, Conversation, Error, Message, PersistentMessage, Result, Role, Session, SessionStore, StopReason,
-    SystemMode, ToolResultContent, Usage,
+    ContentBlock, Conversation, Error, Message, Result, Role, Session, SessionStore, StopReason, SystemMode,
+    ToolResultContent, Usage,
 };
 use panto_store_fs::JsonlStore;
 use panto_testkit::store_contract::{anthropic_wire, tools};
@@ -241,7 +242,7 @@ fn real_log(rt: &tokio::runtime::Runtime, dir: &Path) -> (String, Vec<u8>) {
         wire: None,
         conversation: &conversation,
         tools_available: &[],
-        compaction: Some(panto_core::CompactionRecord {
+        compaction: Some(panto_core::store::CompactionRecord {
             first_kept: 3,
             tokens_before: 10,
             tokens_after: 2,

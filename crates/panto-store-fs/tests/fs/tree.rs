@@ -94,7 +94,7 @@ async fn a_fork_records_each_carried_change_at_its_entry_without_moving_the_tip(
     let store = fast_store(dir.path());
     let dyn_store = as_dyn(&store);
     let mut d = Driver::new(&dyn_store, None);
-    let record = |path: &str| panto_core::CheckpointRecord {
+    let record = |path: &str| panto_core::store::CheckpointRecord {
         path: path.to_owned(),
         before: None,
         after: Some(panto_core::store::checkpoint_address(path.as_bytes())),

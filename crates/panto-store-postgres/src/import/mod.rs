@@ -4,7 +4,7 @@
 //! ([`JsonlStore::session_file`], the format's one reader, with its bounds: no link followed,
 //! no FIFO waited on, no line over [`MAX_LINE`](panto_store_fs::MAX_LINE) held) and copies each
 //! session, with its full history, into the database: entry ids, parent ids, timestamps
-//! (rounded up to the microsecond), usage, wire identities and compaction records, and the
+//! (rounded up to the microsecond), usage, provider identities and compaction records, and the
 //! session tree: every branch, the branch switches, the file-change records, the checkpoint
 //! blobs beside the file (each read as the file store reads it: bounded, and checked against its
 //! address) and the fork origin. So the imported session lists, loads, draws its tree and lists

@@ -22,7 +22,7 @@ pub(crate) struct EventRow {
     /// A switch: the entry that becomes the tip; a file change: the tip it belongs to.
     pub tip: Option<String>,
     /// Set on a file change.
-    pub checkpoint: Option<panto_core::CheckpointRecord>,
+    pub checkpoint: Option<panto_core::store::CheckpointRecord>,
 }
 
 /// A session of the file store, ready to be written to the database in one transaction.

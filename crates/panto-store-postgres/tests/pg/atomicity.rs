@@ -1,9 +1,9 @@
 //! All or nothing: a batch that fails inside its transaction leaves nothing behind (no entries,
 //! no listing change, no tool rows), and the store goes on writing correctly afterwards.
 
-use panto_core::{
-    ApiStyle, Conversation, Error, PersistentMessage, ReasoningEffort, Session, SessionStore, WireIdentity,
-};
+use panto_core::store::PersistentMessage;
+use panto_core::wire::ProviderIdentity;
+use panto_core::{ApiStyle, Conversation, Error, ReasoningEffort, Session, SessionStore};
 use panto_testkit::store_contract::{append_one, reply, tools, user, Driver};
 use serde_json::json;
 
@@ -116,7 +116,7 @@ async fn input_postgres_cannot_hold_is_refused_by_name_before_anything_is_writte
         messages: vec![message.clone()],
         metadata: None,
     };
-    let wire = WireIdentity {
+    let wire = ProviderIdentity {
         api_style: ApiStyle::OpenAiChat,
         base_url: "http://127.0.0.1:8080/v1".to_owned(),
         model: "bad\0model".to_owned(),
@@ -138,7 +138,7 @@ async fn input_postgres_cannot_hold_is_refused_by_name_before_anything_is_writte
     let message_text = result.expect_err("a NUL in the model name must be refused").to_string();
     assert!(
         message_text.contains(&format!("appending to session {id}"))
-            && message_text.contains("the wire identity's model contains a NUL character"),
+            && message_text.contains("the provider identity's model contains a NUL character"),
         "{message_text}"
     );
     assert!(store.list().await.unwrap().is_empty());

@@ -2,7 +2,8 @@
 //! transaction: entries and branch events (foreign keys), its checkpoint records, and every
 //! checkpoint blob no other session keeps; a blob another session (or a fork) keeps stays.
 
-use panto_core::{CheckpointRecord, Session, SessionStore};
+use panto_core::store::CheckpointRecord;
+use panto_core::{Session, SessionStore};
 use panto_testkit::postgres::connect;
 use panto_testkit::store_contract::{append_one, reply, user};
 

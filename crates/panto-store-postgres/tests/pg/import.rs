@@ -134,7 +134,7 @@ async fn sessions_move_from_the_file_store_with_their_whole_history() {
     let more = user("one more");
     let conversation = panto_core::Conversation::new();
     resumed
-        .append(&[panto_core::PersistentMessage {
+        .append(&[panto_core::store::PersistentMessage {
             message: &more,
             usage: None,
             wire: Some(&a.wire),

@@ -6,7 +6,8 @@
 use std::sync::Arc;
 
 use panto_core::store::checkpoint_address;
-use panto_core::{CheckpointRecord, Error, SessionStore, SystemMode};
+use panto_core::store::CheckpointRecord;
+use panto_core::{Error, SessionStore, SystemMode};
 use panto_store_fs::{Durability, JsonlStore};
 use panto_store_postgres::{import_fs, PostgresStore};
 use panto_testkit::postgres::connect;

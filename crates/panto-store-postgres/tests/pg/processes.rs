@@ -9,7 +9,8 @@ use std::collections::HashMap;
 use std::process::Child;
 use std::time::Duration;
 
-use panto_core::{Error, PersistentMessage, Session, SessionStore};
+use panto_core::store::PersistentMessage;
+use panto_core::{Error, Session, SessionStore};
 use panto_store_postgres::PostgresStore;
 use panto_testkit::child::{child_test, report_to_parent, wait_for_child};
 use panto_testkit::postgres::{server, URL_ENV};

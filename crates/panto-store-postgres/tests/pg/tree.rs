@@ -3,7 +3,8 @@
 //! keep them, read only by those sessions, and checked against their address; a branch switch is
 //! a write like an append, refused to a second writer.
 
-use panto_core::{CheckpointRecord, ContentBlock, Error, Message, Role, SessionStore};
+use panto_core::store::CheckpointRecord;
+use panto_core::{ContentBlock, Error, Message, Role, SessionStore};
 use panto_store_postgres::{PostgresStore, SCHEMA_VERSION};
 use panto_testkit::postgres::{connect, server};
 use panto_testkit::store_contract::{append_one, reply, user, Driver};

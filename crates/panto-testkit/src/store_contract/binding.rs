@@ -5,9 +5,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use panto_core::{
-    Conversation, Error, LoadedBranch, PersistentMessage, Result, Session, SessionInfo, SessionStore, SessionTree,
-};
+use panto_core::store::{LoadedBranch, PersistentMessage, SessionTree};
+use panto_core::{Conversation, Error, Result, Session, SessionInfo, SessionStore};
 
 use super::driver::{info_of, must_list, must_load, Driver};
 use super::messages::{reply, user};
@@ -147,10 +146,14 @@ impl SessionStore for Wrapper {
     async fn get_checkpoint(&self, id: &str, address: &str) -> panto_core::Result<Option<Vec<u8>>> {
         self.inner.get_checkpoint(id, address).await
     }
-    async fn record_checkpoint(&self, id: &str, record: &panto_core::CheckpointRecord) -> panto_core::Result<()> {
+    async fn record_checkpoint(
+        &self,
+        id: &str,
+        record: &panto_core::store::CheckpointRecord,
+    ) -> panto_core::Result<()> {
         self.inner.record_checkpoint(id, record).await
     }
-    async fn checkpoints(&self, id: &str) -> panto_core::Result<Vec<panto_core::StoredCheckpoint>> {
+    async fn checkpoints(&self, id: &str) -> panto_core::Result<Vec<panto_core::store::StoredCheckpoint>> {
         self.inner.checkpoints(id).await
     }
 }

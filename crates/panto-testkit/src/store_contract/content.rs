@@ -2,9 +2,8 @@
 
 use std::sync::Arc;
 
-use panto_core::{
-    CompactionRecord, ContentBlock, Message, Role, SessionStore, StopReason, SystemMode, ToolResultContent, Usage,
-};
+use panto_core::store::CompactionRecord;
+use panto_core::{ContentBlock, Message, Role, SessionStore, StopReason, SystemMode, ToolResultContent, Usage};
 
 use super::driver::{info_of, must_load, Driver};
 use super::messages::{assistant, reply, summary, system, user, PNG_1X1};

@@ -4,23 +4,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use panto_core::store::compact_view;
-use panto_core::{
-    CompactionRecord, Conversation, Message, PersistentMessage, Result, Role, Session, SessionInfo, SessionStore,
-    ToolDecl, WireIdentity,
-};
+use panto_core::store::{CompactionRecord, PersistentMessage};
+use panto_core::wire::ProviderIdentity;
+use panto_core::{Conversation, Message, Result, Role, Session, SessionInfo, SessionStore, ToolDecl};
 
 use super::messages::{anthropic_wire, summary, tools};
 
 /// One session driven as the agent drives it: the model's conversation, kept current, and
-/// every batch appended through [`Session::append`] with the wire identity and tools.
+/// every batch appended through [`Session::append`] with the provider identity and tools.
 #[derive(Debug)]
 pub struct Driver {
     /// The session (its info folded by `Session::append`).
     pub session: Session,
     /// The conversation as the model sees it (compactions applied).
     pub conversation: Conversation,
-    /// The wire identity stamped on non-system messages from now on.
-    pub wire: WireIdentity,
+    /// The provider identity stamped on non-system messages from now on.
+    pub wire: ProviderIdentity,
     /// The tools offered.
     pub tools: Vec<ToolDecl>,
 }
@@ -144,7 +143,7 @@ pub async fn tick() {
 }
 
 /// Appends `message` alone to session `id` of `store`, as the agent would write it: in a
-/// conversation of its own, with a realistic wire identity and the contract's [`tools`]. For
+/// conversation of its own, with a realistic provider identity and the contract's [`tools`]. For
 /// tests that write a session by id, bypassing [`Session`] (a second writer, a child process).
 pub async fn append_one(store: &dyn SessionStore, id: &str, message: &Message) -> Result<()> {
     append_offering(store, id, message, &tools()).await

@@ -2,10 +2,9 @@
 
 use std::sync::Arc;
 
+use panto_core::store::PersistentMessage;
 use panto_core::store::LAST_USER_MESSAGE_CHARS;
-use panto_core::{
-    ContentBlock, Conversation, Message, PersistentMessage, Role, Session, SessionStore, StopReason, SystemMode,
-};
+use panto_core::{ContentBlock, Conversation, Message, Role, Session, SessionStore, StopReason, SystemMode};
 
 use super::driver::{ids, info_of, must_list, tick, Driver};
 use super::messages::{anthropic_wire, assistant, local_openai_wire, reply, system, tool_result, tools, user, PNG_1X1};
@@ -165,7 +164,7 @@ pub async fn listing_info_is_exact(store: Arc<dyn SessionStore>) {
     assert_eq!(info.wire, Some(anthropic_wire()), "{CASE}: wire");
 
     // A prompt of several text blocks and an image; then another provider; then a system
-    // message (which has no wire identity and must not clear it) and a tool result.
+    // message (which has no provider identity and must not clear it) and a tool result.
     d.wire = local_openai_wire();
     d.append(vec![
         Message::new(

@@ -1,14 +1,14 @@
-//! Messages, wire identities and tools as the agent writes them: realistic values for every
+//! Messages, provider identities and tools as the agent writes them: realistic values for every
 //! field a store keeps.
 
+use panto_core::wire::ProviderIdentity;
 use panto_core::{
     ApiStyle, ContentBlock, Message, ReasoningEffort, Role, StopReason, SystemMode, ToolDecl, ToolResultContent, Usage,
-    WireIdentity,
 };
 
-/// A realistic Anthropic wire identity.
-pub fn anthropic_wire() -> WireIdentity {
-    WireIdentity {
+/// A realistic Anthropic provider identity.
+pub fn anthropic_wire() -> ProviderIdentity {
+    ProviderIdentity {
         api_style: ApiStyle::AnthropicMessages,
         base_url: "https://api.anthropic.com".to_owned(),
         model: "claude-sonnet-4-5".to_owned(),
@@ -16,9 +16,9 @@ pub fn anthropic_wire() -> WireIdentity {
     }
 }
 
-/// A realistic OpenAI-compatible wire identity (a local llama.cpp server).
-pub fn local_openai_wire() -> WireIdentity {
-    WireIdentity {
+/// A realistic OpenAI-compatible provider identity (a local llama.cpp server).
+pub fn local_openai_wire() -> ProviderIdentity {
+    ProviderIdentity {
         api_style: ApiStyle::OpenAiChat,
         base_url: "http://127.0.0.1:8080/v1".to_owned(),
         model: "qwen3-coder-30b".to_owned(),

@@ -19,7 +19,7 @@
 //! message naming the case and what differed, as a test assertion does.
 //!
 //! Sessions are written the way the agent writes them: through [`Session::append`], with the
-//! whole conversation, a realistic [`WireIdentity`] on every non-system message and the tools
+//! whole conversation, a realistic [`ProviderIdentity`] on every non-system message and the tools
 //! offered; and they are made the way the agent's embedder makes them, with
 //! [`Session::create`], [`Session::resolve`] and [`Session::latest`].
 //!
@@ -27,7 +27,7 @@
 //! [`Session::create`]: panto_core::Session::create
 //! [`Session::resolve`]: panto_core::Session::resolve
 //! [`Session::latest`]: panto_core::Session::latest
-//! [`WireIdentity`]: panto_core::WireIdentity
+//! [`ProviderIdentity`]: panto_core::wire::ProviderIdentity
 
 use std::any::Any;
 use std::sync::Arc;

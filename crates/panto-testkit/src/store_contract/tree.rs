@@ -3,9 +3,8 @@
 
 use std::sync::Arc;
 
-use panto_core::{
-    CheckpointRecord, Error, ForkOrigin, LoadedBranch, Message, Session, SessionStore, StoredCheckpoint, SystemMode,
-};
+use panto_core::store::{CheckpointRecord, ForkOrigin, LoadedBranch, StoredCheckpoint};
+use panto_core::{Error, Message, Session, SessionStore, SystemMode};
 
 use super::driver::{info_of, tick, Driver};
 use super::messages::{reply, system, user};

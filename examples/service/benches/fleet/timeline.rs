@@ -8,7 +8,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use panto_core::{async_trait, LoadedBranch, PersistentMessage, Result, SessionInfo, SessionStore};
+use panto_core::store::{LoadedBranch, PersistentMessage};
+use panto_core::{async_trait, Result, SessionInfo, SessionStore};
 
 /// Now, in seconds since the Unix epoch (the clock the mock's spans use).
 pub fn now() -> f64 {
@@ -75,7 +76,7 @@ impl SessionStore for TimedStore {
     async fn fork(&self, from: &str, at: &str, new_id: &str) -> panto_core::Result<()> {
         self.inner.fork(from, at, new_id).await
     }
-    async fn tree(&self, id: &str) -> panto_core::Result<Option<panto_core::SessionTree>> {
+    async fn tree(&self, id: &str) -> panto_core::Result<Option<panto_core::store::SessionTree>> {
         self.inner.tree(id).await
     }
     async fn put_checkpoint(&self, id: &str, content: &[u8]) -> panto_core::Result<String> {
@@ -84,10 +85,14 @@ impl SessionStore for TimedStore {
     async fn get_checkpoint(&self, id: &str, address: &str) -> panto_core::Result<Option<Vec<u8>>> {
         self.inner.get_checkpoint(id, address).await
     }
-    async fn record_checkpoint(&self, id: &str, record: &panto_core::CheckpointRecord) -> panto_core::Result<()> {
+    async fn record_checkpoint(
+        &self,
+        id: &str,
+        record: &panto_core::store::CheckpointRecord,
+    ) -> panto_core::Result<()> {
         self.inner.record_checkpoint(id, record).await
     }
-    async fn checkpoints(&self, id: &str) -> panto_core::Result<Vec<panto_core::StoredCheckpoint>> {
+    async fn checkpoints(&self, id: &str) -> panto_core::Result<Vec<panto_core::store::StoredCheckpoint>> {
         self.inner.checkpoints(id).await
     }
 }

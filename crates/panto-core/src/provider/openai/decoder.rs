@@ -125,7 +125,7 @@ struct Choice<'a> {
 
 /// The parts of a delta panto reads, with fields of the same meaning folded together. Deltas
 /// are most of a stream, and this is deserialized by hand because a smaller struct is markedly
-/// faster to move through serde than one field per wire name.
+/// faster to move through serde than one field per JSON key.
 #[derive(Debug, Default)]
 struct Delta<'a> {
     /// `content` and `refusal`, which OpenAI streams in place of content when it refuses.
