@@ -131,14 +131,32 @@ pub(crate) fn c(root: &Path) -> Result<()> {
     let asan_env = [("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0")];
     let mut runs: Vec<ProgramRun<'_>> = Vec::new();
     for (name, exe) in plain.iter().filter(|(n, _)| !DRIVEN.contains(&n.as_str())) {
-        runs.push(ProgramRun { name, mode: "plain", wrapper: &[], exe, env: &[] });
-        runs.push(ProgramRun { name, mode: "valgrind", wrapper: &valgrind, exe, env: &[] });
+        runs.push(ProgramRun {
+            name,
+            mode: "plain",
+            wrapper: &[],
+            exe,
+            env: &[],
+        });
+        runs.push(ProgramRun {
+            name,
+            mode: "valgrind",
+            wrapper: &valgrind,
+            exe,
+            env: &[],
+        });
     }
     for (name, exe) in asan.iter().filter(|(n, _)| !DRIVEN.contains(&n.as_str())) {
         // LeakSanitizer stays on: libpanto frees everything it allocates by the time its handles
         // are freed, so a report is a real leak. (Where LSan cannot run, e.g. under ptrace
         // restrictions, add detect_leaks=0; valgrind still checks leaks.)
-        runs.push(ProgramRun { name, mode: "asan", wrapper: &[], exe, env: &asan_env });
+        runs.push(ProgramRun {
+            name,
+            mode: "asan",
+            wrapper: &[],
+            exe,
+            env: &asan_env,
+        });
     }
     run_programs(&built, &scratch, &runs)?;
     println!(
@@ -386,7 +404,13 @@ fn run_programs(built: &Built, scratch: &Path, runs: &[ProgramRun<'_>]) -> Resul
 }
 
 fn run_program(built: &Built, scratch: &Path, run: &ProgramRun<'_>) -> Result<()> {
-    let ProgramRun { name, mode, wrapper, exe, env } = *run;
+    let ProgramRun {
+        name,
+        mode,
+        wrapper,
+        exe,
+        env,
+    } = *run;
     let started = Instant::now();
     let mock = MockProcess::start(&built.mock, &[])?;
     let tmp = scratch.join(format!("{name}-{mode}"));
@@ -464,7 +488,13 @@ pub(crate) fn installed(root: &Path, prefix: &Path) -> Result<()> {
         .collect();
     let runs: Vec<ProgramRun<'_>> = exes
         .iter()
-        .map(|(name, exe)| ProgramRun { name, mode: "installed", wrapper: &[], exe, env: &[] })
+        .map(|(name, exe)| ProgramRun {
+            name,
+            mode: "installed",
+            wrapper: &[],
+            exe,
+            env: &[],
+        })
         .collect();
     run_programs(&built, &scratch, &runs)?;
     crate::run(
