@@ -148,11 +148,23 @@ fn ci(root: &Path) -> Result<()> {
     // CI builds once from a clean tree: incremental state would only cost disk (gigabytes under
     // target/debug/incremental) and time. Every cargo the steps start inherits this.
     std::env::set_var("CARGO_INCREMENTAL", "0");
+    // Line tables are all CI needs of debug info (a panic's backtrace still names file and line);
+    // full debug info for the workspace's crates, which the dev profile keeps for a developer's
+    // debugger, makes every test binary larger and slower to compile and link.
+    std::env::set_var("CARGO_PROFILE_DEV_DEBUG", "line-tables-only");
     // The real MCP servers the tests use (pinned; nothing to do once installed), so this one
-    // command runs every test on a fresh machine. Installing them is mostly waiting on the
-    // registries, so it runs beside the first steps (which keep both cores busy compiling), and
-    // the step before the tests waits for it.
-    let servers = std::sync::Mutex::new(Some(std::thread::spawn(mcp_servers::install)));
+    // command runs every test on a fresh machine, and the Python SDKs the last step checks the
+    // mock against. Installing them is mostly waiting on the registries, so it runs beside the
+    // first steps (which keep both cores busy compiling), and the step before the tests waits
+    // for it.
+    let installs = {
+        let root = root.to_path_buf();
+        std::thread::spawn(move || -> Result<()> {
+            mcp_servers::install()?;
+            sdk_check::prepare(&root).map(drop)
+        })
+    };
+    let installs = std::sync::Mutex::new(Some(installs));
     let steps: Vec<Step<'_>> = vec![
         ("fmt", Box::new(|| cargo(root, &["fmt", "--all", "--", "--check"]))),
         ("arch", Box::new(|| arch::check(root))),
@@ -184,13 +196,13 @@ fn ci(root: &Path) -> Result<()> {
             }),
         ),
         (
-            "mcp-servers",
+            "installs",
             Box::new(|| {
-                let installing = servers.lock().map_err(|_| anyhow::anyhow!("poisoned"))?.take();
+                let installing = installs.lock().map_err(|_| anyhow::anyhow!("poisoned"))?.take();
                 match installing {
                     Some(handle) => handle
                         .join()
-                        .map_err(|_| anyhow::anyhow!("installing the MCP servers panicked"))?,
+                        .map_err(|_| anyhow::anyhow!("installing the MCP servers and SDKs panicked"))?,
                     None => Ok(()),
                 }
             }),

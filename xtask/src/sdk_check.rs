@@ -18,7 +18,7 @@ use crate::mock::MockProcess;
 pub fn run(workspace_root: &Path) -> Result<()> {
     let started = Instant::now();
     let target = crate::target_dir(workspace_root);
-    let python = ensure_venv(&target.join("sdk-venv"))?;
+    let python = prepare(workspace_root)?;
 
     crate::build_debug(workspace_root)?;
 
@@ -47,8 +47,13 @@ pub fn run(workspace_root: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Makes the virtualenv if it is missing and installs the SDKs if they cannot be imported;
-/// returns its Python.
+/// Makes the check's virtualenv (`target/sdk-venv`) if it is missing and installs the SDKs if
+/// they cannot be imported; returns its Python. `cargo xtask ci` calls it early, beside the
+/// compiling steps, since it mostly waits on the package registry.
+pub(crate) fn prepare(workspace_root: &Path) -> Result<PathBuf> {
+    ensure_venv(&crate::target_dir(workspace_root).join("sdk-venv"))
+}
+
 fn ensure_venv(venv: &Path) -> Result<PathBuf> {
     let python = if cfg!(windows) {
         venv.join("Scripts").join("python.exe")
