@@ -188,6 +188,8 @@ pub fn run(
     let mut editor = helper::editor(helper, history.as_deref())
         .map_err(|e| Failure::runtime(format!("cannot start the line editor: {e}")))?;
     let out_tty = std::io::stdout().is_terminal();
+    // When Ctrl-C last reached the prompt: a second one within EXIT_WINDOW exits.
+    let mut last_interrupt: Option<std::time::Instant> = None;
     loop {
         // No prompt on a piped stdout: it is not content.
         let prompt = if out_tty { "> " } else { "" };
@@ -204,6 +206,7 @@ pub fn run(
         let typed = std::mem::take(&mut repl.typed);
         match editor.readline_with_initial(&(prompt, styled.as_str()), (&typed, "")) {
             Ok(line) => {
+                last_interrupt = None;
                 let input = join_continuations(&line);
                 if input.trim().is_empty() {
                     continue;
@@ -217,7 +220,11 @@ pub fn run(
                 }
             }
             Err(ReadlineError::Interrupted) => {
-                repl.screen.note(&repl.screen.deco.dim("(Ctrl-D or /quit exits)"));
+                if last_interrupt.is_some_and(|at| at.elapsed() <= EXIT_WINDOW) {
+                    break;
+                }
+                last_interrupt = Some(std::time::Instant::now());
+                repl.screen.note(&repl.screen.deco.dim("(Ctrl-C again to exit)"));
             }
             Err(ReadlineError::Eof) => break,
             Err(e) => return Err(Failure::runtime(format!("cannot read input: {e}"))),
@@ -226,6 +233,10 @@ pub fn run(
     repl.resume_hint();
     Ok(ExitCode::SUCCESS)
 }
+
+/// How soon a second Ctrl-C at the prompt must follow the first to exit panto (as in Claude
+/// Code and codex); a single one only clears the line.
+const EXIT_WINDOW: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The ids of the recent sessions in `store`, listed when Tab first completes `/resume `.
 fn recent_ids(rt: &tokio::runtime::Runtime, store: &OpenStore) -> RecentIds {

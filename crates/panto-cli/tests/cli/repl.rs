@@ -74,6 +74,30 @@ async fn ctrl_c_mid_stream_keeps_the_partial_text_and_returns_to_the_prompt() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_twice_at_the_prompt_exits_with_the_resume_hint() {
+    let server = MockServer::start().await;
+    server.push(Reply::sse(script::anthropic_text("done here")));
+    let mut home = Home::new();
+    home.anthropic(&server);
+    home.in_repl(&[], |p| {
+        p.type_line("hello");
+        p.expect("done here");
+        // One Ctrl-C clears the line and says how to leave; the REPL stays.
+        p.keys("half-typed");
+        p.send_control('c').unwrap();
+        p.expect("(Ctrl-C again to exit)");
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        // Too late for the first one to count: this one only warns again.
+        p.send_control('c').unwrap();
+        p.expect("(Ctrl-C again to exit)");
+        // A second within a second exits, with the hint to resume.
+        p.send_control('c').unwrap();
+        p.expect("resume this session with: panto -r");
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn approval_question_runs_the_tool_on_yes() {
     let server = MockServer::start().await;
     server.push(Reply::sse(script::anthropic_tool_uses(&[(
