@@ -65,7 +65,9 @@ use crate::tools::{Approval, Sandbox};
     version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("PANTO_GIT_COMMIT"), ")"),
     about = "A terminal agent: chat with an LLM that can read, write, edit files and run commands.",
     after_help = "Without -p, panto starts the interactive REPL. Exit codes: 0 success, 1 a turn or \
-                  an operation failed, 2 bad usage or configuration, 130 interrupted by Ctrl-C."
+                  an operation failed, 2 bad usage or configuration, 130 interrupted by Ctrl-C. \
+                  --help also lists the environment variables and files panto reads.",
+    after_long_help = completions::long_help()
 )]
 pub struct Cli {
     /// Print mode: run one turn with PROMPT and print the answer (`-` reads the prompt from stdin).

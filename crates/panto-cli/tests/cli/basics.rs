@@ -74,6 +74,22 @@ async fn the_man_page_documents_the_flags() {
         "not a roff page:\n{page}"
     );
     assert!(page.contains("\\-\\-resume") && page.contains("completions"), "{page}");
+    // The keys and files a user must know are on the page, and it names no page panto does not
+    // ship (clap_mangen's default lists `panto-sessions(1)` and the like).
+    for section in [".SH ENVIRONMENT", ".SH FILES", ".SH EXIT STATUS"] {
+        assert!(page.contains(section), "{section}:\n{page}");
+    }
+    assert!(
+        page.contains("ANTHROPIC_API_KEY") && page.contains("OPENAI_BASE_URL"),
+        "{page}"
+    );
+    assert!(!page.contains("(1)"), "a reference to another page:\n{page}");
+    let help = home.run(&["--help"], None).await;
+    let help = help.ok();
+    assert!(
+        help.contains("Environment:") && help.contains("OPENAI_API_KEY") && help.contains("config.toml"),
+        "{help}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
