@@ -324,6 +324,9 @@ async fn a_connect_error_never_shows_the_credentials_of_the_base_url() {
         !message.contains("pw-secret") && !message.contains("user:"),
         "{message}"
     );
+    // One short line: the URL once, then the cause a user can act on.
+    assert_eq!(message.matches(&format!("127.0.0.1:{port}")).count(), 1, "{message}");
+    assert!(message.ends_with(": Connection refused (os error 111)"), "{message}");
 }
 
 /// Agents made from clones of one config share one HTTP client: with a server that keeps

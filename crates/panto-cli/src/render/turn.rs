@@ -249,17 +249,28 @@ impl TurnView {
             Event::ProviderRetry(info) => {
                 self.close_block();
                 let of = self.max_attempts.map(|m| format!("/{m}")).unwrap_or_default();
-                let mut line = format!(
+                let line = format!(
                     "↻ retry {}{of} in {:.1} s: {}",
                     info.attempt,
                     info.delay.as_secs_f64(),
-                    self.screen.deco.safe(&info.reason)
+                    self.screen.deco.safe(&super::brief(&info.reason))
                 );
                 if info.discard_partial {
-                    line.push_str(" — the partial answer above is discarded");
+                    self.screen.note(
+                        &self
+                            .screen
+                            .deco
+                            .yellow(&format!("{line} — the partial answer above is discarded")),
+                    );
+                    self.waiting("waiting for the model…");
+                } else if self.screen.deco_is_tty && self.screen.deco_on_stdout {
+                    // One line that each retry updates (the spinner's), not a line per retry: a
+                    // provider that cannot be reached would otherwise fill the screen before the
+                    // one error line that ends the turn.
+                    self.waiting(&line);
+                } else {
+                    self.screen.note(&self.screen.deco.yellow(&line));
                 }
-                self.screen.note(&self.screen.deco.yellow(&line));
-                self.waiting("waiting for the model…");
             }
             Event::CompactionStart { tokens_before } => {
                 self.close_block();

@@ -432,3 +432,39 @@ async fn bash_shows_the_tail_of_its_output_live() {
     assert_eq!(footer.matches("│").count(), 1, "{live}");
     assert!(!after.contains("running bash…"), "{after}");
 }
+
+/// A provider that cannot be reached: the retries share one line that each updates, and the turn
+/// ends with one error line naming the URL once, instead of a block of lines per attempt.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unreachable_provider_takes_one_retry_line_and_one_error_line() {
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let mut home = Home::new();
+    home.set("ANTHROPIC_API_KEY", "k")
+        .set("ANTHROPIC_BASE_URL", &format!("http://127.0.0.1:{port}"));
+    home.write_config("[retry]\nmax_attempts = 4\nbase_delay_ms = 200\n");
+    let screen = blocking(move || {
+        let mut t = Terminal::start_sized(&home, &[], 30, 100);
+        t.wait_for_prompt();
+        t.send_line("hello");
+        let retrying = t.wait_for("retry 3/4");
+        t.wait_for("could not reach the provider at");
+        t.wait_for_prompt();
+        let screen = t.contents();
+        t.send_line("/quit");
+        assert_eq!(t.wait_exit().code, Some(0));
+        (retrying, screen)
+    })
+    .await;
+    let (retrying, screen) = screen;
+    // While retrying, one line: the second retry replaced the first.
+    assert!(!retrying.contains("retry 2/4"), "{retrying}");
+    assert!(retrying.contains("Connection refused"), "{retrying}");
+    // At the end: no retry line is left, and the error names the URL once.
+    let after = screen_from(&screen, "> hello");
+    assert!(!after.contains("retry"), "{after}");
+    assert_eq!(after.matches(&format!("127.0.0.1:{port}")).count(), 1, "{after}");
+    assert!(after.lines().count() <= 4, "{after}");
+}

@@ -563,7 +563,12 @@ impl<'a> Turn<'a> {
             return Ok(Some(Event::ProviderRetry(RetryInfo {
                 attempt: self.attempt,
                 delay,
-                reason: error.to_string(),
+                reason: match &error {
+                    // The URL is the same on every attempt, and the error that ends the turn
+                    // names it: a retry says only what failed.
+                    Error::Connect { message, .. } => format!("could not reach the provider: {message}"),
+                    other => other.to_string(),
+                },
                 discard_partial: seen_partial,
             })));
         }

@@ -228,16 +228,28 @@ pub(crate) fn quote(bytes: &[u8], max: usize) -> String {
     out
 }
 
-/// A reqwest error with its source chain, as one line.
+/// What failed in a reqwest error, as one short line without the request's URL (the error that
+/// carries it names the URL once): the innermost cause (`Connection refused (os error 111)`,
+/// `invalid peer certificate: UnknownIssuer`), which is what a user can act on; reqwest's own
+/// wrapping ("error sending request for url (…): client error (Connect): tcp connect error")
+/// repeats the URL and says nothing more.
 pub(crate) fn describe(e: &reqwest::Error) -> String {
-    let mut s = e.to_string();
+    let mut innermost: Option<&dyn std::error::Error> = None;
     let mut source = std::error::Error::source(e);
     while let Some(inner) = source {
-        s.push_str(": ");
-        s.push_str(&inner.to_string());
+        innermost = Some(inner);
         source = inner.source();
     }
-    s
+    match innermost {
+        Some(cause) => cause.to_string(),
+        None => {
+            let top = e.to_string();
+            match e.url() {
+                Some(url) => top.replace(&format!(" for url ({url})"), ""),
+                None => top,
+            }
+        }
+    }
 }
 
 /// The delay a response asks for: `retry-after-ms` (milliseconds, as OpenAI sends), else
