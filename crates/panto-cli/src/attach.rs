@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::tools::{self, OpenRefusal};
+use panto_tools::files::{self, OpenRefusal};
 
 /// The largest image file attached (before panto resizes it, as it does tool images).
 pub const MAX_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
@@ -40,17 +40,17 @@ impl Attachment {
 }
 
 /// The image format of `bytes`, by its signature (one definition, shared with the `read` tool).
-pub use panto_tools::image_format;
+pub use panto_tools::files::image_format;
 
 /// Reads the image at `path`. The error names the file and says what is wrong with it. Only a
 /// regular file is read, and never more than [`MAX_IMAGE_BYTES`] of it: a FIFO would block the
 /// read until a writer came, and a device (`/dev/zero`) never ends, whatever its size says.
 pub fn read(path: &Path) -> Result<Attachment, String> {
     let shown = path.display();
-    let (file, meta) = tools::open_regular(path).map_err(|refusal| match refusal {
+    let (file, meta) = files::open_regular(path).map_err(|refusal| match refusal {
         OpenRefusal::NotRegular(file_type) => format!(
             "cannot attach {shown}: it is {}, not a regular file",
-            tools::file_kind(file_type)
+            files::kind(file_type)
         ),
         OpenRefusal::Io(e) => format!("cannot attach {shown}: {e}"),
     })?;
@@ -64,7 +64,7 @@ pub fn read(path: &Path) -> Result<Attachment, String> {
     if meta.len() > MAX_IMAGE_BYTES {
         return Err(too_big(meta.len()));
     }
-    let bytes = tools::read_bounded(file, meta.len(), MAX_IMAGE_BYTES)
+    let bytes = files::read_bounded(file, meta.len(), MAX_IMAGE_BYTES)
         .map_err(|e| format!("cannot attach {shown}: {e}"))?
         .ok_or_else(|| {
             format!(

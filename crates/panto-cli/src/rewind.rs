@@ -3,7 +3,7 @@
 //! `--rewind N [--rewind-files]`.
 
 use panto_core::Agent;
-use panto_tools::{FileOutcome, RestoredFile};
+use panto_tools::files::{FileOutcome, RestoredFile};
 
 use crate::tools::Toolbox;
 

@@ -145,7 +145,7 @@ pub struct panto_agent {
     pub(crate) shared: Arc<AgentShared>,
     session_id: CString,
     /// The MCP servers added, whose read-only annotations the config's policy reads.
-    pub(crate) sources: panto_tools::SourceRegistry,
+    pub(crate) sources: panto_tools::policy::SourceRegistry,
 }
 
 impl Handle for panto_agent {}
@@ -232,7 +232,7 @@ pub(crate) fn make_agent(
     }
     let session_id = crate::cstr::to_cstring(stored.id());
     let given = matches!(start, Start::Given(_));
-    let sources = panto_tools::SourceRegistry::new();
+    let sources = panto_tools::policy::SourceRegistry::new();
     let agent = {
         // The HTTP client is built inside the runtime, where its resolver expects to live.
         let _entered = rt.handle()?.enter();

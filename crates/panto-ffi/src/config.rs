@@ -10,7 +10,8 @@ use std::ffi::c_char;
 use std::path::PathBuf;
 
 use panto_core::{secret, Config};
-use panto_tools::{Approval, CommandHook, HookConfig, Toolbox};
+use panto_tools::policy::{CommandHook, HookConfig};
+use panto_tools::{Approval, Toolbox};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -43,7 +44,7 @@ pub(crate) struct AgentPolicy {
 impl AgentPolicy {
     /// Adds the chain to `agent` as its hooks: deny rules and command hooks first, allow rules
     /// and the approval mode last, reading tool sources' read-only annotations from `sources`.
-    pub(crate) fn install(&self, agent: &mut panto_core::Agent, sources: &panto_tools::SourceRegistry) {
+    pub(crate) fn install(&self, agent: &mut panto_core::Agent, sources: &panto_tools::policy::SourceRegistry) {
         agent.add_hook(std::sync::Arc::new(self.toolbox.policy_hook(self.hooks.clone())));
         agent.add_hook(std::sync::Arc::new(
             self.toolbox.approval_hook().with_sources(sources.clone()),
@@ -86,7 +87,7 @@ fn parse_policy(value: Value) -> Result<AgentPolicy, Failure> {
     })?;
     for (list, rules) in [("allow", &json.allow), ("deny", &json.deny)] {
         for (i, rule) in rules.iter().enumerate() {
-            panto_tools::Rule::parse(rule).map_err(|e| field_error(&format!("policy.{list}[{i}]"), e))?;
+            panto_tools::policy::Rule::parse(rule).map_err(|e| field_error(&format!("policy.{list}[{i}]"), e))?;
         }
     }
     let hooks = json

@@ -39,12 +39,12 @@ pub struct ServerConfig {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
     /// Variables added to the environment it inherits from panto. A variable set here is passed
-    /// even when `scrub_env` or [`panto_tools::KEY_VARIABLES`] names it: the way to give a server
+    /// even when `scrub_env` or [`panto_tools::process::KEY_VARIABLES`] names it: the way to give a server
     /// a key on purpose.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
     /// Variables removed from the environment a stdio server inherits from panto, besides the
-    /// well-known provider key variables ([`panto_tools::KEY_VARIABLES`]), which are always
+    /// well-known provider key variables ([`panto_tools::process::KEY_VARIABLES`]), which are always
     /// removed. The CLI adds every variable its configuration reads a key or token from.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scrub_env: Vec<String>,

@@ -7,7 +7,8 @@ use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 
-use panto_tools::{ChildSetup, GroupChild, SandboxConfig};
+use panto_tools::process::{self, ChildSetup, GroupChild};
+use panto_tools::SandboxConfig;
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::{NotificationContext, RoleClient, RunningService, RunningServiceCancellationToken};
 use rmcp::transport::streamable_http_client::{StreamableHttpClientTransport, StreamableHttpClientTransportConfig};
@@ -168,7 +169,7 @@ async fn spawn(config: &ServerConfig) -> Result<(GroupChild, Option<tokio::fs::F
     };
     let mut command = std::process::Command::new(program);
     // No provider key reaches a server unless its own `env` table passes one.
-    panto_tools::scrub_key_variables(&mut command, &config.scrub_env);
+    process::scrub_key_variables(&mut command, &config.scrub_env);
     command
         .args(&config.args)
         .envs(&config.env)
@@ -179,8 +180,8 @@ async fn spawn(config: &ServerConfig) -> Result<(GroupChild, Option<tokio::fs::F
         command.current_dir(cwd);
     }
     let setup = ChildSetup::new(SandboxConfig::off());
-    let child = panto_tools::spawn(command, &setup)
-        .map_err(|e| format!("cannot run {program:?}: {}", panto_tools::explain_spawn_error(&e)))?;
+    let child = process::spawn(command, &setup)
+        .map_err(|e| format!("cannot run {program:?}: {}", process::explain_spawn_error(&e)))?;
     Ok((child, log))
 }
 

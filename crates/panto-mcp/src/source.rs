@@ -405,7 +405,7 @@ fn retry_in(slot: &Slot) -> Duration {
 
 /// The server's `readOnlyHint` annotations, as panto-tools' approval step reads them: a tool
 /// annotated read-only runs without approval, as the built-in tools that change nothing do.
-impl panto_tools::SourceAnnotations for McpSource {
+impl panto_tools::policy::SourceAnnotations for McpSource {
     fn source_name(&self) -> &str {
         self.name()
     }

@@ -1,25 +1,70 @@
-//! [`ApprovalHook`]: the allow rules and the approval mode, the last of the two hooks that keep
-//! the order deny rules, hooks, allow rules, approval (see [`crate::policy`]), for every tool; and
-//! [`Guarded`], which runs the same checks in front of a built-in tool for an agent that
-//! registers no hooks.
+//! The approval mode ([`Approval`]); [`ApprovalHook`], which applies the allow rules and the
+//! approval mode, the last of the two hooks that keep the order deny rules, hooks, allow rules,
+//! approval (see [`crate::policy`]), for every tool; and [`Guarded`], which runs the same checks
+//! in front of a built-in tool for an agent that registers no hooks.
 
+use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use panto_core::{BeforeTool, CancellationToken, Hook, Tool, ToolCall, ToolCallResult, ToolDecl, ToolError};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::hooks::{main_argument, HookVerdict, PolicyHook};
 use crate::policy::{rule_subjects, CalledTool, Policy, SourceRegistry};
 use crate::{preview, ToolContext, ToolName};
 
+/// How tool calls that change things (`write`, `edit`, `bash`) are approved when no rule decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Approval {
+    /// Ask the front end's [`Prompt`](crate::policy::Prompt) before each call; refused when there is none.
+    Ask,
+    /// Run every call.
+    Auto,
+    /// Refuse write, edit and bash: they return an error result to the model.
+    ReadOnly,
+}
+
+impl Approval {
+    /// Every mode, in the order the command line lists them.
+    pub const ALL: [Approval; 3] = [Approval::Ask, Approval::Auto, Approval::ReadOnly];
+
+    /// The name used on the command line and in the config.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Approval::Ask => "ask",
+            Approval::Auto => "auto",
+            Approval::ReadOnly => "read-only",
+        }
+    }
+}
+
+impl fmt::Display for Approval {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Approval {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Approval::ALL
+            .into_iter()
+            .find(|a| a.as_str() == s.trim())
+            .ok_or_else(|| format!("unknown approval mode {s:?}; expected ask, auto or read-only"))
+    }
+}
+
 /// The hook that applies the allow rules and the approval mode to every call
 /// ([`crate::Toolbox::approval_hook`]); register it after [`PolicyHook`] and the embedder's own
 /// hooks. Its steps, in order ([`ApprovalHook::decide`]): an allow rule that matches runs the
 /// call; a tool that changes nothing runs (the built-in `read`, `grep`, `find`, `ls`, and a
 /// source tool its source declares read-only, see [`SourceRegistry`]); else the approval mode
-/// decides, and in `ask` mode the policy's [`crate::Prompt`] is asked. For a built-in tool the
+/// decides, and in `ask` mode the policy's [`crate::policy::Prompt`] is asked. For a built-in tool the
 /// question is the call's preview ([`crate::Toolbox::preview`]), worked out first: a call whose
 /// preview fails is not asked about and ends with the error the tool would have given; for a
 /// source tool it is every argument of the call ([`describe_arguments`]). A refusal is the
@@ -200,8 +245,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::policy::Prompt;
     use crate::testing::{call, text};
-    use crate::{Approval, Options, Prompt, Toolbox};
+    use crate::{Approval, Options, Toolbox};
 
     /// A prompt that records each question and answers no with the same words.
     #[derive(Debug, Default)]

@@ -38,7 +38,7 @@ pub trait BashProgress: Send + Sync + std::fmt::Debug {
 
 /// The `bash` tool.
 #[derive(Debug)]
-pub struct BashTool {
+pub(crate) struct BashTool {
     ctx: ToolContext,
 }
 
@@ -51,7 +51,7 @@ struct Input {
 
 impl BashTool {
     /// A bash tool over `ctx`.
-    pub fn new(ctx: ToolContext) -> Self {
+    pub(crate) fn new(ctx: ToolContext) -> Self {
         BashTool { ctx }
     }
 }

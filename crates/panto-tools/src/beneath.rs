@@ -307,7 +307,7 @@ pub(crate) enum Current {
 impl Target {
     /// The real path every limit was checked against, and the one the opened directory was
     /// verified to lead to.
-    pub fn real(&self) -> &Path {
+    pub(crate) fn real(&self) -> &Path {
         &self.real
     }
 
@@ -332,7 +332,7 @@ impl Target {
 
     /// The file's content, `None` when there is none; refused beyond `cap` bytes or when it is not
     /// a regular file.
-    pub fn content(&self, cap: u64) -> Result<Option<Vec<u8>>, String> {
+    pub(crate) fn content(&self, cap: u64) -> Result<Option<Vec<u8>>, String> {
         match self.current(cap)? {
             Current::Content(bytes) => Ok(bytes),
             Current::Foreign => Err(format!(
@@ -343,7 +343,7 @@ impl Target {
     }
 
     /// What is there now: a regular file's content up to `cap` bytes, nothing, or something else.
-    pub fn current(&self, cap: u64) -> Result<Current, String> {
+    pub(crate) fn current(&self, cap: u64) -> Result<Current, String> {
         let opened = match self.open_existing() {
             Ok(opened) => opened,
             Err(_) if self.exists_not_regular() => return Ok(Current::Foreign),
@@ -421,7 +421,7 @@ impl Target {
     }
 
     /// Removes the file, relative to its directory.
-    pub fn remove(&self) -> Result<(), String> {
+    pub(crate) fn remove(&self) -> Result<(), String> {
         if !self.missing.is_empty() {
             return Err(self.cannot("remove", &std::io::Error::from(Errno::ENOENT)));
         }
@@ -444,7 +444,7 @@ impl Target {
     /// is, the content is written in place instead: the file has other hard links (a rename would
     /// part them), its directory does not let panto create the temporary file, or its owner cannot
     /// be kept.
-    pub fn write(&self, bytes: &[u8]) -> Result<(), String> {
+    pub(crate) fn write(&self, bytes: &[u8]) -> Result<(), String> {
         let dir = self.make_dirs()?;
         let flags = FILE_FLAGS | OFlag::O_WRONLY;
         // Opening the existing file for writing proves panto may write it (a read-only file is

@@ -17,7 +17,7 @@ use crate::{beneath, checkpoint, files, parse_input, running, ToolContext, ToolN
 
 /// The `edit` tool.
 #[derive(Debug)]
-pub struct EditTool {
+pub(crate) struct EditTool {
     ctx: ToolContext,
 }
 
@@ -33,7 +33,7 @@ struct Input {
 
 impl EditTool {
     /// An edit tool over `ctx`.
-    pub fn new(ctx: ToolContext) -> Self {
+    pub(crate) fn new(ctx: ToolContext) -> Self {
         EditTool { ctx }
     }
 }

@@ -6,7 +6,7 @@
 #[non_exhaustive]
 pub enum Error {
     /// A `[tools] allow`/`deny` rule (or an embedder's) does not parse. Returned by
-    /// [`crate::Rule::parse`] and [`crate::builtin`]; not retryable: fix the rule.
+    /// [`crate::policy::Rule::parse`] and [`crate::builtin`]; not retryable: fix the rule.
     #[error("bad tool rule `{rule}`: {why}")]
     BadRule {
         /// The rule as written.

@@ -1,18 +1,25 @@
-//! Opening and reading the files the file tools work on (writing them: [`crate::beneath`]), and
-//! the images the CLI attaches to a prompt: regular files only, and never more bytes than asked
-//! for.
+//! Files as the tools see them, for front ends: opening a file a user or model named with the
+//! tools' checks ([`open_regular`], [`read_bounded`]; the CLI's image attachments use them, with
+//! [`image_format`]), what an `edit` would make of a text ([`content_after_edit`], for a diff
+//! drawn from text the front end has), and what a rewind did to the files the tools changed
+//! ([`RestoredFile`], [`FileOutcome`], from [`crate::Toolbox::rewind_with_files`]).
 //!
-//! A path from the model may name a FIFO (opening it blocks until a writer comes, forever), a
-//! device (`/dev/zero` never ends, whatever its size says), a socket or a directory. Files are
-//! therefore opened with `O_NONBLOCK` (so opening a FIFO returns at once), checked with `fstat` on
-//! the descriptor actually opened (so nothing swapped in after a check gets through), and read
-//! through a limit (so a size that lies, as in `/proc`, cannot grow memory). Blocking calls: run
-//! them through [`crate::running::blocking`].
+//! Inside the crate this module opens and reads the files the file tools work on (writing them:
+//! `beneath.rs`): regular files only, and never more bytes than asked for. A path from the model
+//! may name a FIFO (opening it blocks until a writer comes, forever), a device (`/dev/zero` never
+//! ends, whatever its size says), a socket or a directory. Files are therefore opened with
+//! `O_NONBLOCK` (so opening a FIFO returns at once), checked with `fstat` on the descriptor
+//! actually opened (so nothing swapped in after a check gets through), and read through a limit
+//! (so a size that lies, as in `/proc`, cannot grow memory). Blocking calls: run them through
+//! `running::blocking`.
 
 use std::fs::{File, FileType, Metadata, OpenOptions};
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
+
+pub use crate::checkpoint::{FileOutcome, RestoredFile, MAX_CHECKPOINT_BYTES};
+pub use crate::edit::content_after_edit;
 
 use crate::roots::Roots;
 
@@ -105,7 +112,7 @@ pub fn read_bounded(file: File, size_hint: u64, cap: u64) -> std::io::Result<Opt
 }
 
 /// Opens the regular file at `path` for reading, after `roots` passed it.
-pub fn open_for_read(path: &Path, roots: &Roots) -> Result<(File, Metadata), String> {
+pub(crate) fn open_for_read(path: &Path, roots: &Roots) -> Result<(File, Metadata), String> {
     let (file, meta) = open_regular(path).map_err(|refusal| match refusal {
         OpenRefusal::NotRegular(file_type) => not_regular(path, file_type, "read"),
         OpenRefusal::Io(e) => format!("cannot read {}: {e}", path.display()),
@@ -116,7 +123,7 @@ pub fn open_for_read(path: &Path, roots: &Roots) -> Result<(File, Metadata), Str
 
 /// The whole content of the regular file at `path`, refused when it holds more than `cap` bytes,
 /// whatever its size claims.
-pub fn read_capped(path: &Path, roots: &Roots, cap: u64) -> Result<Vec<u8>, String> {
+pub(crate) fn read_capped(path: &Path, roots: &Roots, cap: u64) -> Result<Vec<u8>, String> {
     let (file, meta) = open_for_read(path, roots)?;
     let hint = "use bash (head, sed -n, grep) to look at parts of it";
     if meta.len() > cap {
@@ -139,7 +146,7 @@ pub fn read_capped(path: &Path, roots: &Roots, cap: u64) -> Result<Vec<u8>, Stri
 
 /// Whether `path` is an existing regular file; an error for anything else that exists (a FIFO,
 /// a device, a directory), so a write never goes through to one.
-pub fn existing_regular(path: &Path) -> Result<bool, String> {
+pub(crate) fn existing_regular(path: &Path) -> Result<bool, String> {
     match std::fs::metadata(path) {
         Ok(meta) if meta.is_file() => Ok(true),
         Ok(meta) => Err(not_regular(path, meta.file_type(), "write")),

@@ -17,7 +17,7 @@ const MAX_KEPT_PATHS: usize = 100_000;
 
 /// The `find` tool.
 #[derive(Debug)]
-pub struct FindTool {
+pub(crate) struct FindTool {
     ctx: ToolContext,
 }
 
@@ -30,13 +30,13 @@ struct Input {
 
 impl FindTool {
     /// A find tool over `ctx`.
-    pub fn new(ctx: ToolContext) -> Self {
+    pub(crate) fn new(ctx: ToolContext) -> Self {
         FindTool { ctx }
     }
 }
 
 /// The files under `root` matching `pattern`, sorted, and how many there were. Blocking.
-pub fn find(root: &Path, pattern: &str) -> Result<(Vec<PathBuf>, usize), String> {
+pub(crate) fn find(root: &Path, pattern: &str) -> Result<(Vec<PathBuf>, usize), String> {
     let glob = PathGlob::new(pattern)?;
     let found = Mutex::new((Vec::new(), 0usize));
     walker(root).build_parallel().run(|| {

@@ -21,7 +21,7 @@ const MAX_KEPT_MATCHES: usize = 10_000;
 
 /// The `grep` tool.
 #[derive(Debug)]
-pub struct GrepTool {
+pub(crate) struct GrepTool {
     ctx: ToolContext,
 }
 
@@ -37,14 +37,14 @@ struct Input {
 
 impl GrepTool {
     /// A grep tool over `ctx`.
-    pub fn new(ctx: ToolContext) -> Self {
+    pub(crate) fn new(ctx: ToolContext) -> Self {
         GrepTool { ctx }
     }
 }
 
 /// One match: the file, the line number and the line.
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Match {
+pub(crate) struct Match {
     /// The file.
     pub path: PathBuf,
     /// 1-based line number.
@@ -55,7 +55,7 @@ pub struct Match {
 
 /// What a search found: the first matches (sorted by file and line) and how many there were.
 #[derive(Debug, Default)]
-pub struct Found {
+pub(crate) struct Found {
     /// The matches kept, sorted.
     pub matches: Vec<Match>,
     /// Every match, kept or not.
@@ -67,7 +67,7 @@ pub struct Found {
 /// Searches the files under `root` (or `root` itself, a file) for `pattern`; `glob` limits the
 /// files searched (`*.rs`, `src/**`). A file `withhold` answers true for (one a `read` deny rule
 /// protects) is not opened, only counted. Blocking.
-pub fn search(
+pub(crate) fn search(
     root: &Path,
     pattern: &str,
     glob: Option<&str>,

@@ -4,8 +4,8 @@
 //!
 //! The order for every call is deny rules, hooks, allow rules, approval (see [`crate::policy`]).
 //! The deny rules and the command hooks run here ([`PolicyHook`], registered first); the allow
-//! rules and the approval mode are [`crate::ApprovalHook`], registered last. A denied call never
-//! reaches a hook, and a call a hook denies never reaches approval.
+//! rules and the approval mode are [`crate::policy::ApprovalHook`], registered last. A denied call
+//! never reaches a hook, and a call a hook denies never reaches approval.
 //!
 //! A command hook gets the call as JSON on stdin (`{"tool", "input", "cwd"}`, `tool` being the
 //! name the model calls it by: `bash`, `git__status`) and answers on

@@ -36,11 +36,24 @@
 //! The tools `builtin` returns apply the policy in front of each call themselves. A front end that
 //! hooks tool calls registers [`Toolbox::bare_tools`] instead, then the policy as hooks in the
 //! order deny rules, hooks, allow rules, approval: [`Toolbox::policy_hook`], its own hooks, and
-//! [`Toolbox::approval_hook`] (see [`ApprovalHook`]). These two hooks are the one policy chain
-//! for every tool on the agent: built-in tools and the tools of MCP servers (any tool source),
-//! whose rules are `server__tool` ([`Rule`]).
+//! [`Toolbox::approval_hook`] (see [`policy::ApprovalHook`]). These two hooks are the one policy
+//! chain for every tool on the agent: built-in tools and the tools of MCP servers (any tool
+//! source), whose rules are `server__tool` ([`policy::Rule`]).
+//!
+//! # Modules
+//!
+//! The root holds what an embedder that registers the tools needs. The rest is grouped by who
+//! uses it:
+//! - [`policy`]: the policy chain's parts, for front ends that register it as hooks, ask the
+//!   user, or read rules and command hooks from their own configuration;
+//! - [`process`]: starting programs as the tools do (panto-mcp's stdio servers) and the tool work
+//!   in flight at exit;
+//! - [`files`]: files as the tools see them (the safe open a front end's attachments use, an
+//!   edit's result, what a rewind did to each file);
+//! - [`shell`]: the splitter of a `bash` command line that `bash(GLOB)` rules match.
 
 #![deny(missing_docs)]
+#![deny(unreachable_pub)]
 
 mod approval;
 mod bash;
@@ -49,14 +62,15 @@ mod checkpoint;
 mod child;
 mod edit;
 mod error;
-mod files;
+pub mod files;
 mod find;
 mod grep;
 mod hooks;
 mod ls;
 mod options;
-mod policy;
+pub mod policy;
 mod preview;
+pub mod process;
 mod processes;
 mod read;
 mod roots;
@@ -75,22 +89,14 @@ use panto_core::{Tool, ToolError};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-pub use approval::{describe_arguments, ApprovalHook};
+use policy::{rule_subjects, ApprovalHook, CommandHook, Policy, PolicyHook, Rule};
+
+pub use approval::Approval;
 pub use bash::BashProgress;
-pub use checkpoint::{FileOutcome, RestoredFile, MAX_CHECKPOINT_BYTES};
-pub use child::{explain_spawn_error, spawn, ChildSetup, GroupChild};
-pub use edit::content_after_edit;
 pub use error::Error;
-pub use files::{image_format, kind as file_kind, open_regular, read_bounded, OpenRefusal};
-pub use hooks::{main_argument, CommandHook, HookConfig, HookVerdict, PolicyHook};
-pub use options::{scrub_key_variables, Options, DEFAULT_BASH_TIMEOUT, DEFAULT_MAX_OUTPUT_BYTES, KEY_VARIABLES};
-pub use policy::{
-    offered_name, rule_subjects, Approval, CalledTool, Policy, Prompt, Rule, SourceAnnotations, SourceRegistry,
-    Subjects,
-};
+pub use options::{Options, DEFAULT_BASH_TIMEOUT, DEFAULT_MAX_OUTPUT_BYTES};
 pub use preview::{FileChange, Preview};
 pub use roots::Roots;
-pub use running::{global as running, Running};
 pub use sandbox::{Sandbox, SandboxConfig};
 
 /// A built-in tool.
@@ -208,7 +214,7 @@ pub(crate) struct ToolContext {
     /// The sandbox a bash call that runs because an allow rule matched it runs in
     /// ([`Policy::runs_by_rule`]), when the configured one is off and this system has one.
     pub rule_sandbox: Option<Arc<SandboxConfig>>,
-    /// The variables removed from `bash`'s environment besides [`KEY_VARIABLES`]
+    /// The variables removed from `bash`'s environment besides [`process::KEY_VARIABLES`]
     /// ([`Options::scrub_env`]).
     pub scrub_env: Arc<[String]>,
 }
@@ -217,7 +223,7 @@ impl ToolContext {
     /// The path a file tool works on for the model's `raw` path: resolved against the working
     /// directory and checked against the read roots (see [`Roots::check`]). Every tool that takes
     /// a path calls this; none opens a model's path any other way.
-    pub fn file_path(&self, raw: &str) -> Result<PathBuf, String> {
+    pub(crate) fn file_path(&self, raw: &str) -> Result<PathBuf, String> {
         if raw.trim().is_empty() {
             return Err("the path is empty".into());
         }
@@ -233,7 +239,7 @@ impl ToolContext {
     /// The sandbox a bash call of `command` runs in: [`ToolContext::rule_sandbox`] when an
     /// allow rule runs it ([`Policy::runs_by_rule`]), else the configured one. A pure function
     /// of the command, so the approval hook's decision and the sandbox never disagree.
-    pub fn bash_sandbox(&self, command: &str) -> Arc<SandboxConfig> {
+    pub(crate) fn bash_sandbox(&self, command: &str) -> Arc<SandboxConfig> {
         match &self.rule_sandbox {
             Some(sandbox)
                 if self
@@ -326,7 +332,7 @@ impl Toolbox {
     }
 
     /// The last hook of the order: the allow rules and the approval mode, asking the options'
-    /// [`Prompt`] in `ask` mode about the call's [`Toolbox::preview`] (see [`ApprovalHook`]). For
+    /// [`Prompt`](policy::Prompt) in `ask` mode about the call's [`Toolbox::preview`] (see [`ApprovalHook`]). For
     /// the tools of MCP servers give it their annotations with [`ApprovalHook::with_sources`].
     pub fn approval_hook(&self) -> ApprovalHook {
         ApprovalHook::new(self.policy.clone(), self.ctx.clone())
@@ -378,7 +384,7 @@ pub fn cut_at(text: &str, max_bytes: usize) -> &str {
 }
 
 /// A short one-line rendering of `text` for approval prompts and summaries.
-pub fn one_line(text: &str, max_chars: usize) -> String {
+pub(crate) fn one_line(text: &str, max_chars: usize) -> String {
     let first = text.lines().next().unwrap_or("");
     let mut out: String = first.chars().take(max_chars).collect();
     if first.chars().count() > max_chars || text.lines().nth(1).is_some() {
@@ -395,7 +401,7 @@ pub(crate) mod testing {
     use panto_core::{CancellationToken, ResultPart, ToolCall, ToolCallResult};
 
     /// A context over `dir`, no sandbox and no terminal.
-    pub fn context(dir: &Path) -> ToolContext {
+    pub(crate) fn context(dir: &Path) -> ToolContext {
         ToolContext {
             cwd: dir.to_path_buf(),
             bash_timeout: Duration::from_secs(10),
@@ -412,7 +418,7 @@ pub(crate) mod testing {
 
     /// Built-in `tool` as [`crate::builtin`] makes it for `dir` in approval `mode`: behind the
     /// policy.
-    pub fn guarded(tool: ToolName, dir: &Path, mode: Approval) -> Arc<dyn Tool> {
+    pub(crate) fn guarded(tool: ToolName, dir: &Path, mode: Approval) -> Arc<dyn Tool> {
         let mut options = Options::new(dir);
         options.tools = Some(vec![tool]);
         options.approval = mode;
@@ -420,12 +426,16 @@ pub(crate) mod testing {
     }
 
     /// Calls `tool` with `input`, turning an `Err` into an error result as the agent does.
-    pub async fn call(tool: &dyn Tool, input: serde_json::Value) -> ToolCallResult {
+    pub(crate) async fn call(tool: &dyn Tool, input: serde_json::Value) -> ToolCallResult {
         call_with(tool, input, CancellationToken::new()).await
     }
 
     /// Calls `tool` with `input` and a cancel token.
-    pub async fn call_with(tool: &dyn Tool, input: serde_json::Value, cancel: CancellationToken) -> ToolCallResult {
+    pub(crate) async fn call_with(
+        tool: &dyn Tool,
+        input: serde_json::Value,
+        cancel: CancellationToken,
+    ) -> ToolCallResult {
         let call = ToolCall::new("t1", tool.declaration().name, input).with_cancel(cancel);
         tool.call(call)
             .await
@@ -433,7 +443,7 @@ pub(crate) mod testing {
     }
 
     /// The text parts of a result, joined.
-    pub fn text(result: &ToolCallResult) -> String {
+    pub(crate) fn text(result: &ToolCallResult) -> String {
         result
             .parts
             .iter()

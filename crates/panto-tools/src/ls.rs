@@ -14,7 +14,7 @@ const MAX_ENTRIES: usize = 100_000;
 
 /// The `ls` tool.
 #[derive(Debug)]
-pub struct LsTool {
+pub(crate) struct LsTool {
     ctx: ToolContext,
 }
 
@@ -26,7 +26,7 @@ struct Input {
 
 impl LsTool {
     /// An ls tool over `ctx`.
-    pub fn new(ctx: ToolContext) -> Self {
+    pub(crate) fn new(ctx: ToolContext) -> Self {
         LsTool { ctx }
     }
 }

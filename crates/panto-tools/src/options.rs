@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::approval::Approval;
 use crate::bash::BashProgress;
 use crate::error::Error;
-use crate::policy::{Approval, Policy, Prompt, Rule};
+use crate::policy::{Policy, Prompt, Rule};
 use crate::roots::Roots;
 use crate::sandbox::{Sandbox, SandboxConfig};
 use crate::{ToolContext, ToolName};

@@ -1,19 +1,23 @@
 //! Whether a tool call may run: the one policy chain every tool call passes, whoever offers the
-//! tool (a built-in tool, an MCP server's, any other tool source's).
+//! tool (a built-in tool, an MCP server's, any other tool source's). For front ends and
+//! embedders that go past [`crate::builtin`]: those that register the chain as hooks on the agent
+//! ([`crate::Toolbox::policy_hook`], [`crate::Toolbox::approval_hook`]), ask the user in `ask` mode
+//! ([`Prompt`]), parse rules from their own configuration ([`Rule`], [`HookConfig`]) or tell the
+//! chain which tools of an MCP server change nothing ([`SourceAnnotations`], [`SourceRegistry`]).
 //!
-//! The chain is, in order: deny rules, command hooks, allow rules, the approval mode, then the
-//! front end's [`Prompt`] in `ask` mode. It is kept by two hooks on the agent:
-//! [`crate::PolicyHook`] (deny rules and command hooks) first, [`crate::ApprovalHook`] (allow
-//! rules, approval mode, prompt) last, with the embedder's own hooks between. A further policy
-//! (a permission mode such as plan mode) is one more step of [`crate::ApprovalHook::decide`],
-//! between the allow rules and the approval mode. The tools themselves ask nothing: the tools
+//! The chain is, in order: deny rules, command hooks, allow rules, the approval mode
+//! ([`crate::Approval`]), then the front end's [`Prompt`] in `ask` mode. It is kept by two hooks on
+//! the agent: [`PolicyHook`] (deny rules and command hooks) first, [`ApprovalHook`] (allow rules,
+//! approval mode, prompt) last, with the embedder's own hooks between. A further policy (a
+//! permission mode such as plan mode) is one more step of [`ApprovalHook::decide`], between the
+//! allow rules and the approval mode. The tools themselves ask nothing: the tools
 //! [`crate::builtin`] makes run both hooks' checks in front of each call, for an agent that
 //! registers no hooks.
 //!
 //! Rules have one syntax for every tool ([`Rule`]): `TOOL` or `TOOL(GLOB)` for a built-in tool,
 //! the glob matched against the call's main argument (the command for `bash`, the path for the
-//! file and search tools, see [`crate::main_argument`]); `server__tool` for a tool of an MCP
-//! server (or any tool source), globs allowed in the name.
+//! file and search tools, see [`main_argument`]); `server__tool` for a tool of an MCP server (or
+//! any tool source), globs allowed in the name.
 
 use std::fmt;
 use std::path::Path;
@@ -22,54 +26,14 @@ use std::sync::{Arc, RwLock};
 use async_trait::async_trait;
 use globset::{Glob, GlobBuilder, GlobMatcher};
 use panto_core::CancellationToken;
-use serde::{Deserialize, Serialize};
 
+pub use crate::approval::{describe_arguments, ApprovalHook};
+pub use crate::hooks::{main_argument, CommandHook, HookConfig, HookVerdict, PolicyHook};
+
+use crate::approval::Approval;
 use crate::error::Error;
 use crate::shell::{self, Split};
 use crate::ToolName;
-
-/// How tool calls that change things (`write`, `edit`, `bash`) are approved when no rule decided.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Approval {
-    /// Ask the front end's [`Prompt`] before each call; refused when there is none.
-    Ask,
-    /// Run every call.
-    Auto,
-    /// Refuse write, edit and bash: they return an error result to the model.
-    ReadOnly,
-}
-
-impl Approval {
-    /// Every mode, in the order the command line lists them.
-    pub const ALL: [Approval; 3] = [Approval::Ask, Approval::Auto, Approval::ReadOnly];
-
-    /// The name used on the command line and in the config.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Approval::Ask => "ask",
-            Approval::Auto => "auto",
-            Approval::ReadOnly => "read-only",
-        }
-    }
-}
-
-impl fmt::Display for Approval {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for Approval {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        Approval::ALL
-            .into_iter()
-            .find(|a| a.as_str() == s.trim())
-            .ok_or_else(|| format!("unknown approval mode {s:?}; expected ask, auto or read-only"))
-    }
-}
 
 /// The front end's approval question, asked in [`Approval::Ask`] mode for calls no rule decided.
 /// The CLI's implementation asks on the terminal.

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::{bash, edit, main_argument, write, ToolContext, ToolName};
+use crate::hooks::main_argument;
+use crate::{bash, edit, write, ToolContext, ToolName};
 
 /// What a call would do.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -18,13 +18,13 @@ use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 
 /// The environment variable that marks a call's processes.
-pub const MARKER_VAR: &str = "PANTO_BASH_CALL";
+pub(crate) const MARKER_VAR: &str = "PANTO_BASH_CALL";
 
 /// How long cleanup keeps killing and looking before it reports what is left.
 const CLEANUP_DEADLINE: Duration = Duration::from_secs(2);
 
 /// A fresh marker for one call: panto's pid and a counter, so two pantos never share one.
-pub fn new_marker() -> String {
+pub(crate) fn new_marker() -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static CALLS: AtomicU64 = AtomicU64::new(0);
     format!("{}-{}", std::process::id(), CALLS.fetch_add(1, Ordering::Relaxed))
@@ -32,7 +32,7 @@ pub fn new_marker() -> String {
 
 /// What cleanup did.
 #[derive(Debug, Default, PartialEq, Eq)]
-pub struct Cleanup {
+pub(crate) struct Cleanup {
     /// Processes found and killed.
     pub killed: BTreeSet<i32>,
     /// Processes still alive at the deadline (not ours to kill, or stuck in the kernel).
@@ -44,7 +44,7 @@ pub struct Cleanup {
 
 impl Cleanup {
     /// The line the tool result carries, or `None` when there was nothing to say.
-    pub fn note(&self) -> Option<String> {
+    pub(crate) fn note(&self) -> Option<String> {
         let mut parts = Vec::new();
         if !self.killed.is_empty() {
             let n = self.killed.len();
@@ -73,7 +73,7 @@ fn list(pids: &BTreeSet<i32>) -> String {
 
 /// The processes of one bash call: its group, its marker, and when its bash started.
 #[derive(Debug, Clone)]
-pub struct Call {
+pub(crate) struct Call {
     group: i32,
     marker: String,
     /// bash's start time in clock ticks since boot: nothing older can descend from it, so older
@@ -83,7 +83,7 @@ pub struct Call {
 
 impl Call {
     /// The call whose bash has process id `pid` (and so leads group `pid`) and carries `marker`.
-    pub fn new(pid: i32, marker: String) -> Call {
+    pub(crate) fn new(pid: i32, marker: String) -> Call {
         let started = std::fs::read_to_string(format!("/proc/{pid}/stat"))
             .ok()
             .and_then(|stat| parse_stat(&stat))
@@ -132,7 +132,7 @@ impl Call {
 
     /// Kills the group and every process carrying the marker, again and again until none is left
     /// or [`CLEANUP_DEADLINE`] passes. Blocking: it sleeps between rounds.
-    pub fn clean_up(&self) -> Cleanup {
+    pub(crate) fn clean_up(&self) -> Cleanup {
         let deadline = Instant::now() + CLEANUP_DEADLINE;
         let mut cleanup = Cleanup {
             searched: true,
@@ -167,7 +167,7 @@ impl Call {
 
     /// A quick, non-waiting version of [`Call::clean_up`] for a call abandoned mid-run (its
     /// future dropped): one round of kills, nothing reported.
-    pub fn kill_now(&self) {
+    pub(crate) fn kill_now(&self) {
         let _ = killpg(Pid::from_raw(self.group), Signal::SIGKILL);
         for pid in self.find().unwrap_or_default() {
             let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);

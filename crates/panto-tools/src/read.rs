@@ -13,11 +13,11 @@ const DEFAULT_LIMIT: usize = 2_000;
 const MAX_LINE_CHARS: usize = 2_000;
 /// Files larger than this are refused: reading them whole would blow the context anyway. The read
 /// itself stops here too, whatever size the file claims.
-pub const MAX_FILE_BYTES: u64 = 50 * 1024 * 1024;
+pub(crate) const MAX_FILE_BYTES: u64 = 50 * 1024 * 1024;
 
 /// The `read` tool.
 #[derive(Debug)]
-pub struct ReadTool {
+pub(crate) struct ReadTool {
     ctx: ToolContext,
 }
 
@@ -31,7 +31,7 @@ struct Input {
 
 impl ReadTool {
     /// A read tool over `ctx`.
-    pub fn new(ctx: ToolContext) -> Self {
+    pub(crate) fn new(ctx: ToolContext) -> Self {
         ReadTool { ctx }
     }
 }

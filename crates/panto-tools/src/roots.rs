@@ -99,7 +99,7 @@ impl Roots {
 /// Resolves the absolute `path` as the kernel would: symbolic links followed, `.` dropped, `..`
 /// taking the parent of the real directory reached so far. Components that do not exist are kept
 /// as written, so a file about to be created resolves through its existing prefix.
-pub fn real_path(path: &Path) -> std::io::Result<PathBuf> {
+pub(crate) fn real_path(path: &Path) -> std::io::Result<PathBuf> {
     let mut pending: VecDeque<OsString> = VecDeque::new();
     let mut resolved = PathBuf::from("/");
     push_components(&mut pending, path, &mut resolved);

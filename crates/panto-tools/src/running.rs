@@ -28,12 +28,12 @@ pub fn global() -> &'static Running {
 
 /// Registered work; dropping it (the work ended, or was abandoned with its task) unregisters it.
 #[derive(Debug)]
-pub struct Guard<'a> {
+pub struct RunningGuard<'a> {
     registry: &'a Running,
     id: u64,
 }
 
-impl Drop for Guard<'_> {
+impl Drop for RunningGuard<'_> {
     fn drop(&mut self) {
         self.registry.lock().remove(&self.id);
     }
@@ -54,7 +54,7 @@ impl Running {
 
     /// Registers `what` until the guard is dropped. `what` may hold a model's bytes and may be
     /// printed: control characters become spaces and it is cut at 200 characters.
-    pub fn start(&self, what: String) -> Guard<'_> {
+    pub fn start(&self, what: String) -> RunningGuard<'_> {
         let what = what
             .chars()
             .take(200)
@@ -62,7 +62,7 @@ impl Running {
             .collect();
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         self.lock().insert(id, what);
-        Guard { registry: self, id }
+        RunningGuard { registry: self, id }
     }
 
     /// What is running now, oldest first.
@@ -86,7 +86,7 @@ impl Running {
 /// Runs blocking tool work `f` (file I/O) on tokio's blocking pool, registered as `what` for as
 /// long as it really runs: if the calling task is aborted, the thread goes on and stays
 /// registered until `f` returns.
-pub async fn blocking<T, F>(what: String, f: F) -> Result<T, String>
+pub(crate) async fn blocking<T, F>(what: String, f: F) -> Result<T, String>
 where
     F: FnOnce() -> Result<T, String> + Send + 'static,
     T: Send + 'static,

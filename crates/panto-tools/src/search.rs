@@ -7,12 +7,12 @@ use globset::{GlobBuilder, GlobMatcher};
 use ignore::WalkBuilder;
 
 /// Characters of one matched line shown before it is cut.
-pub const MAX_LINE_CHARS: usize = 500;
+pub(crate) const MAX_LINE_CHARS: usize = 500;
 
 /// A walk of `root` with ripgrep's default rules: hidden files and directories skipped,
 /// `.gitignore` (inside a git repository), `.ignore` and `.rgignore` respected, parents' ignore
 /// files too; symbolic links not followed (so a link cannot lead the walk out of `read_roots`).
-pub fn walker(root: &Path) -> WalkBuilder {
+pub(crate) fn walker(root: &Path) -> WalkBuilder {
     let mut builder = WalkBuilder::new(root);
     builder.follow_links(false);
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
@@ -22,13 +22,13 @@ pub fn walker(root: &Path) -> WalkBuilder {
 
 /// `path` relative to `root` as the model should see it: `src/main.rs`, not an absolute path,
 /// when it lies under the working directory `cwd`; else as found.
-pub fn shown(path: &Path, cwd: &Path) -> String {
+pub(crate) fn shown(path: &Path, cwd: &Path) -> String {
     path.strip_prefix(cwd)
         .map_or_else(|_| path.display().to_string(), |p| p.display().to_string())
 }
 
 /// Cuts `line` at [`MAX_LINE_CHARS`], saying so.
-pub fn cut_line(line: &str) -> String {
+pub(crate) fn cut_line(line: &str) -> String {
     let line = line.trim_end_matches(['\n', '\r']);
     if line.chars().count() <= MAX_LINE_CHARS {
         return line.to_owned();
@@ -38,7 +38,7 @@ pub fn cut_line(line: &str) -> String {
 }
 
 /// Joins `lines` into at most `max_bytes` bytes. Returns the text and how many lines it holds.
-pub fn capped(lines: &[String], max_bytes: usize) -> (String, usize) {
+pub(crate) fn capped(lines: &[String], max_bytes: usize) -> (String, usize) {
     let mut out = String::new();
     let mut shown = 0;
     for line in lines {
@@ -57,14 +57,14 @@ pub fn capped(lines: &[String], max_bytes: usize) -> (String, usize) {
 /// selects among the files the ignore rules let through (unlike `rg -g`, it never brings an
 /// ignored file back).
 #[derive(Debug, Clone)]
-pub struct PathGlob {
+pub(crate) struct PathGlob {
     glob: GlobMatcher,
     whole_path: bool,
 }
 
 impl PathGlob {
     /// Compiles `pattern`; the error names it.
-    pub fn new(pattern: &str) -> Result<PathGlob, String> {
+    pub(crate) fn new(pattern: &str) -> Result<PathGlob, String> {
         let whole_path = pattern.contains('/');
         let glob = GlobBuilder::new(pattern)
             .literal_separator(whole_path)
@@ -77,7 +77,7 @@ impl PathGlob {
     }
 
     /// Whether the file at `path`, found under `root`, matches.
-    pub fn matches(&self, root: &Path, path: &Path) -> bool {
+    pub(crate) fn matches(&self, root: &Path, path: &Path) -> bool {
         if self.whole_path {
             self.glob.is_match(path.strip_prefix(root).unwrap_or(path))
         } else {

@@ -12,7 +12,7 @@ use crate::{beneath, checkpoint, files, parse_input, running, ToolContext, ToolN
 
 /// The `write` tool.
 #[derive(Debug)]
-pub struct WriteTool {
+pub(crate) struct WriteTool {
     ctx: ToolContext,
 }
 
@@ -25,7 +25,7 @@ struct Input {
 
 impl WriteTool {
     /// A write tool over `ctx`.
-    pub fn new(ctx: ToolContext) -> Self {
+    pub(crate) fn new(ctx: ToolContext) -> Self {
         WriteTool { ctx }
     }
 }

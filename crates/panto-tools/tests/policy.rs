@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use panto_core::{BeforeTool, Hook, ToolCall};
-use panto_tools::{
-    offered_name, Approval, CalledTool, CommandHook, HookVerdict, Options, Rule, SourceAnnotations, SourceRegistry,
-    ToolName, Toolbox,
+use panto_tools::policy::{
+    offered_name, CalledTool, CommandHook, HookVerdict, Rule, SourceAnnotations, SourceRegistry,
 };
+use panto_tools::{Approval, Options, ToolName, Toolbox};
 use serde_json::json;
 
 /// A tool source whose `status` tool is annotated read-only.

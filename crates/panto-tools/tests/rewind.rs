@@ -13,7 +13,8 @@ use panto_core::{
     async_trait, Agent, ApiStyle, Config, ContentBlock, Conversation, Error, FileCheckpoints, MemoryStore, Message,
     ProviderConfig, Result, Role, Session, SessionInfo, SessionStore,
 };
-use panto_tools::{FileOutcome, Options, RestoredFile, Toolbox};
+use panto_tools::files::{FileOutcome, RestoredFile};
+use panto_tools::{Options, Toolbox};
 
 /// A store that dies at its write number `at` (0-based): that write lands (with `lands`) or not,
 /// and every call after it fails, as in a process killed there.

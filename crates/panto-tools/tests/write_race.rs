@@ -13,7 +13,8 @@ use panto_core::{
     Agent, ApiStyle, Config, ContentBlock, Conversation, FileCheckpoints, MemoryStore, Message, ProviderConfig, Role,
     Session, SessionStore,
 };
-use panto_tools::{Approval, FileOutcome, Options, Sandbox, ToolName, Toolbox};
+use panto_tools::files::FileOutcome;
+use panto_tools::{Approval, Options, Sandbox, ToolName, Toolbox};
 use serde_json::json;
 
 use crate::support::{call, tool};

@@ -1,6 +1,7 @@
 //! docs/ARCHITECTURE.md against the tree, so that the map cannot drift from the territory: every
-//! file or directory it names in backticks exists, and its table of panto-core's public surface
-//! lists exactly what the crate root and its public modules export.
+//! file or directory it names in backticks exists, its table of panto-core's public surface
+//! lists exactly what the crate root and its public modules export, and panto-tools' entry names
+//! every item and public module of that crate's root.
 //!
 //! A path is looked up in the crate (or program) whose `### \`…\`` section of the code map names
 //! it: a bare file name (`writer.rs`) must be that crate's, a path with a directory
@@ -19,6 +20,10 @@ pub(super) const DOC: &str = "docs/ARCHITECTURE.md";
 
 /// The crate the bird's-eye view describes, and whose surface the table lists.
 const CORE: &str = "crates/panto-core";
+
+/// The crate whose code-map entry must name everything its root exports (its surface is grouped
+/// into public modules by user; the entry says what stays at the root).
+const TOOLS: &str = "crates/panto-tools";
 
 /// The heading of the surface table.
 const SURFACE_HEADING: &str = "## Public surface of `panto-core`";
@@ -48,7 +53,41 @@ pub(super) fn check(root: &Path, violations: &mut Vec<String>) -> Result<()> {
             .collect::<Result<_>>()?,
     };
     violations.extend(surface_differences(&doc, &exports));
+    let tools_lib = read(&format!("{TOOLS}/src/lib.rs"))?;
+    let mut tools_root = module_exports(&tools_lib);
+    tools_root.extend(public_modules(&tools_lib));
+    violations.extend(unnamed_exports(&doc, TOOLS, &tools_root));
     Ok(())
+}
+
+/// The names of `exports` (a crate's root) that the code-map entry of `section` does not name in
+/// backticks (`builtin(&Options)` names `builtin`).
+fn unnamed_exports(doc: &str, section: &str, exports: &BTreeSet<String>) -> Vec<String> {
+    let heading = format!("### `{section}`");
+    let Some(start) = doc.lines().position(|l| l == heading) else {
+        return vec![format!("{DOC}: has no code-map entry \"{heading}\"")];
+    };
+    let named: BTreeSet<&str> = doc
+        .lines()
+        .skip(start + 1)
+        .take_while(|l| !l.starts_with('#'))
+        .flat_map(code_spans)
+        .map(|span| {
+            let end = span
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(span.len());
+            &span[..end]
+        })
+        .collect();
+    exports
+        .iter()
+        .filter(|name| !named.contains(name.as_str()))
+        .map(|name| {
+            format!(
+                "{DOC}: the code map's `{section}` entry does not name `{name}`, which {section}/src/lib.rs exports at the root"
+            )
+        })
+        .collect()
 }
 
 /// Every file and directory of the workspace (relative paths with `/`, directories ending in
@@ -351,6 +390,27 @@ mod tests {
                 format!("{DOC}: `panto_core::store` exports `compact_view`, which the surface table does not list (as `store::{{compact_view}}`)"),
                 format!("{DOC}:6: the surface table lists `store::old`, which panto-core does not export"),
             ]
+        );
+    }
+
+    #[test]
+    fn the_tools_entry_must_name_every_root_export() {
+        let doc = format!(
+            "### `{TOOLS}`\nThe root keeps `builtin(&Options)`, `Toolbox`; modules `policy` and `files.rs`.\n\n### `crates/panto-mcp`\n`Gone`\n"
+        );
+        let exports = ["builtin", "Toolbox", "policy", "process", "Gone"]
+            .map(String::from)
+            .into();
+        assert_eq!(
+            unnamed_exports(&doc, TOOLS, &exports),
+            vec![
+                format!("{DOC}: the code map's `{TOOLS}` entry does not name `Gone`, which {TOOLS}/src/lib.rs exports at the root"),
+                format!("{DOC}: the code map's `{TOOLS}` entry does not name `process`, which {TOOLS}/src/lib.rs exports at the root"),
+            ]
+        );
+        assert_eq!(
+            unnamed_exports("## Elsewhere\n", TOOLS, &exports),
+            vec![format!("{DOC}: has no code-map entry \"### `{TOOLS}`\"")]
         );
     }
 

@@ -44,7 +44,7 @@ pub enum Typeahead {
 }
 
 /// `[[hooks.before_tool]]`, resolved: the hooks on built-in and MCP tools, in file order.
-pub type CommandHooks = Vec<panto_tools::CommandHook>;
+pub type CommandHooks = Vec<panto_tools::policy::CommandHook>;
 
 /// The command hooks, each checked: its `match` names a built-in tool (`TOOL` or `TOOL(GLOB)`)
 /// or tools of one of the MCP `servers` (`server__tool`), its command is not empty, its timeout
@@ -66,7 +66,7 @@ pub fn resolve(section: &HooksEntry, servers: &[&str], source: &Source<'_>) -> R
             Some(secs) => Duration::from_secs(*secs.get_ref()),
             None => panto_core::DEFAULT_HOOK_TIMEOUT,
         };
-        out.push(panto_tools::CommandHook {
+        out.push(panto_tools::policy::CommandHook {
             rule,
             command: entry.command.get_ref().clone(),
             timeout,

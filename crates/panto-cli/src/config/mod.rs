@@ -80,7 +80,7 @@ pub struct Settings {
     pub mcp_servers: Vec<McpServer>,
     /// Every environment variable panto reads a key or token from: each provider's key variable
     /// (the built-ins' and every `api_key_env`) and each MCP server's `bearer_token_env`. None
-    /// of them reaches `bash` or an MCP stdio server (besides `panto_tools::KEY_VARIABLES`,
+    /// of them reaches `bash` or an MCP stdio server (besides `panto_tools::process::KEY_VARIABLES`,
     /// always kept from them); a server's `env` table can pass one on purpose.
     pub key_variables: Vec<String>,
     /// What the user should know about the configuration (printed once at start-up).

@@ -9,7 +9,7 @@ use super::file::{Source, ToolsEntry};
 use super::{roots, Env, McpServer};
 use crate::exit::Failure;
 use crate::tools::{Approval, Roots, Sandbox, ToolName};
-use panto_tools::offered_name;
+use panto_tools::policy::offered_name;
 
 /// Built-in tool settings.
 #[derive(Debug, Clone)]
@@ -103,8 +103,8 @@ fn rules(
 
 /// Parses a rule of `[tools] allow`/`deny` or a hook's `match`: a built-in tool's, or an MCP
 /// tool's whose server part is one of `servers` (as written or as offered).
-pub fn parse_rule(text: &str, servers: &[&str]) -> Result<panto_tools::Rule, String> {
-    let rule = panto_tools::Rule::parse(text).map_err(|e| e.to_string())?;
+pub fn parse_rule(text: &str, servers: &[&str]) -> Result<panto_tools::policy::Rule, String> {
+    let rule = panto_tools::policy::Rule::parse(text).map_err(|e| e.to_string())?;
     if let Some(prefix) = rule.source_prefix() {
         let configured = servers
             .iter()

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use panto_core::{ToolCall, ToolCallResult, ToolDecl, ToolError, ToolSource};
 use panto_mcp::McpSource;
-use panto_tools::{offered_name, Rule};
+use panto_tools::policy::{offered_name, Rule};
 
 use crate::tools::{Approval, Gate};
 

@@ -10,7 +10,7 @@ use super::{GatedSource, McpTools};
 use crate::config::{McpServer, Settings};
 use crate::exit::Failure;
 use crate::tools::{Approval, Gate};
-use panto_tools::offered_name;
+use panto_tools::policy::offered_name;
 
 /// `panto mcp list`: starts every enabled server, prints the listing, stops them. Exit code 1
 /// when a server that is enabled did not start (so a script can check its setup).

@@ -16,7 +16,7 @@ use panto_mcp::McpSource;
 
 pub use gated::GatedSource;
 pub use list::{list_command, render};
-use panto_tools::{offered_name, Rule, SourceRegistry};
+use panto_tools::policy::{offered_name, Rule, SourceRegistry};
 
 use crate::config::{McpServer, Settings};
 use crate::exit::Failure;

@@ -27,7 +27,7 @@ pub fn preview(tool: &str, input: &serde_json::Value, style: Style) -> Option<Ve
             // numbers; the strings alone when the file cannot be read or the edit would not
             // apply (the tool will say why).
             let planned = existing(text("path")?).and_then(|file| {
-                panto_tools::content_after_edit(&file, input)
+                panto_tools::files::content_after_edit(&file, input)
                     .ok()
                     .map(|changed| (file, changed))
             });

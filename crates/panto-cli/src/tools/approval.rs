@@ -1,7 +1,7 @@
 //! The approval gate: the terminal prompt of panto-tools' policy chain. The chain (deny rules,
 //! command hooks, allow rules, the approval mode) decides whether a call of `write`, `edit`,
 //! `bash` or an MCP tool not annotated read-only needs a question; in `ask` mode it asks this
-//! gate ([`panto_tools::Prompt`]).
+//! gate ([`panto_tools::policy::Prompt`]).
 //!
 //! Tool calls of one assistant message run concurrently, so two calls may want approval at the
 //! same time; the gate asks one question at a time, and re-checks "always" after waiting its turn
@@ -122,7 +122,7 @@ impl Gate {
 
 /// In `ask` mode the policy chain asks the gate about calls no rule decided.
 #[async_trait::async_trait]
-impl panto_tools::Prompt for Gate {
+impl panto_tools::policy::Prompt for Gate {
     async fn approve(&self, tool: &str, what: &str, cancel: &CancellationToken) -> Result<(), String> {
         self.ask(tool, what, cancel).await
     }

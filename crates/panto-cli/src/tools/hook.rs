@@ -6,7 +6,8 @@
 use std::sync::Arc;
 
 use panto_core::Agent;
-use panto_tools::{SourceRegistry, Toolbox};
+use panto_tools::policy::SourceRegistry;
+use panto_tools::Toolbox;
 
 use crate::config::CommandHooks;
 
@@ -195,7 +196,7 @@ mod tests {
     async fn faults() -> (Arc<panto_mcp::McpSource>, String, String) {
         let config = panto_mcp::ServerConfig::stdio(panto_testkit::mcp::fault_server().to_string_lossy());
         let source = Arc::new(panto_mcp::McpSource::start("faults", config).await.unwrap());
-        let offered = |tool: &str| panto_tools::offered_name("faults", tool);
+        let offered = |tool: &str| panto_tools::policy::offered_name("faults", tool);
         (source, offered("sleep"), offered("echo"))
     }
 
@@ -255,15 +256,15 @@ mod tests {
         let questions = Arc::new(Questions::default());
         let (gate, toolbox) = gate_and_toolbox(dir.path(), &questions);
         let gated = Arc::new(GatedSource::new(source.clone(), gate, Vec::new()));
-        let rule = |text: &str| panto_tools::Rule::parse(text).unwrap();
+        let rule = |text: &str| panto_tools::policy::Rule::parse(text).unwrap();
         let seen = dir.path().join("seen.json");
         let hooks = vec![
-            panto_tools::CommandHook {
+            panto_tools::policy::CommandHook {
                 rule: rule("faults__echo"),
                 command: r#"echo '{"decision":"deny","reason":"no echo today"}'"#.into(),
                 timeout: Duration::from_secs(10),
             },
-            panto_tools::CommandHook {
+            panto_tools::policy::CommandHook {
                 rule: rule("faults__sl*"),
                 command: format!(
                     r#"cat > '{}'; echo '{{"decision":"rewrite","input":{{"ms":2}}}}'"#,

@@ -7,7 +7,5 @@ mod hook;
 
 pub use approval::{parse_answer as approval_answer, Answer, Asker, Gate};
 pub use hook::install as install_policy;
-pub use panto_tools::{
-    file_kind, open_regular, parse_list, read_bounded, running, Approval, OpenRefusal, Roots, Running, Sandbox,
-    ToolName, Toolbox,
-};
+pub use panto_tools::process::{running, Running};
+pub use panto_tools::{parse_list, Approval, Roots, Sandbox, ToolName, Toolbox};

@@ -8,7 +8,8 @@ use crate::error::{Error, Result};
 use crate::tool::FileCheckpoints;
 
 /// A file a rewind puts back, as [`Agent::file_changes_since`] finds it. The I/O is the caller's
-/// (panto-core touches no files): `panto_tools::rewind_with_files` does it for the built-in tools.
+/// (panto-core touches no files): `panto_tools::Toolbox::rewind_with_files` does it for the
+/// built-in tools.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileRestore {
     /// The file, as an absolute path.
