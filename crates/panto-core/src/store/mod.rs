@@ -31,6 +31,7 @@ pub(crate) mod seam;
 pub(crate) mod session;
 mod span;
 mod view;
+mod wrapper;
 
 pub use checkpoint::{
     checkpoint_address, validate_checkpoint_address, CheckpointRecord, StoredCheckpoint, MAX_CHECKPOINT_BYTES,
@@ -41,3 +42,4 @@ pub use memory::StoredRecord;
 pub use seam::{CompactionRecord, EntryRef, ForkOrigin, LoadedBranch, PersistentMessage, SessionTree, TreeEntry};
 pub use span::AppendSpan;
 pub use view::compact_view;
+pub use wrapper::StoreWrapper;
