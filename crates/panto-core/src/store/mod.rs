@@ -14,6 +14,9 @@
 //! store it was asked of, so a wrapper store (one that adds caching, metrics or access control
 //! and delegates to an inner store) hands out sessions whose appends go through the wrapper.
 //!
+//! A wrapper store implements [`StoreWrapper`] rather than the seam: it names its inner store and
+//! overrides only the methods it changes; every other method forwards to the inner store's own.
+//!
 //! It also holds the session tree's types: what [`SessionStore::load`](crate::SessionStore::load)
 //! and [`SessionStore::append`](crate::SessionStore::append) exchange ([`PersistentMessage`],
 //! [`LoadedBranch`], [`CompactionRecord`], [`CheckpointRecord`]) and what browsing a tree returns
