@@ -2,6 +2,7 @@
 //! next request carry only the path before the chosen prompt, and a fork continues in a new
 //! session with the path to its entry; mid-session and after resume.
 
+use panto_core::store::StoreWrapper;
 use panto_core::{Agent, ApiStyle, Error, MemoryStore, Session, SessionStore};
 use panto_testkit::{MockServer, Reply};
 
@@ -113,10 +114,9 @@ async fn rewind_after_resume_and_on_a_store_without_branches() {
     }
 }
 
-/// A wrapper store, as an embedder writes one for metrics or access control: the trait makes it
-/// delegate the session tree too (a wrapper that leaves those methods out does not compile, see
-/// the `compile_fail` example on `SessionStore`), so rewind and fork go through it to the store
-/// it wraps.
+/// A wrapper store, as an embedder writes one for metrics or access control: it counts the
+/// writes to the session tree, and every other method forwards, so rewind and fork go through it
+/// to the store it wraps.
 #[derive(Debug)]
 struct Counting {
     inner: std::sync::Arc<MemoryStore>,
@@ -124,19 +124,9 @@ struct Counting {
 }
 
 #[panto_core::async_trait]
-impl SessionStore for Counting {
-    async fn list(&self) -> panto_core::Result<Vec<panto_core::SessionInfo>> {
-        self.inner.list().await
-    }
-    async fn load_branch(&self, id: &str) -> panto_core::Result<Option<panto_core::store::LoadedBranch>> {
-        self.inner.load_branch(id).await
-    }
-    async fn append(
-        &self,
-        id: &str,
-        messages: &[panto_core::store::PersistentMessage<'_>],
-    ) -> panto_core::Result<Vec<String>> {
-        self.inner.append(id, messages).await
+impl StoreWrapper for Counting {
+    fn inner(&self) -> &dyn SessionStore {
+        &*self.inner
     }
     async fn switch_branch(&self, id: &str, tip: Option<&str>) -> panto_core::Result<()> {
         self.tree_writes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
@@ -145,25 +135,6 @@ impl SessionStore for Counting {
     async fn fork(&self, from: &str, at: &str, new_id: &str) -> panto_core::Result<()> {
         self.tree_writes.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.inner.fork(from, at, new_id).await
-    }
-    async fn tree(&self, id: &str) -> panto_core::Result<Option<panto_core::store::SessionTree>> {
-        self.inner.tree(id).await
-    }
-    async fn put_checkpoint(&self, id: &str, content: &[u8]) -> panto_core::Result<String> {
-        self.inner.put_checkpoint(id, content).await
-    }
-    async fn get_checkpoint(&self, id: &str, address: &str) -> panto_core::Result<Option<Vec<u8>>> {
-        self.inner.get_checkpoint(id, address).await
-    }
-    async fn record_checkpoint(
-        &self,
-        id: &str,
-        record: &panto_core::store::CheckpointRecord,
-    ) -> panto_core::Result<()> {
-        self.inner.record_checkpoint(id, record).await
-    }
-    async fn checkpoints(&self, id: &str) -> panto_core::Result<Vec<panto_core::store::StoredCheckpoint>> {
-        self.inner.checkpoints(id).await
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use panto_core::store::PersistentMessage;
+use panto_core::store::{PersistentMessage, StoreWrapper};
 use panto_core::{
     Agent, ApiStyle, ContentBlock, Conversation, Error, MemoryStore, Message, Role, Session, SessionStore, StopReason,
     SystemMode, ToolResultContent,
@@ -250,41 +250,13 @@ async fn session_load_of_a_never_written_session_is_not_found() {
 struct SlowAppends(Arc<MemoryStore>);
 
 #[async_trait::async_trait]
-impl SessionStore for SlowAppends {
-    async fn list(&self) -> panto_core::Result<Vec<panto_core::SessionInfo>> {
-        self.0.list().await
-    }
-    async fn load_branch(&self, id: &str) -> panto_core::Result<Option<panto_core::store::LoadedBranch>> {
-        self.0.load_branch(id).await
+impl StoreWrapper for SlowAppends {
+    fn inner(&self) -> &dyn SessionStore {
+        &*self.0
     }
     async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> panto_core::Result<Vec<String>> {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         self.0.append(id, messages).await
-    }
-    async fn switch_branch(&self, id: &str, tip: Option<&str>) -> panto_core::Result<()> {
-        self.0.switch_branch(id, tip).await
-    }
-    async fn fork(&self, from: &str, at: &str, new_id: &str) -> panto_core::Result<()> {
-        self.0.fork(from, at, new_id).await
-    }
-    async fn tree(&self, id: &str) -> panto_core::Result<Option<panto_core::store::SessionTree>> {
-        self.0.tree(id).await
-    }
-    async fn put_checkpoint(&self, id: &str, content: &[u8]) -> panto_core::Result<String> {
-        self.0.put_checkpoint(id, content).await
-    }
-    async fn get_checkpoint(&self, id: &str, address: &str) -> panto_core::Result<Option<Vec<u8>>> {
-        self.0.get_checkpoint(id, address).await
-    }
-    async fn record_checkpoint(
-        &self,
-        id: &str,
-        record: &panto_core::store::CheckpointRecord,
-    ) -> panto_core::Result<()> {
-        self.0.record_checkpoint(id, record).await
-    }
-    async fn checkpoints(&self, id: &str) -> panto_core::Result<Vec<panto_core::store::StoredCheckpoint>> {
-        self.0.checkpoints(id).await
     }
 }
 
@@ -369,12 +341,9 @@ struct ResultsWrittenLate {
 }
 
 #[async_trait::async_trait]
-impl SessionStore for ResultsWrittenLate {
-    async fn list(&self) -> panto_core::Result<Vec<panto_core::SessionInfo>> {
-        self.memory.list().await
-    }
-    async fn load_branch(&self, id: &str) -> panto_core::Result<Option<panto_core::store::LoadedBranch>> {
-        self.memory.load_branch(id).await
+impl StoreWrapper for ResultsWrittenLate {
+    fn inner(&self) -> &dyn SessionStore {
+        &*self.memory
     }
     async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> panto_core::Result<Vec<String>> {
         use std::sync::atomic::Ordering;
@@ -393,31 +362,6 @@ impl SessionStore for ResultsWrittenLate {
             self.written.store(true, Ordering::SeqCst);
         }
         Ok(ids)
-    }
-    async fn switch_branch(&self, id: &str, tip: Option<&str>) -> panto_core::Result<()> {
-        self.memory.switch_branch(id, tip).await
-    }
-    async fn fork(&self, from: &str, at: &str, new_id: &str) -> panto_core::Result<()> {
-        self.memory.fork(from, at, new_id).await
-    }
-    async fn tree(&self, id: &str) -> panto_core::Result<Option<panto_core::store::SessionTree>> {
-        self.memory.tree(id).await
-    }
-    async fn put_checkpoint(&self, id: &str, content: &[u8]) -> panto_core::Result<String> {
-        self.memory.put_checkpoint(id, content).await
-    }
-    async fn get_checkpoint(&self, id: &str, address: &str) -> panto_core::Result<Option<Vec<u8>>> {
-        self.memory.get_checkpoint(id, address).await
-    }
-    async fn record_checkpoint(
-        &self,
-        id: &str,
-        record: &panto_core::store::CheckpointRecord,
-    ) -> panto_core::Result<()> {
-        self.memory.record_checkpoint(id, record).await
-    }
-    async fn checkpoints(&self, id: &str) -> panto_core::Result<Vec<panto_core::store::StoredCheckpoint>> {
-        self.memory.checkpoints(id).await
     }
 }
 
@@ -474,12 +418,9 @@ async fn tool_results_are_written_while_the_next_request_travels_and_stored_befo
 struct RefusesResults(Arc<MemoryStore>);
 
 #[async_trait::async_trait]
-impl SessionStore for RefusesResults {
-    async fn list(&self) -> panto_core::Result<Vec<panto_core::SessionInfo>> {
-        self.0.list().await
-    }
-    async fn load_branch(&self, id: &str) -> panto_core::Result<Option<panto_core::store::LoadedBranch>> {
-        self.0.load_branch(id).await
+impl StoreWrapper for RefusesResults {
+    fn inner(&self) -> &dyn SessionStore {
+        &*self.0
     }
     async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> panto_core::Result<Vec<String>> {
         if holds_tool_results(messages) {
@@ -489,31 +430,6 @@ impl SessionStore for RefusesResults {
             });
         }
         self.0.append(id, messages).await
-    }
-    async fn switch_branch(&self, id: &str, tip: Option<&str>) -> panto_core::Result<()> {
-        self.0.switch_branch(id, tip).await
-    }
-    async fn fork(&self, from: &str, at: &str, new_id: &str) -> panto_core::Result<()> {
-        self.0.fork(from, at, new_id).await
-    }
-    async fn tree(&self, id: &str) -> panto_core::Result<Option<panto_core::store::SessionTree>> {
-        self.0.tree(id).await
-    }
-    async fn put_checkpoint(&self, id: &str, content: &[u8]) -> panto_core::Result<String> {
-        self.0.put_checkpoint(id, content).await
-    }
-    async fn get_checkpoint(&self, id: &str, address: &str) -> panto_core::Result<Option<Vec<u8>>> {
-        self.0.get_checkpoint(id, address).await
-    }
-    async fn record_checkpoint(
-        &self,
-        id: &str,
-        record: &panto_core::store::CheckpointRecord,
-    ) -> panto_core::Result<()> {
-        self.0.record_checkpoint(id, record).await
-    }
-    async fn checkpoints(&self, id: &str) -> panto_core::Result<Vec<panto_core::store::StoredCheckpoint>> {
-        self.0.checkpoints(id).await
     }
 }
 

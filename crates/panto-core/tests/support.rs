@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use panto_core::store::PersistentMessage;
+use panto_core::store::{PersistentMessage, StoreWrapper};
 use panto_core::{
     Agent, ApiStyle, Config, ContentBlock, ContentDelta, Event, MemoryStore, NullStore, Session, SessionStore, Tool,
     ToolCall, ToolCallResult, ToolDecl, ToolError, Usage,
@@ -252,12 +252,9 @@ impl SlowResults {
 }
 
 #[async_trait]
-impl SessionStore for SlowResults {
-    async fn list(&self) -> panto_core::Result<Vec<panto_core::SessionInfo>> {
-        self.memory.list().await
-    }
-    async fn load_branch(&self, id: &str) -> panto_core::Result<Option<panto_core::store::LoadedBranch>> {
-        self.memory.load_branch(id).await
+impl StoreWrapper for SlowResults {
+    fn inner(&self) -> &dyn SessionStore {
+        &*self.memory
     }
     async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> panto_core::Result<Vec<String>> {
         let results = holds_tool_results(messages);
@@ -269,30 +266,5 @@ impl SessionStore for SlowResults {
             self.written.store(true, Ordering::SeqCst);
         }
         Ok(ids)
-    }
-    async fn switch_branch(&self, id: &str, tip: Option<&str>) -> panto_core::Result<()> {
-        self.memory.switch_branch(id, tip).await
-    }
-    async fn fork(&self, from: &str, at: &str, new_id: &str) -> panto_core::Result<()> {
-        self.memory.fork(from, at, new_id).await
-    }
-    async fn tree(&self, id: &str) -> panto_core::Result<Option<panto_core::store::SessionTree>> {
-        self.memory.tree(id).await
-    }
-    async fn put_checkpoint(&self, id: &str, content: &[u8]) -> panto_core::Result<String> {
-        self.memory.put_checkpoint(id, content).await
-    }
-    async fn get_checkpoint(&self, id: &str, address: &str) -> panto_core::Result<Option<Vec<u8>>> {
-        self.memory.get_checkpoint(id, address).await
-    }
-    async fn record_checkpoint(
-        &self,
-        id: &str,
-        record: &panto_core::store::CheckpointRecord,
-    ) -> panto_core::Result<()> {
-        self.memory.record_checkpoint(id, record).await
-    }
-    async fn checkpoints(&self, id: &str) -> panto_core::Result<Vec<panto_core::store::StoredCheckpoint>> {
-        self.memory.checkpoints(id).await
     }
 }

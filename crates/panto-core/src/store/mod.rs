@@ -14,6 +14,9 @@
 //! store it was asked of, so a wrapper store (one that adds caching, metrics or access control
 //! and delegates to an inner store) hands out sessions whose appends go through the wrapper.
 //!
+//! A wrapper store implements [`StoreWrapper`] rather than the seam: it names its inner store and
+//! overrides only the methods it changes; every other method forwards to the inner store's own.
+//!
 //! It also holds the session tree's types: what [`SessionStore::load`](crate::SessionStore::load)
 //! and [`SessionStore::append`](crate::SessionStore::append) exchange ([`PersistentMessage`],
 //! [`LoadedBranch`], [`CompactionRecord`], [`CheckpointRecord`]) and what browsing a tree returns
@@ -31,6 +34,7 @@ pub(crate) mod seam;
 pub(crate) mod session;
 mod span;
 mod view;
+mod wrapper;
 
 pub use checkpoint::{
     checkpoint_address, validate_checkpoint_address, CheckpointRecord, StoredCheckpoint, MAX_CHECKPOINT_BYTES,
@@ -41,3 +45,4 @@ pub use memory::StoredRecord;
 pub use seam::{CompactionRecord, EntryRef, ForkOrigin, LoadedBranch, PersistentMessage, SessionTree, TreeEntry};
 pub use span::AppendSpan;
 pub use view::compact_view;
+pub use wrapper::StoreWrapper;

@@ -81,9 +81,9 @@ impl<'a> PersistentMessage<'a> {
 /// Required: the log (`list`, `load_branch`, `append`), the session tree (`switch_branch` for
 /// rewind, `fork`, `tree`) and file checkpoints (`put_checkpoint`, `get_checkpoint`,
 /// `record_checkpoint`, `checkpoints`). A store without branches or checkpoints says so in
-/// those methods with [`Error::Unsupported`](crate::Error::Unsupported); a store that wraps another delegates them. That is
-/// a choice the compiler asks every store to make: a wrapper cannot lose rewind, fork or file
-/// checkpoints by leaving the methods out.
+/// those methods with [`Error::Unsupported`](crate::Error::Unsupported). That is a choice the
+/// compiler asks every store to make, and a wrapper cannot lose rewind, fork or file checkpoints
+/// by leaving the methods out: a [`StoreWrapper`](crate::store::StoreWrapper) forwards them.
 ///
 /// `info`, `ids_with_prefix`, `latest_info` and `load` have default implementations over `list`
 /// and `load_branch`, which are correct but read every session; a store that can answer them
@@ -91,56 +91,57 @@ impl<'a> PersistentMessage<'a> {
 /// id (or prefix) checks it with [`validate_session_id`](crate::store::validate_session_id)
 /// before touching storage.
 ///
-/// A wrapper store (metrics, caching, access control) delegates every required method:
+/// A store that wraps another one (metrics, caching, access control) implements
+/// [`StoreWrapper`](crate::store::StoreWrapper) instead: it names the inner store and overrides
+/// only what it changes, and every method it leaves out, defaulted ones included, forwards to the
+/// inner store.
+///
+/// A store with storage of its own implements this trait; one without branches or checkpoints
+/// answers them itself:
 ///
 /// ```
-/// use std::sync::Arc;
-/// use panto_core::{async_trait, CheckpointRecord, LoadedBranch, PersistentMessage, Result, SessionInfo};
-/// use panto_core::{SessionStore, SessionTree, StoredCheckpoint};
+/// use panto_core::store::{CheckpointRecord, LoadedBranch, PersistentMessage, SessionTree, StoredCheckpoint};
+/// use panto_core::{async_trait, Error, Result, SessionInfo, SessionStore};
 ///
+/// /// A read-only archive that holds no session.
 /// #[derive(Debug)]
-/// struct Counting(Arc<dyn SessionStore>);
+/// struct Empty;
+///
+/// fn unsupported<T>(what: &str) -> Result<T> {
+///     Err(Error::Unsupported(what.to_owned()))
+/// }
 ///
 /// #[async_trait]
-/// impl SessionStore for Counting {
-///     async fn list(&self) -> Result<Vec<SessionInfo>> { self.0.list().await }
-///     async fn load_branch(&self, id: &str) -> Result<Option<LoadedBranch>> { self.0.load_branch(id).await }
-///     async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> Result<Vec<String>> {
-///         self.0.append(id, messages).await
-///     }
-///     async fn switch_branch(&self, id: &str, tip: Option<&str>) -> Result<()> { self.0.switch_branch(id, tip).await }
-///     async fn fork(&self, from: &str, at: &str, new_id: &str) -> Result<()> { self.0.fork(from, at, new_id).await }
-///     async fn tree(&self, id: &str) -> Result<Option<SessionTree>> { self.0.tree(id).await }
-///     async fn put_checkpoint(&self, id: &str, content: &[u8]) -> Result<String> {
-///         self.0.put_checkpoint(id, content).await
-///     }
-///     async fn get_checkpoint(&self, id: &str, address: &str) -> Result<Option<Vec<u8>>> {
-///         self.0.get_checkpoint(id, address).await
-///     }
-///     async fn record_checkpoint(&self, id: &str, record: &CheckpointRecord) -> Result<()> {
-///         self.0.record_checkpoint(id, record).await
-///     }
-///     async fn checkpoints(&self, id: &str) -> Result<Vec<StoredCheckpoint>> { self.0.checkpoints(id).await }
+/// impl SessionStore for Empty {
+///     async fn list(&self) -> Result<Vec<SessionInfo>> { Ok(Vec::new()) }
+///     async fn load_branch(&self, _: &str) -> Result<Option<LoadedBranch>> { Ok(None) }
+///     async fn append(&self, _: &str, _: &[PersistentMessage<'_>]) -> Result<Vec<String>> { unsupported("writes") }
+///     async fn switch_branch(&self, _: &str, _: Option<&str>) -> Result<()> { unsupported("branches") }
+///     async fn fork(&self, _: &str, _: &str, _: &str) -> Result<()> { unsupported("forks") }
+///     async fn tree(&self, _: &str) -> Result<Option<SessionTree>> { unsupported("branches") }
+///     async fn put_checkpoint(&self, _: &str, _: &[u8]) -> Result<String> { unsupported("checkpoints") }
+///     async fn get_checkpoint(&self, _: &str, _: &str) -> Result<Option<Vec<u8>>> { unsupported("checkpoints") }
+///     async fn record_checkpoint(&self, _: &str, _: &CheckpointRecord) -> Result<()> { unsupported("checkpoints") }
+///     async fn checkpoints(&self, _: &str) -> Result<Vec<StoredCheckpoint>> { unsupported("checkpoints") }
 /// }
 /// ```
 ///
-/// One that delegates only the log does not compile (it would otherwise answer every rewind and
-/// fork with [`Error::Unsupported`](crate::Error::Unsupported) at run time):
+/// One that leaves out the session tree and the checkpoints does not compile (it would otherwise
+/// answer every rewind and fork with [`Error::Unsupported`](crate::Error::Unsupported) at run
+/// time without having said so):
 ///
 /// ```compile_fail,E0046
-/// use std::sync::Arc;
-/// use panto_core::{async_trait, LoadedBranch, PersistentMessage, Result, SessionInfo, SessionStore};
+/// use panto_core::store::{LoadedBranch, PersistentMessage};
+/// use panto_core::{async_trait, Result, SessionInfo, SessionStore};
 ///
 /// #[derive(Debug)]
-/// struct Counting(Arc<dyn SessionStore>);
+/// struct LogOnly;
 ///
 /// #[async_trait]
-/// impl SessionStore for Counting {
-///     async fn list(&self) -> Result<Vec<SessionInfo>> { self.0.list().await }
-///     async fn load_branch(&self, id: &str) -> Result<Option<LoadedBranch>> { self.0.load_branch(id).await }
-///     async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> Result<Vec<String>> {
-///         self.0.append(id, messages).await
-///     }
+/// impl SessionStore for LogOnly {
+///     async fn list(&self) -> Result<Vec<SessionInfo>> { Ok(Vec::new()) }
+///     async fn load_branch(&self, _: &str) -> Result<Option<LoadedBranch>> { Ok(None) }
+///     async fn append(&self, _: &str, _: &[PersistentMessage<'_>]) -> Result<Vec<String>> { Ok(Vec::new()) }
 /// }
 /// ```
 #[async_trait]

@@ -8,8 +8,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use panto_core::store::{LoadedBranch, PersistentMessage};
-use panto_core::{async_trait, Result, SessionInfo, SessionStore};
+use panto_core::store::{PersistentMessage, StoreWrapper};
+use panto_core::{async_trait, Result, SessionStore};
 
 /// Now, in seconds since the Unix epoch (the clock the mock's spans use).
 pub fn now() -> f64 {
@@ -45,13 +45,9 @@ impl TimedStore {
 }
 
 #[async_trait]
-impl SessionStore for TimedStore {
-    async fn list(&self) -> Result<Vec<SessionInfo>> {
-        self.inner.list().await
-    }
-
-    async fn load_branch(&self, id: &str) -> Result<Option<LoadedBranch>> {
-        self.inner.load_branch(id).await
+impl StoreWrapper for TimedStore {
+    fn inner(&self) -> &dyn SessionStore {
+        &*self.inner
     }
 
     async fn append(&self, id: &str, messages: &[PersistentMessage<'_>]) -> Result<Vec<String>> {
@@ -65,35 +61,6 @@ impl SessionStore for TimedStore {
             .or_default()
             .push([start, end]);
         result
-    }
-
-    fn release_writer(&self, id: &str) {
-        self.inner.release_writer(id);
-    }
-    async fn switch_branch(&self, id: &str, tip: Option<&str>) -> panto_core::Result<()> {
-        self.inner.switch_branch(id, tip).await
-    }
-    async fn fork(&self, from: &str, at: &str, new_id: &str) -> panto_core::Result<()> {
-        self.inner.fork(from, at, new_id).await
-    }
-    async fn tree(&self, id: &str) -> panto_core::Result<Option<panto_core::store::SessionTree>> {
-        self.inner.tree(id).await
-    }
-    async fn put_checkpoint(&self, id: &str, content: &[u8]) -> panto_core::Result<String> {
-        self.inner.put_checkpoint(id, content).await
-    }
-    async fn get_checkpoint(&self, id: &str, address: &str) -> panto_core::Result<Option<Vec<u8>>> {
-        self.inner.get_checkpoint(id, address).await
-    }
-    async fn record_checkpoint(
-        &self,
-        id: &str,
-        record: &panto_core::store::CheckpointRecord,
-    ) -> panto_core::Result<()> {
-        self.inner.record_checkpoint(id, record).await
-    }
-    async fn checkpoints(&self, id: &str) -> panto_core::Result<Vec<panto_core::store::StoredCheckpoint>> {
-        self.inner.checkpoints(id).await
     }
 }
 
