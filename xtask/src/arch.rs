@@ -171,6 +171,7 @@ pub fn check(root: &Path) -> Result<()> {
     docs_map::check(root, &mut violations)?;
     layers::check(root, &mut violations)?;
     long_fns::check(root, &mut violations)?;
+    check_library_lints(root, &mut violations)?;
     for krate in LINTED_CRATES {
         let manifest = root.join(krate).join("Cargo.toml");
         let text = std::fs::read_to_string(&manifest).with_context(|| format!("reading {}", manifest.display()))?;
@@ -186,6 +187,38 @@ pub fn check(root: &Path) -> Result<()> {
     }
     println!("architecture invariants hold");
     Ok(())
+}
+
+/// The attributes every library crate's `lib.rs` carries: every public item documented, and
+/// nothing `pub` that its public API cannot reach (a `pub` item in a private module is what made
+/// the API drift from the `pub use` allowlist).
+const LIBRARY_LINTS: &[&str] = &["#![deny(missing_docs)]", "#![deny(unreachable_pub)]"];
+
+/// Adds a violation for every library crate (`crates/*/src/lib.rs`) without [`LIBRARY_LINTS`].
+fn check_library_lints(root: &Path, violations: &mut Vec<String>) -> Result<()> {
+    for src in expand(root, &["crates/*/src"])? {
+        let lib = src.join("lib.rs");
+        if !lib.exists() {
+            continue;
+        }
+        let text = std::fs::read_to_string(&lib).with_context(|| format!("reading {}", lib.display()))?;
+        violations.extend(missing_library_lints(&text).into_iter().map(|lint| {
+            format!(
+                "{}: a library crate must say `{lint}`",
+                lib.strip_prefix(root).unwrap_or(&lib).display()
+            )
+        }));
+    }
+    Ok(())
+}
+
+/// The [`LIBRARY_LINTS`] that `lib` (a `lib.rs`) does not carry as a line of its own.
+fn missing_library_lints(lib: &str) -> Vec<&'static str> {
+    LIBRARY_LINTS
+        .iter()
+        .copied()
+        .filter(|lint| !lib.lines().any(|line| line.trim() == *lint))
+        .collect()
 }
 
 /// The source trees `dirs` name, with `crates/*/src` expanded to every crate's `src`, so that a
@@ -392,6 +425,14 @@ fn inherits_workspace_lints(manifest: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_library_without_its_lints_is_named() {
+        let both = "//! doc\n#![deny(missing_docs)]\n#![deny(unreachable_pub)]\n";
+        assert!(missing_library_lints(both).is_empty());
+        let one = "#![deny(missing_docs)]\n// #![deny(unreachable_pub)]\n";
+        assert_eq!(missing_library_lints(one), ["#![deny(unreachable_pub)]"]);
+    }
 
     /// The whole check over this checkout, so that plain `cargo test` fails on a broken
     /// invariant or a stale docs/ARCHITECTURE.md, as `cargo xtask arch` does.

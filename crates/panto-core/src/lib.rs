@@ -200,6 +200,7 @@
 //! # }
 //! ```
 #![deny(missing_docs)]
+#![deny(unreachable_pub)]
 
 /// The README's examples, compiled as doc tests so that they stay true.
 #[cfg(doctest)]

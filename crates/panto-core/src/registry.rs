@@ -168,7 +168,7 @@ impl std::fmt::Debug for ToolRegistry {
 
 impl ToolRegistry {
     /// Registers a tool under its declared name, which must be a offered name and not taken.
-    pub fn register_tool(&mut self, tool: Arc<dyn Tool>) -> Result<()> {
+    pub(crate) fn register_tool(&mut self, tool: Arc<dyn Tool>) -> Result<()> {
         let decl = tool.declaration();
         if !is_tool_name(&decl.name) {
             return Err(Error::InvalidTool {
@@ -180,7 +180,7 @@ impl ToolRegistry {
     }
 
     /// Registers every tool of `source`, each under its encoded offered name.
-    pub fn register_source(&mut self, source: Arc<dyn ToolSource>) -> Result<()> {
+    pub(crate) fn register_source(&mut self, source: Arc<dyn ToolSource>) -> Result<()> {
         let source_name = source.name().to_owned();
         if source_name.is_empty() {
             return Err(Error::InvalidTool {
@@ -224,7 +224,7 @@ impl ToolRegistry {
     /// unchanged and a provider's prompt cache still holds for that prefix. A new tool whose wire
     /// name clashes with a tool of another owner is left out, since the source was accepted
     /// whole at registration and one clash must not take its other tools away.
-    pub fn refresh_sources(&mut self) {
+    pub(crate) fn refresh_sources(&mut self) {
         let moved: Vec<String> = self
             .sources
             .iter()
@@ -294,7 +294,7 @@ impl ToolRegistry {
 
     /// Removes the tool with offered name `name`, or every tool of the source named `name`. Returns
     /// whether anything was removed.
-    pub fn unregister(&mut self, name: &str) -> bool {
+    pub(crate) fn unregister(&mut self, name: &str) -> bool {
         self.manifest.take();
         let before = self.entries.len();
         let had_source = self.sources.remove(name).is_some();
@@ -305,7 +305,7 @@ impl ToolRegistry {
     }
 
     /// What `wire` calls, and the name to report for it.
-    pub fn resolve(&self, wire: &str) -> Option<(Target, String)> {
+    pub(crate) fn resolve(&self, wire: &str) -> Option<(Target, String)> {
         let entry = self.entries.get(wire)?;
         let display = match &entry.target {
             Target::Tool(_) => wire.to_owned(),
@@ -315,7 +315,7 @@ impl ToolRegistry {
     }
 
     /// The declarations offered to the model, under offered names, in registration order.
-    pub fn decls(&self) -> Arc<[ToolDecl]> {
+    pub(crate) fn decls(&self) -> Arc<[ToolDecl]> {
         self.manifest
             .get_or_init(|| {
                 self.order

@@ -21,6 +21,7 @@
 //!
 //! docs/ffi.md is the guide: build and link flags, ownership, threads, events and their JSON.
 #![deny(missing_docs)]
+#![deny(unreachable_pub)]
 
 use std::ffi::c_char;
 
@@ -43,14 +44,17 @@ mod store;
 mod tool;
 
 pub use agent::*;
-pub use builtin::panto_agent_add_builtin_tools;
+pub use builtin::{panto_agent_add_builtin_tools, panto_agent_rewind_files};
 pub use config::{panto_config, panto_config_free, panto_config_new_json};
 pub use control::{panto_run_follow_up, panto_run_steer};
 pub use conversation::{
     panto_agent_add_message_json, panto_agent_compact_with_summary, panto_agent_new_with_conversation,
 };
 pub use cstr::panto_string_free;
-pub use error::{panto_error, panto_error_code, panto_error_free, panto_error_message};
+pub use error::{
+    panto_error, panto_error_code, panto_error_field, panto_error_free, panto_error_http_status, panto_error_message,
+    panto_error_retry_after_ms,
+};
 pub use event::*;
 pub use log::{
     panto_log_fn, panto_log_set_callback, PANTO_LOG_DEBUG, PANTO_LOG_ERROR, PANTO_LOG_INFO, PANTO_LOG_OFF,

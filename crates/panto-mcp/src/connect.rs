@@ -33,7 +33,7 @@ pub(crate) struct Connection {
 impl Connection {
     /// Whether the session has ended (the server exited, closed its output or the HTTP
     /// transport failed for good).
-    pub fn is_closed(&self) -> bool {
+    pub(crate) fn is_closed(&self) -> bool {
         self.exited.load(Ordering::SeqCst) || self.service.is_closed() || self.service.peer().is_transport_closed()
     }
 }

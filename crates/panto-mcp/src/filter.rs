@@ -11,7 +11,7 @@ pub(crate) struct ToolFilter {
 
 impl ToolFilter {
     /// Compiles the globs; the error names the list and the glob that does not parse.
-    pub fn new(allowed: &[String], denied: &[String]) -> Result<ToolFilter, String> {
+    pub(crate) fn new(allowed: &[String], denied: &[String]) -> Result<ToolFilter, String> {
         let allowed = if allowed.is_empty() {
             None
         } else {
@@ -24,7 +24,7 @@ impl ToolFilter {
     }
 
     /// Whether the tool the server calls `name` is offered.
-    pub fn offers(&self, name: &str) -> bool {
+    pub(crate) fn offers(&self, name: &str) -> bool {
         self.allowed.as_ref().is_none_or(|set| set.is_match(name)) && !self.denied.is_match(name)
     }
 }

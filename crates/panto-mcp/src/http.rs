@@ -49,7 +49,7 @@ fn client_error(e: reqwest::Error) -> StreamableHttpError<HttpError> {
 impl HttpClient {
     /// panto's HTTP client (rustls, panto's timeouts); no overall timeout, since a response
     /// stream lives as long as its tool call.
-    pub fn new() -> Result<HttpClient, reqwest::Error> {
+    pub(crate) fn new() -> Result<HttpClient, reqwest::Error> {
         let client = panto_core::http_client_builder().build()?;
         Ok(HttpClient { client })
     }

@@ -63,6 +63,7 @@
 //! `[mcp.servers.NAME]` tables, the C ABI from JSON, with unknown fields refused by name.
 
 #![deny(missing_docs)]
+#![deny(unreachable_pub)]
 
 mod config;
 mod connect;

@@ -27,7 +27,7 @@ impl StderrTail {
     }
 
     /// The tail as text: whole lines only when it was cut, lossily decoded.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         let bytes = self.bytes.lock().unwrap_or_else(|e| e.into_inner());
         let text = String::from_utf8_lossy(&bytes);
         let text = if bytes.len() >= TAIL_BYTES {

@@ -93,7 +93,7 @@ pub(crate) struct ToolList {
 impl ToolList {
     /// Replaces the list with what the server listed, in its order; the generation moves only
     /// if something changed, so an unchanged relisting keeps the model's prompt cache.
-    pub fn replace(&self, listed: Vec<rmcp::model::Tool>) {
+    pub(crate) fn replace(&self, listed: Vec<rmcp::model::Tool>) {
         let fresh: Vec<McpTool> = listed.into_iter().map(McpTool::from_rmcp).collect();
         let mut tools = self.tools.write().unwrap_or_else(|e| e.into_inner());
         if **tools != fresh {
@@ -103,17 +103,17 @@ impl ToolList {
     }
 
     /// The current list.
-    pub fn get(&self) -> Arc<Vec<McpTool>> {
+    pub(crate) fn get(&self) -> Arc<Vec<McpTool>> {
         self.tools.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// The generation of the list.
-    pub fn generation(&self) -> u64 {
+    pub(crate) fn generation(&self) -> u64 {
         self.generation.load(Ordering::SeqCst)
     }
 
     /// Moves the generation without changing the list (the offer changed for another reason).
-    pub fn bump(&self) {
+    pub(crate) fn bump(&self) {
         self.generation.fetch_add(1, Ordering::SeqCst);
     }
 }

@@ -25,7 +25,7 @@ pub(crate) struct StringArrays<P> {
 }
 
 impl<P> StringArrays<P> {
-    pub fn new(inner: P) -> Self {
+    pub(crate) fn new(inner: P) -> Self {
         StringArrays { inner }
     }
 }

@@ -31,7 +31,7 @@ pub(crate) struct Settings {
 
 impl Settings {
     /// Reads the variables through `var` (the process environment in production).
-    pub fn read(var: &dyn Fn(&str) -> Option<String>) -> Result<Settings, Error> {
+    pub(crate) fn read(var: &dyn Fn(&str) -> Option<String>) -> Result<Settings, Error> {
         let set = |name: &str| var(name).filter(|v| !v.trim().is_empty());
         if set("OTEL_SDK_DISABLED").is_some_and(|v| v.trim().eq_ignore_ascii_case("true")) {
             return Ok(Settings::nothing());
@@ -78,7 +78,7 @@ impl Settings {
     }
 
     /// Whether anything is exported at all.
-    pub fn any(&self) -> bool {
+    pub(crate) fn any(&self) -> bool {
         self.traces.is_some() || self.metrics.is_some()
     }
 }

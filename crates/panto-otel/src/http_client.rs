@@ -25,7 +25,7 @@ pub(crate) struct RuntimeClient {
 
 impl RuntimeClient {
     /// A client whose requests (connection, upload and answer) take at most `timeout`.
-    pub fn new(runtime: tokio::runtime::Handle, timeout: Duration) -> Result<RuntimeClient, reqwest::Error> {
+    pub(crate) fn new(runtime: tokio::runtime::Handle, timeout: Duration) -> Result<RuntimeClient, reqwest::Error> {
         let client = panto_core::http_client_builder().timeout(timeout).build()?;
         Ok(RuntimeClient { client, runtime })
     }

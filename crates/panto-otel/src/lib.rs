@@ -48,6 +48,7 @@
 //! metrics every `OTEL_METRIC_EXPORT_INTERVAL` (60 s) and at shutdown. A collector that is down
 //! costs the program nothing but the bounded wait of [`Export::shutdown`].
 #![deny(missing_docs)]
+#![deny(unreachable_pub)]
 
 mod arrays;
 mod config;

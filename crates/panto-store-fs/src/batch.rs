@@ -24,7 +24,7 @@ pub(crate) struct OwnedBatchMessage {
 }
 
 impl OwnedBatchMessage {
-    pub fn of(p: BatchMessage<'_>) -> Self {
+    pub(crate) fn of(p: BatchMessage<'_>) -> Self {
         OwnedBatchMessage {
             message: p.message.clone(),
             usage: p.usage,
@@ -33,7 +33,7 @@ impl OwnedBatchMessage {
         }
     }
 
-    pub fn borrow(&self) -> BatchMessage<'_> {
+    pub(crate) fn borrow(&self) -> BatchMessage<'_> {
         BatchMessage {
             message: &self.message,
             usage: self.usage,

@@ -62,7 +62,7 @@ pub(crate) struct ForkOnDisk {
 
 impl ForkOnDisk {
     /// The origin as panto-core names it.
-    pub fn into_origin(self) -> panto_core::store::ForkOrigin {
+    pub(crate) fn into_origin(self) -> panto_core::store::ForkOrigin {
         panto_core::store::ForkOrigin {
             session: self.session,
             entry: self.entry,
@@ -155,7 +155,7 @@ pub(crate) struct ActivityOut<'a> {
 
 impl<'a> ActivityOut<'a> {
     /// The activity part of `info`.
-    pub fn of(info: &'a SessionInfo) -> Self {
+    pub(crate) fn of(info: &'a SessionInfo) -> Self {
         ActivityOut {
             message_count: info.message_count,
             last_prompt_at: info.last_prompt_at,
@@ -167,7 +167,7 @@ impl<'a> ActivityOut<'a> {
 
 impl Activity {
     /// This activity, to write.
-    pub fn out(&self) -> ActivityOut<'_> {
+    pub(crate) fn out(&self) -> ActivityOut<'_> {
         ActivityOut {
             message_count: self.message_count,
             last_prompt_at: self.last_prompt_at,
@@ -178,7 +178,7 @@ impl Activity {
 
     /// The activity part of `info`, which the tests compare what was read with.
     #[cfg(test)]
-    pub fn of(info: &SessionInfo) -> Self {
+    pub(crate) fn of(info: &SessionInfo) -> Self {
         Activity {
             message_count: info.message_count,
             last_prompt_at: info.last_prompt_at,
@@ -189,7 +189,7 @@ impl Activity {
 
     /// The listing info of a session whose header says `id` and `created` and whose newest entry
     /// was written at `modified` with this activity.
-    pub fn into_info(self, id: String, created: DateTime<Utc>, modified: DateTime<Utc>) -> SessionInfo {
+    pub(crate) fn into_info(self, id: String, created: DateTime<Utc>, modified: DateTime<Utc>) -> SessionInfo {
         SessionInfo {
             id,
             created,

@@ -79,6 +79,7 @@
 //! [`Error::SessionInUse`]: panto_core::Error::SessionInUse
 //! [`Error::CorruptSession`]: panto_core::Error::CorruptSession
 #![deny(missing_docs)]
+#![deny(unreachable_pub)]
 
 mod batch;
 mod checkpoint;

@@ -56,12 +56,12 @@ pub(crate) struct EntryOutline {
 
 impl EntryOutline {
     /// Whether this is a message entry (not a branch switch).
-    pub fn is_message(&self) -> bool {
+    pub(crate) fn is_message(&self) -> bool {
         self.message.is_some()
     }
 
     /// Whether this is a system message.
-    pub fn is_system(&self) -> bool {
+    pub(crate) fn is_system(&self) -> bool {
         self.message.as_ref().is_some_and(|m| m.role == Role::System)
     }
 }
@@ -106,7 +106,7 @@ pub(crate) struct ParsedLog {
 impl ParsedLog {
     /// The listing of the active branch, as the newest line records it: a message entry its own
     /// path's, a branch entry the path's to the tip it names.
-    pub fn info(&self) -> SessionInfo {
+    pub(crate) fn info(&self) -> SessionInfo {
         let mut info = match self.entries.last() {
             Some(last) => {
                 last.entry
@@ -137,7 +137,7 @@ pub(crate) enum Scanned {
 
 impl Scanned {
     /// The log, or the error a reader gives for a file without a complete header line.
-    pub fn into_log(self, path: &Path) -> Result<ParsedLog> {
+    pub(crate) fn into_log(self, path: &Path) -> Result<ParsedLog> {
         let message = match self {
             Scanned::Log(log) => return Ok(log),
             Scanned::Empty => "the file is empty: it has no session header",

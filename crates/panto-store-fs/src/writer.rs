@@ -83,7 +83,7 @@ impl Writer {
     /// Only a regular file is opened, never through a link (see `open.rs`), and everything
     /// after (the read, the cut, the appends) goes through that one descriptor: a link planted
     /// in the directory cannot make an append or a repair touch another file.
-    pub fn open(dir: &Path, id: &str, durability: Durability) -> Result<Writer> {
+    pub(crate) fn open(dir: &Path, id: &str, durability: Durability) -> Result<Writer> {
         let path = dir.join(format!("{id}.jsonl"));
         // The directory is created only when the open finds it missing: it is there for all
         // but a store's first session, and a `mkdir` of an existing directory still takes its
@@ -184,7 +184,12 @@ impl Writer {
 
     /// Appends a branch entry making message entry `tip` (`None`: the empty start) the tip of
     /// the active branch, and takes the new branch's state. All or nothing, like `append`.
-    pub fn switch_branch(&mut self, tip: Option<&str>, now: DateTime<Utc>, durability: Durability) -> Result<()> {
+    pub(crate) fn switch_branch(
+        &mut self,
+        tip: Option<&str>,
+        now: DateTime<Utc>,
+        durability: Durability,
+    ) -> Result<()> {
         self.check_still_there()?;
         let Some(log) = self.rescan()? else {
             return Err(Error::SessionNotFound(self.id.clone()));
@@ -224,7 +229,7 @@ impl Writer {
     /// Appends a branch entry that keeps the tip and records the file change `checkpoint`,
     /// belonging to the tip. One line, synced per `durability`; all or nothing like `append`.
     /// The session must have been written already.
-    pub fn record_checkpoint(
+    pub(crate) fn record_checkpoint(
         &mut self,
         checkpoint: &CheckpointOnDisk,
         now: DateTime<Utc>,
@@ -259,7 +264,7 @@ impl Writer {
     /// syncs per `durability`, and returns the entry ids given to the batch's messages. All or
     /// nothing: on error the file is cut back to its previous length and the in-memory state is
     /// restored.
-    pub fn append(
+    pub(crate) fn append(
         &mut self,
         batch: &[BatchMessage<'_>],
         metadata: Option<&str>,

@@ -67,7 +67,7 @@ impl Append {
     /// The append of `staged` onto `open` (the state after staging); tools for which `known`
     /// says the store has seen them committed are not sent again. An error names a value
     /// PostgreSQL cannot hold.
-    pub fn new(
+    pub(crate) fn new(
         context: String,
         open: &OpenSession,
         staged: Staged<'_>,
@@ -130,7 +130,7 @@ pub(crate) struct Batcher {
 impl Batcher {
     /// Starts the batcher on the current Tokio runtime: it writes with connections of `pool`,
     /// under the fencing token `token`, at most `in_flight` statements at a time.
-    pub fn start(pool: Arc<Pool>, token: String, in_flight: usize) -> Batcher {
+    pub(crate) fn start(pool: Arc<Pool>, token: String, in_flight: usize) -> Batcher {
         let (queue, jobs) = mpsc::unbounded_channel();
         tokio::spawn(run(
             jobs,
@@ -144,7 +144,7 @@ impl Batcher {
     /// Writes `append`, with others waiting, and returns `slot` with the outcome. `slot` stays
     /// held until the outcome is known, even if this future is dropped first. An error without
     /// the slot when the batcher's task was dropped with the job (its runtime shut down).
-    pub async fn write(&self, append: Append, slot: SlotGuard) -> panto_core::Result<Outcome> {
+    pub(crate) async fn write(&self, append: Append, slot: SlotGuard) -> panto_core::Result<Outcome> {
         let (reply, outcome) = oneshot::channel();
         let context = append.context.clone();
         if let Err(mpsc::error::SendError(job)) = self.queue.send(Job { append, slot, reply }) {

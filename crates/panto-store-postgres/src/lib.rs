@@ -73,6 +73,7 @@
 //! [`SessionStore::load`]: panto_core::SessionStore::load
 //! [`Error::SessionInUse`]: panto_core::Error::SessionInUse
 #![deny(missing_docs)]
+#![deny(unreachable_pub)]
 
 /// The listing columns of `panto.sessions`, in the order `read::info_from_row` reads them. A
 /// macro so that queries can be assembled with `concat!` into `&'static str`s.

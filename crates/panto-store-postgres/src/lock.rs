@@ -92,7 +92,7 @@ pub(crate) struct Locker {
 
 impl Locker {
     /// A locker that connects on first use.
-    pub fn new(target: Target) -> Self {
+    pub(crate) fn new(target: Target) -> Self {
         Locker {
             target,
             state: std::sync::Mutex::new(LockState {
@@ -139,7 +139,7 @@ impl Locker {
 
     /// Tries to take the lock of session `id` without waiting, and looks up whether the
     /// session is stored. `None` when another connection holds the lock.
-    pub async fn try_lock(&self, id: &str) -> Result<Option<Taken>> {
+    pub(crate) async fn try_lock(&self, id: &str) -> Result<Option<Taken>> {
         let (conn, generation) = self.connection().await?;
         let key = session_lock_key(id);
         // One round trip: the two statements are sent together, and the server runs the
@@ -171,13 +171,13 @@ impl Locker {
 
     /// Whether locks taken in `generation` are still held: the connection that took them is
     /// the current one and still open.
-    pub fn holds(&self, generation: u64) -> bool {
+    pub(crate) fn holds(&self, generation: u64) -> bool {
         self.current().is_some_and(|(_, current)| current == generation)
     }
 
     /// Releases the lock of session `id` taken in `generation`. Best effort: a lock whose
     /// connection is gone is already released.
-    pub async fn unlock(&self, id: &str, generation: u64) {
+    pub(crate) async fn unlock(&self, id: &str, generation: u64) {
         let Some((conn, current)) = self.current() else {
             return;
         };
@@ -187,7 +187,7 @@ impl Locker {
     }
 
     /// Releases every lock this store holds, now.
-    pub async fn unlock_all(&self) {
+    pub(crate) async fn unlock_all(&self) {
         if let Some((conn, _)) = self.current() {
             let _ = conn.client.execute("select pg_advisory_unlock_all()", &[]).await;
         }
@@ -195,7 +195,7 @@ impl Locker {
 
     /// The server process id of the lock connection, if it is open: what `pg_locks.pid` shows
     /// for this store's locks.
-    pub async fn backend_pid(&self) -> Result<Option<i32>> {
+    pub(crate) async fn backend_pid(&self) -> Result<Option<i32>> {
         let Some((conn, _)) = self.current() else {
             return Ok(None);
         };

@@ -52,7 +52,7 @@ pub(crate) struct Conn {
 impl Conn {
     /// Opens a connection (over TLS when `target` says so) and runs its I/O task on the current
     /// runtime.
-    pub async fn connect(target: &Target) -> Result<Conn> {
+    pub(crate) async fn connect(target: &Target) -> Result<Conn> {
         let mut config = target.config.clone();
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
@@ -87,7 +87,7 @@ impl Conn {
     }
 
     /// The prepared statement for `sql`, preparing it on first use.
-    pub async fn statement(&mut self, sql: &'static str) -> Result<Statement, tokio_postgres::Error> {
+    pub(crate) async fn statement(&mut self, sql: &'static str) -> Result<Statement, tokio_postgres::Error> {
         if let Some(statement) = self.statements.get(sql) {
             return Ok(statement.clone());
         }
@@ -150,7 +150,7 @@ pub(crate) struct Pool {
 
 impl Pool {
     /// A pool of at most `size` connections to `config`; connections open on demand.
-    pub fn new(target: Target, size: usize) -> Self {
+    pub(crate) fn new(target: Target, size: usize) -> Self {
         Pool {
             target,
             idle: Mutex::new(Vec::new()),
@@ -159,13 +159,13 @@ impl Pool {
     }
 
     /// Puts an already open connection in the pool.
-    pub fn put(&self, conn: Conn) {
+    pub(crate) fn put(&self, conn: Conn) {
         lock(&self.idle).push(conn);
     }
 
     /// A connection: an idle one that is still open, else a new one. Waits while `size`
     /// connections are out.
-    pub async fn get(&self) -> Result<Pooled<'_>> {
+    pub(crate) async fn get(&self) -> Result<Pooled<'_>> {
         let permit = self
             .permits
             .acquire()

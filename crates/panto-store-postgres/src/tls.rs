@@ -47,7 +47,7 @@ impl std::fmt::Debug for Target {
 
 impl Target {
     /// Parses `url` (a `postgres://` URL or a `key=value` string).
-    pub fn parse(url: &str) -> Result<Target> {
+    pub(crate) fn parse(url: &str) -> Result<Target> {
         check_one_at(url)?;
         let (rest, options) = take_tls_options(url);
         let mut config: Config = rest

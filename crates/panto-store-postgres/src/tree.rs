@@ -43,7 +43,7 @@ pub(crate) struct TreeReads {
 
 impl TreeReads {
     /// The statements, prepared on `conn` (once per connection).
-    pub async fn prepare(conn: &mut Conn, context: &str) -> Result<TreeReads> {
+    pub(crate) async fn prepare(conn: &mut Conn, context: &str) -> Result<TreeReads> {
         Ok(TreeReads {
             entries: conn
                 .statement(TREE_ENTRIES)
@@ -106,7 +106,7 @@ pub(crate) struct Tree {
 impl Tree {
     /// The tree of session `session` from its [`TREE_ENTRIES`] rows. A parent that is not an
     /// earlier entry is corrupt data, named by the entry.
-    pub fn from_rows(session: &str, rows: &[Row]) -> Result<Tree> {
+    pub(crate) fn from_rows(session: &str, rows: &[Row]) -> Result<Tree> {
         let mut tree = Tree {
             session: session.to_owned(),
             nodes: Vec::with_capacity(rows.len()),
@@ -136,7 +136,12 @@ impl Tree {
     }
 
     /// Reads the tree of session `id`.
-    pub async fn read<C: GenericClient + Sync>(client: &C, reads: &TreeReads, context: &str, id: &str) -> Result<Tree> {
+    pub(crate) async fn read<C: GenericClient + Sync>(
+        client: &C,
+        reads: &TreeReads,
+        context: &str,
+        id: &str,
+    ) -> Result<Tree> {
         let rows = client
             .query(&reads.entries, &[&id])
             .await
@@ -145,28 +150,28 @@ impl Tree {
     }
 
     /// The position the next entry takes.
-    pub fn next_seq(&self) -> i64 {
+    pub(crate) fn next_seq(&self) -> i64 {
         self.nodes.last().map_or(0, |n| n.seq + 1)
     }
 
     /// The index of entry `id`.
-    pub fn find(&self, id: &str) -> Option<usize> {
+    pub(crate) fn find(&self, id: &str) -> Option<usize> {
         self.by_id.get(id).copied()
     }
 
     /// Every entry id.
-    pub fn ids(&self) -> HashSet<String> {
+    pub(crate) fn ids(&self) -> HashSet<String> {
         self.by_id.keys().cloned().collect()
     }
 
     /// The id of the parent of entry `i`.
-    pub fn parent_id(&self, i: usize) -> Option<String> {
+    pub(crate) fn parent_id(&self, i: usize) -> Option<String> {
         self.nodes[i].parent.map(|p| self.nodes[p].id.clone())
     }
 
     /// The tip of the active branch, given the session's newest switch: the switch's tip when no
     /// entry was appended since, else the newest entry.
-    pub fn tip(&self, switch: Option<&Switch>) -> Result<Option<usize>> {
+    pub(crate) fn tip(&self, switch: Option<&Switch>) -> Result<Option<usize>> {
         match switch {
             Some(s) if s.entries_before >= self.next_seq() => match &s.tip {
                 None => Ok(None),
@@ -180,7 +185,7 @@ impl Tree {
     }
 
     /// The entries from the first to `tip`, oldest first.
-    pub fn path(&self, tip: Option<usize>) -> Vec<usize> {
+    pub(crate) fn path(&self, tip: Option<usize>) -> Vec<usize> {
         let mut path = Vec::new();
         let mut next = tip;
         while let Some(i) = next {
@@ -193,7 +198,7 @@ impl Tree {
     }
 
     /// What the model sees on `path`: its entries, compactions on it applied.
-    pub fn view(&self, path: &[usize]) -> Result<Vec<ViewEntry>> {
+    pub(crate) fn view(&self, path: &[usize]) -> Result<Vec<ViewEntry>> {
         let mut view = Vec::with_capacity(path.len());
         for &i in path {
             let node = &self.nodes[i];

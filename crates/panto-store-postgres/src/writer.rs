@@ -99,7 +99,7 @@ pub(crate) struct NewSession<'a> {
 
 impl NewSession<'_> {
     /// The working directory of this process, when PostgreSQL text can hold it.
-    pub fn this_cwd() -> Option<String> {
+    pub(crate) fn this_cwd() -> Option<String> {
         let cwd = std::env::current_dir().ok()?;
         cwd.to_str().filter(|p| !p.contains('\0')).map(str::to_owned)
     }
@@ -174,7 +174,7 @@ pub(crate) struct Listing<'a> {
 
 impl<'a> Listing<'a> {
     /// The columns of `info`; an error names what PostgreSQL cannot hold.
-    pub fn of(context: &str, info: &'a SessionInfo) -> Result<Listing<'a>> {
+    pub(crate) fn of(context: &str, info: &'a SessionInfo) -> Result<Listing<'a>> {
         Ok(Listing {
             info,
             count: bigint(context, "the message count", info.message_count as u64)?,
@@ -186,7 +186,7 @@ impl<'a> Listing<'a> {
     /// The parameters `$1` to `$9` of [`INSERT_SESSION`] and [`UPDATE_SESSION`]: the id, the
     /// time modified and of the last prompt, the message count, the prompt's preview and the
     /// provider identity.
-    pub fn params(&self) -> [&(dyn ToSql + Sync); 9] {
+    pub(crate) fn params(&self) -> [&(dyn ToSql + Sync); 9] {
         [
             &self.info.id,
             &self.info.modified,
@@ -354,7 +354,7 @@ pub(crate) struct Staged<'a> {
 impl Staged<'_> {
     /// The bytes the batch writes besides ids and tools: its messages' and usages' JSON
     /// (the `panto.store.bytes` of its span).
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.rows
             .iter()
             .map(|row| {

@@ -28,7 +28,7 @@ pub(crate) struct Request {
 
 impl Request {
     /// The target without its query string.
-    pub fn path(&self) -> &str {
+    pub(crate) fn path(&self) -> &str {
         self.target.split('?').next().unwrap_or_default()
     }
 }

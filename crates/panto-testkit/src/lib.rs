@@ -42,6 +42,7 @@
 //! panto exports) and [`bench`](mod@bench) (the facts
 //! file `cargo xtask bench` reads).
 #![deny(missing_docs)]
+#![deny(unreachable_pub)]
 
 pub mod bench;
 pub mod cache;

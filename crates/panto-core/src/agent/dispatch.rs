@@ -75,7 +75,7 @@ impl Dispatch {
     /// (`echo $ANTHROPIC_API_KEY`, `cat .env`) must not put it into the conversation, the
     /// session, the events or the next request.
     #[allow(clippy::too_many_arguments)]
-    pub fn start(
+    pub(super) fn start(
         registry: &ToolRegistry,
         message: &Message,
         rejected: &[RejectedCall],
@@ -189,14 +189,14 @@ impl Dispatch {
     /// stored: a tool's file checkpoint is recorded as that message's, and a new session's file
     /// only exists from its first assistant message on, so a tool that ran earlier could change a
     /// file with no session yet to keep its previous content in.
-    pub fn launch(&mut self) {
+    pub(super) fn launch(&mut self) {
         self.running.extend(self.waiting.drain(..));
     }
 
     /// Runs the calls until the next one finishes and returns its `ToolDispatchComplete` event;
     /// `None` once every call has finished. Calls whose outcome was known without running are
     /// reported first.
-    pub async fn next_completion(&mut self) -> Option<Event> {
+    pub(super) async fn next_completion(&mut self) -> Option<Event> {
         let index = match self.known.pop_front() {
             Some(index) => index,
             None => {
@@ -228,7 +228,7 @@ impl Dispatch {
     /// Calls never launched are dropped unrun. A call runs only while the dispatch is polled,
     /// so each call that returned was reported and has its result; the others get the
     /// interrupted closer, whatever they return now.
-    pub fn abort(&mut self) {
+    pub(super) fn abort(&mut self) {
         self.cancel.cancel();
         self.waiting.clear();
         let mut running = std::mem::take(&mut self.running);
@@ -251,7 +251,7 @@ impl Dispatch {
     /// After [`Dispatch::abort`]: a `ToolDispatchComplete` for each call not reported yet, in
     /// call order, with its known outcome (a rejected call) or the interrupted result, so that
     /// every call the consumer saw start is seen to complete.
-    pub fn unreported_completions(&mut self) -> Vec<Event> {
+    pub(super) fn unreported_completions(&mut self) -> Vec<Event> {
         let known: Vec<usize> = self.known.drain(..).collect();
         (0..self.calls.len())
             .filter(|index| self.results[*index].is_none() || known.contains(index))
@@ -272,7 +272,7 @@ impl Dispatch {
 
     /// The tool-result message: one result per call, in call order; a call that never finished
     /// gets the interrupted closer.
-    pub fn into_message(mut self) -> Message {
+    pub(super) fn into_message(mut self) -> Message {
         let calls = std::mem::take(&mut self.calls);
         let results = std::mem::take(&mut self.results);
         let blocks = calls

@@ -139,14 +139,14 @@ async fn guarded<T>(hook: &dyn Hook, call: impl Future<Output = T>) -> Result<T,
 
 impl Hooks {
     /// Adds a hook after the others.
-    pub fn push(&mut self, hook: Arc<dyn Hook>) {
+    pub(super) fn push(&mut self, hook: Arc<dyn Hook>) {
         Arc::make_mut(&mut self.list).push(hook);
     }
 
     /// Runs a tool call through the hooks: `before_tool` may deny it (the tool does not run and
     /// the result is the denial) or rewrite its input; `after_tool` may replace its result.
     /// `name` is the tool's display name, which hooks see as `call.name`.
-    pub async fn around_call<F, Fut>(&self, call: ToolCall, name: &str, run: F) -> ToolCallResult
+    pub(super) async fn around_call<F, Fut>(&self, call: ToolCall, name: &str, run: F) -> ToolCallResult
     where
         F: FnOnce(ToolCall) -> Fut,
         Fut: Future<Output = ToolCallResult>,
@@ -183,7 +183,7 @@ impl Hooks {
     }
 
     /// Shows every hook the messages of the request about to be sent.
-    pub async fn before_request(&self, messages: &[Message], cancel: &CancellationToken) -> Result<(), Error> {
+    pub(super) async fn before_request(&self, messages: &[Message], cancel: &CancellationToken) -> Result<(), Error> {
         for hook in self.list.iter() {
             if let Err(failure) = guarded(hook.as_ref(), hook.before_request(messages, cancel)).await {
                 return Err(Error::HookFailed {
@@ -197,7 +197,7 @@ impl Hooks {
 
     /// Tells every hook the turn ended; a hook that fails here changes nothing (the turn is
     /// already complete and persisted).
-    pub async fn on_turn_end(&self, messages: &[Message]) {
+    pub(super) async fn on_turn_end(&self, messages: &[Message]) {
         for hook in self.list.iter() {
             let _ = guarded(hook.as_ref(), hook.on_turn_end(messages)).await;
         }

@@ -18,7 +18,7 @@ pub(crate) struct PartialMessage {
 
 impl PartialMessage {
     /// Folds one provider event in.
-    pub fn observe(&mut self, event: &ProviderEvent) {
+    pub(super) fn observe(&mut self, event: &ProviderEvent) {
         match event {
             ProviderEvent::BlockStart { .. } => self.seen = true,
             ProviderEvent::Delta { index, delta } => {
@@ -38,7 +38,7 @@ impl PartialMessage {
     /// The blocks worth keeping: complete text, thinking, redacted thinking and reasoning items, and text still
     /// streaming. Tool calls are dropped: they never ran, and a call without a result would make
     /// the conversation invalid.
-    pub fn salvage(self) -> Vec<ContentBlock> {
+    pub(super) fn salvage(self) -> Vec<ContentBlock> {
         let mut blocks: BTreeMap<usize, ContentBlock> = self
             .complete
             .into_iter()

@@ -210,14 +210,18 @@ impl std::fmt::Debug for ProviderStream {
 
 impl ProviderStream {
     /// Sends the request and returns the stream once the status line and headers are in.
-    pub async fn open(client: &reqwest::Client, req: &ProviderRequest<'_>, idle_timeout: Duration) -> Result<Self> {
+    pub(crate) async fn open(
+        client: &reqwest::Client,
+        req: &ProviderRequest<'_>,
+        idle_timeout: Duration,
+    ) -> Result<Self> {
         Self::start(client, req, idle_timeout).await
     }
 
     /// What [`ProviderStream::open`] does, with everything taken from `req` before the first
     /// await: the future borrows nothing, so the agent can write its session while the request
     /// is on its way (agent/stream.rs, `Phase::Request`).
-    pub fn start(
+    pub(crate) fn start(
         client: &reqwest::Client,
         req: &ProviderRequest<'_>,
         idle_timeout: Duration,
@@ -276,7 +280,7 @@ impl ProviderStream {
     /// HTTP/2 connection's buffers, where thousands of agents' unread replies of small frames
     /// would overrun the library's budget and close the connection under all of them.
     /// Cancel-safe: dropping it loses nothing.
-    pub async fn read_ahead(&mut self) -> std::convert::Infallible {
+    pub(crate) async fn read_ahead(&mut self) -> std::convert::Infallible {
         let ended = |item: &Option<reqwest::Result<Bytes>>| !matches!(item, Some(Ok(_)));
         while !self.ahead.back().is_some_and(ended) && self.received + self.ahead_bytes <= self.max_bytes {
             let item = self.body.next().await;
@@ -318,7 +322,7 @@ impl ProviderStream {
     /// Events come out in wire order, and an error is returned only after every event that
     /// preceded it on the wire: a consumer must see the text that streamed before a mid-stream
     /// error, so that the agent can keep what the user saw.
-    pub async fn next(&mut self) -> Result<Option<ProviderEvent>> {
+    pub(crate) async fn next(&mut self) -> Result<Option<ProviderEvent>> {
         match self.decode_next().await {
             Ok(event) => Ok(event),
             Err(e) => Err(self.redactor.scrub(e)),

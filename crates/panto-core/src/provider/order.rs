@@ -57,7 +57,7 @@ enum Held {
 
 impl<K: PartialEq + Copy> BlockOrder<K> {
     /// Adds a source after every open one. A key must be opened once.
-    pub fn open(&mut self, key: K) {
+    pub(crate) fn open(&mut self, key: K) {
         debug_assert!(!self.sources.iter().any(|s| s.key == key), "source opened twice");
         self.sources.push_back(Source {
             key,
@@ -67,22 +67,28 @@ impl<K: PartialEq + Copy> BlockOrder<K> {
     }
 
     /// Source `key` starts a block.
-    pub fn start(&mut self, key: K, kind: BlockKind, tool: Option<ToolDetails>, out: &mut VecDeque<ProviderEvent>) {
+    pub(crate) fn start(
+        &mut self,
+        key: K,
+        kind: BlockKind,
+        tool: Option<ToolDetails>,
+        out: &mut VecDeque<ProviderEvent>,
+    ) {
         self.push(key, Held::Start(kind, tool), out);
     }
 
     /// More content for source `key`'s block.
-    pub fn delta(&mut self, key: K, delta: ContentDelta, out: &mut VecDeque<ProviderEvent>) {
+    pub(crate) fn delta(&mut self, key: K, delta: ContentDelta, out: &mut VecDeque<ProviderEvent>) {
         self.push(key, Held::Delta(delta), out);
     }
 
     /// Source `key`'s block is complete.
-    pub fn complete(&mut self, key: K, block: ContentBlock, out: &mut VecDeque<ProviderEvent>) {
+    pub(crate) fn complete(&mut self, key: K, block: ContentBlock, out: &mut VecDeque<ProviderEvent>) {
         self.push(key, Held::Complete(block), out);
     }
 
     /// Source `key` produces nothing more: the sources after it may go on.
-    pub fn finish(&mut self, key: K, out: &mut VecDeque<ProviderEvent>) {
+    pub(crate) fn finish(&mut self, key: K, out: &mut VecDeque<ProviderEvent>) {
         if let Some(source) = self.sources.iter_mut().find(|s| s.key == key) {
             source.finished = true;
         }
@@ -90,7 +96,7 @@ impl<K: PartialEq + Copy> BlockOrder<K> {
     }
 
     /// The completed blocks, in index order, once every source has finished.
-    pub fn take_blocks(&mut self) -> Vec<ContentBlock> {
+    pub(crate) fn take_blocks(&mut self) -> Vec<ContentBlock> {
         debug_assert!(self.sources.is_empty(), "a source was never finished");
         std::mem::take(&mut self.blocks)
     }

@@ -28,7 +28,7 @@ impl Redactor {
     /// The secrets of `config`: its key as sent (raw, so also inside `Bearer …`), its base64
     /// forms (a gateway may use basic auth or echo an encoded key), and every extra header value
     /// (a header may carry a gateway's token).
-    pub fn new(config: &ProviderConfig) -> Self {
+    pub(crate) fn new(config: &ProviderConfig) -> Self {
         Redactor::of(&config.api_key, config.extra_headers.iter().map(|(_, value)| value))
     }
 
@@ -37,7 +37,7 @@ impl Redactor {
     /// (`authorization`, or a name with `key`, `token`, `secret`, `auth`, `cookie` or
     /// `password` in it). Other header values (`anthropic-beta: …`) are not secrets and may
     /// well be in the files a tool reads, so they stay.
-    pub fn for_tool_results(config: &ProviderConfig) -> Self {
+    pub(crate) fn for_tool_results(config: &ProviderConfig) -> Self {
         let credential = |name: &str| {
             let name = name.to_ascii_lowercase();
             ["key", "token", "secret", "auth", "cookie", "password"]
@@ -70,12 +70,12 @@ impl Redactor {
     }
 
     /// Whether there is nothing to scrub.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.secrets.is_empty()
     }
 
     /// `text` with every secret replaced by `[redacted]`.
-    pub fn clean<'a>(&self, text: &'a str) -> Cow<'a, str> {
+    pub(crate) fn clean<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let mut out = Cow::Borrowed(text);
         for secret in &self.secrets {
             if out.contains(secret.as_str()) {
@@ -112,7 +112,7 @@ impl Redactor {
     /// `error` with every secret scrubbed from the text it carries from the provider (a body, a
     /// message, a header, a transport error's description). A provider that echoes the key it
     /// refused ("invalid x-api-key sk-…") must not hand it to every host that logs errors.
-    pub fn scrub(&self, error: Error) -> Error {
+    pub(crate) fn scrub(&self, error: Error) -> Error {
         if self.secrets.is_empty() {
             return error;
         }

@@ -104,7 +104,7 @@ impl Default for SseParser {
 impl SseParser {
     /// An empty parser, positioned at the start of a body, that fails an event longer than
     /// `max_event_bytes`.
-    pub fn new(max_event_bytes: usize) -> Self {
+    pub(crate) fn new(max_event_bytes: usize) -> Self {
         SseParser {
             buf: Vec::new(),
             base: 0,
@@ -128,7 +128,7 @@ impl SseParser {
 
     /// Appends bytes received from the body. A chunk may end anywhere, even inside a line or a
     /// multi-byte character.
-    pub fn feed(&mut self, chunk: &[u8]) {
+    pub(crate) fn feed(&mut self, chunk: &[u8]) {
         self.compact();
         self.buf.extend_from_slice(chunk);
     }
@@ -137,7 +137,7 @@ impl SseParser {
     ///
     /// Fails with [`Error::Protocol`] when the event's `event:` or `data:` value is not UTF-8, or
     /// when the event grows past `max_event_bytes` (as soon as it does, complete or not).
-    pub fn next_event(&mut self) -> Result<Option<SseEvent<'_>>> {
+    pub(crate) fn next_event(&mut self) -> Result<Option<SseEvent<'_>>> {
         if !self.bom_checked && !self.check_bom() {
             return Ok(None);
         }
@@ -152,7 +152,7 @@ impl SseParser {
     ///
     /// A caller that drains [`next_event`](Self::next_event) before every `finish` gets at most
     /// one event here; any further buffered events keep coming from `next_event`.
-    pub fn finish(&mut self) -> Result<Option<SseEvent<'_>>> {
+    pub(crate) fn finish(&mut self) -> Result<Option<SseEvent<'_>>> {
         self.eof = true;
         self.next_event()
     }

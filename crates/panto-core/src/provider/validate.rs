@@ -86,7 +86,7 @@ pub(crate) struct ToolCallCheck {
 impl ToolCallCheck {
     /// The check for a response to a request that carried `history`: its tool calls' ids are
     /// taken.
-    pub fn after(history: &[Message]) -> Self {
+    pub(crate) fn after(history: &[Message]) -> Self {
         ToolCallCheck {
             taken: history
                 .iter()
@@ -99,7 +99,7 @@ impl ToolCallCheck {
 
     /// The id a call gets: `wire` when it is a valid id nobody has taken, else a fresh
     /// `<prefix><n>`. Either way it is taken from now on.
-    pub fn id(&mut self, wire: &str, prefix: &str) -> String {
+    pub(crate) fn id(&mut self, wire: &str, prefix: &str) -> String {
         if is_tool_call_id(wire) && !self.taken.contains(wire) {
             self.taken.insert(wire.to_owned());
             return wire.to_owned();
@@ -117,7 +117,7 @@ impl ToolCallCheck {
     /// The finished call: `id` (from [`ToolCallCheck::id`]), the model's name, and its input as
     /// JSON text. A call with a bad name or input gets [`INVALID_NAME`] or `{}` in their place
     /// and is recorded as rejected.
-    pub fn finish(&mut self, id: String, wire_name: &str, input_json: &str) -> ContentBlock {
+    pub(crate) fn finish(&mut self, id: String, wire_name: &str, input_json: &str) -> ContentBlock {
         let name = kept_name(wire_name).to_owned();
         let (input, input_problem) = match parse_input(input_json) {
             Ok(input) => (input, None),
@@ -142,7 +142,7 @@ impl ToolCallCheck {
     }
 
     /// The calls rejected so far, leaving none.
-    pub fn take_rejected(&mut self) -> Vec<RejectedCall> {
+    pub(crate) fn take_rejected(&mut self) -> Vec<RejectedCall> {
         std::mem::take(&mut self.rejected)
     }
 }

@@ -21,7 +21,7 @@ pub(crate) struct RequestTrace {
 impl RequestTrace {
     /// Opens the span of attempt `attempt` of a request to `config`, as a child of `parent`.
     /// `purpose` says what the request is for: `turn` (the agent loop) or `compaction`.
-    pub fn start(parent: &Span, config: &ProviderConfig, attempt: u32, purpose: &'static str) -> Self {
+    pub(crate) fn start(parent: &Span, config: &ProviderConfig, attempt: u32, purpose: &'static str) -> Self {
         let provider = provider_name(config.api_style);
         let span = tracing::info_span!(
             parent: parent,
@@ -59,12 +59,12 @@ impl RequestTrace {
     }
 
     /// The span, to instrument the request's futures with.
-    pub fn span(&self) -> &Span {
+    pub(crate) fn span(&self) -> &Span {
         &self.span
     }
 
     /// The status line and headers are in: the time to first byte.
-    pub fn opened(&self, status: u16) {
+    pub(crate) fn opened(&self, status: u16) {
         if self.span.is_disabled() {
             return;
         }
@@ -74,7 +74,7 @@ impl RequestTrace {
     }
 
     /// A decoded event of the response: the first one is the time to first token.
-    pub fn observe_token(&mut self) {
+    pub(crate) fn observe_token(&mut self) {
         if self.first_token_seen {
             return;
         }
@@ -87,7 +87,7 @@ impl RequestTrace {
 
     /// The message is complete: usage, stop reason and duration; with `content`, the message's
     /// blocks as a `gen_ai.choice` event (scrubbed by `redactor`).
-    pub fn completed(
+    pub(crate) fn completed(
         self,
         usage: Option<&Usage>,
         stop_reason: &StopReason,
@@ -114,7 +114,7 @@ impl RequestTrace {
     }
 
     /// The request failed: its class, status and message (scrubbed by `redactor`).
-    pub fn failed(self, error: &Error, redactor: &Redactor) {
+    pub(crate) fn failed(self, error: &Error, redactor: &Redactor) {
         if self.span.is_disabled() {
             return;
         }

@@ -24,7 +24,7 @@ pub(crate) struct TurnTrace {
 impl TurnTrace {
     /// Opens the turn's span, a child of the caller's current span (so a service's request span
     /// holds the turns it runs). With content logging on, `prompt` is recorded as an event.
-    pub fn start(config: &Config, session_id: &str, prompt: Option<&str>) -> Self {
+    pub(crate) fn start(config: &Config, session_id: &str, prompt: Option<&str>) -> Self {
         let provider = &config.provider;
         let name = provider_name(provider.api_style);
         let span = tracing::info_span!(
@@ -70,12 +70,12 @@ impl TurnTrace {
     }
 
     /// The turn's span: the steps of the turn run inside it.
-    pub fn span(&self) -> &Span {
+    pub(crate) fn span(&self) -> &Span {
         &self.span
     }
 
     /// A request starts (attempt `attempt`); returns its span, to instrument the send with.
-    pub fn request_started(&mut self, config: &Config, attempt: u32) -> Span {
+    pub(crate) fn request_started(&mut self, config: &Config, attempt: u32) -> Span {
         let request = RequestTrace::start(&self.span, &config.provider, attempt, "turn");
         let span = request.span().clone();
         self.request = Some(request);
@@ -83,21 +83,26 @@ impl TurnTrace {
     }
 
     /// The request's response headers are in.
-    pub fn request_opened(&self, status: u16) {
+    pub(crate) fn request_opened(&self, status: u16) {
         if let Some(request) = &self.request {
             request.opened(status);
         }
     }
 
     /// A decoded event of the response arrived.
-    pub fn response_progress(&mut self) {
+    pub(crate) fn response_progress(&mut self) {
         if let Some(request) = &mut self.request {
             request.observe_token();
         }
     }
 
     /// The request's message is complete.
-    pub fn request_completed(&mut self, usage: Option<&Usage>, stop_reason: &StopReason, blocks: &[ContentBlock]) {
+    pub(crate) fn request_completed(
+        &mut self,
+        usage: Option<&Usage>,
+        stop_reason: &StopReason,
+        blocks: &[ContentBlock],
+    ) {
         if let Some(request) = self.request.take() {
             let content = self.log_content.then_some((blocks, &self.redactor));
             request.completed(usage, stop_reason, content);
@@ -105,14 +110,14 @@ impl TurnTrace {
     }
 
     /// The request failed (it may be retried).
-    pub fn request_failed(&mut self, error: &Error) {
+    pub(crate) fn request_failed(&mut self, error: &Error) {
         if let Some(request) = self.request.take() {
             request.failed(error, &self.redactor);
         }
     }
 
     /// A `panto.retry` event: attempt `attempt` follows after `delay` because of `error`.
-    pub fn retry(&self, attempt: u32, delay: Duration, error: &Error, discard_partial: bool) {
+    pub(crate) fn retry(&self, attempt: u32, delay: Duration, error: &Error, discard_partial: bool) {
         if self.span.is_disabled() {
             return;
         }
@@ -121,7 +126,7 @@ impl TurnTrace {
 
     /// A `panto.context_overflow` event: the request did not fit the context window; `compact`
     /// says whether the turn compacts and retries (else it fails).
-    pub fn context_overflow(&self, error: &Error, estimated_tokens: u64, compact: bool) {
+    pub(crate) fn context_overflow(&self, error: &Error, estimated_tokens: u64, compact: bool) {
         if self.span.is_disabled() {
             return;
         }
@@ -138,7 +143,7 @@ impl TurnTrace {
 
     /// With content logging on, the tool calls' arguments and results as events (the spans of
     /// the calls themselves are the dispatch's).
-    pub fn observe_event(&self, event: &Event) {
+    pub(crate) fn observe_event(&self, event: &Event) {
         if !self.log_content {
             return;
         }
@@ -175,7 +180,7 @@ impl TurnTrace {
     }
 
     /// The turn ended normally.
-    pub fn completed(&self, usage: &Usage, steps: u32, stop_reason: &StopReason) {
+    pub(crate) fn completed(&self, usage: &Usage, steps: u32, stop_reason: &StopReason) {
         if self.span.is_disabled() {
             return;
         }
@@ -186,7 +191,7 @@ impl TurnTrace {
     }
 
     /// The turn ended with `error`.
-    pub fn failed(&mut self, error: &Error, usage: &Usage, steps: u32) {
+    pub(crate) fn failed(&mut self, error: &Error, usage: &Usage, steps: u32) {
         self.request_failed(error);
         if self.span.is_disabled() {
             return;
@@ -198,7 +203,7 @@ impl TurnTrace {
     }
 
     /// The turn was cancelled.
-    pub fn cancelled(&mut self, usage: &Usage, steps: u32) {
+    pub(crate) fn cancelled(&mut self, usage: &Usage, steps: u32) {
         self.request_failed(&Error::Cancelled);
         if self.span.is_disabled() {
             return;

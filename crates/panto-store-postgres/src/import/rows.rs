@@ -47,7 +47,7 @@ pub(crate) struct FsSession {
 
 impl FsSession {
     /// The session row to insert.
-    pub fn new_session(&self) -> NewSession<'_> {
+    pub(crate) fn new_session(&self) -> NewSession<'_> {
         NewSession {
             info: &self.info,
             metadata: self.metadata.as_deref(),

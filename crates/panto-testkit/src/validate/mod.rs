@@ -26,7 +26,7 @@ pub(crate) enum Api {
 
 impl Api {
     /// The API a request path belongs to, if any.
-    pub fn of_path(path: &str) -> Option<Api> {
+    pub(crate) fn of_path(path: &str) -> Option<Api> {
         if path == "/v1/messages" {
             Some(Api::Anthropic)
         } else if path.ends_with("/chat/completions") {
@@ -39,7 +39,7 @@ impl Api {
     }
 
     /// An error body in this API's shape.
-    pub fn error_body(api: Option<Api>, error_type: &str, message: &str) -> Value {
+    pub(crate) fn error_body(api: Option<Api>, error_type: &str, message: &str) -> Value {
         match api {
             Some(Api::Anthropic) => json!({"type": "error", "error": {"type": error_type, "message": message}}),
             _ => json!({"error": {"message": message, "type": error_type, "param": null, "code": null}}),
@@ -60,7 +60,7 @@ pub(crate) struct Rejection {
 
 impl Rejection {
     /// The provider-shaped error body.
-    pub fn body(&self) -> Value {
+    pub(crate) fn body(&self) -> Value {
         let error_type = match self.status {
             404 => "not_found_error",
             _ => "invalid_request_error",

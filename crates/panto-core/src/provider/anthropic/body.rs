@@ -85,7 +85,7 @@ pub(super) struct Block<'a> {
 }
 
 impl<'a> Block<'a> {
-    pub fn new(kind: BlockKind<'a>) -> Self {
+    pub(super) fn new(kind: BlockKind<'a>) -> Self {
         Block {
             kind,
             cache_control: None,

@@ -18,7 +18,7 @@ pub(crate) struct Str<'a>(pub Cow<'a, str>);
 
 impl Str<'_> {
     /// The string.
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
 }

@@ -67,7 +67,7 @@ impl Decoded {
     }
 
     /// The `MessageComplete` fields, panicking with the error if decoding failed.
-    pub fn message(&self) -> (&[ContentBlock], Option<Usage>, &StopReason) {
+    pub(crate) fn message(&self) -> (&[ContentBlock], Option<Usage>, &StopReason) {
         if let Some(e) = &self.error {
             panic!("decoding failed: {e:?}\nevents: {:#?}", self.events);
         }
