@@ -145,6 +145,22 @@ fn choose_model(
     })
 }
 
+/// `-m NAME` where NAME is not a configured alias: checked as `/model NAME` checks it, before a
+/// paid request could fail on a misspelt name (a bare 404 from the provider). A name panto's price
+/// table knows passes; else the provider's model listing decides, and a provider that cannot say
+/// leaves a note.
+async fn check_model_name(settings: &Settings, selection: &Selection, notes: &mut Vec<String>) -> Result<(), Failure> {
+    let config = settings.agent_config(selection)?;
+    match crate::repl::check_model(&settings.pricing(), &config.provider, &selection.provider.name).await {
+        crate::repl::ModelVerdict::Known => Ok(()),
+        crate::repl::ModelVerdict::Unknown(refusal) => Err(Failure::usage(format!("-m: {refusal}"))),
+        crate::repl::ModelVerdict::Unchecked(note) => {
+            notes.push(note);
+            Ok(())
+        }
+    }
+}
+
 /// Builds the agent: config for `selection`, the tools, and the system prompt (seeded into a new
 /// session; replaced in a resumed one only when it changed).
 async fn build_agent(
@@ -258,10 +274,14 @@ pub async fn open_found(
     };
     let resumed = existing;
     let mut notes = Vec::new();
+    let named = matches!(model, ModelChoice::Choose(Some(_)));
     let selection = match model {
         ModelChoice::Keep(selection) => *selection,
         ModelChoice::Choose(flag) => choose_model(settings, &session, resumed, flag, &mut notes)?,
     };
+    if named && selection.alias.is_none() {
+        check_model_name(settings, &selection, &mut notes).await?;
+    }
     let agent = build_agent(settings, session, branch, &selection, toolbox, mcp, &mut notes).await?;
     Ok(Ready {
         agent,

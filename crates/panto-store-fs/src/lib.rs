@@ -37,7 +37,8 @@
 //!
 //! # Example
 //! ```
-//! use panto_core::{Conversation, PersistentMessage, Session, SessionStore};
+//! use panto_core::store::PersistentMessage;
+//! use panto_core::{Conversation, Session, SessionStore};
 //! use panto_store_fs::JsonlStore;
 //!
 //! # #[tokio::main(flavor = "current_thread")]

@@ -39,7 +39,8 @@
 //!
 //! # Example
 //! ```no_run
-//! use panto_core::{Conversation, PersistentMessage, Session, SessionStore};
+//! use panto_core::store::PersistentMessage;
+//! use panto_core::{Conversation, Session, SessionStore};
 //! use panto_store_postgres::PostgresStore;
 //!
 //! # #[tokio::main(flavor = "current_thread")]

@@ -78,6 +78,27 @@ impl McpTools {
         }
     }
 
+    /// One line for `/status`: the servers running, and those that did not start.
+    pub fn summary(&self) -> String {
+        if self.configured.is_empty() {
+            return "none configured".to_owned();
+        }
+        let running: Vec<&str> = self.started.iter().map(|s| s.name()).collect();
+        let mut out = format!("{} running", running.len());
+        if !running.is_empty() {
+            out.push_str(&format!(" ({})", running.join(", ")));
+        }
+        if !self.failed.is_empty() {
+            let failed: Vec<&str> = self.failed.iter().map(|(name, _)| name.as_str()).collect();
+            out.push_str(&format!(
+                ", {} failed ({}; /mcp says why)",
+                failed.len(),
+                failed.join(", ")
+            ));
+        }
+        out
+    }
+
     /// One line per server that did not start, naming it and quoting its stderr tail, and where
     /// its log is.
     pub fn warnings(&self) -> Vec<String> {

@@ -93,10 +93,12 @@ impl Repl<'_> {
             return;
         };
         match self.rt.block_on(self.agent.fork(&at)) {
-            Ok(id) => self.note(&format!(
-                "forked session {from} into {id}; you are now in the fork (resume the original with /resume {})",
-                &from[..8.min(from.len())]
-            )),
+            Ok(id) => {
+                let (from, id) = (self.short_id(&from), self.short_id(&id));
+                self.note(&format!(
+                    "forked session {from} into {id}; you are now in the fork (resume the original with /resume {from})"
+                ))
+            }
             Err(e) => self.error(&format!("cannot fork: {e}")),
         }
     }

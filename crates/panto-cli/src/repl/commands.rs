@@ -73,6 +73,7 @@ slash_commands! {
     Sessions = "/sessions", "", Nothing, "list recent sessions";
     Resume = "/resume", "[ID]", Session, "switch to another session (id or unique prefix; without one, pick from a list)";
     New = "/new", "", Nothing, "start a new session with the current model";
+    Clear = "/clear", "", Nothing, "start a new session with the current model (as /new)";
     Rewind = "/rewind", "[N] [--files]", Nothing,
         "go back to before the Nth last prompt, or pick one (a new branch starts there); --files puts back the files changed since";
     Fork = "/fork", "", Nothing, "continue in a new session holding this conversation (the original stays)";
@@ -81,7 +82,10 @@ slash_commands! {
     Tools = "/tools", "", Nothing, "list the tools and their approval";
     Mcp = "/mcp", "", Nothing, "list the MCP servers: status, tools and approval, or why one is not running";
     Cost = "/cost", "", Nothing, "tokens and cost so far, and how full the context is";
+    Status = "/status", "", Nothing,
+        "model, provider, directory, session, approval and sandbox modes, MCP servers";
     Quit = "/quit", "", Nothing, "exit (Ctrl-D does too)";
+    Exit = "/exit", "", Nothing, "exit (as /quit)";
 }
 
 impl Command {
@@ -186,7 +190,7 @@ pub fn help(columns: usize) -> Vec<String> {
     for key in [
         "Enter sends. Alt-Enter, or a trailing \\, starts a new line.",
         "Ctrl-C cancels a running turn (what streamed is kept) or clears the line.",
-        "Ctrl-D on an empty line, or /quit, exits. Tab completes commands and aliases.",
+        "Ctrl-D on an empty line, /quit, or Ctrl-C twice exits. Tab completes commands and aliases.",
         "A line starting with // is sent as a message that starts with /.",
     ] {
         lines.extend(labelled("", key, 2, columns));

@@ -21,6 +21,43 @@ impl Repl<'_> {
     }
 
     /// `/mcp`: the configured MCP servers, their status and tools.
+    /// `/status`: what this REPL works with, one fact a line.
+    pub(super) fn show_status(&self) {
+        let provider = &self.agent.config().provider;
+        let session = if self.saving {
+            format!(
+                "{} ({} messages)",
+                self.short_id(self.agent.session_id()),
+                self.agent.conversation().messages.len()
+            )
+        } else {
+            format!(
+                "not saved (--no-session), {} messages",
+                self.agent.conversation().messages.len()
+            )
+        };
+        let rows = [
+            ("model", self.selection.describe()),
+            (
+                "provider",
+                format!(
+                    "{} at {}",
+                    self.selection.provider.name,
+                    panto_core::wire::strip_userinfo(&provider.base_url)
+                ),
+            ),
+            ("directory", self.cwd.display().to_string()),
+            ("session", session),
+            ("approval", self.gate.mode().to_string()),
+            ("sandbox", self.toolbox.sandbox().mode().to_string()),
+            ("MCP servers", self.mcp.summary()),
+        ];
+        for (label, value) in rows {
+            let line = format!("{label:<12} {}", self.screen.deco.safe(&value));
+            self.note(&crate::render::wrap::cut(&line, self.screen.columns()));
+        }
+    }
+
     pub(super) fn list_mcp(&self) {
         let lines = self.rt.block_on(crate::mcp::render(&self.mcp, Some(self.gate.mode())));
         if lines.is_empty() {

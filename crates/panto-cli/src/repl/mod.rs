@@ -19,6 +19,7 @@ mod session;
 mod totals;
 mod turn;
 
+pub(crate) use model_check::{check as check_model, Verdict as ModelVerdict};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -487,7 +488,7 @@ impl Repl<'_> {
                             self.note(&line);
                         }
                     }
-                    Command::Quit => return Flow::Quit,
+                    Command::Quit | Command::Exit => return Flow::Quit,
                     Command::Model => self.model(&args),
                     Command::Models => {
                         for row in crate::models::models_rows(&self.settings, self.selection.alias.as_deref()) {
@@ -505,7 +506,7 @@ impl Repl<'_> {
                         };
                         self.switch(choice, None);
                     }
-                    Command::New => {
+                    Command::New | Command::Clear => {
                         let keep = self.selection.clone();
                         self.switch(SessionChoice::New, Some(keep));
                     }
@@ -513,6 +514,7 @@ impl Repl<'_> {
                     Command::Tools => self.list_tools(),
                     Command::Mcp => self.list_mcp(),
                     Command::Cost => self.cost(),
+                    Command::Status => self.show_status(),
                     Command::Rewind => self.rewind(&args),
                     Command::Fork => self.fork(),
                     Command::Tree => self.tree(),

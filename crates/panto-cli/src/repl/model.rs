@@ -18,7 +18,7 @@ impl Repl<'_> {
                     match self.rt.block_on(check) {
                         model_check::Verdict::Known => {}
                         model_check::Verdict::Unknown(refusal) => {
-                            self.error(&refusal);
+                            self.error(&format!("{refusal} (the model is unchanged)"));
                             return;
                         }
                         model_check::Verdict::Unchecked(note) => self.dim(&note),

@@ -55,7 +55,7 @@ fn unknown_message(model: &str, provider_name: &str, ids: &[String]) -> String {
     };
     // The ids are the provider's bytes.
     safe::neutralise(&format!(
-        "unknown model {model}: {provider_name} lists {} models and not this one; the model is unchanged{hint}",
+        "unknown model {model}: {provider_name} lists {} models and not this one{hint}",
         ids.len()
     ))
     .into_owned()

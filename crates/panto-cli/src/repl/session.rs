@@ -13,16 +13,15 @@ impl Repl<'_> {
         if !self.saving || self.agent.conversation().messages.is_empty() {
             return;
         }
-        let id = self.agent.session_id().to_owned();
-        let others = self.rt.block_on(self.store.store.list()).unwrap_or_default();
-        let len = others
-            .iter()
-            .filter(|info| info.id != id)
-            .map(|info| info.id.chars().zip(id.chars()).take_while(|(a, b)| a == b).count() + 1)
-            .fold(8, usize::max)
-            .min(id.chars().count());
-        let short: String = id.chars().take(len).collect();
+        let short = self.short_id(self.agent.session_id());
         self.dim(&format!("resume this session with: panto -r {short}"));
+    }
+
+    /// Session `id` as panto prints it: the shortest prefix, 8 characters at least, that no other
+    /// stored session shares now (UUIDv7 ids made within a minute share their first 8).
+    pub(super) fn short_id(&self, id: &str) -> String {
+        let others = self.rt.block_on(self.store.store.list()).unwrap_or_default();
+        crate::sessions::unique_prefix(id, others.iter().map(|info| info.id.as_str()))
     }
 
     pub(super) fn sessions(&mut self) {

@@ -15,7 +15,7 @@ use crate::exit::Failure;
 use crate::store::{OpenStore, StoreLocation};
 
 pub use export::{export_command, ExportFormat};
-pub use table::{one_line, short_ids, table, RECENT};
+pub use table::{one_line, short_ids, table, unique_prefix, RECENT};
 pub use tree::tree_lines;
 
 /// One session of `panto sessions --json` (docs/cli.md). Serialised straight from the listing,

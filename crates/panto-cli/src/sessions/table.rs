@@ -25,6 +25,18 @@ pub fn short_ids(infos: &[SessionInfo]) -> Vec<String> {
         .collect()
 }
 
+/// The shortest prefix of `id`, at least 8 characters, that none of `others` shares: what panto
+/// prints for a session so that `/resume` and `panto -r` take it back unambiguously.
+pub fn unique_prefix<'a>(id: &str, others: impl IntoIterator<Item = &'a str>) -> String {
+    let len = others
+        .into_iter()
+        .filter(|other| *other != id)
+        .map(|other| other.chars().zip(id.chars()).take_while(|(a, b)| a == b).count() + 1)
+        .fold(8, usize::max)
+        .min(id.chars().count());
+    id.chars().take(len).collect()
+}
+
 fn local_time(t: DateTime<Utc>) -> String {
     t.with_timezone(&Local).format("%Y-%m-%d %H:%M").to_string()
 }
@@ -48,7 +60,10 @@ pub fn table(infos: &[SessionInfo]) -> Vec<String> {
         .map(|(info, id)| {
             let origin = match &info.forked_from {
                 // The id comes from a file: cut by characters, never by bytes.
-                Some(f) => format!("  (fork of {})", f.session.chars().take(8).collect::<String>()),
+                Some(f) => format!(
+                    "  (fork of {})",
+                    unique_prefix(&f.session, infos.iter().map(|i| i.id.as_str()))
+                ),
                 None => String::new(),
             };
             format!(
@@ -66,6 +81,16 @@ pub fn table(infos: &[SessionInfo]) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::sessions::test_info as info;
+
+    #[test]
+    fn a_unique_prefix_is_eight_characters_or_as_long_as_a_shared_start_needs() {
+        let id = "01a24b44-1111-7000-8000-000000000000";
+        assert_eq!(unique_prefix(id, []), "01a24b44");
+        assert_eq!(unique_prefix(id, [id]), "01a24b44", "the id itself is not another");
+        let sibling = "01a24b44-1122-7000-8000-000000000000";
+        assert_eq!(unique_prefix(id, [sibling]), "01a24b44-111");
+        assert_eq!(unique_prefix("short", ["shorter"]), "short");
+    }
 
     #[test]
     fn short_ids_grow_until_unique() {

@@ -85,6 +85,31 @@ async fn prompt_from_stdin_and_model_flag() {
     assert!(all_text(&last["content"]).contains("a prompt\nover two lines"));
 }
 
+/// `-m` with a name the provider does not list is refused before any paid request, as `/model`
+/// refuses it; a listed one runs.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_misspelt_model_flag_is_refused_before_the_first_request() {
+    let server = MockServer::start().await;
+    server.set_models(Some(vec!["claude-sonnet-4-5".into(), "claude-tuned-1".into()]));
+    server.push(Reply::sse(script::anthropic_text("tuned")));
+    let mut home = Home::new();
+    home.anthropic(&server);
+    let out = home.run(&["-p", "hi", "-m", "claude-sonet-4-5"], None).await;
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("unknown model claude-sonet-4-5: anthropic lists 2 models and not this one; did you mean claude-sonnet-4-5?"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        server.requests().iter().all(|r| r.method == "GET"),
+        "a request was paid for"
+    );
+    let out = home.run(&["-p", "hi", "-m", "claude-tuned-1"], None).await;
+    assert_eq!(out.ok(), "tuned\n");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn provider_error_is_one_line_and_exit_code_1() {
     let server = MockServer::start().await;

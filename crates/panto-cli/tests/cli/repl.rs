@@ -98,6 +98,38 @@ async fn ctrl_c_twice_at_the_prompt_exits_with_the_resume_hint() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn status_shows_what_the_repl_works_with_and_clear_and_exit_do_what_they_say() {
+    let server = MockServer::start().await;
+    server.push(Reply::sse(script::anthropic_text("first answer")));
+    server.push(Reply::sse(script::anthropic_text("second answer")));
+    let mut home = Home::new();
+    home.anthropic(&server);
+    let work = home.work().display().to_string();
+    home.in_repl(&["--approve", "auto"], move |p| {
+        p.type_line("first");
+        p.expect("first answer");
+        p.type_line("/status");
+        p.expect("model        claude-sonnet-4-5 (via anthropic)");
+        p.expect("provider     anthropic at http://127.0.0.1:");
+        p.expect(&format!("directory    {work}"));
+        p.expect(" messages)");
+        p.expect("approval     auto");
+        p.expect("sandbox      ");
+        p.expect("MCP servers  none configured");
+        // /clear starts a new session, as /new does: the next prompt goes alone.
+        p.type_line("/clear");
+        p.expect("new session");
+        p.type_line("second");
+        p.expect("second answer");
+        p.type_line("/exit");
+    })
+    .await;
+    let second = body(&server.requests()[1]);
+    assert_eq!(second["messages"].as_array().unwrap().len(), 1, "{second}");
+    assert_eq!(home.session_files().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn approval_question_runs_the_tool_on_yes() {
     let server = MockServer::start().await;
     server.push(Reply::sse(script::anthropic_tool_uses(&[(
@@ -357,7 +389,7 @@ async fn model_refuses_a_name_the_provider_does_not_list() {
     home.in_repl(&[], move |p| {
         p.type_line("/model claude-sonet-4-5");
         p.expect("unknown model claude-sonet-4-5: anthropic lists 2 models and not this one");
-        p.expect("did you mean claude-sonnet-4-5?");
+        p.expect("you mean claude-sonnet-4-5? (the model is unchanged)");
         p.type_line("/model");
         p.expect("model: claude-sonnet-4-5");
         p.type_line("/model claude-tuned-1");

@@ -21,40 +21,44 @@ async fn rewind_fork_and_resume_each_send_their_own_branch() {
     }
     let mut home = Home::new();
     home.anthropic(&server);
-    home.in_repl(&[], |p| {
-        for (q, a) in [("q1", "a1"), ("q2", "a2"), ("q3", "a3")] {
-            p.type_line(q);
-            p.expect(a);
-        }
-        // The picker: the earlier prompts, newest first; a wrong number is asked again, an
-        // empty line gives up.
-        p.type_line("/rewind");
-        p.expect("1. q3");
-        p.expect("3. q1");
-        p.expect("rewind to before which prompt? [1-3, empty to give up]: ");
-        p.send_line("9").unwrap();
-        p.expect("please type a number from 1 to 3");
-        p.send_line("").unwrap();
-        p.expect("no prompt picked: nothing changed");
-        p.type_line("/rewind 9");
-        p.expect("/rewind takes a number from 1 to 3");
-        // Two prompts back, picked: to before q2.
-        p.type_line("/rewind");
-        p.expect("rewind to before which prompt?");
-        p.send_line("2").unwrap();
-        p.expect("rewound to before ");
-        p.expect("q2");
-        p.type_line("q2-again");
-        p.expect("a2-again");
-        p.type_line("/tree");
-        p.expect("q2-again  (you are here)");
-        p.type_line("/fork");
-        p.expect("you are now in the fork");
-        p.type_line("in-fork");
-        p.expect("in-fork-answer");
-        p.quit();
-    })
-    .await;
+    let hint = home
+        .in_repl(&[], |p| {
+            for (q, a) in [("q1", "a1"), ("q2", "a2"), ("q3", "a3")] {
+                p.type_line(q);
+                p.expect(a);
+            }
+            // The picker: the earlier prompts, newest first; a wrong number is asked again, an
+            // empty line gives up.
+            p.type_line("/rewind");
+            p.expect("1. q3");
+            p.expect("3. q1");
+            p.expect("rewind to before which prompt? [1-3, empty to give up]: ");
+            p.send_line("9").unwrap();
+            p.expect("please type a number from 1 to 3");
+            p.send_line("").unwrap();
+            p.expect("no prompt picked: nothing changed");
+            p.type_line("/rewind 9");
+            p.expect("/rewind takes a number from 1 to 3");
+            // Two prompts back, picked: to before q2.
+            p.type_line("/rewind");
+            p.expect("rewind to before which prompt?");
+            p.send_line("2").unwrap();
+            p.expect("rewound to before ");
+            p.expect("q2");
+            p.type_line("q2-again");
+            p.expect("a2-again");
+            p.type_line("/tree");
+            p.expect("q2-again  (you are here)");
+            p.type_line("/fork");
+            let (_, hint) = p
+                .exp_regex(r"/resume [0-9a-f-]+\)")
+                .expect("the fork names the original");
+            p.type_line("in-fork");
+            p.expect("in-fork-answer");
+            p.quit();
+            hint
+        })
+        .await;
     assert_eq!(sent(&server, 3), ["q1", "a1", "q2-again"], "the rewound branch alone");
     assert_eq!(sent(&server, 4), ["q1", "a1", "q2-again", "a2-again", "in-fork"]);
 
@@ -64,6 +68,13 @@ async fn rewind_fork_and_resume_each_send_their_own_branch() {
     let fork_id = header(fork[0])["id"].as_str().unwrap().to_owned();
     let original_id = header(original[0])["id"].as_str().unwrap().to_owned();
     assert_eq!(header(fork[0])["forked_from"]["session"], original_id.as_str());
+    // The fork was made within a second of the original, so their ids share more than their
+    // first 8 characters: the hint's prefix is as long as it takes to name the original alone.
+    let prefix = hint.trim_start_matches("/resume ").trim_end_matches(')');
+    assert!(
+        original_id.starts_with(prefix) && !fork_id.starts_with(prefix) && prefix.len() >= 8,
+        "{prefix:?} for {original_id} beside {fork_id}"
+    );
     // The abandoned branch is still in the original's log.
     let log = std::fs::read_to_string(original[0]).unwrap();
     assert!(log.contains("\"q3\"") && log.contains("\"type\":\"branch\""), "{log}");
@@ -149,7 +160,18 @@ async fn resume_with_fork_names_the_origin_on_stream_json_and_in_the_listing() {
         .unwrap();
     assert_eq!(fork["forked_from"]["session"], id.as_str());
     let out = home.run(&["sessions"], None).await;
-    assert!(out.ok().contains(&format!("(fork of {})", &id[..8])), "{}", out.ok());
+    // The origin is named by a prefix that names it alone (the fork's id shares its first 8
+    // characters, both made within a second).
+    let origin = out
+        .ok()
+        .split("(fork of ")
+        .nth(1)
+        .and_then(|rest| rest.split(')').next())
+        .unwrap_or_else(|| panic!("no origin in {}", out.ok()));
+    assert!(
+        id.starts_with(origin) && !fork_id.starts_with(origin) && origin.len() >= 8,
+        "{origin:?} for {id} beside {fork_id}"
+    );
 
     let out = home.run(&["-r", "--fork", "-p", "x"], None).await;
     assert_eq!(out.code, Some(2), "{}", out.stderr);
