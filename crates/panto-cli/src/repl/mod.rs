@@ -181,9 +181,22 @@ pub fn run(
     notes_before.extend(ready.notes);
     repl.banner(ready.resumed, &notes_before);
 
+    // The price table knows families (`claude-sonnet-4` prices `claude-sonnet-4-5`): the model in
+    // use and the configured default are offered too, so Tab finds the names a user types most.
+    let mut models = pricing.known_models(repl.selection.provider.api_style);
+    let default_model = repl.settings.default_selection().ok().map(|s| s.model);
+    for model in [Some(repl.selection.model.clone()), default_model]
+        .into_iter()
+        .flatten()
+    {
+        if !models.contains(&model) {
+            models.push(model);
+        }
+    }
+    models.sort();
     let helper = PantoHelper {
         aliases,
-        models: pricing.known_models(repl.selection.provider.api_style),
+        models,
         sessions: repl.recent_ids.clone(),
     };
     let mut editor = helper::editor(helper, history.as_deref())

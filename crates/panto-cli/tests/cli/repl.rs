@@ -258,6 +258,24 @@ async fn tab_completes_a_session_id_after_resume() {
     .await;
 }
 
+/// The price table knows model families (`claude-sonnet-4`), not every name in them: Tab after
+/// `/model` also offers the model in use and the default, the names typed most.
+#[tokio::test(flavor = "multi_thread")]
+async fn tab_after_model_offers_the_default_model() {
+    let server = MockServer::start().await;
+    let mut home = Home::new();
+    home.anthropic(&server);
+    home.in_repl(&[], move |p| {
+        p.expect("> ");
+        p.keys("/model claude-sonnet-4-\t");
+        p.expect("claude-sonnet-4-5");
+        p.keys("\r");
+        p.expect("switched to claude-sonnet-4-5");
+        p.quit();
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn piped_repl_keeps_stdout_for_content_and_never_takes_approvals_from_the_pipe() {
     let server = MockServer::start().await;
