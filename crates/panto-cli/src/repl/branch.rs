@@ -54,9 +54,10 @@ impl Repl<'_> {
             }
         };
         self.note(&format!(
-            "{}, and your next prompt starts a new branch",
+            "{}, and your next prompt starts a new branch (the rewound prompt is in the input, to edit and send or clear with Ctrl-U)",
             rewind::summary(&target, rewound.remaining)
         ));
+        self.typed = target.text.clone();
         match rewound.files {
             None => {}
             Some(report) if report.is_empty() => self.note("no file was changed by panto's tools since that prompt"),

@@ -232,7 +232,7 @@ impl Home {
 pub trait Talk {
     /// Waits for `text` on the screen.
     fn expect(&mut self, text: &str);
-    /// Waits for the prompt and types `line` and Enter.
+    /// Waits for the prompt, clears the input, and types `line` and Enter.
     fn type_line(&mut self, line: &str);
     /// Types `keys` as they are (no Enter): arrows, Tab, a partial line.
     fn keys(&mut self, keys: &str);
@@ -251,6 +251,9 @@ impl Talk for PtySession {
 
     fn type_line(&mut self, line: &str) {
         self.expect("> ");
+        // The input may hold text already (after `/rewind`, the rewound prompt): Ctrl-U clears it,
+        // so the line sent is `line` alone.
+        self.send_control('u').expect("the pty takes input");
         self.send_line(line).expect("the pty takes input");
     }
 

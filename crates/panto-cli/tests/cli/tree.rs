@@ -45,7 +45,9 @@ async fn rewind_fork_and_resume_each_send_their_own_branch() {
             p.send_line("2").unwrap();
             p.expect("rewound to before ");
             p.expect("q2");
-            p.type_line("q2-again");
+            // The rewound prompt is back in the input, to edit: appended to, it is sent edited.
+            p.expect("> q2");
+            p.send_line("-again").unwrap();
             p.expect("a2-again");
             p.type_line("/tree");
             p.expect("q2-again  (you are here)");
