@@ -108,7 +108,7 @@ fn tool_lines(source: &McpSource, gated: &GatedSource, mode: Option<Approval>) -
         .map(|t| offered_name(source.name(), &t.name).len())
         .max()
         .unwrap_or(0);
-    tools
+    let rows: Vec<(String, &str, String)> = tools
         .iter()
         .map(|tool| {
             let read_only = tool.annotations.is_read_only();
@@ -124,10 +124,12 @@ fn tool_lines(source: &McpSource, gated: &GatedSource, mode: Option<Approval>) -
             };
             let summary = tool.description.split(". ").next().unwrap_or("").trim_end_matches('.');
             let summary: String = summary.lines().next().unwrap_or("").chars().take(100).collect();
-            format!(
-                "  {:<width$}  {approval:<18}  {summary}",
-                offered_name(source.name(), &tool.name)
-            )
+            (offered_name(source.name(), &tool.name), approval, summary)
         })
+        .collect();
+    // The approval column is as wide as its longest entry, so the summaries line up.
+    let approval_width = rows.iter().map(|(_, approval, _)| approval.len()).max().unwrap_or(0);
+    rows.into_iter()
+        .map(|(name, approval, summary)| format!("  {name:<width$}  {approval:<approval_width$}  {summary}"))
         .collect()
 }

@@ -66,8 +66,9 @@ impl Repl<'_> {
                 self.settings.config_path_display()
             ));
         }
+        // A row a line, cut to the terminal: a wrapped row would break the columns.
         for line in lines {
-            self.note(&line);
+            self.note(&crate::render::wrap::cut(&line, self.screen.columns()));
         }
     }
 

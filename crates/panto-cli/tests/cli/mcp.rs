@@ -275,3 +275,42 @@ async fn in_the_repl_a_tool_not_annotated_read_only_is_asked_about_and_a_read_on
     let toggled = last_message_text(&body(&requests[2]));
     assert!(toggled.contains("simulated, random-leveled logging"), "{toggled}");
 }
+
+/// `/mcp` in `--approve auto`: the approval column is as wide as its longest entry
+/// ("runs without asking (--approve auto)"), so every tool's summary starts in one column.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_repl_mcp_listing_keeps_its_columns_aligned() {
+    let server = MockServer::start().await;
+    let mut home = Home::new();
+    home.anthropic(&server);
+    home.write_config(&everything_stdio());
+    let screen = super::support::blocking(move || {
+        let mut t = super::screen::Terminal::start_sized(&home, &["--approve", "auto"], 60, 220);
+        t.wait_for_prompt();
+        t.send_line("/mcp");
+        t.wait_for("runs without asking (--approve auto)");
+        let screen = t.wait_for_prompt();
+        t.send_line("/quit");
+        t.wait_exit();
+        screen
+    })
+    .await;
+    let rows: Vec<&str> = screen.lines().filter(|l| l.starts_with("  everything__")).collect();
+    assert!(rows.len() > 3, "{screen}");
+    // Where each row's third column starts: the first character after its approval entry.
+    let approvals = ["runs without asking (--approve auto)", "runs freely (read-only)"];
+    let starts: Vec<usize> = rows
+        .iter()
+        .filter_map(|row| {
+            let (at, approval) = approvals.iter().find_map(|a| row.find(a).map(|at| (at, *a)))?;
+            let after = at + approval.len();
+            Some(after + row[after..].len() - row[after..].trim_start().len())
+        })
+        .collect();
+    assert!(
+        starts.len() == rows.len() && starts.windows(2).all(|w| w[0] == w[1]),
+        "{starts:?}\n{}",
+        rows.join("\n")
+    );
+    assert!(rows.iter().any(|r| r.contains("runs freely (read-only)")), "{screen}");
+}
