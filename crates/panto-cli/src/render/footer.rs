@@ -1,8 +1,12 @@
-//! The footer: one line under the output while a turn runs, holding the spinner (what panto is
-//! waiting for, for how long) and the keys typed ahead ("queued: ...").
+//! The footer: what sits under the output while a turn runs and is redrawn around every write:
+//! the answer's line being written (the live rows, rendered as it will be once complete), then
+//! one line holding the spinner (what panto is waiting for, for how long) and the keys typed
+//! ahead ("queued: ...").
 //!
-//! The footer is drawn only when the cursor is at the start of a line, without a line end after
-//! it, so erasing it (`CR`, erase line) puts the cursor back exactly where the output goes on.
+//! The footer is drawn only when the cursor is at the start of a line. Each live row ends with a
+//! line end and the last line has none, so erasing it (`CR`, up as many rows as were live, erase
+//! to the end of the screen) puts the cursor back exactly where the output goes on. The live rows
+//! are at most the screen's height less two, so the rows to erase are always on screen.
 //! Every write through [`super::Screen`] erases it first and draws it again after; an approval
 //! question holds it off ([`hold`]) while it is on screen.
 
@@ -18,6 +22,10 @@ struct Footer {
     spinner: Option<Line>,
     /// The keys typed ahead, as shown (neutralised, styled spans), when there are any.
     queued: Option<Line>,
+    /// The rows of the answer's unfinished line, painted, each without its line end.
+    live: Vec<String>,
+    /// How many live rows are on screen now.
+    live_shown: usize,
     /// Whether styles are drawn.
     colour: bool,
     /// Whether the footer is on screen now.
@@ -33,6 +41,8 @@ struct Footer {
 static FOOTER: Mutex<Footer> = Mutex::new(Footer {
     spinner: None,
     queued: None,
+    live: Vec::new(),
+    live_shown: 0,
     colour: false,
     shown: false,
     at_line_start: true,
@@ -88,7 +98,11 @@ impl Footer {
     }
 
     fn erase(&mut self, out: &mut impl Write) {
-        if self.shown {
+        if self.live_shown > 0 {
+            let _ = write!(out, "\r\x1b[{}A\x1b[J", self.live_shown);
+            self.live_shown = 0;
+            self.shown = false;
+        } else if self.shown {
             let _ = out.write_all(b"\r\x1b[K");
             self.shown = false;
         }
@@ -97,6 +111,15 @@ impl Footer {
     fn draw(&mut self, out: &mut impl Write) {
         if !self.enabled || self.held || !self.at_line_start {
             return;
+        }
+        // The rows that fit above the footer line, with one to spare; the first ones are the
+        // ones left out (they would have scrolled off the screen anyway).
+        let room = super::rows().saturating_sub(2).max(1);
+        let skip = self.live.len().saturating_sub(room);
+        for row in &self.live[skip..] {
+            let _ = out.write_all(row.as_bytes());
+            let _ = out.write_all(b"\n");
+            self.live_shown += 1;
         }
         if let Some(text) = self.text() {
             let _ = out.write_all(text.as_bytes());
@@ -131,6 +154,12 @@ fn redraw(change: impl FnOnce(&mut Footer)) {
 /// Sets (or clears) the spinner's part.
 pub fn set_spinner(text: Option<Line>) {
     redraw(|f| f.spinner = text);
+}
+
+/// Sets the live rows (painted, without line ends; empty for none), to be drawn from the next
+/// write through [`write_around`] on (a write follows every change, so there is no redraw here).
+pub fn set_live(rows: Vec<String>) {
+    footer().live = rows;
 }
 
 /// Sets (or clears) the typed-ahead part.

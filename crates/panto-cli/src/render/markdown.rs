@@ -45,11 +45,25 @@ impl Kind {
 struct Fence {
     marker: char,
     len: usize,
+    info: String,
     highlighter: CodeHighlighter,
 }
 
+impl Clone for Fence {
+    /// A copy whose highlighter starts afresh (a grammar's state cannot be copied): good for a
+    /// preview of the line being written, which is drawn again, highlighted, once complete.
+    fn clone(&self) -> Fence {
+        Fence {
+            marker: self.marker,
+            len: self.len,
+            info: self.info.clone(),
+            highlighter: CodeHighlighter::new(&self.info),
+        }
+    }
+}
+
 /// The streaming Markdown renderer of one answer.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct MarkdownStream {
     colour: bool,
     /// The line being received.
@@ -69,6 +83,10 @@ pub struct MarkdownStream {
 
 /// Deeper indentation of a list item is drawn as this much.
 const MAX_ITEM_INDENT: usize = 16;
+
+/// The most of an unfinished line a preview renders (its end): a line is rendered again with
+/// every piece, and the screen shows only its last rows anyway.
+const PREVIEW_BYTES: usize = 8 * 1024;
 
 /// The style of a code block's label.
 const LABEL: &str = "2";
@@ -112,6 +130,30 @@ impl MarkdownStream {
         self.drawn = false;
         self.last = None;
         out
+    }
+
+    /// The unfinished line (and a table waiting for its end) as it would be drawn if the answer
+    /// ended now, as rows without line ends; empty when nothing is held. Changes nothing: what
+    /// is drawn for good comes from [`MarkdownStream::push`] and [`MarkdownStream::finish`].
+    pub fn preview(&self, columns: usize) -> Vec<String> {
+        if self.partial.is_empty() && self.block.is_none() {
+            return Vec::new();
+        }
+        let mut ahead = self.clone();
+        if ahead.partial.len() > PREVIEW_BYTES {
+            let mut from = ahead.partial.len() - PREVIEW_BYTES;
+            while !ahead.partial.is_char_boundary(from) {
+                from += 1;
+            }
+            ahead.partial.drain(..from);
+        }
+        let drawn = ahead.finish(columns);
+        drawn
+            .strip_suffix('\n')
+            .unwrap_or(&drawn)
+            .split('\n')
+            .map(str::to_owned)
+            .collect()
     }
 
     fn write(&mut self, lines: Vec<Line>, out: &mut String) {
@@ -184,6 +226,7 @@ impl MarkdownStream {
             self.fence = Some(Fence {
                 marker,
                 len,
+                info: info.to_owned(),
                 highlighter: CodeHighlighter::new(info),
             });
             return;
@@ -348,6 +391,21 @@ mod tests {
         assert_eq!(md.push("line\n- item\n", 40), "next line\n\n• item\n");
         assert_eq!(md.push("  more\n\nafter\n", 40), "  more\n\nafter\n");
         assert_eq!(md.finish(40), "");
+    }
+
+    #[test]
+    fn the_unfinished_line_is_previewed_as_it_will_be_drawn() {
+        let mut md = MarkdownStream::new(false);
+        assert!(md.preview(20).is_empty());
+        assert_eq!(md.push("# Title\nSome **bold", 20), "Title\n");
+        assert_eq!(md.preview(20), ["", "Some **bold"]);
+        assert_eq!(md.push("** words that wrap", 20), "");
+        assert_eq!(md.preview(20), ["", "Some bold words that", "wrap"]);
+        // The preview changed nothing: the line is drawn in full once complete.
+        assert_eq!(md.push("\n", 20), "\nSome bold words that\nwrap\n");
+        assert!(md.preview(20).is_empty());
+        assert_eq!(md.push("```\nlet x", 20), "\n  code\n");
+        assert_eq!(md.preview(20), ["▎ let x"]);
     }
 
     #[test]

@@ -196,6 +196,14 @@ pub fn brief(message: &str) -> std::borrow::Cow<'_, str> {
     format!("{shown} … ({} more characters not shown)", total - SHOWN_ERROR_CHARS).into()
 }
 
+/// The height of the terminal stdout is, read now; 24 when it cannot be read.
+pub fn rows() -> usize {
+    terminal_size::terminal_size_of(std::io::stdout())
+        .map(|(_, h)| usize::from(h.0))
+        .filter(|&h| h > 0)
+        .unwrap_or(24)
+}
+
 /// The width of the terminal stdout is, read now; 80 when it cannot be read.
 pub fn columns() -> usize {
     terminal_size::terminal_size_of(std::io::stdout())

@@ -133,8 +133,9 @@ impl TurnView {
             Open::Nothing => String::new(),
         };
         if let (Open::Text, Some(md)) = (self.open, self.markdown.as_mut()) {
-            // The rest of the answer (its last line, a block waiting for its end) is drawn now;
-            // the rendered text always ends with a line end.
+            // The rest of the answer (its last line, a block waiting for its end) is drawn now,
+            // for good, in place of its live rows; the rendered text always ends with a line end.
+            super::footer::set_live(Vec::new());
             let mut rest = md.push(&held, self.screen.columns());
             rest.push_str(&md.finish(self.screen.columns()));
             self.screen.content(&rest);
@@ -157,7 +158,22 @@ impl TurnView {
 
     /// Draws one event.
     pub fn event(&mut self, event: &Event) {
-        self.stop_spinner();
+        // The spinner stays until the turn shows something: a message or a text block that
+        // has started has nothing to show yet (nor a tool call whose input still streams).
+        let shows = match event {
+            Event::BlockComplete { .. } | Event::MessageComplete { .. } => false,
+            Event::BlockStart { kind, .. } => {
+                matches!(kind, BlockKind::Thinking | BlockKind::RedactedThinking)
+            }
+            Event::Delta { delta, .. } => match delta {
+                ContentDelta::Text(text) | ContentDelta::Thinking(text) => !text.is_empty(),
+                _ => false,
+            },
+            _ => true,
+        };
+        if shows {
+            self.stop_spinner();
+        }
         match event {
             Event::BlockStart { kind, .. } => match kind {
                 BlockKind::Text => {
@@ -185,7 +201,14 @@ impl TurnView {
                         // Every byte of the model's text is neutralised before it is parsed,
                         // so the renderer's own styling is the only escape on screen.
                         let safe = self.text.push(text);
-                        self.screen.content(&md.push(&safe, self.screen.columns()));
+                        let columns = self.screen.columns();
+                        let done = md.push(&safe, columns);
+                        // The line being written is shown as it grows, under the lines that
+                        // are complete (which are drawn for good).
+                        if self.screen.deco_on_stdout {
+                            super::footer::set_live(md.preview(columns));
+                        }
+                        self.screen.content(&done);
                         self.at_line_start = true;
                     } else if self.screen.out.is_terminal() {
                         self.screen.content(&self.text.push(text));

@@ -4,7 +4,7 @@
 //! Screens are snapshots (`snapshots/`), at 100 and 60 columns.
 
 use panto_testkit::script::{self, AnthropicScript};
-use panto_testkit::{MockServer, Reply};
+use panto_testkit::{Chunking, MockServer, Reply};
 
 use super::screen::Terminal;
 use super::support::{blocking, Home};
@@ -147,6 +147,79 @@ async fn markdown_is_drawn_while_it_streams() {
     .await;
     assert!(shown.contains("merge │  config/mod.rs  │"), "{shown}");
     assert!(!shown.contains("|---"), "{shown}");
+}
+
+/// The offset in `stream` just after the SSE event holding `needle`.
+fn after_event(stream: &[u8], needle: &str) -> usize {
+    let text = String::from_utf8_lossy(stream);
+    let at = text
+        .find(needle)
+        .unwrap_or_else(|| panic!("{needle:?} is not in the stream"));
+    at + text[at..].find("\n\n").expect("the event ends") + 2
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_paragraph_shows_while_it_streams_and_the_spinner_until_it_does() {
+    let server = MockServer::start().await;
+    // A text block has started but nothing is written yet: the spinner goes on counting.
+    let started = AnthropicScript::new().text_deltas(["never shown"]).build();
+    let cut = after_event(&started, "content_block_start");
+    server.push(Reply::sse(started).stall_after(cut));
+    // One paragraph, a word at a time, paced, that stops in its middle: its line never ends.
+    let words: Vec<String> = (0..200)
+        .map(|i| format!("{}word{i}", if i == 0 { "" } else { " " }))
+        .collect();
+    let paragraph = AnthropicScript::new().text_deltas(words).build();
+    let cut = after_event(&paragraph, "word120\"");
+    server.push(
+        Reply::sse(paragraph)
+            .chunking(Chunking::Fixed(64))
+            .delay(std::time::Duration::from_millis(2))
+            .stall_after(cut),
+    );
+    let mut home = Home::new();
+    home.anthropic(&server);
+    let shown = blocking(move || {
+        let mut t = Terminal::start_sized(&home, &[], 30, 60);
+        t.wait_for_prompt();
+        t.send_line("start");
+        // Two seconds after the block started, the spinner is still there.
+        t.wait_for("waiting for the model… 2s");
+        t.send("\x03");
+        t.wait_for("cancelled");
+        t.wait_for_prompt();
+        t.send_line("write");
+        // The line being written is on screen, wrapped at the width, before it is complete.
+        let shown = t.wait_for("word120");
+        t.send("\x03");
+        t.wait_for("cancelled");
+        t.wait_for_prompt();
+        t.send_line("/quit");
+        assert_eq!(t.wait_exit().code, Some(0));
+        shown
+    })
+    .await;
+    let rows = answer_rows_to(&shown, "write", "word120");
+    assert!(rows.starts_with("> write\nword0 word1 word2"), "{rows}");
+    for row in rows.lines() {
+        assert!(row.chars().count() <= 60, "a row wider than the terminal:\n{rows}");
+    }
+    let words: Vec<&str> = rows.split_whitespace().skip(2).collect();
+    let expected: Vec<String> = (0..=120).map(|i| format!("word{i}")).collect();
+    assert_eq!(words, expected, "every word once, whole, in order:\n{rows}");
+}
+
+/// The rows of the transcript from the prompt line `> {prompt}` to the row holding `last`.
+fn answer_rows_to(shown: &str, prompt: &str, last: &str) -> String {
+    let start = shown
+        .rfind(&format!("> {prompt}\n"))
+        .unwrap_or_else(|| panic!("the prompt is not on screen:\n{shown}"));
+    let after = &shown[start..];
+    let end = after
+        .find(last)
+        .unwrap_or_else(|| panic!("{last:?} is not on screen:\n{after}"));
+    let end = end + after[end..].find('\n').unwrap_or(after.len() - end);
+    after[..end].to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread")]
