@@ -113,19 +113,49 @@ impl Footer {
             return;
         }
         // The rows that fit above the footer line, with one to spare; the first ones are the
-        // ones left out (they would have scrolled off the screen anyway).
+        // ones left out (they would have scrolled off the screen anyway). A row wider than the
+        // terminal (a line of code) takes as many screen rows as the terminal wraps it into.
         let room = super::rows().saturating_sub(2).max(1);
-        let skip = self.live.len().saturating_sub(room);
-        for row in &self.live[skip..] {
+        let columns = super::columns();
+        let mut from = self.live.len();
+        let mut taken = 0;
+        while from > 0 {
+            let rows = screen_rows(&self.live[from - 1], columns);
+            if taken + rows > room {
+                break;
+            }
+            taken += rows;
+            from -= 1;
+        }
+        for row in &self.live[from..] {
             let _ = out.write_all(row.as_bytes());
             let _ = out.write_all(b"\n");
-            self.live_shown += 1;
         }
+        self.live_shown = taken;
         if let Some(text) = self.text() {
             let _ = out.write_all(text.as_bytes());
             self.shown = true;
         }
     }
+}
+
+/// How many screen rows `painted` (text with SGR sequences) takes on a terminal `columns` wide.
+fn screen_rows(painted: &str, columns: usize) -> usize {
+    let mut visible = String::new();
+    let mut chars = painted.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            // CSI: parameters up to a final byte in `@`..=`~`.
+            for c in chars.by_ref() {
+                if ('@'..='~').contains(&c) && c != '[' {
+                    break;
+                }
+            }
+        } else {
+            visible.push(c);
+        }
+    }
+    width(&visible).div_ceil(columns.max(1)).max(1)
 }
 
 /// Writes `text` to `out` (the console lock held): the footer erased before, drawn after.
@@ -188,5 +218,18 @@ impl Drop for Held {
         f.held = false;
         // The question left the cursor after the answer's line end: a line start.
         f.at_line_start = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_wider_than_the_terminal_takes_the_rows_it_wraps_into() {
+        assert_eq!(screen_rows("", 10), 1);
+        assert_eq!(screen_rows("\x1b[1;36mabcdefghij\x1b[0m", 10), 1);
+        assert_eq!(screen_rows("\x1b[36mabcdefghijk\x1b[0m", 10), 2);
+        assert_eq!(screen_rows("界界界界界界", 10), 2);
     }
 }

@@ -9,7 +9,7 @@
 //!
 //! The width is given with every piece, so a resized terminal is used from the next block on.
 
-use super::blocks::{self, code_line, CODE_GUTTER};
+use super::blocks::{self, code_line, code_rule};
 use super::highlight::CodeHighlighter;
 use super::wrap::{paint, Line, Span};
 
@@ -88,9 +88,6 @@ const MAX_ITEM_INDENT: usize = 16;
 /// every piece, and the screen shows only its last rows anyway.
 const PREVIEW_BYTES: usize = 8 * 1024;
 
-/// The style of a code block's label.
-const LABEL: &str = "2";
-
 impl MarkdownStream {
     /// A renderer; `colour` says whether styles are emitted.
     pub fn new(colour: bool) -> MarkdownStream {
@@ -119,6 +116,11 @@ impl MarkdownStream {
 
     /// Draws everything still held: the unfinished last line and block.
     pub fn finish(&mut self, columns: usize) -> String {
+        self.end(columns, true)
+    }
+
+    /// [`MarkdownStream::finish`]; an open code block gets its closing rule if `close` says so.
+    fn end(&mut self, columns: usize, close: bool) -> String {
         let mut out = String::new();
         if !self.partial.is_empty() {
             let line = std::mem::take(&mut self.partial);
@@ -126,7 +128,9 @@ impl MarkdownStream {
         }
         self.flush(columns, &mut out);
         // The next text block starts afresh (after a tool call, say).
-        self.fence = None;
+        if self.fence.take().is_some() && close {
+            self.write(vec![code_rule(None, columns)], &mut out);
+        }
         self.drawn = false;
         self.last = None;
         out
@@ -147,7 +151,8 @@ impl MarkdownStream {
             }
             ahead.partial.drain(..from);
         }
-        let drawn = ahead.finish(columns);
+        // An open code block is still open: its closing rule comes with its closing fence.
+        let drawn = ahead.end(columns, false);
         drawn
             .strip_suffix('\n')
             .unwrap_or(&drawn)
@@ -207,22 +212,17 @@ impl MarkdownStream {
         if let Some(fence) = self.fence.as_mut() {
             if closes(line, fence.marker, fence.len) {
                 self.fence = None;
+                self.write(vec![code_rule(None, columns)], out);
                 return;
             }
-            let lines = code_line(&mut fence.highlighter, line, columns);
-            self.write(lines, out);
+            let line = code_line(&mut fence.highlighter, line);
+            self.write(vec![line], out);
             return;
         }
         if let Some((marker, len, info)) = opens_fence(line) {
             self.flush(columns, out);
             self.separate(None, out);
-            let label = if info.is_empty() {
-                "code"
-            } else {
-                info.split_whitespace().next().unwrap_or("code")
-            };
-            let label = format!("{}{}", " ".repeat(CODE_GUTTER.chars().count()), label);
-            self.write(vec![vec![Span::styled(label, LABEL)]], out);
+            self.write(vec![code_rule(Some(info), columns)], out);
             self.fence = Some(Fence {
                 marker,
                 len,
@@ -369,7 +369,11 @@ mod tests {
         let out = plain(&[ANSWER], 60);
         assert_eq!(
             out,
-            "Plan\n\nThe three steps:\n\n1. read\n2. change\n\nstep │ tool\n─────┼─────\none  │ read\n\n  rust\n▎ fn main() {}\n\nDone.\n"
+            format!(
+                "Plan\n\nThe three steps:\n\n1. read\n2. change\n\nstep │ tool\n─────┼─────\none  │ read\n\n── rust {}\nfn main() {{}}\n{}\n\nDone.\n",
+                "─".repeat(52),
+                "─".repeat(60)
+            )
         );
     }
 
@@ -383,9 +387,9 @@ mod tests {
     #[test]
     fn a_line_is_drawn_when_it_is_complete() {
         let mut md = MarkdownStream::new(false);
-        assert_eq!(md.push("```sh\nls -l", 40), "  sh\n");
-        assert_eq!(md.push("a\n", 40), "▎ ls -la\n");
-        assert_eq!(md.push("```\n# Title\n", 40), "\nTitle\n");
+        assert_eq!(md.push("```sh\nls -l", 40), format!("── sh {}\n", "─".repeat(34)));
+        assert_eq!(md.push("a\n", 40), "ls -la\n");
+        assert_eq!(md.push("```\n# Title\n", 40), format!("{}\n\nTitle\n", "─".repeat(40)));
         assert_eq!(md.push("para", 40), "");
         assert_eq!(md.push("graph\nnext ", 40), "\nparagraph\n");
         assert_eq!(md.push("line\n- item\n", 40), "next line\n\n• item\n");
@@ -404,8 +408,25 @@ mod tests {
         // The preview changed nothing: the line is drawn in full once complete.
         assert_eq!(md.push("\n", 20), "\nSome bold words that\nwrap\n");
         assert!(md.preview(20).is_empty());
-        assert_eq!(md.push("```\nlet x", 20), "\n  code\n");
-        assert_eq!(md.preview(20), ["▎ let x"]);
+        assert_eq!(md.push("```\nlet x", 20), format!("\n{}\n", "─".repeat(20)));
+        assert_eq!(md.preview(20), ["let x"]);
+    }
+
+    #[test]
+    fn code_lines_are_drawn_as_they_are_between_rules() {
+        let long = format!("    let text = \"{}\"; // the end", "x".repeat(40));
+        let out = plain(&[&format!("```\n{long}\n\tindented\n```\nafter")], 30);
+        // Nothing before a line of code, and no line broken: the terminal wraps a long one.
+        assert_eq!(
+            out,
+            format!(
+                "{}\n{long}\n    indented\n{}\n\nafter\n",
+                "─".repeat(30),
+                "─".repeat(30)
+            )
+        );
+        // An answer that ends inside a code block still closes it.
+        assert_eq!(plain(&["```py\nx = 1"], 12), "── py ──────\nx = 1\n────────────\n");
     }
 
     #[test]

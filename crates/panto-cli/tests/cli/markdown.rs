@@ -75,12 +75,31 @@ async fn rendered_at(cols: u16) -> String {
     .await
 }
 
+/// The lines of the answer's code block.
+fn code_of_answer() -> Vec<&'static str> {
+    let start = ANSWER.find("```rust\n").expect("a code block") + "```rust\n".len();
+    let end = start + ANSWER[start..].find("```").expect("its end");
+    ANSWER[start..end].lines().collect()
+}
+
+/// Each line of the answer's code is a row of its own (wrapped rows joined) holding exactly
+/// the line: nothing before it (no gutter), not broken (the terminal wraps it), so a selection
+/// copies the code as it is.
+fn assert_code_copies(rows: &str) {
+    let shown: Vec<&str> = rows.lines().collect();
+    for line in code_of_answer() {
+        assert!(shown.contains(&line), "{line:?} is not a row of its own:\n{rows}");
+    }
+}
+
 /// The checks "Done means" names, on the rows of a rendered answer `cols` wide.
 fn assert_rendered(rows: &str, cols: usize) {
     for markup in ["**", "```", "|---", "|-", "# Reading", "](http"] {
         assert!(!rows.contains(markup), "{markup:?} is on screen:\n{rows}");
     }
-    for row in rows.lines() {
+    assert_code_copies(rows);
+    let code = code_of_answer();
+    for row in rows.lines().filter(|row| !code.contains(row)) {
         assert!(
             // The answer is ASCII and box-drawing characters: one column each.
             row.chars().count() <= cols,
