@@ -65,7 +65,7 @@ impl TurnView {
             at_line_start: true,
             running_tools: Vec::new(),
             text: Neutraliser::default(),
-            markdown: screen.markdown.then(|| MarkdownStream::new(true)),
+            markdown: screen.markdown.then(|| MarkdownStream::new(screen.out.is_colour())),
             thinking: Neutraliser::default(),
             asks: None,
             max_attempts: None,

@@ -1,6 +1,7 @@
 //! The model's Markdown as a user sees it in the REPL: rendered on a terminal (no `**`, no
 //! backtick fences, no `|---|`), wrapped at the terminal's width without splitting words, drawn
-//! while it streams; left as it came in print mode, on a pipe, with `NO_COLOR` and `TERM=dumb`.
+//! while it streams, and laid out the same without colour under `NO_COLOR`; left as it came in
+//! print mode, on a pipe and with `TERM=dumb`.
 //! Screens are snapshots (`snapshots/`), at 100 and 60 columns.
 
 use panto_testkit::script::{self, AnthropicScript};
@@ -242,9 +243,38 @@ fn answer_rows_to(shown: &str, prompt: &str, last: &str) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn plain_text_without_colour_and_in_print_mode() {
+async fn no_color_keeps_the_layout_without_a_colour() {
     let server = MockServer::start().await;
-    for _ in 0..3 {
+    server.push(Reply::sse(script::anthropic_text(ANSWER)));
+    let mut home = Home::new();
+    home.anthropic(&server);
+    let (shown, styled) = blocking(move || {
+        let mut t = Terminal::start_with_env(&home, &[], 60, 60, &[("NO_COLOR", "1")]);
+        t.wait_for_prompt();
+        t.send_line("how is the config read?");
+        t.wait_for("keys.");
+        t.wait_for_prompt();
+        let shown = t.wait_for("keys.");
+        let styled = t.styled_cells();
+        t.send_line("/quit");
+        assert_eq!(t.wait_exit().code, Some(0));
+        (shown, styled)
+    })
+    .await;
+    // Laid out as with colour: wrapped, the table drawn, code set apart by rules, no markup.
+    let rows = answer_rows(&shown, "how is the config read?");
+    assert_rendered(&rows, 60);
+    assert!(rows.contains("merge │  config/mod.rs  │"), "{rows}");
+    assert!(rows.contains("\n── rust ──"), "{rows}");
+    assert!(rows.contains("\n1. reads the file named by --config"), "{rows}");
+    // And not a cell in a colour or a style.
+    assert!(styled.is_empty(), "styled cells: {styled:?}\n{rows}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn plain_text_on_a_dumb_terminal_and_in_print_mode() {
+    let server = MockServer::start().await;
+    for _ in 0..2 {
         server.push(Reply::sse(script::anthropic_text(ANSWER)));
     }
     let mut home = Home::new();
@@ -252,24 +282,23 @@ async fn plain_text_without_colour_and_in_print_mode() {
     // Print mode on a pipe: the model's Markdown, byte for byte.
     let run = home.run(&["-p", "go"], None).await;
     assert_eq!(run.stdout, format!("{ANSWER}\n"));
-    // The REPL with NO_COLOR, then with TERM=dumb: the Markdown as it came, unwrapped.
-    for (name, value) in [("NO_COLOR", "1"), ("TERM", "dumb")] {
-        let mut home = Home::new();
-        home.anthropic(&server);
-        let shown = blocking(move || {
-            let mut t = Terminal::start_with_env(&home, &[], 60, 60, &[(name, value)]);
-            t.wait_for("new session");
-            t.send_line("go");
-            let shown = t.wait_for("keys.");
-            t.wait_for_prompt();
-            t.send("\x04");
-            t.wait_exit();
-            shown
-        })
-        .await;
-        assert!(
-            shown.contains("# Reading a config file") && shown.contains("|------|:-----:|"),
-            "{name}: {shown}"
-        );
-    }
+    // The REPL with TERM=dumb (a terminal that takes no escape sequences): the Markdown as it
+    // came, unwrapped.
+    let mut home = Home::new();
+    home.anthropic(&server);
+    let shown = blocking(move || {
+        let mut t = Terminal::start_with_env(&home, &[], 60, 60, &[("TERM", "dumb")]);
+        t.wait_for("new session");
+        t.send_line("go");
+        let shown = t.wait_for("keys.");
+        t.wait_for_prompt();
+        t.send("\x04");
+        t.wait_exit();
+        shown
+    })
+    .await;
+    assert!(
+        shown.contains("# Reading a config file") && shown.contains("|------|:-----:|"),
+        "{shown}"
+    );
 }
