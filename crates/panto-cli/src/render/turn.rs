@@ -189,6 +189,14 @@ impl TurnView {
                     self.close_block();
                     self.screen.note(&self.screen.deco.dim("[redacted thinking]"));
                 }
+                BlockKind::ToolUse => {
+                    self.close_block();
+                    // A call's arguments stream before it is shown (all of a file, for `write`):
+                    // the spinner says panto still waits meanwhile.
+                    if self.spinner.is_none() {
+                        self.waiting("waiting for the model…");
+                    }
+                }
                 _ => self.close_block(),
             },
             Event::Delta { delta, .. } => match delta {

@@ -179,12 +179,19 @@ fn after_event(stream: &[u8], needle: &str) -> usize {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_paragraph_shows_while_it_streams_and_the_spinner_until_it_does() {
+async fn a_paragraph_shows_while_it_streams_and_the_spinner_while_nothing_does() {
     let server = MockServer::start().await;
     // A text block has started but nothing is written yet: the spinner goes on counting.
     let started = AnthropicScript::new().text_deltas(["never shown"]).build();
     let cut = after_event(&started, "content_block_start");
     server.push(Reply::sse(started).stall_after(cut));
+    // Text, then a tool call whose arguments are still streaming: the spinner is back.
+    let calling = AnthropicScript::new()
+        .text("I will write the file.")
+        .tool_use("toolu_01", "write", r#"{"path":"a.txt","content":"never complete"}"#)
+        .build();
+    let cut = after_event(&calling, "\"tool_use\"");
+    server.push(Reply::sse(calling).stall_after(cut));
     // One paragraph, a word at a time, paced, that stops in its middle: its line never ends.
     let words: Vec<String> = (0..200)
         .map(|i| format!("{}word{i}", if i == 0 { "" } else { " " }))
@@ -205,6 +212,16 @@ async fn a_paragraph_shows_while_it_streams_and_the_spinner_until_it_does() {
         t.send_line("start");
         // Two seconds after the block started, the spinner is still there.
         t.wait_for("waiting for the model… 2s");
+        t.send("\x03");
+        t.wait_for("cancelled");
+        t.wait_for_prompt();
+        t.send_line("call");
+        t.wait_until("the spinner under the text", |shown| {
+            shown
+                .split("I will write the file.\n")
+                .nth(1)
+                .is_some_and(|after| after.contains("waiting for the model… 1s"))
+        });
         t.send("\x03");
         t.wait_for("cancelled");
         t.wait_for_prompt();
