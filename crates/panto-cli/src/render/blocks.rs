@@ -1,5 +1,6 @@
 //! One Markdown block (a paragraph, a heading, a list item, a quote, a table) drawn as terminal
-//! lines: markup becomes style (no `**`, no backticks, no `|---|`), text is wrapped to the width.
+//! lines: markup becomes style (no `**`, no backticks, no `|---|`), text is wrapped to the width
+//! (code is not: it goes between rules, each line whole, so that it copies as it is).
 //!
 //! The source was neutralised before it got here ([`crate::safe`]), so text holds no control
 //! characters; every escape sequence in the output is panto's own styling. Links are shown as

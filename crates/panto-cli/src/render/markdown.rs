@@ -5,7 +5,9 @@
 //! line, a line of fenced code (highlighted). Only a table waits, for its last row, since its
 //! columns are as wide as their widest cell (and a paragraph line holding a `|`, for the next
 //! line, which says whether it was a table's header). Nothing waits for the whole answer; the
-//! unfinished last line is drawn by [`MarkdownStream::finish`].
+//! unfinished last line is drawn for good by [`MarkdownStream::finish`], and meanwhile
+//! [`MarkdownStream::preview`] renders it (and a waiting table) as it stands, for the live rows
+//! of the footer. Fenced code goes between rules, its lines neither prefixed nor broken.
 //!
 //! The width is given with every piece, so a resized terminal is used from the next block on.
 
