@@ -158,20 +158,7 @@ impl TurnView {
 
     /// Draws one event.
     pub fn event(&mut self, event: &Event) {
-        // The spinner stays until the turn shows something: a message or a text block that
-        // has started has nothing to show yet (nor a tool call whose input still streams).
-        let shows = match event {
-            Event::BlockComplete { .. } | Event::MessageComplete { .. } => false,
-            Event::BlockStart { kind, .. } => {
-                matches!(kind, BlockKind::Thinking | BlockKind::RedactedThinking)
-            }
-            Event::Delta { delta, .. } => match delta {
-                ContentDelta::Text(text) | ContentDelta::Thinking(text) => !text.is_empty(),
-                _ => false,
-            },
-            _ => true,
-        };
-        if shows {
+        if shows_something(event) {
             self.stop_spinner();
         }
         match event {
@@ -200,32 +187,7 @@ impl TurnView {
                 _ => self.close_block(),
             },
             Event::Delta { delta, .. } => match delta {
-                ContentDelta::Text(text) if !text.is_empty() => {
-                    if self.open != Open::Text {
-                        self.close_block();
-                        self.open = Open::Text;
-                    }
-                    if let Some(md) = self.markdown.as_mut() {
-                        // Every byte of the model's text is neutralised before it is parsed,
-                        // so the renderer's own styling is the only escape on screen.
-                        let safe = self.text.push(text);
-                        let columns = self.screen.columns();
-                        let done = md.push(&safe, columns);
-                        // The line being written is shown as it grows, under the lines that
-                        // are complete (which are drawn for good).
-                        if self.screen.deco_on_stdout {
-                            super::footer::set_live(md.preview(columns));
-                        }
-                        self.screen.content(&done);
-                        self.at_line_start = true;
-                    } else if self.screen.out.is_terminal() {
-                        self.screen.content(&self.text.push(text));
-                        self.at_line_start = text.ends_with('\n');
-                    } else {
-                        self.screen.content(text);
-                        self.at_line_start = text.ends_with('\n');
-                    }
-                }
+                ContentDelta::Text(text) if !text.is_empty() => self.text_delta(text),
                 ContentDelta::Thinking(text) if !text.is_empty() => {
                     if self.open != Open::Thinking {
                         self.close_block();
@@ -332,6 +294,34 @@ impl TurnView {
                 self.waiting("waiting for the model…");
             }
             _ => {}
+        }
+    }
+
+    /// A piece of the answer's text.
+    fn text_delta(&mut self, text: &str) {
+        if self.open != Open::Text {
+            self.close_block();
+            self.open = Open::Text;
+        }
+        if let Some(md) = self.markdown.as_mut() {
+            // Every byte of the model's text is neutralised before it is parsed, so the
+            // renderer's own styling is the only escape on screen.
+            let safe = self.text.push(text);
+            let columns = self.screen.columns();
+            let done = md.push(&safe, columns);
+            // The line being written is shown as it grows, under the lines that are complete
+            // (which are drawn for good).
+            if self.screen.deco_on_stdout {
+                super::footer::set_live(md.preview(columns));
+            }
+            self.screen.content(&done);
+            self.at_line_start = true;
+        } else if self.screen.out.is_terminal() {
+            self.screen.content(&self.text.push(text));
+            self.at_line_start = text.ends_with('\n');
+        } else {
+            self.screen.content(text);
+            self.at_line_start = text.ends_with('\n');
         }
     }
 
@@ -452,6 +442,22 @@ impl std::fmt::Debug for TurnView {
 impl Drop for TurnView {
     fn drop(&mut self) {
         self.stop_spinner();
+    }
+}
+
+/// Whether `event` shows something, so the spinner stops: a message or a text block that has
+/// started has nothing to show yet, nor has a tool call whose arguments still stream.
+fn shows_something(event: &Event) -> bool {
+    match event {
+        Event::BlockComplete { .. } | Event::MessageComplete { .. } => false,
+        Event::BlockStart { kind, .. } => {
+            matches!(kind, BlockKind::Thinking | BlockKind::RedactedThinking)
+        }
+        Event::Delta { delta, .. } => match delta {
+            ContentDelta::Text(text) | ContentDelta::Thinking(text) => !text.is_empty(),
+            _ => false,
+        },
+        _ => true,
     }
 }
 
