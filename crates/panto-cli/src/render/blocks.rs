@@ -1,5 +1,6 @@
 //! One Markdown block (a paragraph, a heading, a list item, a quote, a table) drawn as terminal
-//! lines: markup becomes style (no `**`, no backticks, no `|---|`), text is wrapped to the width.
+//! lines: markup becomes style (no `**`, no backticks, no `|---|`), text is wrapped to the width
+//! (code is not: it goes between rules, each line whole, so that it copies as it is).
 //!
 //! The source was neutralised before it got here ([`crate::safe`]), so text holds no control
 //! characters; every escape sequence in the output is panto's own styling. Links are shown as
@@ -320,32 +321,37 @@ impl Renderer {
     }
 }
 
-/// A code block's lines, highlighted and wrapped (at spaces, like prose) behind a gutter.
+/// A code block's lines, highlighted, between a rule above (with the language) and one below.
 pub fn code_lines(info: &str, code: &str, columns: usize) -> Vec<Line> {
     let mut highlighter = CodeHighlighter::new(info);
-    let mut out = Vec::new();
+    let mut out = vec![code_rule(Some(info), columns)];
     let body = code.strip_suffix('\n').unwrap_or(code);
     for source in body.split('\n') {
-        out.extend(code_line(&mut highlighter, source, columns));
+        out.push(code_line(&mut highlighter, source));
     }
+    out.push(code_rule(None, columns));
     out
 }
 
-/// The gutter before a line of code.
-pub const CODE_GUTTER: &str = "▎ ";
+/// The rule above a code block (`── rust ────`, labelled with the language of the fence's
+/// `info` when it names one) or below it (`info` is `None`), `columns` wide. Code is set apart by
+/// these rules alone, so that a selection of its lines copies nothing but the code.
+pub fn code_rule(info: Option<&str>, columns: usize) -> Line {
+    let label = info.and_then(|i| i.split_whitespace().next()).unwrap_or("");
+    let head = if label.is_empty() {
+        String::new()
+    } else {
+        format!("── {label} ")
+    };
+    let rest = columns.saturating_sub(wrap::width(&head)).max(2);
+    vec![Span::styled(format!("{head}{}", "─".repeat(rest)), DIM)]
+}
 
-/// One source line of code as screen lines.
-pub fn code_line(highlighter: &mut CodeHighlighter, source: &str, columns: usize) -> Vec<Line> {
-    let spans = highlighter.line(source);
-    let room = columns.saturating_sub(wrap::width(CODE_GUTTER)).max(1);
-    wrap::wrap(&spans, room)
-        .into_iter()
-        .map(|line| {
-            let mut full = vec![Span::styled(CODE_GUTTER, DIM)];
-            full.extend(line);
-            full
-        })
-        .collect()
+/// One source line of code as one screen line, highlighted: nothing before it, and never
+/// broken (a line wider than the terminal is left for the terminal to wrap), so that a
+/// selection copies the code as it is.
+pub fn code_line(highlighter: &mut CodeHighlighter, source: &str) -> Line {
+    highlighter.line(source)
 }
 
 #[cfg(test)]

@@ -5,11 +5,13 @@
 //! line, a line of fenced code (highlighted). Only a table waits, for its last row, since its
 //! columns are as wide as their widest cell (and a paragraph line holding a `|`, for the next
 //! line, which says whether it was a table's header). Nothing waits for the whole answer; the
-//! unfinished last line is drawn by [`MarkdownStream::finish`].
+//! unfinished last line is drawn for good by [`MarkdownStream::finish`], and meanwhile
+//! [`MarkdownStream::preview`] renders it (and a waiting table) as it stands, for the live rows
+//! of the footer. Fenced code goes between rules, its lines neither prefixed nor broken.
 //!
 //! The width is given with every piece, so a resized terminal is used from the next block on.
 
-use super::blocks::{self, code_line, CODE_GUTTER};
+use super::blocks::{self, code_line, code_rule};
 use super::highlight::CodeHighlighter;
 use super::wrap::{paint, Line, Span};
 
@@ -45,11 +47,25 @@ impl Kind {
 struct Fence {
     marker: char,
     len: usize,
+    info: String,
     highlighter: CodeHighlighter,
 }
 
+impl Clone for Fence {
+    /// A copy whose highlighter starts afresh (a grammar's state cannot be copied): good for a
+    /// preview of the line being written, which is drawn again, highlighted, once complete.
+    fn clone(&self) -> Fence {
+        Fence {
+            marker: self.marker,
+            len: self.len,
+            info: self.info.clone(),
+            highlighter: CodeHighlighter::new(&self.info),
+        }
+    }
+}
+
 /// The streaming Markdown renderer of one answer.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct MarkdownStream {
     colour: bool,
     /// The line being received.
@@ -70,8 +86,9 @@ pub struct MarkdownStream {
 /// Deeper indentation of a list item is drawn as this much.
 const MAX_ITEM_INDENT: usize = 16;
 
-/// The style of a code block's label.
-const LABEL: &str = "2";
+/// The most of an unfinished line a preview renders (its end): a line is rendered again with
+/// every piece, and the screen shows only its last rows anyway.
+const PREVIEW_BYTES: usize = 8 * 1024;
 
 impl MarkdownStream {
     /// A renderer; `colour` says whether styles are emitted.
@@ -101,6 +118,11 @@ impl MarkdownStream {
 
     /// Draws everything still held: the unfinished last line and block.
     pub fn finish(&mut self, columns: usize) -> String {
+        self.end(columns, true)
+    }
+
+    /// [`MarkdownStream::finish`]; an open code block gets its closing rule if `close` says so.
+    fn end(&mut self, columns: usize, close: bool) -> String {
         let mut out = String::new();
         if !self.partial.is_empty() {
             let line = std::mem::take(&mut self.partial);
@@ -108,10 +130,37 @@ impl MarkdownStream {
         }
         self.flush(columns, &mut out);
         // The next text block starts afresh (after a tool call, say).
-        self.fence = None;
+        if self.fence.take().is_some() && close {
+            self.write(vec![code_rule(None, columns)], &mut out);
+        }
         self.drawn = false;
         self.last = None;
         out
+    }
+
+    /// The unfinished line (and a table waiting for its end) as it would be drawn if the answer
+    /// ended now, as rows without line ends; empty when nothing is held. Changes nothing: what
+    /// is drawn for good comes from [`MarkdownStream::push`] and [`MarkdownStream::finish`].
+    pub fn preview(&self, columns: usize) -> Vec<String> {
+        if self.partial.is_empty() && self.block.is_none() {
+            return Vec::new();
+        }
+        let mut ahead = self.clone();
+        if ahead.partial.len() > PREVIEW_BYTES {
+            let mut from = ahead.partial.len() - PREVIEW_BYTES;
+            while !ahead.partial.is_char_boundary(from) {
+                from += 1;
+            }
+            ahead.partial.drain(..from);
+        }
+        // An open code block is still open: its closing rule comes with its closing fence.
+        let drawn = ahead.end(columns, false);
+        drawn
+            .strip_suffix('\n')
+            .unwrap_or(&drawn)
+            .split('\n')
+            .map(str::to_owned)
+            .collect()
     }
 
     fn write(&mut self, lines: Vec<Line>, out: &mut String) {
@@ -165,25 +214,21 @@ impl MarkdownStream {
         if let Some(fence) = self.fence.as_mut() {
             if closes(line, fence.marker, fence.len) {
                 self.fence = None;
+                self.write(vec![code_rule(None, columns)], out);
                 return;
             }
-            let lines = code_line(&mut fence.highlighter, line, columns);
-            self.write(lines, out);
+            let line = code_line(&mut fence.highlighter, line);
+            self.write(vec![line], out);
             return;
         }
         if let Some((marker, len, info)) = opens_fence(line) {
             self.flush(columns, out);
             self.separate(None, out);
-            let label = if info.is_empty() {
-                "code"
-            } else {
-                info.split_whitespace().next().unwrap_or("code")
-            };
-            let label = format!("{}{}", " ".repeat(CODE_GUTTER.chars().count()), label);
-            self.write(vec![vec![Span::styled(label, LABEL)]], out);
+            self.write(vec![code_rule(Some(info), columns)], out);
             self.fence = Some(Fence {
                 marker,
                 len,
+                info: info.to_owned(),
                 highlighter: CodeHighlighter::new(info),
             });
             return;
@@ -326,7 +371,11 @@ mod tests {
         let out = plain(&[ANSWER], 60);
         assert_eq!(
             out,
-            "Plan\n\nThe three steps:\n\n1. read\n2. change\n\nstep │ tool\n─────┼─────\none  │ read\n\n  rust\n▎ fn main() {}\n\nDone.\n"
+            format!(
+                "Plan\n\nThe three steps:\n\n1. read\n2. change\n\nstep │ tool\n─────┼─────\none  │ read\n\n── rust {}\nfn main() {{}}\n{}\n\nDone.\n",
+                "─".repeat(52),
+                "─".repeat(60)
+            )
         );
     }
 
@@ -340,14 +389,46 @@ mod tests {
     #[test]
     fn a_line_is_drawn_when_it_is_complete() {
         let mut md = MarkdownStream::new(false);
-        assert_eq!(md.push("```sh\nls -l", 40), "  sh\n");
-        assert_eq!(md.push("a\n", 40), "▎ ls -la\n");
-        assert_eq!(md.push("```\n# Title\n", 40), "\nTitle\n");
+        assert_eq!(md.push("```sh\nls -l", 40), format!("── sh {}\n", "─".repeat(34)));
+        assert_eq!(md.push("a\n", 40), "ls -la\n");
+        assert_eq!(md.push("```\n# Title\n", 40), format!("{}\n\nTitle\n", "─".repeat(40)));
         assert_eq!(md.push("para", 40), "");
         assert_eq!(md.push("graph\nnext ", 40), "\nparagraph\n");
         assert_eq!(md.push("line\n- item\n", 40), "next line\n\n• item\n");
         assert_eq!(md.push("  more\n\nafter\n", 40), "  more\n\nafter\n");
         assert_eq!(md.finish(40), "");
+    }
+
+    #[test]
+    fn the_unfinished_line_is_previewed_as_it_will_be_drawn() {
+        let mut md = MarkdownStream::new(false);
+        assert!(md.preview(20).is_empty());
+        assert_eq!(md.push("# Title\nSome **bold", 20), "Title\n");
+        assert_eq!(md.preview(20), ["", "Some **bold"]);
+        assert_eq!(md.push("** words that wrap", 20), "");
+        assert_eq!(md.preview(20), ["", "Some bold words that", "wrap"]);
+        // The preview changed nothing: the line is drawn in full once complete.
+        assert_eq!(md.push("\n", 20), "\nSome bold words that\nwrap\n");
+        assert!(md.preview(20).is_empty());
+        assert_eq!(md.push("```\nlet x", 20), format!("\n{}\n", "─".repeat(20)));
+        assert_eq!(md.preview(20), ["let x"]);
+    }
+
+    #[test]
+    fn code_lines_are_drawn_as_they_are_between_rules() {
+        let long = format!("    let text = \"{}\"; // the end", "x".repeat(40));
+        let out = plain(&[&format!("```\n{long}\n\tindented\n```\nafter")], 30);
+        // Nothing before a line of code, and no line broken: the terminal wraps a long one.
+        assert_eq!(
+            out,
+            format!(
+                "{}\n{long}\n    indented\n{}\n\nafter\n",
+                "─".repeat(30),
+                "─".repeat(30)
+            )
+        );
+        // An answer that ends inside a code block still closes it.
+        assert_eq!(plain(&["```py\nx = 1"], 12), "── py ──────\nx = 1\n────────────\n");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Terminal presentation: when to use colour, where decorations go, and how a turn is drawn.
 //!
-//! Two rules hold everywhere: colour only on a terminal and never when `NO_COLOR` is set; and
+//! Two rules hold everywhere: colour only on a terminal and never when `NO_COLOR` is set (which
+//! takes away colour and style only: the layout of an answer stays); and
 //! when stdout is not a terminal, it receives only content (the model's text), while everything
 //! decorative (tool lines, summaries, notes) goes to stderr.
 
@@ -130,8 +131,10 @@ pub struct Screen {
     pub deco_on_stdout: bool,
     /// Whether the decoration stream is a terminal (so a spinner may be drawn).
     pub deco_is_tty: bool,
-    /// Whether the model's Markdown is rendered (styled and wrapped): stdout is a terminal that
-    /// takes colour. Otherwise the text is written as it came (neutralised on a terminal).
+    /// Whether the model's Markdown is rendered (wrapped, laid out, its markup gone; styled
+    /// when [`Screen::out`] takes colour): stdout is a terminal that understands escape
+    /// sequences (`TERM` is not `dumb`). `NO_COLOR` takes the colour away, not the layout.
+    /// Otherwise the text is written as it came (neutralised on a terminal).
     pub markdown: bool,
 }
 
@@ -146,7 +149,7 @@ impl Screen {
             deco: Style::detect(deco_is_tty, env),
             deco_on_stdout: out_tty,
             deco_is_tty,
-            markdown: Style::detect(out_tty, env).is_colour(),
+            markdown: out_tty && env.get("TERM") != Some("dumb"),
         }
     }
 
@@ -194,6 +197,14 @@ pub fn brief(message: &str) -> std::borrow::Cow<'_, str> {
     }
     let shown: String = message.chars().take(SHOWN_ERROR_CHARS).collect();
     format!("{shown} … ({} more characters not shown)", total - SHOWN_ERROR_CHARS).into()
+}
+
+/// The height of the terminal stdout is, read now; 24 when it cannot be read.
+pub fn rows() -> usize {
+    terminal_size::terminal_size_of(std::io::stdout())
+        .map(|(_, h)| usize::from(h.0))
+        .filter(|&h| h > 0)
+        .unwrap_or(24)
 }
 
 /// The width of the terminal stdout is, read now; 80 when it cannot be read.

@@ -65,7 +65,7 @@ impl TurnView {
             at_line_start: true,
             running_tools: Vec::new(),
             text: Neutraliser::default(),
-            markdown: screen.markdown.then(|| MarkdownStream::new(true)),
+            markdown: screen.markdown.then(|| MarkdownStream::new(screen.out.is_colour())),
             thinking: Neutraliser::default(),
             asks: None,
             max_attempts: None,
@@ -133,8 +133,9 @@ impl TurnView {
             Open::Nothing => String::new(),
         };
         if let (Open::Text, Some(md)) = (self.open, self.markdown.as_mut()) {
-            // The rest of the answer (its last line, a block waiting for its end) is drawn now;
-            // the rendered text always ends with a line end.
+            // The rest of the answer (its last line, a block waiting for its end) is drawn now,
+            // for good, in place of its live rows; the rendered text always ends with a line end.
+            super::footer::set_live(Vec::new());
             let mut rest = md.push(&held, self.screen.columns());
             rest.push_str(&md.finish(self.screen.columns()));
             self.screen.content(&rest);
@@ -157,7 +158,9 @@ impl TurnView {
 
     /// Draws one event.
     pub fn event(&mut self, event: &Event) {
-        self.stop_spinner();
+        if shows_something(event) {
+            self.stop_spinner();
+        }
         match event {
             Event::BlockStart { kind, .. } => match kind {
                 BlockKind::Text => {
@@ -173,28 +176,18 @@ impl TurnView {
                     self.close_block();
                     self.screen.note(&self.screen.deco.dim("[redacted thinking]"));
                 }
+                BlockKind::ToolUse => {
+                    self.close_block();
+                    // A call's arguments stream before it is shown (all of a file, for `write`):
+                    // the spinner says panto still waits meanwhile.
+                    if self.spinner.is_none() {
+                        self.waiting("waiting for the model…");
+                    }
+                }
                 _ => self.close_block(),
             },
             Event::Delta { delta, .. } => match delta {
-                ContentDelta::Text(text) if !text.is_empty() => {
-                    if self.open != Open::Text {
-                        self.close_block();
-                        self.open = Open::Text;
-                    }
-                    if let Some(md) = self.markdown.as_mut() {
-                        // Every byte of the model's text is neutralised before it is parsed,
-                        // so the renderer's own styling is the only escape on screen.
-                        let safe = self.text.push(text);
-                        self.screen.content(&md.push(&safe, self.screen.columns()));
-                        self.at_line_start = true;
-                    } else if self.screen.out.is_terminal() {
-                        self.screen.content(&self.text.push(text));
-                        self.at_line_start = text.ends_with('\n');
-                    } else {
-                        self.screen.content(text);
-                        self.at_line_start = text.ends_with('\n');
-                    }
-                }
+                ContentDelta::Text(text) if !text.is_empty() => self.text_delta(text),
                 ContentDelta::Thinking(text) if !text.is_empty() => {
                     if self.open != Open::Thinking {
                         self.close_block();
@@ -301,6 +294,34 @@ impl TurnView {
                 self.waiting("waiting for the model…");
             }
             _ => {}
+        }
+    }
+
+    /// A piece of the answer's text.
+    fn text_delta(&mut self, text: &str) {
+        if self.open != Open::Text {
+            self.close_block();
+            self.open = Open::Text;
+        }
+        if let Some(md) = self.markdown.as_mut() {
+            // Every byte of the model's text is neutralised before it is parsed, so the
+            // renderer's own styling is the only escape on screen.
+            let safe = self.text.push(text);
+            let columns = self.screen.columns();
+            let done = md.push(&safe, columns);
+            // The line being written is shown as it grows, under the lines that are complete
+            // (which are drawn for good).
+            if self.screen.deco_on_stdout {
+                super::footer::set_live(md.preview(columns));
+            }
+            self.screen.content(&done);
+            self.at_line_start = true;
+        } else if self.screen.out.is_terminal() {
+            self.screen.content(&self.text.push(text));
+            self.at_line_start = text.ends_with('\n');
+        } else {
+            self.screen.content(text);
+            self.at_line_start = text.ends_with('\n');
         }
     }
 
@@ -421,6 +442,22 @@ impl std::fmt::Debug for TurnView {
 impl Drop for TurnView {
     fn drop(&mut self) {
         self.stop_spinner();
+    }
+}
+
+/// Whether `event` shows something, so the spinner stops: a message or a text block that has
+/// started has nothing to show yet, nor has a tool call whose arguments still stream.
+fn shows_something(event: &Event) -> bool {
+    match event {
+        Event::BlockComplete { .. } | Event::MessageComplete { .. } => false,
+        Event::BlockStart { kind, .. } => {
+            matches!(kind, BlockKind::Thinking | BlockKind::RedactedThinking)
+        }
+        Event::Delta { delta, .. } => match delta {
+            ContentDelta::Text(text) | ContentDelta::Thinking(text) => !text.is_empty(),
+            _ => false,
+        },
+        _ => true,
     }
 }
 

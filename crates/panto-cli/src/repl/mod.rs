@@ -353,7 +353,7 @@ impl Repl<'_> {
                 if role == Role::Assistant && self.screen.markdown {
                     // The last answer as it was shown when it streamed: rendered.
                     self.dim(&format!("  {who}:"));
-                    let mut md = crate::render::MarkdownStream::new(true);
+                    let mut md = crate::render::MarkdownStream::new(self.screen.out.is_colour());
                     let columns = self.screen.columns();
                     let mut shown = md.push(&crate::safe::neutralise(&text), columns);
                     shown.push_str(&md.finish(columns));

@@ -169,6 +169,31 @@ impl Terminal {
         self.lock().parser.screen().contents()
     }
 
+    /// The visible cells drawn in a colour or a style (bold, dim, italic, underline, reverse),
+    /// as `(row, column, text)`.
+    pub fn styled_cells(&self) -> Vec<(u16, u16, String)> {
+        let s = self.lock();
+        let screen = s.parser.screen();
+        let (rows, cols) = screen.size();
+        let mut styled = Vec::new();
+        for row in 0..rows.get() {
+            for col in 0..cols.get() {
+                let Some(cell) = screen.cell(row, col) else { continue };
+                if cell.fgcolor() != vt100::Color::Default
+                    || cell.bgcolor() != vt100::Color::Default
+                    || cell.bold()
+                    || cell.dim()
+                    || cell.italic()
+                    || cell.underline()
+                    || cell.inverse()
+                {
+                    styled.push((row, col, cell.contents().to_owned()));
+                }
+            }
+        }
+        styled
+    }
+
     /// What the program asked of the terminal besides drawing, so far.
     pub fn requests(&self) -> Requests {
         self.lock().parser.callbacks().clone()
