@@ -107,6 +107,9 @@ pub struct Provider {
     pub key: Key,
     /// The variable the key comes from, for messages.
     pub key_env: Option<String>,
+    /// Where the key was read, for a message that refuses it: the variable's name, or the
+    /// config file's `api_key`; `None` when no key is sent.
+    pub key_origin: Option<String>,
     /// Extra HTTP headers.
     pub headers: Vec<(String, String)>,
     /// Prompt caching on or off.
@@ -115,6 +118,23 @@ pub struct Provider {
     pub cache_ttl: CacheTtl,
     /// Whether OpenAI styles send the session id as `prompt_cache_key`.
     pub prompt_cache_key: bool,
+}
+
+impl Provider {
+    /// For an error that refuses the key (HTTP 401 or 403): where the key came from, so the
+    /// user knows which to fix (`the key was ANTHROPIC_API_KEY's`). `None` for any other error.
+    pub fn key_hint(&self, error: &panto_core::Error) -> Option<String> {
+        let panto_core::Error::Http { status: 401 | 403, .. } = error else {
+            return None;
+        };
+        Some(match &self.key_origin {
+            Some(origin) if self.key_env.as_deref() == Some(origin.as_str()) => {
+                format!("the key sent to {} was {}'s", self.name, shown_var(origin))
+            }
+            Some(origin) => format!("the key sent to {} was {origin}", self.name),
+            None => format!("no key was sent to {} (none is configured for it)", self.name),
+        })
+    }
 }
 
 /// The caching a provider gets: its own setting, else `[cache]`'s, else the default. Only
@@ -139,6 +159,7 @@ impl std::fmt::Debug for Provider {
             .field("base_url", &self.base_url)
             .field("key", &self.key)
             .field("key_env", &self.key_env.as_deref().map(shown_var))
+            .field("key_origin", &self.key_origin.as_deref().map(shown_var))
             .field("headers", &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>())
             .finish()
     }
@@ -170,6 +191,7 @@ pub fn resolve(
                 .get(key_var)
                 .map_or_else(|| Key::Missing(key_var.to_owned()), |k| Key::Value(k.to_owned())),
             key_env: Some(key_var.to_owned()),
+            key_origin: env.get(key_var).map(|_| key_var.to_owned()),
             headers: Vec::new(),
         });
     }
@@ -210,6 +232,11 @@ pub fn resolve(
                 .map_or_else(|| Key::Missing(var.clone()), |k| Key::Value(k.to_owned())),
             (None, None) => Key::NotNeeded,
         };
+        let key_origin = match (&entry.api_key, &key_env, &key) {
+            (Some(_), _, _) => Some(format!("providers.{name}.api_key in the config file")),
+            (None, Some(var), Key::Value(_)) => Some(var.clone()),
+            _ => None,
+        };
         if name.is_empty() {
             return Err(source.error(span, "a provider name must not be empty"));
         }
@@ -223,6 +250,7 @@ pub fn resolve(
             prompt_cache_key,
             key,
             key_env,
+            key_origin,
             headers: entry.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
         });
     }

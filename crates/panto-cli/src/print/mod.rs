@@ -166,6 +166,7 @@ pub async fn run(launch: Launch, prompt: &str, options: Options) -> Result<ExitC
     }
     let pricing = launch.settings.pricing();
     let wire = ready.selection.wire();
+    let ready_provider = ready.selection.provider.clone();
     let mut agent = ready.agent;
     let saving = launch.store.persists();
     let mut result = TurnResult {
@@ -229,7 +230,15 @@ pub async fn run(launch: Launch, prompt: &str, options: Options) -> Result<ExitC
             .map(|m| m.text())
             .unwrap_or_default();
     }
-    let mut failure = outcome.err().map(Failure::from);
+    let provider = &ready_provider;
+    let mut failure = outcome.err().map(|e| {
+        let hint = provider.key_hint(&e);
+        let mut failure = Failure::from(e);
+        if let Some(hint) = hint {
+            failure.message = format!("{}; {hint}", failure.message);
+        }
+        failure
+    });
     if let Some(input) = &input {
         let untaken = input.untaken();
         if !untaken.is_empty() {

@@ -451,6 +451,7 @@ impl Repl<'_> {
                 crate::config::Typeahead::Steer => panto_core::QueueMode::Steer,
                 crate::config::Typeahead::FollowUp => panto_core::QueueMode::FollowUp,
             },
+            &self.selection.provider,
         ));
         self.totals.add(&outcome);
         if outcome.reached_model {

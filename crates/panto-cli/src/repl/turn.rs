@@ -35,6 +35,7 @@ pub async fn run(
     wire: &ProviderIdentity,
     asks: AsksFirst,
     typeahead: QueueMode,
+    provider: &crate::config::Provider,
 ) -> TurnOutcome {
     let started = std::time::Instant::now();
     let mut view = TurnView::new(screen)
@@ -79,7 +80,10 @@ pub async fn run(
                 break;
             }
             Err(e) => {
-                view.failed(&e.to_string());
+                match provider.key_hint(&e) {
+                    Some(hint) => view.failed(&format!("{e}; {hint}")),
+                    None => view.failed(&e.to_string()),
+                }
                 break;
             }
         }

@@ -110,6 +110,27 @@ async fn a_misspelt_model_flag_is_refused_before_the_first_request() {
     assert_eq!(out.ok(), "tuned\n");
 }
 
+/// A key the provider refuses (HTTP 401) is named by where it came from, so the user knows which
+/// to fix; the key itself never appears.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_refused_key_names_the_variable_it_came_from() {
+    let server = MockServer::start().await;
+    server.push(Reply::json(
+        401,
+        &serde_json::json!({"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}),
+    ));
+    let mut home = Home::new();
+    home.anthropic(&server);
+    let out = home.run(&["-p", "hi"], None).await;
+    assert_eq!(out.code, Some(1), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("HTTP 401") && out.stderr.contains("the key sent to anthropic was ANTHROPIC_API_KEY's"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains(KEY), "{}", out.stderr);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn provider_error_is_one_line_and_exit_code_1() {
     let server = MockServer::start().await;
