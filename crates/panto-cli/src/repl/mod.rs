@@ -434,7 +434,6 @@ impl Repl<'_> {
             text,
             images: images.into_iter().map(|a| a.bytes).collect(),
         };
-        let wire = self.selection.wire();
         let (gate, mcp) = (self.gate.clone(), self.mcp.clone());
         let asks: crate::render::AsksFirst = Box::new(move |name| match ToolName::parse(name) {
             Ok(tool) => tool.needs_approval() && gate.asks(tool.as_str()),
@@ -445,13 +444,12 @@ impl Repl<'_> {
             message,
             self.screen,
             &self.pricing,
-            &wire,
+            &self.selection,
             asks,
             match self.settings.typeahead {
                 crate::config::Typeahead::Steer => panto_core::QueueMode::Steer,
                 crate::config::Typeahead::FollowUp => panto_core::QueueMode::FollowUp,
             },
-            &self.selection.provider,
         ));
         self.totals.add(&outcome);
         if outcome.reached_model {

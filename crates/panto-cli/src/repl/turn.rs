@@ -2,7 +2,6 @@
 //! cancels it.
 
 use panto_core::pricing::PricingRegistry;
-use panto_core::wire::ProviderIdentity;
 use panto_core::{Agent, Error, Event, QueueMode, Usage, UserMessage};
 
 use super::keys::{TurnKeys, TypeAhead};
@@ -32,11 +31,12 @@ pub async fn run(
     message: UserMessage,
     screen: Screen,
     pricing: &PricingRegistry,
-    wire: &ProviderIdentity,
+    selection: &crate::config::Selection,
     asks: AsksFirst,
     typeahead: QueueMode,
-    provider: &crate::config::Provider,
 ) -> TurnOutcome {
+    let wire = &selection.wire();
+    let provider = &selection.provider;
     let started = std::time::Instant::now();
     let mut view = TurnView::new(screen)
         .with_questions(asks)
