@@ -32,6 +32,13 @@ pub struct Spec {
     pub help: &'static str,
 }
 
+/// What `/init` asks the model: an `AGENTS.md` that panto (and other agents) read at start.
+pub const INIT_PROMPT: &str = "Look around this project (its layout, build and test commands, \
+conventions and anything a newcomer would trip over) and write an AGENTS.md at its root for \
+coding agents working in it: how to build, test and run it, where things are, and the rules the \
+code follows. Keep it short and factual. If an AGENTS.md exists, improve it instead of starting \
+over.";
+
 /// Declares [`Command`] and [`COMMANDS`] from one list, so that a command cannot be added to one
 /// and not the other: the table drives parsing, `/help` and Tab completion, and the REPL matches
 /// on the enum, so the compiler asks for the new command's handler.
@@ -79,6 +86,7 @@ slash_commands! {
     Fork = "/fork", "", Nothing, "continue in a new session holding this conversation (the original stays)";
     Tree = "/tree", "", Nothing, "show the session's branches, the active one marked";
     System = "/system", "[TEXT]", Nothing, "show the system prompt, or replace it";
+    Init = "/init", "", Nothing, "ask the model to write an AGENTS.md for this project";
     Tools = "/tools", "", Nothing, "list the tools and their approval";
     Mcp = "/mcp", "", Nothing, "list the MCP servers: status, tools and approval, or why one is not running";
     Cost = "/cost", "", Nothing, "tokens and cost so far, and how full the context is";

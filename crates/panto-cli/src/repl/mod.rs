@@ -523,6 +523,7 @@ impl Repl<'_> {
                         self.switch(SessionChoice::New, Some(keep));
                     }
                     Command::System => self.system(&args),
+                    Command::Init => self.turn(commands::INIT_PROMPT.to_owned()),
                     Command::Tools => self.list_tools(),
                     Command::Mcp => self.list_mcp(),
                     Command::Cost => self.cost(),

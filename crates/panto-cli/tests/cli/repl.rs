@@ -129,6 +129,24 @@ async fn status_shows_what_the_repl_works_with_and_clear_and_exit_do_what_they_s
     assert_eq!(home.session_files().len(), 2);
 }
 
+/// `/init` asks the model for an AGENTS.md: a turn like any other, with the request written for it.
+#[tokio::test(flavor = "multi_thread")]
+async fn init_asks_the_model_to_write_agents_md() {
+    let server = MockServer::start().await;
+    server.push(Reply::sse(script::anthropic_text("I will write it.")));
+    let mut home = Home::new();
+    home.anthropic(&server);
+    home.in_repl(&[], |p| {
+        p.type_line("/init");
+        p.expect("I will write it.");
+        p.quit();
+    })
+    .await;
+    let request = body(&server.requests()[0]);
+    let sent = all_text(&request["messages"]);
+    assert!(sent.contains("write an AGENTS.md at its root"), "{sent}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn approval_question_runs_the_tool_on_yes() {
     let server = MockServer::start().await;
