@@ -15,8 +15,9 @@
 //! line (`/quit`, `!ls`) is never sent to the model: it waits, with what is typed after it, and
 //! runs at the prompt when the turn ends, as if typed there.
 //!
-//! An approval question reads its answer in canonical mode: [`pause`] gives the terminal back
-//! (cooked, echoing) and keeps the reader thread off it until the answer is read.
+//! An approval question reads its answer itself: [`pause`] gives the terminal back (cooked,
+//! echoing; the question then takes single keys) and keeps the reader thread off it until the
+//! answer is read.
 
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -206,7 +207,8 @@ pub struct Paused {
     restore: Option<Termios>,
 }
 
-/// Gives the terminal back to line input (an approval question) until the guard is dropped.
+/// Gives the terminal back in its settings before the turn (for an approval question) until
+/// the guard is dropped.
 /// Nothing is read by the key thread meanwhile. A no-op outside a turn.
 pub fn pause() -> Paused {
     let mut k = keyboard();

@@ -132,30 +132,15 @@ fn declined(tool: &str, why: &str) -> String {
     format!("the {tool} call did not run: {why}")
 }
 
-/// Parses an answer: `y`/`yes`, `n`/`no`, `a`/`always`, `f`/`feedback` (any case), or a "no"
-/// followed by what to tell the model (`n: use the test profile`, `no, not that file`).
-pub fn parse_answer(line: &str) -> Option<Answer> {
-    let trimmed = line.trim();
-    match trimmed.to_ascii_lowercase().as_str() {
-        "y" | "yes" => return Some(Answer::Yes),
-        "n" | "no" => return Some(Answer::No),
-        "a" | "always" => return Some(Answer::Always),
-        "f" | "feedback" => return Some(Answer::Feedback),
-        _ => {}
+/// The answer a key gives at the question: `y`, `n`, `a` or `f` (either case).
+pub fn answer_key(key: char) -> Option<Answer> {
+    match key.to_ascii_lowercase() {
+        'y' => Some(Answer::Yes),
+        'n' => Some(Answer::No),
+        'a' => Some(Answer::Always),
+        'f' => Some(Answer::Feedback),
+        _ => None,
     }
-    for word in ["no", "n"] {
-        let Some(rest) = trimmed.get(..word.len()).filter(|w| w.eq_ignore_ascii_case(word)) else {
-            continue;
-        };
-        let rest = &trimmed[rest.len()..];
-        if let Some(why) = rest.strip_prefix([':', ',', ' ']) {
-            let why = why.trim_start_matches([':', ',', ' ']).trim();
-            if !why.is_empty() {
-                return Some(Answer::NoBecause(why.to_owned()));
-            }
-        }
-    }
-    None
 }
 
 #[cfg(test)]
@@ -217,21 +202,12 @@ mod tests {
     }
 
     #[test]
-    fn answers_parse() {
-        assert_eq!(parse_answer(" Y\n"), Some(Answer::Yes));
-        assert_eq!(parse_answer("always"), Some(Answer::Always));
-        assert_eq!(parse_answer("no"), Some(Answer::No));
-        assert_eq!(parse_answer("maybe"), None);
-        assert_eq!(parse_answer("f"), Some(Answer::Feedback));
-        assert_eq!(
-            parse_answer("n: use the test profile"),
-            Some(Answer::NoBecause("use the test profile".into()))
-        );
-        assert_eq!(
-            parse_answer("No, not that file"),
-            Some(Answer::NoBecause("not that file".into()))
-        );
-        // A word that merely starts with n is not an answer.
-        assert_eq!(parse_answer("nope"), None);
+    fn one_key_answers() {
+        assert_eq!(answer_key('Y'), Some(Answer::Yes));
+        assert_eq!(answer_key('a'), Some(Answer::Always));
+        assert_eq!(answer_key('n'), Some(Answer::No));
+        assert_eq!(answer_key('f'), Some(Answer::Feedback));
+        assert_eq!(answer_key('x'), None);
+        assert_eq!(answer_key('\r'), None);
     }
 }

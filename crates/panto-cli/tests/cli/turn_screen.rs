@@ -85,7 +85,7 @@ async fn edit_approval_at(cols: u16) -> (String, String) {
         t.send_line("greet the world");
         t.wait_for("say why):");
         let screen = t.contents();
-        t.send_line("f");
+        t.send("f");
         t.wait_for("what should the model do instead?");
         t.send_line("keep the greeting short");
         t.wait_for("Understood, no change.");
