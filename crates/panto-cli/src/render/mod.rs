@@ -6,6 +6,7 @@
 
 mod blocks;
 mod diff;
+pub mod expand;
 pub mod footer;
 mod highlight;
 mod markdown;

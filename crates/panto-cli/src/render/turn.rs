@@ -1,7 +1,8 @@
 //! Drawing one turn's events in the REPL.
 //!
 //! Text streams to stdout as it arrives. Thinking is dimmed; tool calls show their name and
-//! arguments; tool results are summarised (first lines, size, errors in red). Those, the waiting
+//! arguments; tool results are summarised (size, first and last lines, errors in red; Ctrl-O
+//! shows the last one in full, [`super::expand`]). Those, the waiting
 //! indicator, retries and the closing cost line are decorations (see [`Screen`]).
 //!
 //! Everything an event carries is untrusted (the model's text and thinking, tool names, arguments
@@ -18,8 +19,11 @@ use super::Screen;
 use crate::cost::thousands;
 use crate::safe::Neutraliser;
 
-/// How many lines of a tool result are shown.
-const RESULT_PREVIEW_LINES: usize = 4;
+/// How many first lines of a long tool result are shown.
+const RESULT_HEAD_LINES: usize = 3;
+/// How many last lines of a long tool result are shown (where a test run's verdict, an exit code
+/// or an error's last message is).
+const RESULT_TAIL_LINES: usize = 3;
 /// How many characters of a tool call's arguments are shown.
 const ARGS_PREVIEW_CHARS: usize = 160;
 
@@ -332,6 +336,7 @@ impl TurnView {
                 }
             }
         }
+        super::expand::remember(self.screen, name, &text, is_error);
         let deco = self.screen.deco;
         let name = deco.safe(name);
         let lines: Vec<&str> = text.lines().collect();
@@ -347,8 +352,8 @@ impl TurnView {
             deco.dim(&format!("  ✓ {name} ({size})"))
         };
         self.screen.note(&head);
-        // Errors usually say what went wrong at the end (an exit code, a last message), so an
-        // error shows its first and last lines; a success shows its first lines.
+        // The first lines say what ran, the last ones how it ended (`300 passed`, an exit code,
+        // an error's last message): a long result shows both, and how many lines lie between.
         let paint = |line: &str| {
             let shown = format!("    {}", deco.safe(&compact(line, 200)));
             if is_error {
@@ -357,20 +362,18 @@ impl TurnView {
                 deco.dim(&shown)
             }
         };
-        let hidden = lines.len().saturating_sub(RESULT_PREVIEW_LINES);
-        let (head, tail) = if hidden == 0 {
+        // Hiding a single line would take the row the line itself takes.
+        let hidden = lines.len().saturating_sub(RESULT_HEAD_LINES + RESULT_TAIL_LINES);
+        let (head, tail) = if hidden <= 1 {
             (&lines[..], &lines[lines.len()..])
-        } else if is_error {
-            let half = RESULT_PREVIEW_LINES / 2;
-            (&lines[..half], &lines[lines.len() - half..])
         } else {
-            (&lines[..RESULT_PREVIEW_LINES], &lines[lines.len()..])
+            (&lines[..RESULT_HEAD_LINES], &lines[lines.len() - RESULT_TAIL_LINES..])
         };
         for line in head {
             self.screen.note(&paint(line));
         }
-        if hidden > 0 {
-            let more = format!("    … {hidden} more line{}", if hidden == 1 { "" } else { "s" });
+        if hidden > 1 {
+            let more = format!("    … {hidden} more lines (Ctrl-O shows all)");
             self.screen.note(&deco.dim(&more));
         }
         for line in tail {

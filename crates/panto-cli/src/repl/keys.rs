@@ -15,6 +15,8 @@
 //! line (`/quit`, `!ls`) is never sent to the model: it waits, with what is typed after it, and
 //! runs at the prompt when the turn ends, as if typed there.
 //!
+//! Ctrl-O draws the last tool result in full ([`crate::render::expand`]).
+//!
 //! An approval question reads its answer itself: [`pause`] gives the terminal back (cooked,
 //! echoing; the question then takes single keys) and keeps the reader thread off it until the
 //! answer is read.
@@ -358,6 +360,8 @@ fn read_keys(
             }
             continue;
         }
+        // Ctrl-O: the last tool result in full (drawn outside the queue's lock).
+        let expand = pending.contains(&0x0f);
         let mut q = queue.lock().unwrap_or_else(|e| e.into_inner());
         apply(&mut q, &mut pending, style);
         if let Some((control, mode)) = run {
@@ -365,6 +369,10 @@ fn read_keys(
                 q.send(control, *mode);
                 footer::set_queued(q.shown(style));
             }
+        }
+        drop(q);
+        if expand {
+            crate::render::expand::show_last(None);
         }
     }
 }

@@ -208,6 +208,12 @@ pub fn run(
         match editor.readline_with_initial(&(prompt, styled.as_str()), (&typed, "")) {
             Ok(line) => {
                 last_interrupt = None;
+                if helper::take_expand() {
+                    // Ctrl-O: the last tool result in full, then the line back to edit.
+                    crate::render::expand::show_last(Some(&repl.screen));
+                    repl.typed = line;
+                    continue;
+                }
                 let input = join_continuations(&line);
                 if input.trim().is_empty() {
                     continue;

@@ -13,7 +13,7 @@ use super::support::{all_text, blocking, body, Home};
 
 /// The visible screen from the row holding `from` on, trailing blank rows dropped, with the
 /// spinner's frame and elapsed seconds masked (the things that vary from run to run).
-fn screen_from(screen: &str, from: &str) -> String {
+pub(super) fn screen_from(screen: &str, from: &str) -> String {
     let start = screen
         .find(from)
         .unwrap_or_else(|| panic!("{from:?} is not on screen:\n{screen}"));
