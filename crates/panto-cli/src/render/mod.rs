@@ -22,7 +22,7 @@ use std::sync::{Mutex, MutexGuard};
 
 pub use markdown::MarkdownStream;
 pub use status::TurnStatus;
-pub use turn::{AsksFirst, TurnView};
+pub use turn::{AsksFirst, Declined, TurnView};
 
 use crate::config::Env;
 

@@ -52,12 +52,18 @@ pub struct TurnView {
     thinking: Neutraliser,
     /// Whether a call of the named tool will be asked about (so the question shows it).
     asks: Option<AsksFirst>,
+    /// Whether an error result is that of a call the user declined.
+    declined: Option<Declined>,
     /// Attempts in all a failing request gets, for the retry line.
     max_attempts: Option<u32>,
 }
 
 /// Says whether a call of the named tool will be asked about before it runs.
 pub type AsksFirst = Box<dyn Fn(&str) -> bool + Send>;
+
+/// Says whether an error result (its text) is that of a call the user declined at a question,
+/// which is shown as declined rather than as a failure.
+pub type Declined = Box<dyn Fn(&str) -> bool + Send>;
 
 impl TurnView {
     /// A view drawing on `screen`.
@@ -72,6 +78,7 @@ impl TurnView {
             markdown: screen.markdown.then(|| MarkdownStream::new(true)),
             thinking: Neutraliser::default(),
             asks: None,
+            declined: None,
             max_attempts: None,
         }
     }
@@ -85,6 +92,12 @@ impl TurnView {
     /// Tells the view which tool calls will be asked about.
     pub fn with_questions(mut self, asks: AsksFirst) -> Self {
         self.asks = Some(asks);
+        self
+    }
+
+    /// Tells the view which error results are those of calls the user declined.
+    pub fn with_declined(mut self, declined: Declined) -> Self {
+        self.declined = Some(declined);
         self
     }
 
@@ -346,7 +359,12 @@ impl TurnView {
             if lines.len() == 1 { "" } else { "s" },
             thousands(text.len() as u64)
         );
-        let head = if is_error {
+        // A call the user declined did not fail: it is shown without the error's red and ✗.
+        let declined = is_error && self.declined.as_ref().is_some_and(|d| d(&text));
+        let is_error = is_error && !declined;
+        let head = if declined {
+            deco.dim(&format!("  ⊘ {name} declined"))
+        } else if is_error {
             deco.red(&format!("  ✗ {name} failed ({size})"))
         } else {
             deco.dim(&format!("  ✓ {name} ({size})"))

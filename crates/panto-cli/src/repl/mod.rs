@@ -433,13 +433,15 @@ impl Repl<'_> {
             Ok(tool) => tool.needs_approval() && gate.asks(tool.as_str()),
             Err(_) => mcp.asks(name) == Some(true),
         });
+        let gate = self.gate.clone();
+        let declined: crate::render::Declined = Box::new(move |result| gate.take_declined(result));
         let outcome = self.rt.block_on(turn::run(
             &mut self.agent,
             message,
             self.screen,
             &self.pricing,
             &wire,
-            asks,
+            (asks, declined),
             match self.settings.typeahead {
                 crate::config::Typeahead::Steer => panto_core::QueueMode::Steer,
                 crate::config::Typeahead::FollowUp => panto_core::QueueMode::FollowUp,

@@ -153,3 +153,37 @@ async fn ctrl_o_during_a_turn_shows_the_last_tool_result_in_full() {
     assert!(!during.contains("Done."), "shown while the turn ran:\n{during}");
     assert!(during.contains("    300 passed\n"), "{during}");
 }
+
+/// A call the user declined did not fail: it is shown as declined, without the error's ✗ and red.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_declined_call_is_shown_as_declined_not_as_a_failure() {
+    let server = MockServer::start().await;
+    let input = json!({ "command": "rm -rf target" }).to_string();
+    server.push(Reply::sse(script::anthropic_tool_uses(&[("toolu_01", "bash", &input)])));
+    server.push(Reply::sse(script::anthropic_text("I will use the test profile.")));
+    let mut home = Home::new();
+    home.anthropic(&server);
+    let shown = blocking(move || {
+        let mut t = Terminal::start_sized(&home, &[], 30, 100);
+        t.wait_for_prompt();
+        t.send_line("clean up");
+        t.wait_for(ASKED);
+        t.send("f");
+        t.wait_for("what should the model do instead?");
+        t.send_line("use the test profile");
+        t.wait_for("I will use the test profile.");
+        let shown = screen_from(&t.wait_for_prompt(), "? allow bash");
+        t.send_line("/quit");
+        assert_eq!(t.wait_exit().code, Some(0));
+        shown
+    })
+    .await;
+    assert!(
+        shown.contains(
+            "  ⊘ bash declined\n    the bash call did not run: the user declined it and said: use the test profile\n"
+        ),
+        "{shown}"
+    );
+    assert!(!shown.contains('✗') && !shown.contains("failed"), "{shown}");
+    insta::assert_snapshot!("declined_call_100_columns", shown);
+}
