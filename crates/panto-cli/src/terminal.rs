@@ -83,7 +83,7 @@ pub fn stdin_is_tty() -> bool {
 }
 
 /// Discards whatever input waits unread on the terminal: keys typed ahead, and bytes a program
-/// queued there. Called once a question is on the screen, so its answer is always typed after
+/// queued there. Called right before a question is drawn, so its answer is always typed after
 /// the question appeared: a `y⏎` queued while a tool ran (by the user, or by a process that
 /// reached the terminal) cannot answer a question it never saw. A no-op when stdin is not a
 /// terminal (the REPL then asks no question at all: approvals come only from a terminal).
@@ -165,12 +165,13 @@ impl Asker for TerminalAsker {
         let _paused = crate::repl::keys::pause();
         // Answered on one key, nothing echoed but the answer.
         let _keys = KeyMode::enter();
+        // Only what is typed once the question is on the screen answers it: what waits unread
+        // now goes before the question is drawn (so a key typed as soon as it shows is kept).
+        discard_pending_input();
         let _ = std::io::stdout().flush();
         let mut err = std::io::stderr();
         let _ = write!(err, "{}", self.draw(question, crate::render::columns()));
         let _ = err.flush();
-        // The question is on the screen: only what is typed from now on answers it.
-        discard_pending_input();
         loop {
             let answer = match read_key(cancel)? {
                 // Esc and Ctrl-D at the question decline the call; the turn goes on.
