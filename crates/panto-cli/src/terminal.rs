@@ -1,10 +1,12 @@
 //! Terminal input outside rustyline: approval questions and the session picker.
 //!
 //! An approval question is asked while a turn runs, and Ctrl-C must be able to cancel the turn
-//! while the question waits. A plain blocking `read_line` cannot be interrupted, and a reader left
-//! blocked would swallow the next line meant for the prompt. So lines are read straight from file
-//! descriptor 0, after `poll` says one is ready, checking the cancel token between polls. Piped
-//! input is read through std's buffered stdin instead, the buffer rustyline reads pipes through.
+//! while the question waits. A plain blocking read cannot be interrupted, and a reader left
+//! blocked would swallow input meant for the prompt. So input is read straight from file
+//! descriptor 0, after `poll` says some is ready, checking the cancel token between polls. A
+//! question is answered on one key (the terminal leaves canonical mode while it is asked; Esc
+//! declines), a picker's choice is a line. Piped input is read through std's buffered stdin
+//! instead, the buffer rustyline reads pipes through.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::os::fd::AsFd;
@@ -13,7 +15,7 @@ use nix::poll::{poll, PollFd, PollFlags};
 use panto_core::CancellationToken;
 
 use crate::render::Style;
-use crate::tools::{approval_answer, Answer, Asker};
+use crate::tools::{approval_key, Answer, Asker};
 
 /// How long a question waits for pending tool lines to be drawn.
 const RENDER_GRACE: std::time::Duration = std::time::Duration::from_millis(40);
@@ -81,7 +83,7 @@ pub fn stdin_is_tty() -> bool {
 }
 
 /// Discards whatever input waits unread on the terminal: keys typed ahead, and bytes a program
-/// queued there. Called once a question is on the screen, so its answer is always typed after
+/// queued there. Called right before a question is drawn, so its answer is always typed after
 /// the question appeared: a `y⏎` queued while a tool ran (by the user, or by a process that
 /// reached the terminal) cannot answer a question it never saw. A no-op when stdin is not a
 /// terminal (the REPL then asks no question at all: approvals come only from a terminal).
@@ -157,37 +159,235 @@ impl Asker for TerminalAsker {
         // lets it reach the screen before the question about it.
         std::thread::sleep(RENDER_GRACE);
         let _console = crate::render::console();
-        // The footer (spinner, typed-ahead keys) is off the screen and the terminal takes lines
-        // again until the answer is read.
+        // The footer (spinner, typed-ahead keys) is off the screen and the key thread off the
+        // terminal until the answer is read.
         let _held = crate::render::footer::hold();
         let _paused = crate::repl::keys::pause();
-        let mut prompt = self.draw(question, crate::render::columns());
+        // Answered on one key, nothing echoed but the answer.
+        let _keys = KeyMode::enter();
+        // Only what is typed once the question is on the screen answers it: what waits unread
+        // now goes before the question is drawn (so a key typed as soon as it shows is kept).
+        discard_pending_input();
+        let _ = std::io::stdout().flush();
+        let mut err = std::io::stderr();
+        let _ = write!(err, "{}", self.draw(question, crate::render::columns()));
+        let _ = err.flush();
         loop {
-            let _ = std::io::stdout().flush();
-            let mut err = std::io::stderr();
-            let _ = write!(err, "{prompt}");
-            let _ = err.flush();
-            // The question is on the screen: only what is typed from now on answers it.
-            discard_pending_input();
-            let line = read_line(Some(cancel))?;
-            match approval_answer(&line) {
-                Some(Answer::Feedback) => {
-                    let mut err = std::io::stderr();
-                    let _ = write!(err, "{} ", self.style.dim("what should the model do instead?"));
-                    let _ = err.flush();
-                    let why = read_line(Some(cancel))?;
-                    let why = why.trim();
-                    return Some(if why.is_empty() {
-                        Answer::No
-                    } else {
-                        Answer::NoBecause(why.to_owned())
-                    });
-                }
-                Some(answer) => return Some(answer),
-                None => {}
+            let answer = match read_key(cancel)? {
+                // Esc and Ctrl-D at the question decline the call; the turn goes on.
+                Key::Esc | Key::EndOfInput => Answer::No,
+                Key::Char(c) => match approval_key(c) {
+                    Some(answer) => answer,
+                    None if c.is_control() => continue,
+                    None => {
+                        let _ = write!(err, "\n{} ", self.style.dim("please answer y, n, a or f (Esc is no):"));
+                        let _ = err.flush();
+                        continue;
+                    }
+                },
+                // Enter, arrows, Backspace: not answers (an Enter typed out of habit after
+                // the answer key is ignored too).
+                Key::Enter | Key::Backspace | Key::ClearLine | Key::Other => continue,
+            };
+            let _ = writeln!(err, "{}", self.style.bold(echo(&answer)));
+            if answer != Answer::Feedback {
+                let _ = err.flush();
+                return Some(answer);
             }
-            prompt = format!("{} ", self.style.dim("please answer y, n, a or f:"));
+            let _ = write!(err, "{} ", self.style.dim("what should the model do instead?"));
+            let _ = err.flush();
+            let why = read_text(cancel);
+            let _ = writeln!(err);
+            let _ = err.flush();
+            return Some(match why? {
+                Some(why) if !why.trim().is_empty() => Answer::NoBecause(why.trim().to_owned()),
+                // Esc, or nothing said: a plain no.
+                _ => Answer::No,
+            });
         }
+    }
+}
+
+/// What is echoed after the question for `answer`.
+fn echo(answer: &Answer) -> &'static str {
+    match answer {
+        Answer::Yes => "yes",
+        Answer::No | Answer::NoBecause(_) => "no",
+        Answer::Always => "always",
+        Answer::Feedback => "no, and say why",
+    }
+}
+
+/// One key read at a question.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Key {
+    /// A character (control characters without a meaning here included).
+    Char(char),
+    /// Enter.
+    Enter,
+    /// Esc on its own.
+    Esc,
+    /// Backspace.
+    Backspace,
+    /// Ctrl-U.
+    ClearLine,
+    /// Ctrl-D.
+    EndOfInput,
+    /// An escape sequence (an arrow, a function key) or bytes that are not UTF-8.
+    Other,
+}
+
+/// The terminal taking keys one at a time, unechoed, while the guard lives; the settings on
+/// entry come back on drop. Signals stay on: Ctrl-C still cancels the turn.
+#[derive(Debug)]
+struct KeyMode {
+    saved: Option<nix::sys::termios::Termios>,
+}
+
+impl KeyMode {
+    fn enter() -> KeyMode {
+        use nix::sys::termios::{tcgetattr, tcsetattr, LocalFlags, SetArg, SpecialCharacterIndices};
+        let stdin = std::io::stdin();
+        let Ok(saved) = tcgetattr(stdin.as_fd()) else {
+            return KeyMode { saved: None };
+        };
+        let mut keys = saved.clone();
+        keys.local_flags
+            .remove(LocalFlags::ICANON | LocalFlags::ECHO | LocalFlags::ECHONL);
+        keys.control_chars[SpecialCharacterIndices::VMIN as usize] = 1;
+        keys.control_chars[SpecialCharacterIndices::VTIME as usize] = 0;
+        let _ = tcsetattr(stdin.as_fd(), SetArg::TCSANOW, &keys);
+        KeyMode { saved: Some(saved) }
+    }
+}
+
+impl Drop for KeyMode {
+    fn drop(&mut self) {
+        if let Some(saved) = self.saved.take() {
+            let stdin = std::io::stdin();
+            let _ = nix::sys::termios::tcsetattr(stdin.as_fd(), nix::sys::termios::SetArg::TCSANOW, &saved);
+        }
+    }
+}
+
+/// How long after an Esc byte the rest of an escape sequence may still arrive, in milliseconds.
+const ESC_WAIT_MS: u16 = 30;
+
+/// One byte from stdin once one is there: `None` when `cancel` fires first, input ended, or
+/// (with `within`) nothing came within that many milliseconds.
+fn next_byte(cancel: &CancellationToken, within: Option<u16>) -> Option<u8> {
+    let stdin = std::io::stdin();
+    let fd = stdin.as_fd();
+    loop {
+        if cancel.is_cancelled() {
+            return None;
+        }
+        let mut fds = [PollFd::new(fd, PollFlags::POLLIN)];
+        match poll(&mut fds, within.unwrap_or(POLL_MS)) {
+            Ok(0) if within.is_some() => return None,
+            Ok(0) | Err(nix::errno::Errno::EINTR) => continue,
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+        let mut byte = [0u8; 1];
+        match nix::unistd::read(fd, &mut byte) {
+            Ok(0) => return None,
+            Ok(_) => return Some(byte[0]),
+            Err(nix::errno::Errno::EINTR | nix::errno::Errno::EAGAIN) => continue,
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Reads one key (the terminal in [`KeyMode`]); `None` when `cancel` fires or input ends first.
+/// Only the key's own bytes are read: what is typed after it stays for the prompt.
+fn read_key(cancel: &CancellationToken) -> Option<Key> {
+    let first = next_byte(cancel, None)?;
+    Some(match first {
+        b'\r' | b'\n' => Key::Enter,
+        0x7f | 0x08 => Key::Backspace,
+        0x15 => Key::ClearLine,
+        0x04 => Key::EndOfInput,
+        0x1b => match next_byte(cancel, Some(ESC_WAIT_MS)) {
+            // Nothing follows at once: the Esc key.
+            None => Key::Esc,
+            Some(b'[') => {
+                // Parameters and intermediates, then one final byte.
+                while let Some(b) = next_byte(cancel, Some(ESC_WAIT_MS)) {
+                    if (0x40..=0x7e).contains(&b) {
+                        break;
+                    }
+                }
+                Key::Other
+            }
+            Some(b'O') => {
+                next_byte(cancel, Some(ESC_WAIT_MS));
+                Key::Other
+            }
+            // Alt and a key.
+            Some(_) => Key::Other,
+        },
+        b if b.is_ascii() => Key::Char(char::from(b)),
+        lead => {
+            let len = match lead {
+                0xc0..=0xdf => 2,
+                0xe0..=0xef => 3,
+                0xf0..=0xf7 => 4,
+                _ => return Some(Key::Other),
+            };
+            let mut bytes = vec![lead];
+            for _ in 1..len {
+                match next_byte(cancel, Some(ESC_WAIT_MS)) {
+                    Some(b) => bytes.push(b),
+                    None => return Some(Key::Other),
+                }
+            }
+            match std::str::from_utf8(&bytes).ok().and_then(|s| s.chars().next()) {
+                Some(c) => Key::Char(c),
+                None => Key::Other,
+            }
+        }
+    })
+}
+
+/// Reads a line of text with the terminal in [`KeyMode`], echoing it (neutralised) and taking
+/// Backspace and Ctrl-U: `Some(Some(text))` at Enter, `Some(None)` at Esc, `None` when `cancel`
+/// fires or input ends first.
+fn read_text(cancel: &CancellationToken) -> Option<Option<String>> {
+    let mut text = String::new();
+    let mut err = std::io::stderr();
+    let erase = |err: &mut std::io::Stderr, c: char| {
+        let columns = crate::render::wrap::width(&crate::safe::neutralise(&c.to_string()));
+        let _ = write!(err, "{}", "\u{8} \u{8}".repeat(columns));
+    };
+    loop {
+        match read_key(cancel)? {
+            Key::Enter => return Some(Some(text)),
+            Key::Esc => return Some(None),
+            Key::EndOfInput if text.is_empty() => return None,
+            Key::EndOfInput => return Some(Some(text)),
+            Key::Backspace => {
+                if let Some(c) = text.pop() {
+                    erase(&mut err, c);
+                }
+            }
+            Key::ClearLine => {
+                while let Some(c) = text.pop() {
+                    erase(&mut err, c);
+                }
+            }
+            Key::Char('\t') => {
+                text.push(' ');
+                let _ = write!(err, " ");
+            }
+            Key::Char(c) if c.is_control() => continue,
+            Key::Char(c) => {
+                text.push(c);
+                let _ = write!(err, "{}", crate::safe::neutralise(&c.to_string()));
+            }
+            Key::Other => continue,
+        }
+        let _ = err.flush();
     }
 }
 

@@ -7,6 +7,7 @@
 
 mod blocks;
 mod diff;
+pub mod expand;
 pub mod footer;
 mod highlight;
 mod markdown;
@@ -22,7 +23,7 @@ use std::sync::{Mutex, MutexGuard};
 
 pub use markdown::MarkdownStream;
 pub use status::TurnStatus;
-pub use turn::{AsksFirst, TurnView};
+pub use turn::{AsksFirst, Declined, TurnView};
 
 use crate::config::Env;
 

@@ -1,7 +1,8 @@
 //! Drawing one turn's events in the REPL.
 //!
 //! Text streams to stdout as it arrives. Thinking is dimmed; tool calls show their name and
-//! arguments; tool results are summarised (first lines, size, errors in red). Those, the waiting
+//! arguments; tool results are summarised (size, first and last lines, errors in red; Ctrl-O
+//! shows the last one in full, [`super::expand`]). Those, the waiting
 //! indicator, retries and the closing cost line are decorations (see [`Screen`]).
 //!
 //! Everything an event carries is untrusted (the model's text and thinking, tool names, arguments
@@ -18,8 +19,11 @@ use super::Screen;
 use crate::cost::thousands;
 use crate::safe::Neutraliser;
 
-/// How many lines of a tool result are shown.
-const RESULT_PREVIEW_LINES: usize = 4;
+/// How many first lines of a long tool result are shown.
+const RESULT_HEAD_LINES: usize = 3;
+/// How many last lines of a long tool result are shown (where a test run's verdict, an exit code
+/// or an error's last message is).
+const RESULT_TAIL_LINES: usize = 3;
 /// How many characters of a tool call's arguments are shown.
 const ARGS_PREVIEW_CHARS: usize = 160;
 
@@ -48,12 +52,18 @@ pub struct TurnView {
     thinking: Neutraliser,
     /// Whether a call of the named tool will be asked about (so the question shows it).
     asks: Option<AsksFirst>,
+    /// Whether an error result is that of a call the user declined.
+    declined: Option<Declined>,
     /// Attempts in all a failing request gets, for the retry line.
     max_attempts: Option<u32>,
 }
 
 /// Says whether a call of the named tool will be asked about before it runs.
 pub type AsksFirst = Box<dyn Fn(&str) -> bool + Send>;
+
+/// Says whether an error result (its text) is that of a call the user declined at a question,
+/// which is shown as declined rather than as a failure.
+pub type Declined = Box<dyn Fn(&str) -> bool + Send>;
 
 impl TurnView {
     /// A view drawing on `screen`.
@@ -68,6 +78,7 @@ impl TurnView {
             markdown: screen.markdown.then(|| MarkdownStream::new(screen.out.is_colour())),
             thinking: Neutraliser::default(),
             asks: None,
+            declined: None,
             max_attempts: None,
         }
     }
@@ -81,6 +92,12 @@ impl TurnView {
     /// Tells the view which tool calls will be asked about.
     pub fn with_questions(mut self, asks: AsksFirst) -> Self {
         self.asks = Some(asks);
+        self
+    }
+
+    /// Tells the view which error results are those of calls the user declined.
+    pub fn with_declined(mut self, declined: Declined) -> Self {
+        self.declined = Some(declined);
         self
     }
 
@@ -353,6 +370,7 @@ impl TurnView {
                 }
             }
         }
+        super::expand::remember(self.screen, name, &text, is_error);
         let deco = self.screen.deco;
         let name = deco.safe(name);
         let lines: Vec<&str> = text.lines().collect();
@@ -362,14 +380,19 @@ impl TurnView {
             if lines.len() == 1 { "" } else { "s" },
             thousands(text.len() as u64)
         );
-        let head = if is_error {
+        // A call the user declined did not fail: it is shown without the error's red and ✗.
+        let declined = is_error && self.declined.as_ref().is_some_and(|d| d(&text));
+        let is_error = is_error && !declined;
+        let head = if declined {
+            deco.dim(&format!("  ⊘ {name} declined"))
+        } else if is_error {
             deco.red(&format!("  ✗ {name} failed ({size})"))
         } else {
             deco.dim(&format!("  ✓ {name} ({size})"))
         };
         self.screen.note(&head);
-        // Errors usually say what went wrong at the end (an exit code, a last message), so an
-        // error shows its first and last lines; a success shows its first lines.
+        // The first lines say what ran, the last ones how it ended (`300 passed`, an exit code,
+        // an error's last message): a long result shows both, and how many lines lie between.
         let paint = |line: &str| {
             let shown = format!("    {}", deco.safe(&compact(line, 200)));
             if is_error {
@@ -378,20 +401,18 @@ impl TurnView {
                 deco.dim(&shown)
             }
         };
-        let hidden = lines.len().saturating_sub(RESULT_PREVIEW_LINES);
-        let (head, tail) = if hidden == 0 {
+        // Hiding a single line would take the row the line itself takes.
+        let hidden = lines.len().saturating_sub(RESULT_HEAD_LINES + RESULT_TAIL_LINES);
+        let (head, tail) = if hidden <= 1 {
             (&lines[..], &lines[lines.len()..])
-        } else if is_error {
-            let half = RESULT_PREVIEW_LINES / 2;
-            (&lines[..half], &lines[lines.len() - half..])
         } else {
-            (&lines[..RESULT_PREVIEW_LINES], &lines[lines.len()..])
+            (&lines[..RESULT_HEAD_LINES], &lines[lines.len() - RESULT_TAIL_LINES..])
         };
         for line in head {
             self.screen.note(&paint(line));
         }
-        if hidden > 0 {
-            let more = format!("    … {hidden} more line{}", if hidden == 1 { "" } else { "s" });
+        if hidden > 1 {
+            let more = format!("    … {hidden} more lines (Ctrl-O shows all)");
             self.screen.note(&deco.dim(&more));
         }
         for line in tail {

@@ -2,6 +2,7 @@
 //! file names after `/image`, multi-line input, and the history file.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rustyline::completion::{Completer, FilenameCompleter, Pair};
@@ -9,7 +10,10 @@ use rustyline::highlight::Highlighter;
 use rustyline::hint::Hinter;
 use rustyline::history::DefaultHistory;
 use rustyline::validate::{ValidationContext, ValidationResult, Validator};
-use rustyline::{Cmd, Config, Context, Editor, EventHandler, Helper, KeyCode, KeyEvent, Modifiers};
+use rustyline::{
+    Cmd, ConditionalEventHandler, Config, Context, Editor, Event, EventContext, EventHandler, Helper, KeyCode,
+    KeyEvent, Modifiers, RepeatCount,
+};
 
 use super::commands::{Command, Completes, COMMANDS};
 
@@ -131,6 +135,31 @@ impl Validator for PantoHelper {
 
 impl Helper for PantoHelper {}
 
+/// Set by Ctrl-O at the prompt: the line editor returned the line so the last tool result can be
+/// drawn in full; the line goes back into the editor.
+static EXPAND: AtomicBool = AtomicBool::new(false);
+
+/// Whether the line the editor just returned was returned by Ctrl-O (which is then forgotten).
+pub fn take_expand() -> bool {
+    EXPAND.swap(false, Ordering::SeqCst)
+}
+
+/// Ctrl-O at the prompt: ends the line editing with the line as typed, [`take_expand`] saying
+/// why. The line editor cannot draw above itself, so the REPL draws the result and then asks
+/// again with the same line.
+struct ExpandKey;
+
+impl ConditionalEventHandler for ExpandKey {
+    fn handle(&self, _: &Event, _: RepeatCount, _: bool, ctx: &EventContext<'_>) -> Option<Cmd> {
+        // A line ending in `\` is continued, not returned, on Enter: nothing to do there.
+        if ctx.line().ends_with('\\') {
+            return Some(Cmd::Noop);
+        }
+        EXPAND.store(true, Ordering::SeqCst);
+        Some(Cmd::AcceptLine)
+    }
+}
+
 /// Turns continued input (`line\` + newline) into plain newlines.
 pub fn join_continuations(input: &str) -> String {
     input.replace("\\\n", "\n")
@@ -152,6 +181,7 @@ pub fn editor(helper: PantoHelper, history: Option<&Path>) -> rustyline::Result<
         KeyEvent(KeyCode::Enter, Modifiers::ALT),
         EventHandler::Simple(Cmd::Newline),
     );
+    editor.bind_sequence(KeyEvent::ctrl('o'), EventHandler::Conditional(Box::new(ExpandKey)));
     if let Some(path) = history {
         if path.exists() {
             // A damaged history file should not stop the REPL; it is rewritten on the next save.

@@ -15,8 +15,11 @@
 //! line (`/quit`, `!ls`) is never sent to the model: it waits, with what is typed after it, and
 //! runs at the prompt when the turn ends, as if typed there.
 //!
-//! An approval question reads its answer in canonical mode: [`pause`] gives the terminal back
-//! (cooked, echoing) and keeps the reader thread off it until the answer is read.
+//! Ctrl-O draws the last tool result in full ([`crate::render::expand`]).
+//!
+//! An approval question reads its answer itself: [`pause`] gives the terminal back (cooked,
+//! echoing; the question then takes single keys) and keeps the reader thread off it until the
+//! answer is read.
 
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -206,7 +209,8 @@ pub struct Paused {
     restore: Option<Termios>,
 }
 
-/// Gives the terminal back to line input (an approval question) until the guard is dropped.
+/// Gives the terminal back in its settings before the turn (for an approval question) until
+/// the guard is dropped.
 /// Nothing is read by the key thread meanwhile. A no-op outside a turn.
 pub fn pause() -> Paused {
     let mut k = keyboard();
@@ -356,6 +360,8 @@ fn read_keys(
             }
             continue;
         }
+        // Ctrl-O: the last tool result in full (drawn outside the queue's lock).
+        let expand = pending.contains(&0x0f);
         let mut q = queue.lock().unwrap_or_else(|e| e.into_inner());
         apply(&mut q, &mut pending, style);
         if let Some((control, mode)) = run {
@@ -363,6 +369,10 @@ fn read_keys(
                 q.send(control, *mode);
                 footer::set_queued(q.shown(style));
             }
+        }
+        drop(q);
+        if expand {
+            crate::render::expand::show_last(None);
         }
     }
 }

@@ -221,6 +221,12 @@ pub fn run(
         match editor.readline_with_initial(&(prompt, styled.as_str()), (&typed, "")) {
             Ok(line) => {
                 last_interrupt = None;
+                if helper::take_expand() {
+                    // Ctrl-O: the last tool result in full, then the line back to edit.
+                    crate::render::expand::show_last(Some(&repl.screen));
+                    repl.typed = line;
+                    continue;
+                }
                 let input = join_continuations(&line);
                 if input.trim().is_empty() {
                     continue;
@@ -439,13 +445,15 @@ impl Repl<'_> {
             Ok(tool) => tool.needs_approval() && gate.asks(tool.as_str()),
             Err(_) => mcp.asks(name) == Some(true),
         });
+        let gate = self.gate.clone();
+        let declined: crate::render::Declined = Box::new(move |result| gate.take_declined(result));
         let outcome = self.rt.block_on(turn::run(
             &mut self.agent,
             message,
             self.screen,
             &self.pricing,
             &self.selection,
-            asks,
+            (asks, declined),
             match self.settings.typeahead {
                 crate::config::Typeahead::Steer => panto_core::QueueMode::Steer,
                 crate::config::Typeahead::FollowUp => panto_core::QueueMode::FollowUp,

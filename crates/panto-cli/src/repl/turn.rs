@@ -6,7 +6,7 @@ use panto_core::{Agent, Error, Event, QueueMode, Usage, UserMessage};
 
 use super::keys::{TurnKeys, TypeAhead};
 use crate::cost::{cost, uncached_cost};
-use crate::render::{AsksFirst, Screen, TurnView};
+use crate::render::{AsksFirst, Declined, Screen, TurnView};
 
 /// What a turn cost, and what was typed while it ran.
 #[derive(Debug, Clone, Default)]
@@ -32,7 +32,7 @@ pub async fn run(
     screen: Screen,
     pricing: &PricingRegistry,
     selection: &crate::config::Selection,
-    asks: AsksFirst,
+    (asks, declined): (AsksFirst, Declined),
     typeahead: QueueMode,
 ) -> TurnOutcome {
     let wire = &selection.wire();
@@ -40,6 +40,7 @@ pub async fn run(
     let started = std::time::Instant::now();
     let mut view = TurnView::new(screen)
         .with_questions(asks)
+        .with_declined(declined)
         .with_max_attempts(agent.config().retry.max_attempts);
     view.waiting("waiting for the model…");
     let mut stream = agent.run(message);

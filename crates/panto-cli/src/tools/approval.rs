@@ -14,6 +14,9 @@ use std::sync::{Arc, Mutex};
 use panto_core::CancellationToken;
 use panto_tools::Approval;
 
+/// The most declined results kept for the screen to take.
+const KEPT_DECLINED: usize = 64;
+
 /// A user's answer to an approval question.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
@@ -47,6 +50,9 @@ pub struct Gate {
     /// Held while a question is on screen, so questions never interleave.
     asking: tokio::sync::Mutex<()>,
     asker: Option<Arc<dyn Asker>>,
+    /// The results of calls the user declined (or cancelled at the question), until the screen
+    /// takes each ([`Gate::take_declined`]) to show it as declined rather than failed.
+    declined: Mutex<Vec<String>>,
 }
 
 impl Gate {
@@ -58,6 +64,7 @@ impl Gate {
             always: Mutex::new(HashSet::new()),
             asking: tokio::sync::Mutex::new(()),
             asker,
+            declined: Mutex::new(Vec::new()),
         }
     }
 
@@ -77,17 +84,43 @@ impl Gate {
         self.mode == Approval::Ask && self.asker.is_some() && !self.always_allowed(tool)
     }
 
+    /// Whether `result` is the result of a call the user declined at a question of this gate (so
+    /// it is shown as declined, not as a failure). Each declined result is taken once.
+    pub fn take_declined(&self, result: &str) -> bool {
+        let mut declined = self.declined.lock().unwrap_or_else(|e| e.into_inner());
+        match declined.iter().position(|d| d == result) {
+            Some(at) => {
+                declined.remove(at);
+                true
+            }
+            None => false,
+        }
+    }
+
     /// Asks whether the tool offered as `tool` may run the call `what` describes (the command,
     /// the path, an MCP call's arguments). `Err` holds the text of the error result the model
     /// gets.
     pub async fn ask(&self, tool: &str, what: &str, cancel: &CancellationToken) -> Result<(), String> {
+        let answer = self.question(tool, what, cancel).await;
+        if let Err(Refusal::Declined(result)) = &answer {
+            let mut declined = self.declined.lock().unwrap_or_else(|e| e.into_inner());
+            // Results never drawn (a turn that ended first) are not kept for ever.
+            if declined.len() >= KEPT_DECLINED {
+                declined.remove(0);
+            }
+            declined.push(result.clone());
+        }
+        answer.map_err(Refusal::into_result)
+    }
+
+    async fn question(&self, tool: &str, what: &str, cancel: &CancellationToken) -> Result<(), Refusal> {
         if self.always_allowed(tool) {
             return Ok(());
         }
         let Some(asker) = self.asker.clone() else {
-            return Err(format!(
+            return Err(Refusal::Refused(format!(
                 "the {tool} tool needs approval, and there is no terminal to ask on"
-            ));
+            )));
         };
         let _turn = tokio::select! {
             guard = self.asking.lock() => guard,
@@ -111,9 +144,9 @@ impl Gate {
                 Ok(())
             }
             Some(Answer::No | Answer::Feedback) => Err(declined(tool, "the user declined this call")),
-            Some(Answer::NoBecause(why)) => Err(format!(
+            Some(Answer::NoBecause(why)) => Err(Refusal::Declined(format!(
                 "the {tool} call did not run: the user declined it and said: {why}"
-            )),
+            ))),
             None if cancel.is_cancelled() => Err(declined(tool, "the turn was cancelled")),
             None => Err(declined(tool, "no answer (input ended)")),
         }
@@ -128,34 +161,36 @@ impl panto_tools::policy::Prompt for Gate {
     }
 }
 
-fn declined(tool: &str, why: &str) -> String {
-    format!("the {tool} call did not run: {why}")
+/// Why a call did not run.
+enum Refusal {
+    /// The user said no at the question (or cancelled the turn while it waited).
+    Declined(String),
+    /// Nobody could be asked.
+    Refused(String),
 }
 
-/// Parses an answer: `y`/`yes`, `n`/`no`, `a`/`always`, `f`/`feedback` (any case), or a "no"
-/// followed by what to tell the model (`n: use the test profile`, `no, not that file`).
-pub fn parse_answer(line: &str) -> Option<Answer> {
-    let trimmed = line.trim();
-    match trimmed.to_ascii_lowercase().as_str() {
-        "y" | "yes" => return Some(Answer::Yes),
-        "n" | "no" => return Some(Answer::No),
-        "a" | "always" => return Some(Answer::Always),
-        "f" | "feedback" => return Some(Answer::Feedback),
-        _ => {}
-    }
-    for word in ["no", "n"] {
-        let Some(rest) = trimmed.get(..word.len()).filter(|w| w.eq_ignore_ascii_case(word)) else {
-            continue;
-        };
-        let rest = &trimmed[rest.len()..];
-        if let Some(why) = rest.strip_prefix([':', ',', ' ']) {
-            let why = why.trim_start_matches([':', ',', ' ']).trim();
-            if !why.is_empty() {
-                return Some(Answer::NoBecause(why.to_owned()));
-            }
+impl Refusal {
+    /// The text of the error result the model gets.
+    fn into_result(self) -> String {
+        match self {
+            Refusal::Declined(text) | Refusal::Refused(text) => text,
         }
     }
-    None
+}
+
+fn declined(tool: &str, why: &str) -> Refusal {
+    Refusal::Declined(format!("the {tool} call did not run: {why}"))
+}
+
+/// The answer a key gives at the question: `y`, `n`, `a` or `f` (either case).
+pub fn answer_key(key: char) -> Option<Answer> {
+    match key.to_ascii_lowercase() {
+        'y' => Some(Answer::Yes),
+        'n' => Some(Answer::No),
+        'a' => Some(Answer::Always),
+        'f' => Some(Answer::Feedback),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -204,6 +239,20 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_declined_result_is_known_as_declined_once() {
+        let (g, _) = gate(Some(Answer::No));
+        let e = g.ask("bash", "ls", &CancellationToken::new()).await.unwrap_err();
+        // A failure with other text is not taken for it.
+        assert!(!g.take_declined("the bash call failed"));
+        assert!(g.take_declined(&e));
+        assert!(!g.take_declined(&e));
+        // Nobody to ask is a refusal, not the user's no.
+        let g = Gate::new(Approval::Ask, None);
+        let e = g.ask("bash", "ls", &CancellationToken::new()).await.unwrap_err();
+        assert!(!g.take_declined(&e));
+    }
+
+    #[tokio::test]
     async fn feedback_is_the_result_the_model_gets() {
         let (g, _) = gate(Some(Answer::NoBecause("run the tests first".into())));
         let e = g
@@ -217,21 +266,12 @@ mod tests {
     }
 
     #[test]
-    fn answers_parse() {
-        assert_eq!(parse_answer(" Y\n"), Some(Answer::Yes));
-        assert_eq!(parse_answer("always"), Some(Answer::Always));
-        assert_eq!(parse_answer("no"), Some(Answer::No));
-        assert_eq!(parse_answer("maybe"), None);
-        assert_eq!(parse_answer("f"), Some(Answer::Feedback));
-        assert_eq!(
-            parse_answer("n: use the test profile"),
-            Some(Answer::NoBecause("use the test profile".into()))
-        );
-        assert_eq!(
-            parse_answer("No, not that file"),
-            Some(Answer::NoBecause("not that file".into()))
-        );
-        // A word that merely starts with n is not an answer.
-        assert_eq!(parse_answer("nope"), None);
+    fn one_key_answers() {
+        assert_eq!(answer_key('Y'), Some(Answer::Yes));
+        assert_eq!(answer_key('a'), Some(Answer::Always));
+        assert_eq!(answer_key('n'), Some(Answer::No));
+        assert_eq!(answer_key('f'), Some(Answer::Feedback));
+        assert_eq!(answer_key('x'), None);
+        assert_eq!(answer_key('\r'), None);
     }
 }

@@ -5,7 +5,7 @@
 mod approval;
 mod hook;
 
-pub use approval::{parse_answer as approval_answer, Answer, Asker, Gate};
+pub use approval::{answer_key as approval_key, Answer, Asker, Gate};
 pub use hook::install as install_policy;
 pub use panto_tools::process::{running, Running};
 pub use panto_tools::{parse_list, Approval, Roots, Sandbox, ToolName, Toolbox};

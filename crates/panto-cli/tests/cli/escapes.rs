@@ -81,7 +81,7 @@ async fn an_approval_question_cannot_be_redrawn_by_the_command() {
         t.wait_for_prompt();
         t.send_line("list the files");
         let screen = t.wait_for("say why):");
-        t.send_line("n");
+        t.send("n");
         t.wait_for("Fine, not run.");
         t.requests().assert_none();
         t.send_line("/quit");
@@ -119,7 +119,7 @@ async fn an_approval_question_shows_the_whole_command_however_padded_or_long() {
             // What the user sees when asked: the visible screen.
             questions.push(t.contents());
             assert!(shown.contains("say why):"));
-            t.send_line("n");
+            t.send("n");
         }
         t.wait_for("Nothing ran.");
         t.send_line("/quit");

@@ -263,7 +263,7 @@ async fn in_the_repl_a_tool_not_annotated_read_only_is_asked_about_and_a_read_on
         p.expect("asks first");
         p.type_line("toggle it");
         p.expect("allow everything__toggle-simulated-logging: (no arguments)");
-        p.send_line("y").unwrap();
+        p.keys("y");
         p.expect("Toggled.");
         p.quit();
     })

@@ -23,6 +23,7 @@ mod screen;
 mod sessions;
 mod store_dir;
 mod support;
+mod tool_screen;
 mod tools_hardening;
 mod tree;
 mod trust;

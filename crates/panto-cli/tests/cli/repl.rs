@@ -162,7 +162,9 @@ async fn approval_question_runs_the_tool_on_yes() {
         p.type_line("write ok.txt");
         p.expect("allow bash: echo approved > ok.txt");
         p.expect("[a]lways for bash / [f]eedback (no, and say why):");
-        p.send_line("y").unwrap();
+        // One key answers, and the answer is echoed.
+        p.keys("y");
+        p.expect("yes");
         p.expect("bash (1 line, 13 bytes)");
         p.expect("[exit code 0]");
         p.expect("File written.");

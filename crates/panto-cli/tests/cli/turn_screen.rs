@@ -13,7 +13,7 @@ use super::support::{all_text, blocking, body, Home};
 
 /// The visible screen from the row holding `from` on, trailing blank rows dropped, with the
 /// spinner's frame and elapsed seconds masked (the things that vary from run to run).
-fn screen_from(screen: &str, from: &str) -> String {
+pub(super) fn screen_from(screen: &str, from: &str) -> String {
     let start = screen
         .find(from)
         .unwrap_or_else(|| panic!("{from:?} is not on screen:\n{screen}"));
@@ -85,7 +85,7 @@ async fn edit_approval_at(cols: u16) -> (String, String) {
         t.send_line("greet the world");
         t.wait_for("say why):");
         let screen = t.contents();
-        t.send_line("f");
+        t.send("f");
         t.wait_for("what should the model do instead?");
         t.send_line("keep the greeting short");
         t.wait_for("Understood, no change.");
