@@ -170,10 +170,11 @@ impl McpSource {
         }
     }
 
-    /// The stderr tail, after giving a server that just exited a moment to have its last words
-    /// read from the pipe.
+    /// The stderr tail once a server that failed to start has had its last words read from the
+    /// pipe (its end reached; a fixed pause lost them on a loaded machine, under valgrind), or
+    /// after a second at most.
     async fn stderr_tail_after_exit(&self) -> String {
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        self.stderr_tail.settled(Duration::from_secs(1)).await;
         self.stderr_tail.text()
     }
 

@@ -14,9 +14,33 @@ const TAIL_BYTES: usize = 2048;
 #[derive(Debug, Default)]
 pub(crate) struct StderrTail {
     bytes: Mutex<Vec<u8>>,
+    /// How many [`pump`]s still read a server's standard error.
+    open: std::sync::atomic::AtomicUsize,
+    /// Woken when a pump reaches the end of its pipe.
+    closed: tokio::sync::Notify,
 }
 
 impl StderrTail {
+    /// Waits until every pipe being read has reached its end (a server that exited has had its
+    /// last words read), for at most `limit`: a pipe a server's own child still holds open may
+    /// never end.
+    pub(crate) async fn settled(&self, limit: std::time::Duration) {
+        use std::sync::atomic::Ordering;
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            // Registered before the count is read, so a pump that ends in between still wakes it.
+            let closed = self.closed.notified();
+            tokio::pin!(closed);
+            closed.as_mut().enable();
+            if self.open.load(Ordering::SeqCst) == 0 {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, closed).await.is_err() {
+                return;
+            }
+        }
+    }
+
     fn push(&self, chunk: &[u8]) {
         let mut bytes = self.bytes.lock().unwrap_or_else(|e| e.into_inner());
         bytes.extend_from_slice(chunk);
@@ -46,6 +70,7 @@ pub(crate) fn pump(
     log: Option<tokio::fs::File>,
     tail: Arc<StderrTail>,
 ) {
+    tail.open.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     tokio::spawn(async move {
         let mut file = log;
         let mut buf = vec![0u8; 8192];
@@ -64,6 +89,8 @@ pub(crate) fn pump(
         if let Some(mut f) = file {
             let _ = f.flush().await;
         }
+        tail.open.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        tail.closed.notify_waiters();
     });
 }
 

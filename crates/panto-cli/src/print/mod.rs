@@ -230,15 +230,7 @@ pub async fn run(launch: Launch, prompt: &str, options: Options) -> Result<ExitC
             .map(|m| m.text())
             .unwrap_or_default();
     }
-    let provider = &ready_provider;
-    let mut failure = outcome.err().map(|e| {
-        let hint = provider.key_hint(&e);
-        let mut failure = Failure::from(e);
-        if let Some(hint) = hint {
-            failure.message = format!("{}; {hint}", failure.message);
-        }
-        failure
-    });
+    let mut failure = outcome.err().map(|e| turn_failure(e, &ready_provider));
     if let Some(input) = &input {
         let untaken = input.untaken();
         if !untaken.is_empty() {
@@ -358,6 +350,16 @@ async fn turns(
         }
         message = UserMessage::text(next.text);
     }
+}
+
+/// A failed turn as the run's failure: a key the provider refused says where it came from.
+fn turn_failure(error: panto_core::Error, provider: &crate::config::Provider) -> Failure {
+    let hint = provider.key_hint(&error);
+    let mut failure = Failure::from(error);
+    if let Some(hint) = hint {
+        failure.message = format!("{}; {hint}", failure.message);
+    }
+    failure
 }
 
 #[cfg(test)]

@@ -181,22 +181,9 @@ pub fn run(
     notes_before.extend(ready.notes);
     repl.banner(ready.resumed, &notes_before);
 
-    // The price table knows families (`claude-sonnet-4` prices `claude-sonnet-4-5`): the model in
-    // use and the configured default are offered too, so Tab finds the names a user types most.
-    let mut models = pricing.known_models(repl.selection.provider.api_style);
-    let default_model = repl.settings.default_selection().ok().map(|s| s.model);
-    for model in [Some(repl.selection.model.clone()), default_model]
-        .into_iter()
-        .flatten()
-    {
-        if !models.contains(&model) {
-            models.push(model);
-        }
-    }
-    models.sort();
     let helper = PantoHelper {
         aliases,
-        models,
+        models: completion_models(&pricing, &repl.settings, &repl.selection),
         sessions: repl.recent_ids.clone(),
     };
     let mut editor = helper::editor(helper, history.as_deref())
@@ -252,6 +239,21 @@ pub fn run(
     }
     repl.resume_hint();
     Ok(ExitCode::SUCCESS)
+}
+
+/// The model names Tab offers after `/model`. The price table knows families (`claude-sonnet-4`
+/// prices `claude-sonnet-4-5`): the model in use and the configured default are offered too, so
+/// Tab finds the names a user types most.
+fn completion_models(pricing: &PricingRegistry, settings: &Settings, selection: &Selection) -> Vec<String> {
+    let mut models = pricing.known_models(selection.provider.api_style);
+    let default_model = settings.default_selection().ok().map(|s| s.model);
+    for model in [Some(selection.model.clone()), default_model].into_iter().flatten() {
+        if !models.contains(&model) {
+            models.push(model);
+        }
+    }
+    models.sort();
+    models
 }
 
 /// How soon a second Ctrl-C at the prompt must follow the first to exit panto (as in Claude
