@@ -95,7 +95,7 @@ impl Repl<'_> {
         };
         match self.rt.block_on(self.agent.fork(&at)) {
             Ok(id) => {
-                let (from, id) = (self.short_id(&from), self.short_id(&id));
+                let [from, id] = self.short_ids([from.as_str(), id.as_str()]);
                 self.note(&format!(
                     "forked session {from} into {id}; you are now in the fork (resume the original with /resume {from})"
                 ))

@@ -20,7 +20,6 @@ impl Repl<'_> {
         }
     }
 
-    /// `/mcp`: the configured MCP servers, their status and tools.
     /// `/status`: what this REPL works with, one fact a line.
     pub(super) fn show_status(&self) {
         let provider = &self.agent.config().provider;
@@ -58,6 +57,7 @@ impl Repl<'_> {
         }
     }
 
+    /// `/mcp`: the configured MCP servers, their status and tools.
     pub(super) fn list_mcp(&self) {
         let lines = self.rt.block_on(crate::mcp::render(&self.mcp, Some(self.gate.mode())));
         if lines.is_empty() {

@@ -20,8 +20,14 @@ impl Repl<'_> {
     /// Session `id` as panto prints it: the shortest prefix, 8 characters at least, that no other
     /// stored session shares now (UUIDv7 ids made within a minute share their first 8).
     pub(super) fn short_id(&self, id: &str) -> String {
+        let [short] = self.short_ids([id]);
+        short
+    }
+
+    /// [`Repl::short_id`] of each of `ids`, from one listing of the store.
+    pub(super) fn short_ids<const N: usize>(&self, ids: [&str; N]) -> [String; N] {
         let others = self.rt.block_on(self.store.store.list()).unwrap_or_default();
-        crate::sessions::unique_prefix(id, others.iter().map(|info| info.id.as_str()))
+        ids.map(|id| crate::sessions::unique_prefix(id, others.iter().map(|info| info.id.as_str())))
     }
 
     pub(super) fn sessions(&mut self) {
