@@ -70,11 +70,12 @@ pub(crate) fn dist(root: &Path, args: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// CI's step: one release build makes the tarball (checked reproducible), an install into a
-/// scratch prefix, and the C programs, Go tests and examples built against that install as a
-/// user would (pkg-config, no rpath or LD_LIBRARY_PATH of their own).
-pub(crate) fn ci(root: &Path) -> Result<()> {
-    let release = build_release(root)?;
+/// CI's step: one release build (started earlier, [`BackgroundRelease`]) makes the tarball
+/// (checked reproducible), an install into a scratch prefix, and the C programs, Go tests and
+/// examples built against that install as a user would (pkg-config, no rpath or
+/// LD_LIBRARY_PATH of their own).
+pub(crate) fn ci(root: &Path, build: BackgroundRelease) -> Result<()> {
+    let release = build.finish(root)?;
     dist_from(root, &release, true)?;
     let prefix = crate::target_dir(root).join("ci-install").join("prefix");
     if prefix.exists() {
@@ -158,10 +159,14 @@ pub(crate) fn install(root: &Path, args: &[String]) -> Result<()> {
 /// Builds `panto` and libpanto in release mode; the shared library gets its SONAME
 /// (`libpanto.so.<PANTO_ABI_VERSION>`) here, so debug builds keep linking as `libpanto.so`.
 pub(crate) fn build_release(root: &Path) -> Result<Release> {
+    let checkout_lib_before = file_stamp(&checkout_lib(root));
+    crate::run(&mut release_build_command(root)?)?;
+    release_built(root, checkout_lib_before)
+}
+
+/// The release build, not yet started.
+fn release_build_command(root: &Path) -> Result<Command> {
     let abi = abi_version(root)?;
-    let build_dir = dist_build_dir(root);
-    let checkout_lib = crate::target_dir(root).join("release").join("libpanto.so");
-    let checkout_lib_before = file_stamp(&checkout_lib);
     // One invocation, so `panto` and libpanto share one feature resolution and the dependency
     // graph compiles once (two invocations resolved features apart and built most of it twice).
     // The SONAME reaches the cdylib's link through panto-ffi's build script. The build has a
@@ -169,30 +174,42 @@ pub(crate) fn build_release(root: &Path) -> Result<Release> {
     // program linked against the build tree (docs/ffi.md) needs at run time, and the package
     // selection here would resolve features apart from the checkout's own `cargo build
     // --release` and rebuild over it each time the two alternate.
-    crate::run(
-        crate::cargo_command(root)
-            .args([
-                "build",
-                "--release",
-                "--locked",
-                "-p",
-                "panto-cli",
-                "--bin",
-                "panto",
-                "-p",
-                "panto-ffi",
-                "--lib",
-            ])
-            .env("CARGO_TARGET_DIR", &build_dir)
-            .env("PANTO_SONAME", format!("libpanto.so.{abi}")),
-    )?;
+    let mut cmd = crate::cargo_command(root);
+    cmd.args([
+        "build",
+        "--release",
+        "--locked",
+        "-p",
+        "panto-cli",
+        "--bin",
+        "panto",
+        "-p",
+        "panto-ffi",
+        "--lib",
+    ])
+    .env("CARGO_TARGET_DIR", dist_build_dir(root))
+    .env("PANTO_SONAME", format!("libpanto.so.{abi}"))
+    // The tree ships every compiled file stripped of debug info (`stage`), so the line tables
+    // the release profile keeps for a developer's backtraces would only cost compile time here.
+    .env("CARGO_PROFILE_RELEASE_DEBUG", "false");
+    Ok(cmd)
+}
+
+/// The checkout's own release libpanto, which the dist build must never write.
+fn checkout_lib(root: &Path) -> PathBuf {
+    crate::target_dir(root).join("release").join("libpanto.so")
+}
+
+/// What the finished release build left, checked.
+fn release_built(root: &Path, checkout_lib_before: Option<std::time::SystemTime>) -> Result<Release> {
+    let checkout_lib = checkout_lib(root);
     if file_stamp(&checkout_lib) != checkout_lib_before {
         bail!(
             "the release build for dist/install changed the checkout's own {}",
             checkout_lib.display()
         );
     }
-    let dir = build_dir.join("release");
+    let dir = dist_build_dir(root).join("release");
     for file in ["panto", "libpanto.so", "libpanto.a"] {
         if !dir.join(file).exists() {
             bail!("{} is missing after the release build", dir.join(file).display());
@@ -200,9 +217,79 @@ pub(crate) fn build_release(root: &Path) -> Result<Release> {
     }
     Ok(Release {
         dir,
-        abi,
+        abi: abi_version(root)?,
         version: crate::codegen::ffi_version(root)?,
     })
+}
+
+/// CI's release build, running beside the other steps from the start.
+///
+/// It runs at the lowest CPU priority (`nice -n 19`): the steps in front keep both cores when
+/// they can use them, and the build takes what they leave idle (a crate graph's narrow stretches,
+/// linking, tests waiting on servers and processes). Run after them, it was a third of CI's
+/// time. Its output goes to a log the dist step prints, so it does not interleave with theirs.
+pub(crate) struct BackgroundRelease {
+    /// `None` once waited for.
+    child: Option<std::process::Child>,
+    log: PathBuf,
+    checkout_lib_before: Option<std::time::SystemTime>,
+}
+
+impl BackgroundRelease {
+    /// Starts the build.
+    pub(crate) fn start(root: &Path) -> Result<Self> {
+        let build = release_build_command(root)?;
+        let dir = dist_build_dir(root);
+        std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let log = dir.join("ci-build.log");
+        let out = std::fs::File::create(&log).with_context(|| format!("cannot create {}", log.display()))?;
+        let mut cmd = Command::new("nice");
+        cmd.args(["-n", "19"]).arg(build.get_program()).args(build.get_args());
+        if let Some(dir) = build.get_current_dir() {
+            cmd.current_dir(dir);
+        }
+        for (key, value) in build.get_envs() {
+            match value {
+                Some(value) => cmd.env(key, value),
+                None => cmd.env_remove(key),
+            };
+        }
+        cmd.stdin(std::process::Stdio::null())
+            .stdout(out.try_clone()?)
+            .stderr(out);
+        let checkout_lib_before = file_stamp(&checkout_lib(root));
+        let child = cmd.spawn().with_context(|| format!("could not start {cmd:?}"))?;
+        Ok(Self {
+            child: Some(child),
+            log,
+            checkout_lib_before,
+        })
+    }
+
+    /// Waits for the build, prints its log, and returns what it built.
+    pub(crate) fn finish(mut self, root: &Path) -> Result<Release> {
+        let mut child = self.child.take().context("the release build was already waited for")?;
+        let status = child.wait().context("waiting for the release build")?;
+        let log = std::fs::read_to_string(&self.log).unwrap_or_default();
+        print!("{log}");
+        if !status.success() {
+            bail!(
+                "the release build failed with {status} (its output is above, and in {})",
+                self.log.display()
+            );
+        }
+        release_built(root, self.checkout_lib_before)
+    }
+}
+
+impl Drop for BackgroundRelease {
+    /// A CI run that fails before the dist step stops the build rather than leave it running.
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
 }
 
 /// Where `dist` and `install` build: a target directory of their own under the checkout's
@@ -277,8 +364,8 @@ fn stage(root: &Path, release: &Release, dest: &Path, prefix: PcPrefix<'_>) -> R
     copy(release.dir.join("panto"), "bin/panto", 0o755)?;
     copy(release.dir.join("libpanto.so"), &format!("lib/{versioned}"), 0o755)?;
     copy(release.dir.join("libpanto.a"), "lib/libpanto.a", 0o644)?;
-    // The release profile keeps line tables for backtraces in development; the installed files
-    // ship without debug info (a third of the size; exported symbols stay).
+    // The build has no debug info of its own (`release_build_command`), but std's precompiled
+    // code brings line tables: the installed files ship without any (exported symbols stay).
     for binary in ["bin/panto", &format!("lib/{versioned}"), "lib/libpanto.a"] {
         crate::run(Command::new("strip").arg("--strip-debug").arg(dest.join(binary)))?;
     }

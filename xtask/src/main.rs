@@ -165,6 +165,9 @@ fn ci(root: &Path) -> Result<()> {
         })
     };
     let installs = std::sync::Mutex::new(Some(installs));
+    // The release build for the dist step runs beside everything before it, at the lowest CPU
+    // priority (`dist::BackgroundRelease` says why).
+    let release = std::sync::Mutex::new(Some(dist::BackgroundRelease::start(root)?));
     let steps: Vec<Step<'_>> = vec![
         ("fmt", Box::new(|| cargo(root, &["fmt", "--all", "--", "--check"]))),
         ("arch", Box::new(|| arch::check(root))),
@@ -212,7 +215,13 @@ fn ci(root: &Path) -> Result<()> {
         ("ffi-c", Box::new(|| ffi_tests::c(root))),
         ("ffi-go", Box::new(|| ffi_tests::go(root))),
         // One release build: the tarball, an install, and C, Go and the examples against it.
-        ("dist-install", Box::new(|| dist::ci(root))),
+        (
+            "dist-install",
+            Box::new(|| {
+                let build = release.lock().map_err(|_| anyhow::anyhow!("poisoned"))?.take();
+                dist::ci(root, build.context("the release build was already used")?)
+            }),
+        ),
         ("crash-test", Box::new(|| crash::run(root, 50))),
         ("doc", Box::new(|| doc(root))),
         ("sdk-check", Box::new(|| sdk_check::run(root))),
