@@ -94,6 +94,10 @@ impl ClientHandler for Handler {
     }
 }
 
+/// How long a start whose initialization failed waits for the server's exit, to report the exit
+/// rather than the failed write it caused.
+const EXIT_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Why a start failed, before the server's name and stderr tail are added.
 pub(crate) type StartFailure = String;
 
@@ -122,9 +126,17 @@ pub(crate) async fn connect(
             // A server that exits during the initialization fails the start at once, even if
             // a child it left holds its stdout open.
             let service = tokio::select! {
-                service = rmcp::serve_client(handler, (stdout, stdin)) => {
-                    service.map_err(|e| format!("the MCP initialization failed: {e}"))?
-                }
+                service = rmcp::serve_client(handler, (stdout, stdin)) => match service {
+                    Ok(service) => service,
+                    // A server that exits before panto writes its first request fails that write
+                    // (a broken pipe) before the exit is seen: the exit is the cause to report.
+                    Err(e) => {
+                        return Err(match tokio::time::timeout(EXIT_GRACE, child.child().wait()).await {
+                            Ok(Ok(status)) => format!("it exited during the MCP initialization ({status})"),
+                            _ => format!("the MCP initialization failed: {e}"),
+                        });
+                    }
+                },
                 status = child.child().wait() => {
                     return Err(match status {
                         Ok(status) => format!("it exited during the MCP initialization ({status})"),
