@@ -214,7 +214,11 @@ fn ci(root: &Path) -> Result<()> {
         ("codegen-check", Box::new(|| codegen::run(root, true))),
         ("ffi-c", Box::new(|| ffi_tests::c(root))),
         ("ffi-go", Box::new(|| ffi_tests::go(root))),
-        // One release build: the tarball, an install, and C, Go and the examples against it.
+        ("crash-test", Box::new(|| crash::run(root, 50))),
+        ("doc", Box::new(|| doc(root))),
+        ("sdk-check", Box::new(|| sdk_check::run(root))),
+        // One release build: the tarball, an install, and C, Go and the examples against it. Last,
+        // so that the build, running since the start, has every step before it to overlap.
         (
             "dist-install",
             Box::new(|| {
@@ -222,9 +226,6 @@ fn ci(root: &Path) -> Result<()> {
                 dist::ci(root, build.context("the release build was already used")?)
             }),
         ),
-        ("crash-test", Box::new(|| crash::run(root, 50))),
-        ("doc", Box::new(|| doc(root))),
-        ("sdk-check", Box::new(|| sdk_check::run(root))),
     ];
     let started = Instant::now();
     for (name, step) in &steps {
