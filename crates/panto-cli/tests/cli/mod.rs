@@ -3,6 +3,7 @@
 mod basics;
 mod cache;
 mod config_errors;
+mod directories;
 mod escapes;
 mod formats;
 mod hooks;
