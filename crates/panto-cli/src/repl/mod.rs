@@ -345,11 +345,11 @@ impl Repl<'_> {
         } else if resumed {
             format!(
                 "resumed session {} ({} messages)",
-                self.agent.session_id(),
+                self.short_id(self.agent.session_id()),
                 self.agent.session().info.message_count
             )
         } else {
-            format!("new session {}", self.agent.session_id())
+            format!("new session {}", self.short_id(self.agent.session_id()))
         };
         // Wrapped between its parts, so that a narrow terminal does not cut the session id.
         let parts = [

@@ -24,10 +24,18 @@ impl Repl<'_> {
         short
     }
 
-    /// [`Repl::short_id`] of each of `ids`, from one listing of the store.
+    /// [`Repl::short_id`] of each of `ids`. Only the stored ids sharing an id's first 8
+    /// characters can lengthen its prefix, so those are all the store is asked for (a file
+    /// store reads its directory, not every session: the start banner prints one).
     pub(super) fn short_ids<const N: usize>(&self, ids: [&str; N]) -> [String; N] {
-        let others = self.rt.block_on(self.store.store.list()).unwrap_or_default();
-        ids.map(|id| crate::sessions::unique_prefix(id, others.iter().map(|info| info.id.as_str())))
+        ids.map(|id| {
+            let start: String = id.chars().take(8).collect();
+            let others = self
+                .rt
+                .block_on(self.store.store.ids_with_prefix(&start))
+                .unwrap_or_default();
+            crate::sessions::unique_prefix(id, others.iter().map(String::as_str))
+        })
     }
 
     /// `/sessions`: this directory's recent sessions, the current one marked, and a line

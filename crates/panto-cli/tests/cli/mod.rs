@@ -1,5 +1,6 @@
 //! The test modules, by area.
 
+mod banner;
 mod basics;
 mod cache;
 mod config_errors;
