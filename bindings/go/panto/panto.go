@@ -251,7 +251,7 @@ type SessionInfo struct {
 	Wire            json.RawMessage `json:"wire"`
 	ForkedFrom      *ForkOrigin     `json:"forked_from"`
 	// Cwd is the working directory of the process that created the session, if known.
-	Cwd             *string         `json:"cwd"`
+	Cwd *string `json:"cwd"`
 }
 
 // ForkOrigin is where a forked session came from.
