@@ -245,4 +245,23 @@ async fn sessions_lists_this_directory_and_all_lists_every_one_under_its_directo
         "{}",
         help.stdout
     );
+
+    // The -r picker offers this directory's sessions and says how many others there are.
+    let shown = blocking(move || {
+        let t = terminal_in(&home, &work, &["-r"]);
+        t.wait_for("other directories not shown");
+        t.wait_for("work question");
+        // The whole list is drawn at once; give a stray row the time to show.
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        t.wait_for("work question")
+    })
+    .await;
+    assert!(
+        flat(&shown).contains("2 sessions from other directories not shown (--all lists every one)"),
+        "{shown}"
+    );
+    assert!(
+        !shown.contains("other question") && !shown.contains("other again"),
+        "{shown}"
+    );
 }
