@@ -265,3 +265,42 @@ async fn sessions_lists_this_directory_and_all_lists_every_one_under_its_directo
         "{shown}"
     );
 }
+
+/// Tab after `/resume ` offers this directory's sessions first, though another directory's is
+/// newer.
+#[tokio::test(flavor = "multi_thread")]
+async fn resume_completion_offers_this_directorys_ids_first() {
+    let server = MockServer::start().await;
+    for answer in ["one", "two"] {
+        server.push(Reply::sse(script::anthropic_text(answer)));
+    }
+    let mut home = Home::new();
+    home.anthropic(&server);
+    let other = sibling(&home, "other");
+    home.run(&["-p", "work topic"], None).await.ok();
+    run_in(&home, &other, &["-p", "other topic"]).await.ok();
+    let (work_id, other_id) = (id_of(&home, "work topic").await, id_of(&home, "other topic").await);
+    let line = blocking(move || {
+        let mut t = terminal_in(&home, &home.work(), &[]);
+        t.wait_for_prompt();
+        // The first Tab completes what the two ids share, the second lists them.
+        t.send("/resume ");
+        t.send("\t");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        t.send("\t");
+        let shown = t.wait_until("both ids listed", |shown| {
+            shown.lines().any(|l| l.contains(&work_id) && l.contains(&other_id))
+        });
+        let line = shown
+            .lines()
+            .find(|l| l.contains(&work_id) && l.contains(&other_id))
+            .map(str::to_owned);
+        (line.unwrap_or_default(), work_id, other_id)
+    })
+    .await;
+    let (line, work_id, other_id) = line;
+    assert!(
+        line.find(&work_id) < line.find(&other_id),
+        "this directory's {work_id} is not first: {line}"
+    );
+}
