@@ -1286,7 +1286,7 @@ int32_t panto_store_new_null(const struct panto_runtime *runtime,
 /**
  * Lists the store's sessions, newest first (by the last human prompt), as a JSON array of
  * objects: `{"id", "created", "modified", "last_prompt_at", "message_count",
- * "last_user_message", "wire"}` (times are RFC 3339; see docs/ffi.md).
+ * "last_user_message", "wire", "forked_from", "cwd"}` (times are RFC 3339; see docs/ffi.md).
  *
  * Ownership: `*json_out` receives an owned string (only on success; on failure it is left as it was), freed with
  * `panto_string_free`. Thread safety: callable from any thread; blocks while the store reads.

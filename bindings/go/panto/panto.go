@@ -250,6 +250,8 @@ type SessionInfo struct {
 	LastUserMessage *string         `json:"last_user_message"`
 	Wire            json.RawMessage `json:"wire"`
 	ForkedFrom      *ForkOrigin     `json:"forked_from"`
+	// Cwd is the working directory of the process that created the session, if known.
+	Cwd *string `json:"cwd"`
 }
 
 // ForkOrigin is where a forked session came from.

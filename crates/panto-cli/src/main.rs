@@ -101,13 +101,19 @@ pub struct Cli {
     #[arg(long = "image", value_name = "FILE", requires = "print")]
     images: Vec<PathBuf>,
 
-    /// Continue the most recent session.
+    /// Continue the most recent session started in this directory.
     #[arg(short = 'c', long = "continue", conflicts_with = "resume")]
     continue_last: bool,
 
-    /// Resume a session by id or unique id prefix; without ID, pick one from a numbered list.
+    /// Resume a session by id or unique id prefix (from any directory); without ID, pick one of
+    /// this directory's sessions from a numbered list.
     #[arg(short = 'r', long, value_name = "ID", num_args = 0..=1)]
     resume: Option<Option<String>>,
+
+    /// With -c: continue the most recent session of any directory. With -r and no ID: pick
+    /// among every directory's sessions.
+    #[arg(long = "all")]
+    all_dirs: bool,
 
     /// The model: a configured alias or, failing that, a model name for the provider in use.
     #[arg(short = 'm', long, value_name = "NAME")]
@@ -222,6 +228,9 @@ struct SessionsArgs {
     /// Print the listing as JSON.
     #[arg(long)]
     json: bool,
+    /// List every directory's sessions (by default only those started in this directory).
+    #[arg(long)]
+    all: bool,
     #[command(subcommand)]
     command: Option<SessionsCommand>,
 }
@@ -313,20 +322,29 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             let store = sessions_at.open().await?;
             match args.command {
                 Some(SessionsCommand::Export { id, format }) => sessions::export_command(&store, &id, format).await,
-                None | Some(SessionsCommand::Import { .. }) => sessions::list_command(&store, args.json).await,
+                None | Some(SessionsCommand::Import { .. }) => {
+                    sessions::list_command(&store, args.json, args.all, &setup::working_dir()?).await
+                }
             }
         }),
         None => {
+            let all = cli.all_dirs;
             let choice = if cli.continue_last {
-                setup::SessionChoice::Continue
+                setup::SessionChoice::Continue { all }
             } else {
                 match cli.resume {
                     Some(Some(id)) if cli.fork => setup::SessionChoice::Fork(id),
                     Some(None) if cli.fork => {
                         return Err(Failure::usage("--fork needs the session to fork: -r ID --fork"));
                     }
+                    Some(None) => setup::SessionChoice::Pick { all },
+                    _ if all => {
+                        return Err(Failure::usage(
+                            "--all goes with -c (the latest session of any directory) or with -r without an ID \
+                             (pick among every directory's sessions); `panto sessions --all` lists them all",
+                        ));
+                    }
                     Some(Some(id)) => setup::SessionChoice::Resume(id),
-                    Some(None) => setup::SessionChoice::Pick,
                     None => setup::SessionChoice::New,
                 }
             };

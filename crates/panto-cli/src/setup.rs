@@ -18,12 +18,20 @@ use crate::tools::{Approval, Gate, Sandbox, ToolName, Toolbox};
 pub enum SessionChoice {
     /// A new session.
     New,
-    /// The most recent session (`-c`).
-    Continue,
-    /// A session by id or unique prefix (`-r ID`).
+    /// The most recent session started in this directory (`-c`), or with `all` of any
+    /// directory (`-c --all`).
+    Continue {
+        /// Of any directory.
+        all: bool,
+    },
+    /// A session by id or unique prefix (`-r ID`), from any directory.
     Resume(String),
-    /// A session picked from a numbered list (`-r`).
-    Pick,
+    /// A session picked from a numbered list of this directory's sessions (`-r`), or with
+    /// `all` of every directory's (`-r --all`).
+    Pick {
+        /// Among every directory's sessions.
+        all: bool,
+    },
     /// A new session forked from the end of the active branch of a session by id or unique
     /// prefix (`-r ID --fork`).
     Fork(String),
@@ -91,12 +99,29 @@ pub async fn find(opened: &OpenStore, choice: &SessionChoice) -> Result<Found, F
                 existing: false,
             })
         }
-        SessionChoice::Continue => Session::latest(store.clone())
+        SessionChoice::Continue { all: true } => Session::latest(store.clone())
             .await?
             .ok_or_else(|| Failure::usage(format!("no session to continue in {place}")))?,
+        SessionChoice::Continue { all: false } => {
+            let here = working_dir()?;
+            let (infos, elsewhere) = crate::sessions::of_dir(store.list().await?, &here);
+            match infos.first() {
+                // The listing is newest first.
+                Some(latest) => opened.resolve(&latest.id).await?,
+                None if elsewhere == 0 => return Err(Failure::usage(format!("no session to continue in {place}"))),
+                None => return Err(Failure::usage(crate::sessions::nothing_to_continue(&here, elsewhere))),
+            }
+        }
         SessionChoice::Resume(id) => opened.resolve(id).await?,
-        SessionChoice::Pick => {
-            let infos = store.list().await?;
+        SessionChoice::Pick { all } => {
+            let mut infos = store.list().await?;
+            if !*all {
+                let (here, elsewhere) = crate::sessions::of_dir(infos, &working_dir()?);
+                if let Some(line) = crate::sessions::others_line(elsewhere) {
+                    crate::safe::eprint_line(&line);
+                }
+                infos = here;
+            }
             let id = crate::picker::pick(&infos)?;
             opened.resolve(&id).await?
         }
@@ -274,6 +299,10 @@ pub async fn open_found(
     };
     let resumed = existing;
     let mut notes = Vec::new();
+    if resumed {
+        // Its system prompt is this directory's from now on, and its tools work here.
+        notes.extend(crate::sessions::elsewhere_note(&session.info, &working_dir()?));
+    }
     let named = matches!(model, ModelChoice::Choose(Some(_)));
     let selection = match model {
         ModelChoice::Keep(selection) => *selection,

@@ -48,6 +48,7 @@ pub(crate) fn info_json(info: &SessionInfo) -> Value {
         "last_user_message": info.last_user_message,
         "wire": info.wire,
         "forked_from": info.forked_from.as_ref().map(|f| json!({"session": f.session, "entry": f.entry})),
+        "cwd": info.cwd.as_deref().and_then(std::path::Path::to_str),
     })
 }
 
@@ -102,7 +103,7 @@ pub unsafe extern "C" fn panto_store_new_null(
 
 /// Lists the store's sessions, newest first (by the last human prompt), as a JSON array of
 /// objects: `{"id", "created", "modified", "last_prompt_at", "message_count",
-/// "last_user_message", "wire"}` (times are RFC 3339; see docs/ffi.md).
+/// "last_user_message", "wire", "forked_from", "cwd"}` (times are RFC 3339; see docs/ffi.md).
 ///
 /// Ownership: `*json_out` receives an owned string (only on success; on failure it is left as it was), freed with
 /// `panto_string_free`. Thread safety: callable from any thread; blocks while the store reads.

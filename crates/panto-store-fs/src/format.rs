@@ -101,8 +101,8 @@ pub(crate) struct CheckpointOnDisk {
 pub(crate) struct HeaderIn {
     pub id: String,
     pub created: DateTime<Utc>,
-    /// Where the session was started: informational, not needed to read a session back, but
-    /// carried when a session is copied whole.
+    /// Where the session was started: not needed to read a session back; listed
+    /// (`SessionInfo::cwd`) and carried when a session is copied whole.
     #[serde(default)]
     pub cwd: Option<String>,
     #[serde(default)]
@@ -190,16 +190,13 @@ impl Activity {
     /// The listing info of a session whose header says `id` and `created` and whose newest entry
     /// was written at `modified` with this activity.
     pub(crate) fn into_info(self, id: String, created: DateTime<Utc>, modified: DateTime<Utc>) -> SessionInfo {
-        SessionInfo {
-            id,
-            created,
-            modified,
-            last_prompt_at: self.last_prompt_at,
-            message_count: self.message_count,
-            last_user_message: self.last_user_message,
-            wire: self.wire,
-            forked_from: None,
-        }
+        let mut info = SessionInfo::new(id, created);
+        info.modified = modified;
+        info.last_prompt_at = self.last_prompt_at;
+        info.message_count = self.message_count;
+        info.last_user_message = self.last_user_message;
+        info.wire = self.wire;
+        info
     }
 }
 

@@ -9,7 +9,7 @@
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use panto_core::{Result, SessionInfo};
 
@@ -135,12 +135,14 @@ fn info_from(path: &Path, id: &str, first: FirstLine, last: Last, max: usize) ->
     };
     check_header_id(&header.id, id, &header_location)?;
     let forked_from = header.forked_from.clone().map(ForkOnDisk::into_origin);
+    let cwd = header.cwd.clone().map(PathBuf::from);
     let tail = match last {
         // Only the header is complete: a session created by an empty batch, or whose first
         // entry was torn.
         Last::Whole(LastLine::None | LastLine::Line(0, _)) => {
             let mut info = SessionInfo::new(header.id, header.created);
             info.forked_from = forked_from;
+            info.cwd = cwd;
             return Ok(info);
         }
         Last::Skimmed(tail) => tail,
@@ -172,6 +174,7 @@ fn info_from(path: &Path, id: &str, first: FirstLine, last: Last, max: usize) ->
     };
     let mut info = tail.activity.into_info(header.id, header.created, tail.timestamp);
     info.forked_from = forked_from;
+    info.cwd = cwd;
     Ok(info)
 }
 
@@ -218,14 +221,7 @@ mod tests {
             .unwrap()
             .into_log(&path)
             .unwrap();
-        let newest = log.entries.last().unwrap();
-        let scanned =
-            newest
-                .entry
-                .activity
-                .clone()
-                .into_info(log.header.id.clone(), log.header.created, newest.entry.timestamp);
-        (listed, scanned)
+        (listed, log.info())
     }
 
     #[test]
@@ -243,6 +239,7 @@ mod tests {
             let (listed, scanned) = info_both_ways(header_extra, last_len);
             assert_eq!(listed, scanned, "header +{header_extra}, last line {last_len}");
             assert_eq!(listed.message_count, 2);
+            assert_eq!(listed.cwd, std::env::current_dir().ok(), "the header's directory");
         }
     }
 

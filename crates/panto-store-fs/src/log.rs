@@ -18,7 +18,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use panto_core::store::compact_view;
@@ -117,6 +117,7 @@ impl ParsedLog {
             None => SessionInfo::new(self.header.id.clone(), self.header.created),
         };
         info.forked_from = self.header.forked_from.clone().map(ForkOnDisk::into_origin);
+        info.cwd = self.header.cwd.as_ref().map(PathBuf::from);
         info
     }
 }

@@ -3,7 +3,7 @@
 //! (a new session holding the path to an entry, with the file changes recorded on that path).
 
 use panto_core::store::{CheckpointRecord, ForkOrigin};
-use panto_core::{Error, Result, SessionInfo};
+use panto_core::{Error, Result};
 
 use crate::db::{now, pg, pg_text};
 use crate::pool::Pool;
@@ -116,6 +116,7 @@ pub(crate) async fn commit_event(
             let view = tree.view(&path)?;
             let mut info = path_info(&txn, context, id, &tree, &path, open.info.created).await?;
             info.forked_from = open.info.forked_from.clone();
+            info.cwd = open.info.cwd.clone();
             info.modified = at;
             (tip.map(str::to_owned), None, Some((info, view)))
         }
@@ -139,10 +140,11 @@ pub(crate) async fn commit_event(
     .map_err(|e| failed("recording the branch event", e))?;
     let info = match &switched {
         Some((info, _)) => info.clone(),
-        None => SessionInfo {
-            modified: at,
-            ..open.info.clone()
-        },
+        None => {
+            let mut info = open.info.clone();
+            info.modified = at;
+            info
+        }
     };
     update_row(&txn, context, &update, &info, token).await?;
     txn.commit().await.map_err(|e| failed("committing", e))?;

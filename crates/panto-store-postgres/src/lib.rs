@@ -81,7 +81,7 @@
 macro_rules! info_columns {
     () => {
         "id, created, modified, last_prompt_at, message_count, last_user_message, \
-         wire_api_style, wire_base_url, wire_model, wire_reasoning, forked_from_session, forked_from_entry"
+         wire_api_style, wire_base_url, wire_model, wire_reasoning, forked_from_session, forked_from_entry, cwd"
     };
 }
 

@@ -2,6 +2,7 @@
 //! the entries, and the audit of the tools offered with an entry.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 
 use chrono::{DateTime, Utc};
 use panto_core::store::validate_checkpoint_address;
@@ -81,19 +82,19 @@ pub(crate) fn info_from_row(row: &Row) -> Result<SessionInfo> {
     let location = || format!("panto.sessions row {id}");
     let count = unsigned(&location, "message_count", row.get(4))?;
     let wire = wire_from_columns(&location, row.get(6), row.get(7), row.get(8), row.get(9))?;
-    Ok(SessionInfo {
-        forked_from: fork_origin(row.get(10), row.get(11)),
-        created: row.get(1),
-        modified: row.get(2),
-        last_prompt_at: row.get(3),
-        message_count: usize::try_from(count).map_err(|_| Error::CorruptSession {
-            location: location(),
-            message: format!("message_count {count} does not fit this machine's usize"),
-        })?,
-        last_user_message: row.get(5),
-        wire,
-        id,
-    })
+    let message_count = usize::try_from(count).map_err(|_| Error::CorruptSession {
+        location: location(),
+        message: format!("message_count {count} does not fit this machine's usize"),
+    })?;
+    let mut info = SessionInfo::new(id, row.get(1));
+    info.modified = row.get(2);
+    info.last_prompt_at = row.get(3);
+    info.message_count = message_count;
+    info.last_user_message = row.get(5);
+    info.wire = wire;
+    info.forked_from = fork_origin(row.get(10), row.get(11));
+    info.cwd = row.get::<_, Option<String>>(12).map(PathBuf::from);
+    Ok(info)
 }
 
 /// A fork origin from its two columns (both set, or neither: a check constraint).

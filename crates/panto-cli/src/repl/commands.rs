@@ -77,8 +77,9 @@ slash_commands! {
         "summarise older messages to free context (optionally saying what to keep)";
     Image = "/image", "[FILE...]", Files,
         "attach images to your next prompt (dropping an image file onto the terminal does too)";
-    Sessions = "/sessions", "", Nothing, "list recent sessions";
-    Resume = "/resume", "[ID]", Session, "switch to another session (id or unique prefix; without one, pick from a list)";
+    Sessions = "/sessions", "[--all]", Nothing, "list this directory's recent sessions (--all: every directory's)";
+    Resume = "/resume", "[ID|--all]", Session,
+        "switch to another session (id or unique prefix; without one, pick one of this directory's; --all: of any)";
     New = "/new", "", Nothing, "start a new session with the current model";
     Clear = "/clear", "", Nothing, "start a new session with the current model (as /new)";
     Rewind = "/rewind", "[N] [--files]", Nothing,
@@ -259,7 +260,7 @@ mod tests {
         let help = help(200);
         assert!(help
             .iter()
-            .any(|l| l.contains("/resume [ID]") && l.contains("switch to another session")));
+            .any(|l| l.contains("/resume [ID|--all]") && l.contains("switch to another session")));
     }
 
     #[test]

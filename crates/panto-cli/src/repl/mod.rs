@@ -154,7 +154,7 @@ pub fn run(
     let history = launch.env.history_path();
     let aliases = launch.settings.models.iter().map(|m| m.name.clone()).collect();
     let pricing = launch.settings.pricing();
-    let recent = recent_ids(rt, &store);
+    let recent = recent_ids(rt, &store, cwd.clone());
     let mut repl = Repl {
         rt,
         toolbox,
@@ -260,13 +260,21 @@ fn completion_models(pricing: &PricingRegistry, settings: &Settings, selection: 
 /// Code and codex); a single one only clears the line.
 const EXIT_WINDOW: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// The ids of the recent sessions in `store`, listed when Tab first completes `/resume `.
-fn recent_ids(rt: &tokio::runtime::Runtime, store: &OpenStore) -> RecentIds {
+/// The ids of the recent sessions in `store`, listed when Tab first completes `/resume `:
+/// those started in `cwd` first, then the others, each newest first.
+fn recent_ids(rt: &tokio::runtime::Runtime, store: &OpenStore, cwd: PathBuf) -> RecentIds {
     let (handle, store) = (rt.handle().clone(), store.store.clone());
     // The completer runs on the REPL's thread, outside the runtime, so it may block on it.
     RecentIds::listed_by(move || {
         let infos = handle.block_on(store.list()).ok()?;
-        Some(infos.iter().take(RECENT).map(|i| i.id.clone()).collect())
+        let (here, others): (Vec<_>, Vec<_>) = infos.iter().partition(|info| crate::sessions::started_in(info, &cwd));
+        Some(
+            here.into_iter()
+                .chain(others)
+                .take(RECENT)
+                .map(|i| i.id.clone())
+                .collect(),
+        )
     })
 }
 
@@ -337,11 +345,11 @@ impl Repl<'_> {
         } else if resumed {
             format!(
                 "resumed session {} ({} messages)",
-                self.agent.session_id(),
+                self.short_id(self.agent.session_id()),
                 self.agent.session().info.message_count
             )
         } else {
-            format!("new session {}", self.agent.session_id())
+            format!("new session {}", self.short_id(self.agent.session_id()))
         };
         // Wrapped between its parts, so that a narrow terminal does not cut the session id.
         let parts = [
@@ -519,12 +527,12 @@ impl Repl<'_> {
                     }
                     Command::Compact => self.compact(&args),
                     Command::Image => self.image(&args),
-                    Command::Sessions => self.sessions(),
+                    Command::Sessions => self.sessions(args == "--all"),
                     Command::Resume => {
-                        let choice = if args.is_empty() {
-                            SessionChoice::Pick
-                        } else {
-                            SessionChoice::Resume(args)
+                        let choice = match args.as_str() {
+                            "" => SessionChoice::Pick { all: false },
+                            "--all" => SessionChoice::Pick { all: true },
+                            _ => SessionChoice::Resume(args),
                         };
                         self.switch(choice, None);
                     }

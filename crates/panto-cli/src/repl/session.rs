@@ -3,7 +3,7 @@
 
 use super::{Repl, Totals};
 use crate::config::Selection;
-use crate::sessions::{short_ids, table, RECENT};
+use crate::sessions::{by_directory, of_dir, others_line, short_ids, table, Line, RECENT};
 use crate::setup::{self, SessionChoice};
 
 impl Repl<'_> {
@@ -24,30 +24,59 @@ impl Repl<'_> {
         short
     }
 
-    /// [`Repl::short_id`] of each of `ids`, from one listing of the store.
+    /// [`Repl::short_id`] of each of `ids`. Only the stored ids sharing an id's first 8
+    /// characters can lengthen its prefix, so those are all the store is asked for (a file
+    /// store reads its directory, not every session: the start banner prints one).
     pub(super) fn short_ids<const N: usize>(&self, ids: [&str; N]) -> [String; N] {
-        let others = self.rt.block_on(self.store.store.list()).unwrap_or_default();
-        ids.map(|id| crate::sessions::unique_prefix(id, others.iter().map(|info| info.id.as_str())))
+        ids.map(|id| {
+            let start: String = id.chars().take(8).collect();
+            let others = self
+                .rt
+                .block_on(self.store.store.ids_with_prefix(&start))
+                .unwrap_or_default();
+            crate::sessions::unique_prefix(id, others.iter().map(String::as_str))
+        })
     }
 
-    pub(super) fn sessions(&mut self) {
-        match self.rt.block_on(self.store.store.list()) {
-            Ok(infos) if infos.is_empty() => self.note("no sessions yet"),
-            Ok(infos) => {
-                let shown = &infos[..infos.len().min(RECENT)];
-                let current = self.agent.session_id().to_owned();
-                for (info, row) in shown.iter().zip(table(shown)) {
-                    let mark = if info.id == current { "*" } else { " " };
-                    // A row a line: the last prompt's preview is cut to the terminal.
-                    self.note(&crate::render::wrap::cut(
-                        &format!("{mark} {row}"),
-                        self.screen.columns(),
-                    ));
+    /// `/sessions`: this directory's recent sessions, the current one marked, and a line
+    /// saying how many other directories' sessions were left out; with `all`, the recent
+    /// sessions of every directory under their directory.
+    pub(super) fn sessions(&mut self, all: bool) {
+        let infos = match self.rt.block_on(self.store.store.list()) {
+            Ok(infos) if infos.is_empty() => return self.note("no sessions yet"),
+            Ok(infos) => infos,
+            Err(e) => return self.error(&format!("cannot list sessions: {e}")),
+        };
+        let current = self.agent.session_id().to_owned();
+        let mark = |info: &panto_core::SessionInfo| if info.id == current { "*" } else { " " };
+        // A row a line: the last prompt's preview is cut to the terminal.
+        let columns = self.screen.columns();
+        if all {
+            let shown = &infos[..infos.len().min(RECENT)];
+            for line in by_directory(shown, &self.cwd) {
+                match line {
+                    Line::Directory(dir) => self.dim(&crate::render::wrap::cut(&dir, columns)),
+                    Line::Session(index, row) => self.note(&crate::render::wrap::cut(
+                        &format!("{} {row}", mark(&shown[index])),
+                        columns,
+                    )),
                 }
-                self.recent_ids.set(short_ids(shown));
             }
-            Err(e) => self.error(&format!("cannot list sessions: {e}")),
+            self.recent_ids.set(short_ids(shown));
+            return;
         }
+        let (here, elsewhere) = of_dir(infos, &self.cwd);
+        let shown = &here[..here.len().min(RECENT)];
+        if shown.is_empty() {
+            self.note(&format!("no sessions started in {}", self.cwd.display()));
+        }
+        for (info, row) in shown.iter().zip(table(shown)) {
+            self.note(&crate::render::wrap::cut(&format!("{} {row}", mark(info)), columns));
+        }
+        if let Some(line) = others_line(elsewhere) {
+            self.dim(&line);
+        }
+        self.recent_ids.set(short_ids(shown));
     }
 
     /// Switches to another session: resumed (with its model pre-selected) or new (keeping

@@ -1,6 +1,7 @@
 //! `panto sessions`: the listing, `export` and `import`.
 
 mod export;
+mod here;
 mod table;
 mod tree;
 
@@ -15,6 +16,7 @@ use crate::exit::Failure;
 use crate::store::{OpenStore, StoreLocation};
 
 pub use export::{export_command, ExportFormat};
+pub use here::{by_directory, elsewhere_note, nothing_to_continue, of_dir, others_line, started_in, Line};
 pub use table::{one_line, short_ids, table, unique_prefix, RECENT};
 pub use tree::tree_lines;
 
@@ -27,6 +29,8 @@ struct InfoJson<'a> {
     /// Without credentials, even from a session recorded before panto stripped them.
     base_url: Option<std::borrow::Cow<'a, str>>,
     created: String,
+    /// The directory the session was started in, else null.
+    cwd: Option<&'a str>,
     /// `{"session","entry"}` for a fork, else null.
     forked_from: Option<serde_json::Value>,
     id: &'a str,
@@ -45,6 +49,7 @@ impl<'a> InfoJson<'a> {
             api_style: wire.map(|w| w.api_style.as_str()),
             base_url: wire.map(|w| strip_userinfo(&w.base_url)),
             created: info.created.to_rfc3339(),
+            cwd: info.cwd.as_deref().and_then(Path::to_str),
             forked_from: info
                 .forked_from
                 .as_ref()
@@ -60,12 +65,16 @@ impl<'a> InfoJson<'a> {
     }
 }
 
-/// `panto sessions [--json]`. Files that cannot be read are reported on stderr, never fatal.
-pub async fn list_command(store: &OpenStore, as_json: bool) -> Result<ExitCode, Failure> {
+/// `panto sessions [--json] [--all]`: the sessions started in `here` (with a line on stderr
+/// saying how many other directories' sessions were left out), or with `all` every session
+/// under its directory. Files that cannot be read are reported on stderr, never fatal.
+pub async fn list_command(store: &OpenStore, as_json: bool, all: bool, here: &Path) -> Result<ExitCode, Failure> {
     let (infos, problems) = store.list_with_problems().await?;
     for (path, error) in &problems {
         crate::safe::eprint_line(&format!("skipped {}: {error}", path.display()));
     }
+    let stored = infos.len();
+    let (infos, elsewhere) = if all { (infos, 0) } else { of_dir(infos, here) };
     // Listings quote session files (the last prompt, the model): neutralised on a terminal.
     let stdout = std::io::stdout();
     let terminal = stdout.is_terminal();
@@ -83,14 +92,24 @@ pub async fn list_command(store: &OpenStore, as_json: bool) -> Result<ExitCode, 
         } else {
             let _ = out.write_all(&text);
         }
-    } else if infos.is_empty() {
+    } else if stored == 0 {
         eprintln!("panto: no sessions in {}", store.place);
+    } else if infos.is_empty() {
+        crate::safe::eprint_line(&format!("no sessions started in {}", here.display()));
+    } else if all {
+        for line in by_directory(&infos, here) {
+            let (Line::Directory(text) | Line::Session(_, text)) = line;
+            let _ = writeln!(out, "{}", crate::safe::for_stream(&text, terminal));
+        }
     } else {
         for row in table(&infos) {
             let _ = writeln!(out, "{}", crate::safe::for_stream(&row, terminal));
         }
     }
     let _ = out.flush();
+    if let Some(line) = others_line(elsewhere) {
+        crate::safe::eprint_line(&line);
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -156,6 +175,7 @@ mod tests {
         full.message_count = 3;
         full.last_user_message = Some("fix the \"parser\"".into());
         full.last_prompt_at = Some(full.created);
+        full.cwd = Some("/home/ada/src/app".into());
         full.wire = Some(panto_core::wire::ProviderIdentity {
             api_style: panto_core::ApiStyle::OpenAiChat,
             base_url: "http://127.0.0.1:9/v1".into(),
@@ -166,17 +186,18 @@ mod tests {
         let text = serde_json::to_string(&InfoJson::of(&full)).unwrap();
         let expected = json!({
             "api_style": "openai-chat", "base_url": "http://127.0.0.1:9/v1", "created": created,
-            "forked_from": null, "id": "0190aaaa-1111-7000-8000-000000000000", "last_prompt_at": created,
+            "cwd": "/home/ada/src/app", "forked_from": null, "id": "0190aaaa-1111-7000-8000-000000000000", "last_prompt_at": created,
             "last_user_message": "fix the \"parser\"", "message_count": 3, "model": "gpt-4o",
             "modified": full.modified.to_rfc3339(), "reasoning": "high",
         });
-        assert_eq!(text, expected.to_string(), "same keys, values and order as before");
+        assert_eq!(text, expected.to_string(), "every key, in alphabetical order");
 
         let bare = info("0190aaaa-2222-7000-8000-000000000000");
         let value = serde_json::to_value(InfoJson::of(&bare)).unwrap();
         for key in [
             "api_style",
             "base_url",
+            "cwd",
             "last_prompt_at",
             "last_user_message",
             "model",

@@ -1,8 +1,10 @@
 //! The test modules, by area.
 
+mod banner;
 mod basics;
 mod cache;
 mod config_errors;
+mod directories;
 mod escapes;
 mod formats;
 mod hooks;

@@ -264,7 +264,8 @@ async fn tab_completes_a_session_id_after_resume() {
     let listing = home.run(&["sessions", "--json"], None).await;
     let sessions: serde_json::Value = serde_json::from_str(listing.ok()).unwrap();
     let id = sessions[0]["id"].as_str().unwrap().to_owned();
-    let resumed = format!("resumed session {id}");
+    // The banner names it by its short id: the only session, so 8 characters.
+    let resumed = format!("resumed session {} (", &id[..8]);
     home.in_repl(&[], move |p| {
         p.expect("> ");
         // The session ids are listed when Tab first asks for them.
@@ -480,7 +481,8 @@ async fn resuming_the_current_session_keeps_it_writable_and_takes_a_changed_prom
     let agents_md = home.work().join("AGENTS.md");
     std::fs::write(&agents_md, "Old rule.").unwrap();
     home.in_repl(&[], move |p| {
-        let (_, banner) = p.exp_regex(r"new session [0-9a-f-]{36}").unwrap();
+        // The banner's short id: no session is stored yet, so 8 characters.
+        let (_, banner) = p.exp_regex(r"new session [0-9a-f]{8}").unwrap();
         let id = banner.trim_start_matches("new session ").to_owned();
         p.type_line("first");
         p.expect("first answer");

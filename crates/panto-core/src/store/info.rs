@@ -1,5 +1,7 @@
 //! What a listing shows of a session, and the one definition of recency.
 
+use std::path::PathBuf;
+
 use chrono::{DateTime, Utc};
 
 use super::seam::ForkOrigin;
@@ -10,7 +12,11 @@ use crate::identity::ProviderIdentity;
 pub const LAST_USER_MESSAGE_CHARS: usize = 200;
 
 /// What a listing shows of one session.
+///
+/// `#[non_exhaustive]`: a store outside panto-core builds one with [`SessionInfo::new`] and sets
+/// the fields it knows, so that a field added here does not break it.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SessionInfo {
     /// The session id (a UUIDv7 in the built-in stores).
     pub id: String,
@@ -28,6 +34,11 @@ pub struct SessionInfo {
     pub wire: Option<ProviderIdentity>,
     /// Set when the session was forked from another.
     pub forked_from: Option<ForkOrigin>,
+    /// The working directory of the process that created the session (with its first append, or
+    /// the fork), as the store recorded it; `None` when it did not (a session from a store that
+    /// records none, a directory whose path is not UTF-8). Front ends list a directory's own
+    /// sessions first and continue the latest session of the directory they run in.
+    pub cwd: Option<PathBuf>,
 }
 
 impl SessionInfo {
@@ -42,6 +53,7 @@ impl SessionInfo {
             last_user_message: None,
             wire: None,
             forked_from: None,
+            cwd: None,
         }
     }
 

@@ -48,6 +48,8 @@ struct MemorySession {
     modified: Option<DateTime<Utc>>,
     metadata: Option<String>,
     forked_from: Option<ForkOrigin>,
+    /// The working directory of the process when the session was created.
+    cwd: Option<std::path::PathBuf>,
     /// Every record, all branches, in append order.
     nodes: Vec<Node>,
     /// The tip of the active branch, an index into `nodes`.
@@ -98,6 +100,7 @@ impl MemorySession {
         }
         info.modified = self.modified.unwrap_or(info.created);
         info.forked_from = self.forked_from.clone();
+        info.cwd = self.cwd.clone();
         Some(info)
     }
 
@@ -222,6 +225,7 @@ impl SessionStore for MemoryStore {
             if !session.exists() {
                 session.created = Some(now);
                 session.metadata = messages.first().and_then(|m| m.conversation.metadata.clone());
+                session.cwd = std::env::current_dir().ok();
             }
             for record in &records {
                 let entry = session.mint_id();
@@ -288,6 +292,7 @@ impl SessionStore for MemoryStore {
                 session: from.to_owned(),
                 entry: at.to_owned(),
             }),
+            cwd: std::env::current_dir().ok(),
             tip: nodes.len().checked_sub(1),
             nodes,
             id_source: EntryIds::new(),

@@ -58,8 +58,8 @@ pub fn same_time(pg: DateTime<Utc>, fs: DateTime<Utc>, what: &str) {
     );
 }
 
-/// The listing of an imported session is the file store's, times rounded up to PostgreSQL's
-/// microsecond.
+/// The listing of an imported session is the file store's (its directory included), times
+/// rounded up to PostgreSQL's microsecond.
 pub fn same_info(pg: &SessionInfo, fs: &SessionInfo) {
     assert_eq!(
         (
@@ -67,14 +67,16 @@ pub fn same_info(pg: &SessionInfo, fs: &SessionInfo) {
             pg.message_count,
             &pg.last_user_message,
             &pg.wire,
-            &pg.forked_from
+            &pg.forked_from,
+            &pg.cwd
         ),
         (
             &fs.id,
             fs.message_count,
             &fs.last_user_message,
             &fs.wire,
-            &fs.forked_from
+            &fs.forked_from,
+            &fs.cwd
         )
     );
     same_time(pg.created, fs.created, "created");

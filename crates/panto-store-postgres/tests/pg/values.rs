@@ -97,3 +97,24 @@ async fn numbers_in_tool_inputs_keep_their_values() {
         assert_eq!(got[key].as_f64(), input[key].as_f64(), "{key}");
     }
 }
+
+/// A session row whose directory is not known (NULL, as a row written by another program may
+/// have it) lists with no directory; the others keep theirs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_without_a_directory_lists_none() {
+    let (store, url) = fresh_store().await;
+    let mut known = Driver::new(&as_dyn(&store), None);
+    known.append(vec![user("here")]).await;
+    let mut unknown = Driver::new(&as_dyn(&store), None);
+    unknown.append(vec![user("nowhere")]).await;
+    let client = connect(&url).await;
+    client
+        .execute("update panto.sessions set cwd = null where id = $1", &[&unknown.id()])
+        .await
+        .unwrap();
+    let list = store.list().await.unwrap();
+    let cwd_of = |id: String| list.iter().find(|i| i.id == id).unwrap().cwd.clone();
+    assert_eq!(cwd_of(unknown.id()), None);
+    assert_eq!(cwd_of(known.id()), std::env::current_dir().ok());
+    assert_eq!(store.info(&unknown.id()).await.unwrap().unwrap().cwd, None);
+}

@@ -233,3 +233,35 @@ pub async fn latest_is_the_most_recent(store: Arc<dyn SessionStore>) {
     a.append(vec![user("a again")]).await;
     assert_eq!(latest(store.clone()).await, Some(a.id()), "{CASE}: after a prompt in a");
 }
+
+/// A session records the working directory of the process that created it, and the listing,
+/// the info of the one session and `latest` give it back (front ends continue the latest
+/// session of the directory they run in).
+pub async fn a_session_lists_its_directory(store: Arc<dyn SessionStore>) {
+    const CASE: &str = "a_session_lists_its_directory";
+    let here = std::env::current_dir().unwrap_or_else(|e| panic!("{CASE}: no working directory: {e}"));
+    let mut d = Driver::new(&store, None);
+    d.append(vec![user("where am I?")]).await;
+    d.append(vec![reply("here")]).await;
+    let listed = info_of(&store, &d.id(), CASE).await;
+    assert_eq!(
+        listed.cwd.as_deref(),
+        Some(here.as_path()),
+        "{CASE}: the listing's directory of a session created here"
+    );
+    let info = match store.info(&d.id()).await {
+        Ok(Some(info)) => info,
+        other => panic!("{CASE}: info({}) gave {other:?}", d.id()),
+    };
+    assert_eq!(info.cwd, listed.cwd, "{CASE}: info and the listing disagree");
+    let latest = match Session::latest(store.clone()).await {
+        Ok(Some(s)) => s,
+        other => panic!("{CASE}: latest gave {other:?}"),
+    };
+    assert_eq!(latest.info.cwd, listed.cwd, "{CASE}: latest and the listing disagree");
+    let resolved = match Session::resolve(store.clone(), &d.id()).await {
+        Ok(Some(s)) => s,
+        other => panic!("{CASE}: resolve({}) gave {other:?}", d.id()),
+    };
+    assert_eq!(resolved.info.cwd, listed.cwd, "{CASE}: a resolved session's directory");
+}

@@ -51,7 +51,7 @@ pub use content::{
 };
 pub use driver::{append_offering, append_one, ids, info_of, must_list, must_load, tick, Driver};
 pub use listing::{
-    latest_is_the_most_recent, list_orders_by_last_human_prompt, listing_info_is_exact,
+    a_session_lists_its_directory, latest_is_the_most_recent, list_orders_by_last_human_prompt, listing_info_is_exact,
     synthetic_closer_does_not_move_a_session_up,
 };
 pub use lookup::{never_appended_session_is_not_found, resolve_by_id_and_prefix, unknown_sessions_load_as_none};
@@ -130,6 +130,7 @@ macro_rules! store_contract_tests {
             list_orders_by_last_human_prompt
             synthetic_closer_does_not_move_a_session_up
             listing_info_is_exact
+            a_session_lists_its_directory
             resolve_by_id_and_prefix
             latest_is_the_most_recent
             unknown_sessions_load_as_none
