@@ -7,6 +7,7 @@ mod escapes;
 mod formats;
 mod hooks;
 mod images;
+mod labels;
 mod log;
 mod markdown;
 mod mcp;
