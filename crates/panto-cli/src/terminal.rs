@@ -125,12 +125,13 @@ impl TerminalAsker {
         let chars = question.chars().count();
         let line_count = question.lines().count().max(1);
         if chars > LONG_QUESTION_CHARS || line_count > LONG_QUESTION_LINES {
+            let size = format!(
+                "(the call above is {chars} characters on {line_count} line{}: read all of it before answering)",
+                if line_count == 1 { "" } else { "s" }
+            );
             out.push_str(&format!(
                 "\n{}",
-                style.dim(&format!(
-                    "(the call above is {chars} characters on {line_count} line{}: read all of it before answering)",
-                    if line_count == 1 { "" } else { "s" }
-                ))
+                style.dim(&crate::render::wrap::fit_lines(&size, columns))
             ));
             multi_line = true;
         }
@@ -139,15 +140,24 @@ impl TerminalAsker {
             .and_then(|q| q.split(':').next())
             .filter(|t| t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
             .unwrap_or("this tool");
-        let choices = format!("[y]es / [n]o / [a]lways for {tool} / [f]eedback (no, and say why):");
-        // The choices go on a line of their own when they would not fit beside the question: a
-        // terminal's wrap would cut a choice in two.
+        let parts = [
+            "[y]es".to_owned(),
+            "[n]o".to_owned(),
+            format!("[a]lways for {tool}"),
+            "[f]eedback (no, and say why):".to_owned(),
+        ];
+        let choices = parts.join(" / ");
+        // The choices go on a line of their own when they would not fit beside the question,
+        // and on two when they do not fit on one, broken between two choices: a terminal's wrap
+        // would cut a choice in two. Room is left for the ` /` that ends a row.
         let fits = || {
             let asked = format!("? {shown} {choices}");
             crate::render::wrap::width(&asked) < columns
         };
         out.push_str(if multi_line || !fits() { "\n" } else { " " });
-        out.push_str(&style.dim(&choices));
+        let rows = crate::render::wrap::join_fitted(&parts, " / ", columns.saturating_sub(3));
+        let rows: Vec<String> = rows.split('\n').map(|row| style.dim(row)).collect();
+        out.push_str(&rows.join(" /\n"));
         out.push(' ');
         out
     }
@@ -409,6 +419,12 @@ mod tests {
         assert_eq!(
             narrow,
             "\n? allow edit: edit notes.md at line 2 (1 occurrence)\n[y]es / [n]o / [a]lways for edit / [f]eedback (no, and say why): "
+        );
+        // Too narrow for all the choices on one line: broken between two of them.
+        let narrower = asker.draw(question, 60);
+        assert_eq!(
+            narrower,
+            "\n? allow edit: edit notes.md at line 2 (1 occurrence)\n[y]es / [n]o / [a]lways for edit /\n[f]eedback (no, and say why): "
         );
     }
 }

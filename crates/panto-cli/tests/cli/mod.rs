@@ -12,6 +12,7 @@ mod log;
 mod markdown;
 mod mcp;
 mod otel;
+mod own_lines;
 mod postgres;
 mod print_control;
 mod print_text;
