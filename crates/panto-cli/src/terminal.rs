@@ -1,12 +1,12 @@
-//! Terminal input outside rustyline: approval questions and the session picker.
+//! Terminal input outside rustyline: approval questions and the keys of the pickers.
 //!
 //! An approval question is asked while a turn runs, and Ctrl-C must be able to cancel the turn
 //! while the question waits. A plain blocking read cannot be interrupted, and a reader left
 //! blocked would swallow input meant for the prompt. So input is read straight from file
 //! descriptor 0, after `poll` says some is ready, checking the cancel token between polls. A
 //! question is answered on one key (the terminal leaves canonical mode while it is asked; Esc
-//! declines), a picker's choice is a line. Piped input is read through std's buffered stdin
-//! instead, the buffer rustyline reads pipes through.
+//! declines), and a picker ([`crate::picker`]) is driven by keys too. Piped input is read
+//! through std's buffered stdin instead, the buffer rustyline reads pipes through.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::os::fd::AsFd;
@@ -197,7 +197,9 @@ impl Asker for TerminalAsker {
                 },
                 // Enter, arrows, Backspace: not answers (an Enter typed out of habit after
                 // the answer key is ignored too).
-                Key::Enter | Key::Backspace | Key::ClearLine | Key::Other => continue,
+                Key::Enter | Key::Backspace | Key::ClearLine | Key::Interrupt | Key::Up | Key::Down | Key::Other => {
+                    continue
+                }
             };
             let _ = writeln!(err, "{}", self.style.bold(echo(&answer)));
             if answer != Answer::Feedback {
@@ -228,9 +230,9 @@ fn echo(answer: &Answer) -> &'static str {
     }
 }
 
-/// One key read at a question.
+/// One key read at a question or a picker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Key {
+pub(crate) enum Key {
     /// A character (control characters without a meaning here included).
     Char(char),
     /// Enter.
@@ -243,19 +245,34 @@ enum Key {
     ClearLine,
     /// Ctrl-D.
     EndOfInput,
-    /// An escape sequence (an arrow, a function key) or bytes that are not UTF-8.
+    /// Ctrl-C, read as a key (only when the terminal's signals are off: [`KeyMode::picking`]).
+    Interrupt,
+    /// The up arrow.
+    Up,
+    /// The down arrow.
+    Down,
+    /// Another escape sequence (a function key, Alt and a key) or bytes that are not UTF-8.
     Other,
 }
 
 /// The terminal taking keys one at a time, unechoed, while the guard lives; the settings on
-/// entry come back on drop. Signals stay on: Ctrl-C still cancels the turn.
+/// entry come back on drop. At a question signals stay on: Ctrl-C still cancels the turn.
 #[derive(Debug)]
-struct KeyMode {
+pub(crate) struct KeyMode {
     saved: Option<nix::sys::termios::Termios>,
 }
 
 impl KeyMode {
     fn enter() -> KeyMode {
+        KeyMode::with_signals(true)
+    }
+
+    /// Keys for a picker: Ctrl-C is a key ([`Key::Interrupt`], giving up), not a signal.
+    pub(crate) fn picking() -> KeyMode {
+        KeyMode::with_signals(false)
+    }
+
+    fn with_signals(signals: bool) -> KeyMode {
         use nix::sys::termios::{tcgetattr, tcsetattr, LocalFlags, SetArg, SpecialCharacterIndices};
         let stdin = std::io::stdin();
         let Ok(saved) = tcgetattr(stdin.as_fd()) else {
@@ -264,6 +281,9 @@ impl KeyMode {
         let mut keys = saved.clone();
         keys.local_flags
             .remove(LocalFlags::ICANON | LocalFlags::ECHO | LocalFlags::ECHONL);
+        if !signals {
+            keys.local_flags.remove(LocalFlags::ISIG);
+        }
         keys.control_chars[SpecialCharacterIndices::VMIN as usize] = 1;
         keys.control_chars[SpecialCharacterIndices::VTIME as usize] = 0;
         let _ = tcsetattr(stdin.as_fd(), SetArg::TCSANOW, &keys);
@@ -311,29 +331,34 @@ fn next_byte(cancel: &CancellationToken, within: Option<u16>) -> Option<u8> {
 
 /// Reads one key (the terminal in [`KeyMode`]); `None` when `cancel` fires or input ends first.
 /// Only the key's own bytes are read: what is typed after it stays for the prompt.
-fn read_key(cancel: &CancellationToken) -> Option<Key> {
+pub(crate) fn read_key(cancel: &CancellationToken) -> Option<Key> {
     let first = next_byte(cancel, None)?;
+    let arrow = |last: Option<u8>| match last {
+        Some(b'A') => Key::Up,
+        Some(b'B') => Key::Down,
+        _ => Key::Other,
+    };
     Some(match first {
         b'\r' | b'\n' => Key::Enter,
         0x7f | 0x08 => Key::Backspace,
         0x15 => Key::ClearLine,
         0x04 => Key::EndOfInput,
+        0x03 => Key::Interrupt,
         0x1b => match next_byte(cancel, Some(ESC_WAIT_MS)) {
             // Nothing follows at once: the Esc key.
             None => Key::Esc,
             Some(b'[') => {
-                // Parameters and intermediates, then one final byte.
+                // Parameters and intermediates, then one final byte (`A` or `B`: an arrow).
+                let mut last = None;
                 while let Some(b) = next_byte(cancel, Some(ESC_WAIT_MS)) {
                     if (0x40..=0x7e).contains(&b) {
+                        last = Some(b);
                         break;
                     }
                 }
-                Key::Other
+                arrow(last)
             }
-            Some(b'O') => {
-                next_byte(cancel, Some(ESC_WAIT_MS));
-                Key::Other
-            }
+            Some(b'O') => arrow(next_byte(cancel, Some(ESC_WAIT_MS))),
             // Alt and a key.
             Some(_) => Key::Other,
         },
@@ -395,7 +420,7 @@ fn read_text(cancel: &CancellationToken) -> Option<Option<String>> {
                 text.push(c);
                 let _ = write!(err, "{}", crate::safe::neutralise(&c.to_string()));
             }
-            Key::Other => continue,
+            Key::Interrupt | Key::Up | Key::Down | Key::Other => continue,
         }
         let _ = err.flush();
     }

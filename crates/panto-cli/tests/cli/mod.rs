@@ -13,6 +13,7 @@ mod markdown;
 mod mcp;
 mod otel;
 mod own_lines;
+mod pickers;
 mod postgres;
 mod print_control;
 mod print_text;
