@@ -34,7 +34,7 @@ pub fn summary(target: &Target, remaining: usize) -> String {
 pub struct Target {
     /// Its entry id.
     pub entry: String,
-    /// Its text.
+    /// Its text as typed (without the text attached to it).
     pub text: String,
 }
 
@@ -49,7 +49,7 @@ pub fn targets(agent: &Agent) -> Vec<Target> {
         .rev()
         .map(|(id, i)| Target {
             entry: id.to_owned(),
-            text: agent.conversation().messages[i].text(),
+            text: agent.conversation().messages[i].prompt_text().to_owned(),
         })
         .collect()
 }

@@ -1,12 +1,12 @@
-//! Terminal input outside rustyline: approval questions and the session picker.
+//! Terminal input outside rustyline: approval questions and the keys of the pickers.
 //!
 //! An approval question is asked while a turn runs, and Ctrl-C must be able to cancel the turn
 //! while the question waits. A plain blocking read cannot be interrupted, and a reader left
 //! blocked would swallow input meant for the prompt. So input is read straight from file
 //! descriptor 0, after `poll` says some is ready, checking the cancel token between polls. A
 //! question is answered on one key (the terminal leaves canonical mode while it is asked; Esc
-//! declines), a picker's choice is a line. Piped input is read through std's buffered stdin
-//! instead, the buffer rustyline reads pipes through.
+//! declines), and a picker ([`crate::picker`]) is driven by keys too. Piped input is read
+//! through std's buffered stdin instead, the buffer rustyline reads pipes through.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::os::fd::AsFd;
@@ -125,12 +125,13 @@ impl TerminalAsker {
         let chars = question.chars().count();
         let line_count = question.lines().count().max(1);
         if chars > LONG_QUESTION_CHARS || line_count > LONG_QUESTION_LINES {
+            let size = format!(
+                "(the call above is {chars} characters on {line_count} line{}: read all of it before answering)",
+                if line_count == 1 { "" } else { "s" }
+            );
             out.push_str(&format!(
                 "\n{}",
-                style.dim(&format!(
-                    "(the call above is {chars} characters on {line_count} line{}: read all of it before answering)",
-                    if line_count == 1 { "" } else { "s" }
-                ))
+                style.dim(&crate::render::wrap::fit_lines(&size, columns))
             ));
             multi_line = true;
         }
@@ -139,15 +140,24 @@ impl TerminalAsker {
             .and_then(|q| q.split(':').next())
             .filter(|t| t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
             .unwrap_or("this tool");
-        let choices = format!("[y]es / [n]o / [a]lways for {tool} / [f]eedback (no, and say why):");
-        // The choices go on a line of their own when they would not fit beside the question: a
-        // terminal's wrap would cut a choice in two.
+        let parts = [
+            "[y]es".to_owned(),
+            "[n]o".to_owned(),
+            format!("[a]lways for {tool}"),
+            "[f]eedback (no, and say why):".to_owned(),
+        ];
+        let choices = parts.join(" / ");
+        // The choices go on a line of their own when they would not fit beside the question,
+        // and on two when they do not fit on one, broken between two choices: a terminal's wrap
+        // would cut a choice in two. Room is left for the ` /` that ends a row.
         let fits = || {
             let asked = format!("? {shown} {choices}");
             crate::render::wrap::width(&asked) < columns
         };
         out.push_str(if multi_line || !fits() { "\n" } else { " " });
-        out.push_str(&style.dim(&choices));
+        let rows = crate::render::wrap::join_fitted(&parts, " / ", columns.saturating_sub(3));
+        let rows: Vec<String> = rows.split('\n').map(|row| style.dim(row)).collect();
+        out.push_str(&rows.join(" /\n"));
         out.push(' ');
         out
     }
@@ -187,7 +197,9 @@ impl Asker for TerminalAsker {
                 },
                 // Enter, arrows, Backspace: not answers (an Enter typed out of habit after
                 // the answer key is ignored too).
-                Key::Enter | Key::Backspace | Key::ClearLine | Key::Other => continue,
+                Key::Enter | Key::Backspace | Key::ClearLine | Key::Interrupt | Key::Up | Key::Down | Key::Other => {
+                    continue
+                }
             };
             let _ = writeln!(err, "{}", self.style.bold(echo(&answer)));
             if answer != Answer::Feedback {
@@ -218,9 +230,9 @@ fn echo(answer: &Answer) -> &'static str {
     }
 }
 
-/// One key read at a question.
+/// One key read at a question or a picker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Key {
+pub(crate) enum Key {
     /// A character (control characters without a meaning here included).
     Char(char),
     /// Enter.
@@ -233,19 +245,34 @@ enum Key {
     ClearLine,
     /// Ctrl-D.
     EndOfInput,
-    /// An escape sequence (an arrow, a function key) or bytes that are not UTF-8.
+    /// Ctrl-C, read as a key (only when the terminal's signals are off: [`KeyMode::picking`]).
+    Interrupt,
+    /// The up arrow.
+    Up,
+    /// The down arrow.
+    Down,
+    /// Another escape sequence (a function key, Alt and a key) or bytes that are not UTF-8.
     Other,
 }
 
 /// The terminal taking keys one at a time, unechoed, while the guard lives; the settings on
-/// entry come back on drop. Signals stay on: Ctrl-C still cancels the turn.
+/// entry come back on drop. At a question signals stay on: Ctrl-C still cancels the turn.
 #[derive(Debug)]
-struct KeyMode {
+pub(crate) struct KeyMode {
     saved: Option<nix::sys::termios::Termios>,
 }
 
 impl KeyMode {
     fn enter() -> KeyMode {
+        KeyMode::with_signals(true)
+    }
+
+    /// Keys for a picker: Ctrl-C is a key ([`Key::Interrupt`], giving up), not a signal.
+    pub(crate) fn picking() -> KeyMode {
+        KeyMode::with_signals(false)
+    }
+
+    fn with_signals(signals: bool) -> KeyMode {
         use nix::sys::termios::{tcgetattr, tcsetattr, LocalFlags, SetArg, SpecialCharacterIndices};
         let stdin = std::io::stdin();
         let Ok(saved) = tcgetattr(stdin.as_fd()) else {
@@ -254,6 +281,9 @@ impl KeyMode {
         let mut keys = saved.clone();
         keys.local_flags
             .remove(LocalFlags::ICANON | LocalFlags::ECHO | LocalFlags::ECHONL);
+        if !signals {
+            keys.local_flags.remove(LocalFlags::ISIG);
+        }
         keys.control_chars[SpecialCharacterIndices::VMIN as usize] = 1;
         keys.control_chars[SpecialCharacterIndices::VTIME as usize] = 0;
         let _ = tcsetattr(stdin.as_fd(), SetArg::TCSANOW, &keys);
@@ -301,29 +331,34 @@ fn next_byte(cancel: &CancellationToken, within: Option<u16>) -> Option<u8> {
 
 /// Reads one key (the terminal in [`KeyMode`]); `None` when `cancel` fires or input ends first.
 /// Only the key's own bytes are read: what is typed after it stays for the prompt.
-fn read_key(cancel: &CancellationToken) -> Option<Key> {
+pub(crate) fn read_key(cancel: &CancellationToken) -> Option<Key> {
     let first = next_byte(cancel, None)?;
+    let arrow = |last: Option<u8>| match last {
+        Some(b'A') => Key::Up,
+        Some(b'B') => Key::Down,
+        _ => Key::Other,
+    };
     Some(match first {
         b'\r' | b'\n' => Key::Enter,
         0x7f | 0x08 => Key::Backspace,
         0x15 => Key::ClearLine,
         0x04 => Key::EndOfInput,
+        0x03 => Key::Interrupt,
         0x1b => match next_byte(cancel, Some(ESC_WAIT_MS)) {
             // Nothing follows at once: the Esc key.
             None => Key::Esc,
             Some(b'[') => {
-                // Parameters and intermediates, then one final byte.
+                // Parameters and intermediates, then one final byte (`A` or `B`: an arrow).
+                let mut last = None;
                 while let Some(b) = next_byte(cancel, Some(ESC_WAIT_MS)) {
                     if (0x40..=0x7e).contains(&b) {
+                        last = Some(b);
                         break;
                     }
                 }
-                Key::Other
+                arrow(last)
             }
-            Some(b'O') => {
-                next_byte(cancel, Some(ESC_WAIT_MS));
-                Key::Other
-            }
+            Some(b'O') => arrow(next_byte(cancel, Some(ESC_WAIT_MS))),
             // Alt and a key.
             Some(_) => Key::Other,
         },
@@ -385,7 +420,7 @@ fn read_text(cancel: &CancellationToken) -> Option<Option<String>> {
                 text.push(c);
                 let _ = write!(err, "{}", crate::safe::neutralise(&c.to_string()));
             }
-            Key::Other => continue,
+            Key::Interrupt | Key::Up | Key::Down | Key::Other => continue,
         }
         let _ = err.flush();
     }
@@ -409,6 +444,12 @@ mod tests {
         assert_eq!(
             narrow,
             "\n? allow edit: edit notes.md at line 2 (1 occurrence)\n[y]es / [n]o / [a]lways for edit / [f]eedback (no, and say why): "
+        );
+        // Too narrow for all the choices on one line: broken between two of them.
+        let narrower = asker.draw(question, 60);
+        assert_eq!(
+            narrower,
+            "\n? allow edit: edit notes.md at line 2 (1 occurrence)\n[y]es / [n]o / [a]lways for edit /\n[f]eedback (no, and say why): "
         );
     }
 }

@@ -373,6 +373,19 @@ impl Message {
                 .any(|b| matches!(b, ContentBlock::CompactionSummary { .. }))
     }
 
+    /// What a person typed, for labels and previews: the first text block (empty when there is
+    /// none). Text attached to a prompt (a shell command's output, a file's content) follows it
+    /// in blocks of its own and is not part of it.
+    pub fn prompt_text(&self) -> &str {
+        self.content
+            .iter()
+            .find_map(|b| match b {
+                ContentBlock::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .unwrap_or("")
+    }
+
     /// The text of every text block, joined with newlines.
     pub fn text(&self) -> String {
         let mut out = String::new();

@@ -166,6 +166,7 @@ async fn a_bad_user_image_is_named_by_its_index_and_nothing_is_sent() {
     let message = UserMessage {
         text: "look".into(),
         images: vec![png, b"not an image".to_vec()],
+        attached: Vec::new(),
     };
     let mut stream = agent.run(message);
     let err = stream.next().await.unwrap_err();

@@ -209,7 +209,11 @@ pub async fn run(launch: Launch, prompt: &str, options: Options) -> Result<ExitC
 
     let outcome = turns(
         &mut agent,
-        UserMessage { text: prompt, images },
+        UserMessage {
+            text: prompt,
+            images,
+            attached: Vec::new(),
+        },
         input.as_ref(),
         format,
         &mut result,

@@ -79,7 +79,12 @@ impl Footer {
         if spans.is_empty() {
             return None;
         }
-        let room = super::columns().saturating_sub(1).max(1);
+        let mut room = super::columns().saturating_sub(1).max(1);
+        // Cut with `…` when it does not fit.
+        let long = spans.iter().map(|s| width(&s.text)).sum::<usize>() > room;
+        if long {
+            room -= 1;
+        }
         let mut cut = Line::new();
         let mut used = 0;
         for span in spans {
@@ -93,6 +98,10 @@ impl Footer {
                 text.push(c);
             }
             push(&mut cut, &text, &span.sgr);
+        }
+        if long {
+            let sgr = cut.last().map(|s| s.sgr.clone()).unwrap_or_default();
+            push(&mut cut, "…", &sgr);
         }
         Some(paint(&cut, self.colour))
     }

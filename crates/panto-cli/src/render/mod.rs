@@ -172,8 +172,20 @@ impl Screen {
         }
     }
 
-    /// Writes one decoration line.
+    /// Writes one decoration line (or several, `\n` between them); on a terminal each is broken
+    /// at spaces to its width, under its own start ([`wrap::fit_styled`]): the terminal's own
+    /// wrap would cut words in two.
     pub fn note(&self, line: &str) {
+        if self.deco_is_tty {
+            self.deco_raw(&format!("{}\n", wrap::fit_styled(line, self.columns())));
+        } else {
+            self.deco_raw(&format!("{line}\n"));
+        }
+    }
+
+    /// Writes one decoration line as it is, for the terminal to wrap (a line of code, which
+    /// copies whole only if it is not broken).
+    pub fn note_whole(&self, line: &str) {
         self.deco_raw(&format!("{line}\n"));
     }
 

@@ -50,6 +50,8 @@ pub struct TurnView {
     markdown: Option<MarkdownStream>,
     /// Neutralises the streamed thinking on a terminal decoration stream.
     thinking: Neutraliser,
+    /// Breaks the streamed thinking at spaces to the terminal's width.
+    thinking_flow: super::wrap::Flowing,
     /// Whether a call of the named tool will be asked about (so the question shows it).
     asks: Option<AsksFirst>,
     /// Whether an error result is that of a call the user declined.
@@ -77,6 +79,7 @@ impl TurnView {
             text: Neutraliser::default(),
             markdown: screen.markdown.then(|| MarkdownStream::new(screen.out.is_colour())),
             thinking: Neutraliser::default(),
+            thinking_flow: super::wrap::Flowing::default(),
             asks: None,
             declined: None,
             max_attempts: None,
@@ -146,6 +149,12 @@ impl TurnView {
         // A CR the last piece ended with, held back in case a line feed followed.
         let held = match self.open {
             Open::Text => self.text.finish(),
+            Open::Thinking if self.screen.deco.is_terminal() => {
+                let columns = self.screen.columns();
+                let mut held = self.thinking_flow.push(&self.thinking.finish(), columns);
+                held.push_str(&self.thinking_flow.finish(columns));
+                held
+            }
             Open::Thinking => self.thinking.finish(),
             Open::Nothing => String::new(),
         };
@@ -162,6 +171,7 @@ impl TurnView {
                 Open::Text => self.screen.content(&held),
                 _ => self.screen.deco_raw(&self.screen.deco.dim(&held)),
             }
+            self.at_line_start = held.ends_with('\n');
         }
         if self.open != Open::Nothing && !self.at_line_start {
             match self.open {
@@ -211,13 +221,18 @@ impl TurnView {
                         self.open = Open::Thinking;
                         self.thinking_label();
                     }
-                    let shown = if self.screen.deco.is_terminal() {
-                        self.thinking.push(text)
+                    if self.screen.deco.is_terminal() {
+                        // Broken at spaces as it streams: the last word waits for its end.
+                        let safe = self.thinking.push(text);
+                        let shown = self.thinking_flow.push(&safe, self.screen.columns());
+                        if !shown.is_empty() {
+                            self.screen.deco_raw(&self.screen.deco.dim(&shown));
+                            self.at_line_start = shown.ends_with('\n');
+                        }
                     } else {
-                        text.clone()
-                    };
-                    self.screen.deco_raw(&self.screen.deco.dim(&shown));
-                    self.at_line_start = text.ends_with('\n');
+                        self.screen.deco_raw(&self.screen.deco.dim(text));
+                        self.at_line_start = text.ends_with('\n');
+                    }
                 }
                 _ => {}
             },
@@ -241,7 +256,7 @@ impl TurnView {
                 ));
                 if let Some(lines) = super::diff::preview(name, input, deco) {
                     for line in lines {
-                        self.screen.note(&line);
+                        self.screen.note_whole(&line);
                     }
                 }
                 self.tools_spinner();

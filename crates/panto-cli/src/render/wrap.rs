@@ -160,6 +160,145 @@ pub fn fit_lines(text: &str, columns: usize) -> String {
     fitted.join("\n")
 }
 
+/// [`fit_lines`] for text that carries its styles (SGR sequences, as [`super::Style`] paints
+/// them): each line wider than `columns` is broken at spaces under its own start, its styles
+/// kept. A line holding a word too wide for a row, or an escape sequence other than a style, is
+/// left whole.
+pub fn fit_styled(text: &str, columns: usize) -> String {
+    // The styles in effect where a line starts: a style may span lines.
+    let mut sgr = String::new();
+    let fitted: Vec<String> = text
+        .split('\n')
+        .map(|line| {
+            let Some(spans) = styled_spans(line, &mut sgr) else {
+                sgr.clear();
+                return line.to_owned();
+            };
+            if line_width(&spans) <= columns {
+                return line.to_owned();
+            }
+            let plain = line_text(&spans);
+            let body = plain.trim_start_matches(' ');
+            let indent = plain.len() - body.len();
+            let room = columns.saturating_sub(indent);
+            if room == 0 || body.split(' ').any(|word| width(word) > room) {
+                return line.to_owned();
+            }
+            // The indentation is written plain; the body keeps its styles.
+            let mut skip = indent;
+            let mut rest = Line::new();
+            for span in &spans {
+                let taken = span.text.len().min(skip);
+                skip -= taken;
+                push(&mut rest, &span.text[taken..], &span.sgr);
+            }
+            let pad = " ".repeat(indent);
+            let mut rows = wrap(&rest, room)
+                .iter()
+                .map(|row| format!("{pad}{}", paint(row, true)))
+                .collect::<Vec<_>>()
+                .join("\n");
+            // Painting ends each span with a reset: the styles the next line starts in go on.
+            if !sgr.is_empty() {
+                rows.push_str(&format!("\x1b[{sgr}m"));
+            }
+            rows
+        })
+        .collect();
+    fitted.join("\n")
+}
+
+/// A painted line as spans, each with the styles set before it (since the last reset), starting
+/// in the styles `sgr` and leaving there those in effect at its end; `None` when it holds an
+/// escape sequence that is not a style.
+fn styled_spans(line: &str, sgr: &mut String) -> Option<Line> {
+    let mut spans = Line::new();
+    let mut rest = line;
+    while let Some(at) = rest.find('\x1b') {
+        push(&mut spans, &rest[..at], sgr);
+        let after = rest[at + 1..].strip_prefix('[')?;
+        let end = after.find(|c: char| !(c.is_ascii_digit() || c == ';'))?;
+        if !after[end..].starts_with('m') {
+            return None;
+        }
+        let params = &after[..end];
+        if params.is_empty() || params == "0" {
+            sgr.clear();
+        } else {
+            if !sgr.is_empty() {
+                sgr.push(';');
+            }
+            sgr.push_str(params);
+        }
+        rest = &after[end + 1..];
+    }
+    push(&mut spans, rest, sgr);
+    Some(spans)
+}
+
+/// Text written a piece at a time (streamed thinking), broken at spaces to a width as it goes:
+/// a word is written once it is complete (a space or a line end follows it, or the text ends),
+/// on the current row when it fits, else on the next.
+#[derive(Debug, Default)]
+pub struct Flowing {
+    /// The column the last write ended at.
+    column: usize,
+    /// The word being written, held back until it is complete.
+    word: String,
+    /// The spaces since the last word, written only if a word follows on the same row.
+    spaces: String,
+}
+
+impl Flowing {
+    /// What to write for `text`, in rows of at most `columns` columns.
+    pub fn push(&mut self, text: &str, columns: usize) -> String {
+        let mut out = String::new();
+        for c in text.chars() {
+            match c {
+                '\n' => {
+                    self.flush_word(&mut out, columns);
+                    out.push('\n');
+                    self.column = 0;
+                    self.spaces.clear();
+                }
+                ' ' => {
+                    self.flush_word(&mut out, columns);
+                    self.spaces.push(' ');
+                }
+                c => self.word.push(c),
+            }
+        }
+        out
+    }
+
+    /// The word held back, at the end of the text; the next text starts on a new row.
+    pub fn finish(&mut self, columns: usize) -> String {
+        let mut out = String::new();
+        self.flush_word(&mut out, columns);
+        self.spaces.clear();
+        self.column = 0;
+        out
+    }
+
+    fn flush_word(&mut self, out: &mut String, columns: usize) {
+        if self.word.is_empty() {
+            return;
+        }
+        let (gap, needed) = (width(&self.spaces), width(&self.word));
+        if self.column > 0 && self.column + gap + needed > columns {
+            out.push('\n');
+            self.column = 0;
+        } else {
+            out.push_str(&self.spaces);
+            self.column += gap;
+        }
+        self.spaces.clear();
+        out.push_str(&self.word);
+        self.column += needed;
+        self.word.clear();
+    }
+}
+
 /// `text` cut to at most `columns` columns, ending in `…` when cut (a table row whose last
 /// column is a preview: cutting it keeps one row a line).
 pub fn cut(text: &str, columns: usize) -> String {
@@ -295,6 +434,35 @@ mod tests {
         );
         let path = format!("cannot read /{}/config.toml: no such file", "deep/".repeat(20));
         assert_eq!(fit_lines(&path, 40), path);
+    }
+
+    #[test]
+    fn styled_lines_break_at_spaces_under_their_start_and_keep_their_styles() {
+        let line = "    \x1b[2mone two three\x1b[0m \x1b[31mfour\x1b[0m";
+        assert_eq!(fit_styled(line, 40), line, "it fits");
+        assert_eq!(
+            fit_styled(line, 14),
+            "    \x1b[2mone two\x1b[0m\n    \x1b[2mthree\x1b[0m \x1b[31mfour\x1b[0m"
+        );
+        let long_word = format!("\x1b[2m{}\x1b[0m and more", "x".repeat(30));
+        assert_eq!(
+            fit_styled(&long_word, 20),
+            long_word,
+            "a word wider than a row stays whole"
+        );
+        let cursor = "\x1b[2Kone two three four";
+        assert_eq!(fit_styled(cursor, 10), cursor, "not only styles: left alone");
+    }
+
+    #[test]
+    fn flowing_text_breaks_between_words_whatever_the_pieces() {
+        let mut flow = Flowing::default();
+        let mut out = String::new();
+        for piece in ["the qu", "ick brown f", "ox jumps ", "over\nthe lazy dog"] {
+            out.push_str(&flow.push(piece, 10));
+        }
+        out.push_str(&flow.finish(10));
+        assert_eq!(out, "the quick\nbrown fox\njumps over\nthe lazy\ndog");
     }
 
     #[test]

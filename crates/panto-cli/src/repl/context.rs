@@ -49,16 +49,14 @@ pub fn mentions(text: &str, cwd: &Path) -> Vec<(String, Result<String, String>)>
     out
 }
 
-/// `text` with the attached files after it, each in a `<file path="...">` element.
-pub fn with_files(text: &str, files: &[(String, String)]) -> String {
-    let mut out = text.to_owned();
-    for (path, content) in files {
-        out.push_str(&format!("\n\n<file path=\"{path}\">\n{content}"));
-        if !content.ends_with('\n') {
-            out.push('\n');
-        }
-        out.push_str("</file>");
+/// What the model is told of a file attached with `@path`: its content in a `<file
+/// path="...">` element.
+pub fn file_context(path: &str, content: &str) -> String {
+    let mut out = format!("<file path=\"{path}\">\n{content}");
+    if !content.ends_with('\n') {
+        out.push('\n');
     }
+    out.push_str("</file>");
     out
 }
 
@@ -114,8 +112,8 @@ mod tests {
         let found = mentions("@sub", dir.path());
         assert!(found[0].1.as_ref().unwrap_err().contains("not a regular file"));
         assert_eq!(
-            with_files("look", &[("notes.md".into(), "hello".into())]),
-            "look\n\n<file path=\"notes.md\">\nhello\n</file>"
+            file_context("notes.md", "hello"),
+            "<file path=\"notes.md\">\nhello\n</file>"
         );
     }
 

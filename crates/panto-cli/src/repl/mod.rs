@@ -302,7 +302,7 @@ fn recap(conversation: &Conversation) -> Vec<(Role, String)> {
     let mut out = Vec::new();
     let last_prompt = conversation.messages.iter().rposition(|m| m.is_human_prompt());
     if let Some(i) = last_prompt {
-        out.push((Role::User, conversation.messages[i].text()));
+        out.push((Role::User, conversation.messages[i].prompt_text().to_owned()));
         let answer = conversation.messages[i + 1..]
             .iter()
             .rev()
@@ -415,20 +415,19 @@ impl Repl<'_> {
     }
 
     fn turn(&mut self, text: String) {
-        // `!` output first, then the prompt, then the files it mentions with `@`.
-        let mut files = Vec::new();
+        // The prompt as typed, then what is attached to it in blocks of their own (so that
+        // labels and previews show what was typed): `!` output, then the files it mentions
+        // with `@`.
+        let mut attached = std::mem::take(&mut self.shell_context);
         for (path, content) in context::mentions(&text, &self.cwd) {
             match content {
                 Ok(content) => {
                     self.dim(&format!("with @{path} ({} bytes)", thousands(content.len() as u64)));
-                    files.push((path, content));
+                    attached.push(context::file_context(&path, &content));
                 }
                 Err(why) => self.error(&why),
             }
         }
-        let mut full = std::mem::take(&mut self.shell_context);
-        full.push(context::with_files(&text, &files));
-        let text = full.join("\n\n");
         // Images attached with /image, then image files dropped onto the terminal (their paths
         // typed into the prompt). A dropped path that is not a readable image is said and left
         // in the text.
@@ -449,6 +448,7 @@ impl Repl<'_> {
         let message = UserMessage {
             text,
             images: images.into_iter().map(|a| a.bytes).collect(),
+            attached,
         };
         let (gate, mcp) = (self.gate.clone(), self.mcp.clone());
         let asks: crate::render::AsksFirst = Box::new(move |name| match ToolName::parse(name) {

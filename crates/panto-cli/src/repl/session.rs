@@ -114,7 +114,19 @@ impl Repl<'_> {
                 self.agent = ready.agent;
                 self.selection = ready.selection;
                 self.totals = Totals::new();
+                // `!` output was kept for the next prompt of the conversation it was run in.
+                let dropped = std::mem::take(&mut self.shell_context).len();
                 self.banner(ready.resumed, &ready.notes);
+                if dropped > 0 {
+                    let what = if dropped == 1 {
+                        "one ! command".to_owned()
+                    } else {
+                        format!("{dropped} ! commands")
+                    };
+                    self.dim(&format!(
+                        "the output of {what}, kept for the next prompt, was dropped with the last session"
+                    ));
+                }
             }
             Err(e) => self.error(&e.message),
         }

@@ -102,8 +102,15 @@ pub async fn list_command(store: &OpenStore, as_json: bool, all: bool, here: &Pa
             let _ = writeln!(out, "{}", crate::safe::for_stream(&text, terminal));
         }
     } else {
+        // A row a line on a terminal: cut to its width (the last prompt's preview is the end).
+        let columns = crate::render::columns();
         for row in table(&infos) {
-            let _ = writeln!(out, "{}", crate::safe::for_stream(&row, terminal));
+            let row = crate::safe::for_stream(&row, terminal);
+            if terminal {
+                let _ = writeln!(out, "{}", crate::render::wrap::cut(&row, columns));
+            } else {
+                let _ = writeln!(out, "{row}");
+            }
         }
     }
     let _ = out.flush();

@@ -200,7 +200,8 @@ async fn a_provider_error_body_is_shown_not_obeyed() {
     let mut home = Home::new();
     home.anthropic(&server);
     let (repl, print) = blocking(move || {
-        let mut t = Terminal::start(&home, &[]);
+        // Wide enough for the error on one line (panto breaks a long one between words).
+        let mut t = Terminal::start_sized(&home, &[], 40, 200);
         t.wait_for_prompt();
         t.send_line("hi");
         let repl = t.wait_for("error:");
@@ -262,7 +263,8 @@ async fn a_session_listing_shows_hostile_prompts_neutralised() {
     home.anthropic(&server);
     home.run(&["-p", &format!("hi {TITLE} there")], None).await.ok();
     let screen = blocking(move || {
-        let listing = Terminal::start(&home, &["sessions"]).wait_exit();
+        // Wide enough for the whole row (a row is cut to the terminal's width).
+        let listing = Terminal::start_sized(&home, &["sessions"], 40, 200).wait_exit();
         listing.requests.assert_none();
         assert_eq!(listing.code, Some(0));
         listing.shown

@@ -27,22 +27,21 @@ async fn rewind_fork_and_resume_each_send_their_own_branch() {
                 p.type_line(q);
                 p.expect(a);
             }
-            // The picker: the earlier prompts, newest first; a wrong number is asked again, an
-            // empty line gives up.
+            // The picker: the earlier prompts, newest first, the first marked; Esc gives up.
             p.type_line("/rewind");
-            p.expect("1. q3");
-            p.expect("3. q1");
-            p.expect("rewind to before which prompt? [1-3, empty to give up]: ");
-            p.send_line("9").unwrap();
-            p.expect("please type a number from 1 to 3");
-            p.send_line("").unwrap();
+            // (rexpect reads bytes as Latin-1: the mark `❯` cannot be matched.)
+            p.expect("rewind to before which prompt?");
+            p.expect(" q3");
+            p.expect("  q1");
+            p.keys("\x1b");
             p.expect("no prompt picked: nothing changed");
             p.type_line("/rewind 9");
             p.expect("/rewind takes a number from 1 to 3");
             // Two prompts back, picked: to before q2.
             p.type_line("/rewind");
-            p.expect("rewind to before which prompt?");
-            p.send_line("2").unwrap();
+            p.expect("  q1");
+            p.keys("\x1b[B");
+            p.keys("\r");
             p.expect("rewound to before ");
             p.expect("q2");
             // The rewound prompt is back in the input, to edit: appended to, it is sent edited.

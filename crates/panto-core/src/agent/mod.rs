@@ -38,6 +38,11 @@ pub struct UserMessage {
     pub text: String,
     /// Attached images as encoded bytes (PNG, JPEG, GIF or WebP); resized like tool images.
     pub images: Vec<Vec<u8>>,
+    /// Text attached to the prompt rather than typed (a shell command's output, a file's
+    /// content): each is a text block of its own after `text`, so that what labels and previews
+    /// show of the prompt ([`Message::prompt_text`](crate::Message::prompt_text)) is what was
+    /// typed.
+    pub attached: Vec<String>,
 }
 
 impl UserMessage {
@@ -46,6 +51,7 @@ impl UserMessage {
         UserMessage {
             text: text.into(),
             images: Vec::new(),
+            attached: Vec::new(),
         }
     }
 }

@@ -130,13 +130,14 @@ impl RunControl {
     }
 }
 
-/// The blocks a steer adds after the tool results: its text (when not empty), then its images
-/// (already processed by the caller).
-pub(crate) fn steer_blocks(text: String, images: Vec<ContentBlock>) -> Vec<ContentBlock> {
-    let mut blocks = Vec::with_capacity(1 + images.len());
+/// The blocks a steer adds after the tool results: its text (when not empty), the text attached
+/// to it, then its images (already processed by the caller).
+pub(crate) fn steer_blocks(text: String, attached: Vec<String>, images: Vec<ContentBlock>) -> Vec<ContentBlock> {
+    let mut blocks = Vec::with_capacity(1 + attached.len() + images.len());
     if !text.is_empty() {
         blocks.push(ContentBlock::Text { text });
     }
+    blocks.extend(attached.into_iter().map(|text| ContentBlock::Text { text }));
     blocks.extend(images);
     blocks
 }

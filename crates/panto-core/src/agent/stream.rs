@@ -310,14 +310,15 @@ impl<'a> Turn<'a> {
     async fn start(&mut self, message: UserMessage) -> Result<Option<Event>> {
         self.phase = Phase::Request;
         self.state = StreamState::Requesting;
-        let mut content = Vec::with_capacity(1 + message.images.len());
+        let mut content = Vec::with_capacity(1 + message.attached.len() + message.images.len());
+        content.push(ContentBlock::Text { text: message.text });
+        content.extend(message.attached.into_iter().map(|text| ContentBlock::Text { text }));
         for (index, image) in message.images.iter().enumerate() {
             match self.agent.process_image(index, image) {
                 Ok(block) => content.push(block),
                 Err(e) => return Err(self.fail(e)),
             }
         }
-        content.insert(0, ContentBlock::Text { text: message.text });
         self.agent.conversation.messages.push(Message::new(Role::User, content));
         // The prompt is durable before the provider sees it (a new session waits for its
         // first assistant message): its write is also where a session another writer holds

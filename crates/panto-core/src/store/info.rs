@@ -71,7 +71,7 @@ impl SessionInfo {
         self.modified = at;
         if message.is_human_prompt() {
             self.last_prompt_at = Some(at);
-            self.last_user_message = Some(truncate_chars(&message.text(), LAST_USER_MESSAGE_CHARS));
+            self.last_user_message = Some(truncate_chars(message.prompt_text(), LAST_USER_MESSAGE_CHARS));
         }
         // Every message of a turn comes from the same identity; keep the one held rather than
         // copying its strings again for each.
@@ -96,6 +96,26 @@ pub(crate) fn truncate_chars(s: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prompt_is_previewed_by_what_was_typed_not_what_was_attached() {
+        use crate::{ContentBlock, Message, Role};
+        let prompt = Message::new(
+            Role::User,
+            vec![
+                ContentBlock::text("look at @notes.md"),
+                ContentBlock::text("<file path=\"notes.md\">\nNOTE\n</file>"),
+            ],
+        );
+        let mut info = SessionInfo::new("s", Utc::now());
+        info.record(&prompt, None, Utc::now());
+        assert_eq!(info.last_user_message.as_deref(), Some("look at @notes.md"));
+        let entry = crate::store::EntryRef {
+            id: "e".into(),
+            parent: None,
+        };
+        assert_eq!(crate::store::TreeEntry::of(entry, &prompt).preview, "look at @notes.md");
+    }
 
     #[test]
     fn truncation_respects_char_boundaries() {

@@ -284,7 +284,7 @@ pub struct TreeEntry {
     /// The message's role.
     pub role: Role,
     /// The start of its text, at most [`LAST_USER_MESSAGE_CHARS`](crate::store::LAST_USER_MESSAGE_CHARS)
-    /// characters.
+    /// characters; of a prompt, the start of what was typed ([`Message::prompt_text`]).
     pub preview: String,
     /// Whether it is a human prompt ([`Message::is_human_prompt`]).
     pub is_prompt: bool,
@@ -302,11 +302,18 @@ pub struct SessionTree {
 impl TreeEntry {
     /// The tree entry of `message` stored as `entry`.
     pub fn of(entry: EntryRef, message: &Message) -> Self {
+        let is_prompt = message.is_human_prompt();
+        // A prompt is labelled by what was typed, not by the text attached to it.
+        let text: std::borrow::Cow<'_, str> = if is_prompt {
+            message.prompt_text().into()
+        } else {
+            message.text().into()
+        };
         TreeEntry {
             entry,
             role: message.role,
-            preview: super::info::truncate_chars(&message.text(), super::info::LAST_USER_MESSAGE_CHARS),
-            is_prompt: message.is_human_prompt(),
+            preview: super::info::truncate_chars(&text, super::info::LAST_USER_MESSAGE_CHARS),
+            is_prompt,
         }
     }
 }

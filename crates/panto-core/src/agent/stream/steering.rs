@@ -23,7 +23,7 @@ impl Turn<'_> {
                 images.push(self.agent.process_image(index, image)?);
             }
             let text = steer.text.clone();
-            results.content.extend(steer_blocks(steer.text, images));
+            results.content.extend(steer_blocks(steer.text, steer.attached, images));
             self.queue.push_back(Event::Steer { text });
         }
         Ok(())
