@@ -188,7 +188,9 @@ pub async fn listing_info_is_exact(store: Arc<dyn SessionStore>) {
     .await;
     let info = info_of(&store, &d.id(), CASE).await;
     assert_eq!(info.message_count, 7, "{CASE}: message_count");
-    assert_eq!(info.last_user_message.as_deref(), Some("line one\nline two"), "{CASE}");
+    // The preview is what was typed: the first text block (text attached to a prompt, such as a
+    // file's content, follows in blocks of its own).
+    assert_eq!(info.last_user_message.as_deref(), Some("line one"), "{CASE}");
     assert_eq!(
         info.wire,
         Some(local_openai_wire()),
