@@ -1,5 +1,5 @@
 //! The rustyline side of the REPL: tab completion of slash commands, aliases, session ids and
-//! file names after `/image`, multi-line input, and the history file.
+//! file names after `/image`, multi-line input, Shift-Tab and Ctrl-O, and the history file.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,6 +16,7 @@ use rustyline::{
 };
 
 use super::commands::{Command, Completes, COMMANDS};
+use crate::tools::Approval;
 
 /// The most history entries kept.
 const HISTORY_SIZE: usize = 10_000;
@@ -111,6 +112,10 @@ impl Completer for PantoHelper {
                 (start, matching(names, arg))
             }
             Completes::Session => (start, matching(self.sessions.get(), arg)),
+            Completes::Mode => (
+                start,
+                matching(Approval::ALL.iter().map(|m| m.as_str().to_owned()), arg),
+            ),
             Completes::Nothing => (start, Vec::new()),
         })
     }
@@ -139,12 +144,28 @@ impl Helper for PantoHelper {}
 /// drawn in full; the line goes back into the editor.
 static EXPAND: AtomicBool = AtomicBool::new(false);
 
-/// Whether the line the editor just returned was returned by Ctrl-O (which is then forgotten).
-pub fn take_expand() -> bool {
-    EXPAND.swap(false, Ordering::SeqCst)
+/// A key that returned the line from the editor to have something done at the prompt; the line
+/// then goes back into the editor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PromptKey {
+    /// Ctrl-O: the last tool result in full.
+    Expand,
+    /// Shift-Tab: the next approval mode.
+    Cycle,
 }
 
-/// Ctrl-O at the prompt: ends the line editing with the line as typed, [`take_expand`] saying
+/// The key that returned the line the editor just returned, if one did (it is then forgotten).
+pub fn take_key() -> Option<PromptKey> {
+    if EXPAND.swap(false, Ordering::SeqCst) {
+        Some(PromptKey::Expand)
+    } else if CYCLE.swap(false, Ordering::SeqCst) {
+        Some(PromptKey::Cycle)
+    } else {
+        None
+    }
+}
+
+/// Ctrl-O at the prompt: ends the line editing with the line as typed, [`take_key`] saying
 /// why. The line editor cannot draw above itself, so the REPL draws the result and then asks
 /// again with the same line.
 struct ExpandKey;
@@ -160,13 +181,32 @@ impl ConditionalEventHandler for ExpandKey {
     }
 }
 
+/// Set by Shift-Tab at the prompt: the line editor returned the line so the approval mode can
+/// change and say so; the line goes back into the editor.
+static CYCLE: AtomicBool = AtomicBool::new(false);
+
+/// Shift-Tab at the prompt: ends the line editing with the line as typed, [`take_key`] saying
+/// why, as Ctrl-O does ([`ExpandKey`]).
+struct CycleKey;
+
+impl ConditionalEventHandler for CycleKey {
+    fn handle(&self, _: &Event, _: RepeatCount, _: bool, ctx: &EventContext<'_>) -> Option<Cmd> {
+        if ctx.line().ends_with('\\') {
+            return Some(Cmd::Noop);
+        }
+        CYCLE.store(true, Ordering::SeqCst);
+        Some(Cmd::AcceptLine)
+    }
+}
+
 /// Turns continued input (`line\` + newline) into plain newlines.
 pub fn join_continuations(input: &str) -> String {
     input.replace("\\\n", "\n")
 }
 
-/// The line editor: Emacs keys, list completion, Alt-Enter for a newline, and the history from
-/// `history` when there is one (a missing file is a first run, not an error).
+/// The line editor: Emacs keys, list completion, Alt-Enter for a newline, Shift-Tab and Ctrl-O,
+/// and the history from `history` when there is one (a missing file is a first run, not an
+/// error).
 pub fn editor(helper: PantoHelper, history: Option<&Path>) -> rustyline::Result<Editor<PantoHelper, DefaultHistory>> {
     let config = Config::builder()
         .max_history_size(HISTORY_SIZE)?
@@ -182,6 +222,10 @@ pub fn editor(helper: PantoHelper, history: Option<&Path>) -> rustyline::Result<
         EventHandler::Simple(Cmd::Newline),
     );
     editor.bind_sequence(KeyEvent::ctrl('o'), EventHandler::Conditional(Box::new(ExpandKey)));
+    editor.bind_sequence(
+        KeyEvent(KeyCode::BackTab, Modifiers::NONE),
+        EventHandler::Conditional(Box::new(CycleKey)),
+    );
     if let Some(path) = history {
         if path.exists() {
             // A damaged history file should not stop the REPL; it is rewritten on the next save.
@@ -216,6 +260,8 @@ mod tests {
         assert_eq!(complete(&helper, "/model sonnet x").1, Vec::<String>::new());
         assert_eq!(complete(&helper, "/resume 01"), (8, vec!["0190ab".into()]));
         assert_eq!(complete(&helper, "/help x").1, Vec::<String>::new());
+        assert_eq!(complete(&helper, "/approve a"), (9, vec!["ask".into(), "auto".into()]));
+        assert_eq!(complete(&helper, "/approve r").1, ["read-only"]);
         assert_eq!(complete(&helper, "hello /mo").1, Vec::<String>::new());
     }
 

@@ -4,6 +4,7 @@
 //! and clears the line), then the turn or command runs on the tokio runtime with the terminal back
 //! in cooked mode (so Ctrl-C is SIGINT and cancels the turn).
 
+mod approve;
 mod branch;
 mod commands;
 mod compact;
@@ -113,8 +114,8 @@ pub fn run(
             &launch.env,
         ))) as Arc<dyn crate::tools::Asker>
     });
-    let read_only_hint = " (start panto with --approve ask or --approve auto to allow it)";
-    let gate = Arc::new(Gate::new(approval, asker));
+    let read_only_hint = " (/approve ask or /approve auto allows it)";
+    let gate = Arc::new(Gate::new(asker));
     let mut notes_before = Vec::new();
     if approval == Approval::Ask && !stdin_tty {
         notes_before.push(
@@ -140,7 +141,8 @@ pub fn run(
     )?;
     notes_before.extend(toolbox.sandbox().note().map(str::to_owned));
     // The MCP servers start with the agent; one that does not start is a warning, not a failure.
-    let mcp = Arc::new(rt.block_on(McpTools::start(&launch.settings, &gate)));
+    let mode = toolbox.policy().approval_mode().clone();
+    let mcp = Arc::new(rt.block_on(McpTools::start(&launch.settings, &gate, &mode)));
     notes_before.extend(mcp.warnings());
     let model = setup::ModelChoice::Choose(launch.model.as_deref());
     let ready = rt.block_on(setup::open(
@@ -208,9 +210,9 @@ pub fn run(
         match editor.readline_with_initial(&(prompt, styled.as_str()), (&typed, "")) {
             Ok(line) => {
                 last_interrupt = None;
-                if helper::take_expand() {
-                    // Ctrl-O: the last tool result in full, then the line back to edit.
-                    crate::render::expand::show_last(Some(&repl.screen));
+                if let Some(key) = helper::take_key() {
+                    // Ctrl-O or Shift-Tab, then the line back to edit.
+                    repl.prompt_key(key);
                     repl.typed = line;
                     continue;
                 }
@@ -348,7 +350,7 @@ impl Repl<'_> {
             format!("panto {}", env!("CARGO_PKG_VERSION")),
             s.safe(&self.selection.describe()).into_owned(),
             session,
-            format!("approval {}", self.gate.mode()),
+            format!("approval {}", self.approval()),
         ];
         let banner = crate::render::wrap::join_fitted(&parts, " · ", self.screen.columns());
         self.screen.note(&banner.replacen("panto", &s.bold("panto"), 1));
@@ -443,8 +445,9 @@ impl Repl<'_> {
             images: images.into_iter().map(|a| a.bytes).collect(),
         };
         let (gate, mcp) = (self.gate.clone(), self.mcp.clone());
+        let mode = self.toolbox.policy().approval_mode().clone();
         let asks: crate::render::AsksFirst = Box::new(move |name| match ToolName::parse(name) {
-            Ok(tool) => tool.needs_approval() && gate.asks(tool.as_str()),
+            Ok(tool) => tool.needs_approval() && gate.asks(mode.get(), tool.as_str()),
             Err(_) => mcp.asks(name) == Some(true),
         });
         let gate = self.gate.clone();
@@ -535,6 +538,7 @@ impl Repl<'_> {
                     Command::System => self.system(&args),
                     Command::Init => self.turn(commands::INIT_PROMPT.to_owned()),
                     Command::Tools => self.list_tools(),
+                    Command::Approve => self.approve(&args),
                     Command::Mcp => self.list_mcp(),
                     Command::Cost => self.cost(),
                     Command::Status => self.show_status(),
