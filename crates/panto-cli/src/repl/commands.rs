@@ -202,7 +202,8 @@ pub fn help(columns: usize) -> Vec<String> {
     for key in [
         "Enter sends. Alt-Enter, or a trailing \\, starts a new line.",
         "Ctrl-C cancels a running turn (what streamed is kept) or clears the line.",
-        "Ctrl-D on an empty line, /quit, or Ctrl-C twice exits. Tab completes commands and aliases.",
+        "Ctrl-D on an empty line, /quit, or Ctrl-C twice exits.",
+        "/ at the line start and @ open a menu of commands and files; Tab takes its candidates in turn, Esc closes it.",
         "Shift-Tab cycles the approval mode: ask, auto, read-only.",
         "A line starting with // is sent as a message that starts with /.",
     ] {

@@ -14,6 +14,7 @@ mod helper;
 mod image;
 pub mod keys;
 mod listing;
+mod menu;
 mod model;
 mod model_check;
 mod session;
@@ -187,6 +188,8 @@ pub fn run(
         aliases,
         models: completion_models(&pricing, &repl.settings, &repl.selection),
         sessions: repl.recent_ids.clone(),
+        files: menu::ProjectFiles::new(repl.cwd.clone()),
+        colour: repl.screen.out.is_colour(),
     };
     let mut editor = helper::editor(helper, history.as_deref())
         .map_err(|e| Failure::runtime(format!("cannot start the line editor: {e}")))?;
@@ -207,6 +210,7 @@ pub fn run(
             continue;
         }
         let typed = std::mem::take(&mut repl.typed);
+        helper::new_prompt(editor.helper());
         match editor.readline_with_initial(&(prompt, styled.as_str()), (&typed, "")) {
             Ok(line) => {
                 last_interrupt = None;

@@ -10,6 +10,7 @@ mod images;
 mod log;
 mod markdown;
 mod mcp;
+mod menu_screen;
 mod otel;
 mod postgres;
 mod print_control;
