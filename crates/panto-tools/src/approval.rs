@@ -4,6 +4,7 @@
 //! in front of a built-in tool for an agent that registers no hooks.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -59,6 +60,44 @@ impl std::str::FromStr for Approval {
     }
 }
 
+/// The approval mode of a set of tools while they live: the one value the policy reads at each
+/// decision ([`crate::policy::Policy::approval_mode`]), which a front end changes mid-session
+/// (the CLI's `/approve` and Shift-Tab). Clones share that value, so every holder (the policy,
+/// the hooks, a front end's MCP gating) sees a change at its next read; a call already being
+/// decided keeps the mode it read. The sandbox does not follow it: it is fixed when the tools are
+/// made ([`crate::Options::sandbox`]).
+#[derive(Debug, Clone)]
+pub struct ApprovalModeHandle(Arc<AtomicU8>);
+
+impl ApprovalModeHandle {
+    /// A handle holding `mode`, shared by nothing yet.
+    pub fn new(mode: Approval) -> ApprovalModeHandle {
+        ApprovalModeHandle(Arc::new(AtomicU8::new(Self::encode(mode))))
+    }
+
+    /// The mode now.
+    pub fn get(&self) -> Approval {
+        // Only `encode` writes the value, so every value is a mode; were it not, the strictest.
+        Approval::ALL
+            .get(usize::from(self.0.load(Ordering::SeqCst)))
+            .copied()
+            .unwrap_or(Approval::ReadOnly)
+    }
+
+    /// Changes the mode for every holder of this handle, from their next decision on.
+    pub fn set(&self, mode: Approval) {
+        self.0.store(Self::encode(mode), Ordering::SeqCst);
+    }
+
+    fn encode(mode: Approval) -> u8 {
+        match mode {
+            Approval::Ask => 0,
+            Approval::Auto => 1,
+            Approval::ReadOnly => 2,
+        }
+    }
+}
+
 /// The hook that applies the allow rules and the approval mode to every call
 /// ([`crate::Toolbox::approval_hook`]); register it after [`PolicyHook`] and the embedder's own
 /// hooks. Its steps, in order ([`ApprovalHook::decide`]): an allow rule that matches runs the
@@ -107,7 +146,10 @@ impl ApprovalHook {
                     return Ok(());
                 }
                 let what = describe_arguments(input);
-                self.policy.approve(&called.offered_name(), &what, cancel).await
+                let mode = self.policy.approval();
+                self.policy
+                    .approve_in(mode, &called.offered_name(), &what, cancel)
+                    .await
             }
         }
     }
@@ -118,12 +160,14 @@ impl ApprovalHook {
         if self.policy.runs_freely(tool, &subjects) {
             return Ok(());
         }
-        let what = if self.policy.asks() {
+        // The mode is read once, so the question and the answer follow the same mode.
+        let mode = self.policy.approval();
+        let what = if self.policy.asks_in(mode) {
             preview::preview(&self.ctx, tool, input).await?.summary
         } else {
             argument
         };
-        self.policy.approve(tool.as_str(), &what, cancel).await
+        self.policy.approve_in(mode, tool.as_str(), &what, cancel).await
     }
 }
 
@@ -322,6 +366,69 @@ mod tests {
         assert!(r.is_error && text(&r) == "the user said no", "{}", text(&r));
         assert_eq!(std::fs::read_to_string(dir.path().join("f")).unwrap(), "a\n");
         assert_eq!(prompt.asked.lock().unwrap().clone(), ["write: overwrite f (7 bytes)"]);
+    }
+
+    /// The mode changed through the policy's handle decides the next call, of a built-in tool
+    /// and of a source's (an MCP server's) alike, through the hook and through the guarded tools.
+    #[tokio::test]
+    async fn a_changed_mode_decides_the_next_call_of_built_in_and_source_tools() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f"), "a\n").unwrap();
+        let prompt = Arc::new(Recorder::default());
+        let toolbox = toolbox(dir.path(), prompt.clone());
+        let hook = toolbox.approval_hook();
+        let mode = toolbox.policy().approval_mode().clone();
+        let write = toolbox
+            .tools()
+            .into_iter()
+            .find(|t| t.declaration().name == "write")
+            .unwrap();
+        let cancel = CancellationToken::new();
+        let edit = json!({"path": "f", "old_string": "a", "new_string": "b"});
+        let source = CalledTool::Source {
+            source: "git",
+            tool: "commit",
+        };
+        let decide = |called: CalledTool<'static>, input: Value| {
+            let (hook, cancel) = (hook.clone(), cancel.clone());
+            async move { hook.decide(called, &input, &cancel).await }
+        };
+        let asked = || prompt.asked.lock().unwrap().len();
+
+        assert_eq!(mode.get(), Approval::Ask);
+        let e = decide(CalledTool::Builtin(ToolName::Edit), edit.clone())
+            .await
+            .unwrap_err();
+        assert_eq!(e, "the user said no");
+        let e = decide(source, json!({"message": "x"})).await.unwrap_err();
+        assert_eq!(e, "the user said no");
+        assert_eq!(asked(), 2);
+
+        mode.set(Approval::Auto);
+        assert_eq!(toolbox.policy().approval(), Approval::Auto);
+        decide(CalledTool::Builtin(ToolName::Edit), edit.clone()).await.unwrap();
+        decide(source, json!({"message": "x"})).await.unwrap();
+        let r = call(write.as_ref(), json!({"path": "f", "content": "auto"})).await;
+        assert!(!r.is_error, "{}", text(&r));
+        assert_eq!(std::fs::read_to_string(dir.path().join("f")).unwrap(), "auto");
+        assert_eq!(asked(), 2, "auto asks nothing");
+
+        mode.set(Approval::ReadOnly);
+        let e = decide(CalledTool::Builtin(ToolName::Bash), json!({"command": "touch x"}))
+            .await
+            .unwrap_err();
+        assert!(e.contains("tool approval is read-only"), "{e}");
+        let e = decide(source, json!({"message": "x"})).await.unwrap_err();
+        assert!(e.contains("the git__commit tool is not allowed"), "{e}");
+        let r = call(write.as_ref(), json!({"path": "f", "content": "read-only"})).await;
+        assert!(r.is_error && text(&r).contains("read-only"), "{}", text(&r));
+        assert_eq!(std::fs::read_to_string(dir.path().join("f")).unwrap(), "auto");
+        assert_eq!(asked(), 2, "read-only asks nothing");
+
+        mode.set(Approval::Ask);
+        let r = call(write.as_ref(), json!({"path": "f", "content": "asked"})).await;
+        assert!(r.is_error && text(&r) == "the user said no", "{}", text(&r));
+        assert_eq!(asked(), 3, "back in ask, the next call is asked about");
     }
 
     #[test]

@@ -91,7 +91,7 @@ use serde::{Deserialize, Serialize};
 
 use policy::{rule_subjects, ApprovalHook, CommandHook, Policy, PolicyHook, Rule};
 
-pub use approval::Approval;
+pub use approval::{Approval, ApprovalModeHandle};
 pub use bash::BashProgress;
 pub use error::Error;
 pub use options::{Options, DEFAULT_BASH_TIMEOUT, DEFAULT_MAX_OUTPUT_BYTES};
@@ -358,8 +358,9 @@ impl Toolbox {
 
     /// The sandbox of the bash calls an allow rule runs ([`Policy::runs_by_rule`]) when it is
     /// not [`Toolbox::sandbox`]: workspace-write, chosen because the configured sandbox is off.
-    /// `None` when the configured sandbox is on, the approval mode is `auto`, no allow rule names
-    /// `bash`, or this system cannot apply a sandbox (then such calls run unconfined).
+    /// Used only while the approval mode is not `auto`. `None` when the configured sandbox is on,
+    /// no allow rule names `bash`, or this system cannot apply a sandbox (then such calls run
+    /// unconfined).
     pub fn rule_sandbox(&self) -> Option<&SandboxConfig> {
         self.ctx.rule_sandbox.as_deref()
     }

@@ -66,8 +66,9 @@ pub struct Options {
     pub cwd: Option<PathBuf>,
     /// The tools offered, in this order. Default: every built-in tool.
     pub tools: Option<Vec<ToolName>>,
-    /// How calls no rule decided are approved. Default: `auto` (an embedder has nobody to ask
-    /// unless it sets a [`Prompt`]).
+    /// How calls no rule decided are approved, at first: the tools' policy holds it in a handle
+    /// that changes it while they live ([`crate::policy::Policy::approval_mode`]). Default:
+    /// `auto` (an embedder has nobody to ask unless it sets a [`Prompt`]).
     pub approval: Approval,
     /// `TOOL` / `TOOL(GLOB)` rules whose calls run without approval.
     pub allow: Vec<String>,
@@ -198,12 +199,10 @@ impl Options {
         }
         // A bash call an allow rule runs (in `ask` or `read-only`, where nobody approved it) runs
         // sandboxed: workspace-write with the configured network switch when the configured
-        // sandbox is off and this system can apply one; else as configured.
-        let rule_sandbox = if !sandbox.is_on()
-            && self.approval != Approval::Auto
-            && names.contains(&ToolName::Bash)
-            && policy.allows_any(ToolName::Bash)
-        {
+        // sandbox is off and this system can apply one; else as configured. Made whatever the
+        // approval mode is now: the mode can change while the tools live, and the policy tells
+        // at each call whether it applies ([`Policy::runs_by_rule`]).
+        let rule_sandbox = if !sandbox.is_on() && names.contains(&ToolName::Bash) && policy.allows_any(ToolName::Bash) {
             SandboxConfig::new(
                 Sandbox::WorkspaceWrite,
                 self.sandbox_network,

@@ -30,7 +30,7 @@ use panto_core::CancellationToken;
 pub use crate::approval::{describe_arguments, ApprovalHook};
 pub use crate::hooks::{main_argument, CommandHook, HookConfig, HookVerdict, PolicyHook};
 
-use crate::approval::Approval;
+use crate::approval::{Approval, ApprovalModeHandle};
 use crate::error::Error;
 use crate::shell::{self, Split};
 use crate::ToolName;
@@ -376,18 +376,20 @@ pub(crate) fn resolved_path_subjects(real: &Path, real_cwd: &Path) -> Subjects {
 pub struct Policy {
     deny: Vec<Rule>,
     allow: Vec<Rule>,
-    approval: Approval,
+    /// Read at each decision: a front end may change it while the tools live.
+    approval: ApprovalModeHandle,
     prompt: Option<Arc<dyn Prompt>>,
     read_only_hint: String,
 }
 
 impl Policy {
-    /// A policy with no rules in `approval` mode and no prompt.
+    /// A policy with no rules in `approval` mode and no prompt. Its clones share the mode
+    /// ([`Policy::approval_mode`]).
     pub fn new(approval: Approval) -> Policy {
         Policy {
             deny: Vec::new(),
             allow: Vec::new(),
-            approval,
+            approval: ApprovalModeHandle::new(approval),
             prompt: None,
             read_only_hint: String::new(),
         }
@@ -418,14 +420,25 @@ impl Policy {
         &self.deny
     }
 
-    /// The approval mode.
+    /// The approval mode now.
     pub fn approval(&self) -> Approval {
-        self.approval
+        self.approval.get()
+    }
+
+    /// The approval mode's handle: setting it changes the mode of every later decision of this
+    /// policy, its clones and the hooks and tools made from it (the sandbox stays as it was).
+    pub fn approval_mode(&self) -> &ApprovalModeHandle {
+        &self.approval
     }
 
     /// Whether the front end asks in `ask` mode: a prompt was set (without one `ask` refuses).
     pub fn asks(&self) -> bool {
-        self.approval == Approval::Ask && self.prompt.is_some()
+        self.asks_in(self.approval())
+    }
+
+    /// Whether a call left to the approval `mode` is asked about.
+    pub(crate) fn asks_in(&self, mode: Approval) -> bool {
+        mode == Approval::Ask && self.prompt.is_some()
     }
 
     /// Whether `tool` may run this call. `subjects` are the forms of its main argument (from
@@ -475,7 +488,9 @@ impl Policy {
     /// the approval mode would not have run it unasked (`ask`, `read-only`). Such a `bash` call
     /// runs in the sandbox even when the configured sandbox is off (see [`crate::Options`]).
     pub fn runs_by_rule(&self, tool: ToolName, subjects: &Subjects) -> bool {
-        tool.needs_approval() && self.approval != Approval::Auto && self.allow.iter().any(|r| r.allows(tool, subjects))
+        tool.needs_approval()
+            && self.approval() != Approval::Auto
+            && self.allow.iter().any(|r| r.allows(tool, subjects))
     }
 
     /// The `read` deny rule that protects the file at `path` (relative to `cwd` or absolute),
@@ -500,7 +515,18 @@ impl Policy {
     /// decided: run it (`auto`), refuse it (`read-only`), or ask the prompt (`ask`) about `what`.
     /// `Err` is the text of the error result.
     pub async fn approve(&self, tool: &str, what: &str, cancel: &CancellationToken) -> Result<(), String> {
-        match self.approval {
+        self.approve_in(self.approval(), tool, what, cancel).await
+    }
+
+    /// [`Policy::approve`] in approval `mode`, read by the caller once for the whole decision.
+    pub(crate) async fn approve_in(
+        &self,
+        mode: Approval,
+        tool: &str,
+        what: &str,
+        cancel: &CancellationToken,
+    ) -> Result<(), String> {
+        match mode {
             Approval::Auto => Ok(()),
             Approval::ReadOnly => Err(format!(
                 "the {tool} tool is not allowed: tool approval is read-only{}",

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use panto_core::{ToolCall, ToolCallResult, ToolDecl, ToolError, ToolSource};
 use panto_mcp::McpSource;
 use panto_tools::policy::{offered_name, Rule};
+use panto_tools::ApprovalModeHandle;
 
 use crate::tools::{Approval, Gate};
 
@@ -20,26 +21,27 @@ pub struct GatedSource {
     gate: Arc<Gate>,
     /// The `[tools] allow` rules that name MCP tools.
     allow: Vec<Rule>,
-    /// Read-only approval mode: offer only what may run in it.
-    read_only_mode: bool,
+    /// The policy's approval mode, read at each use (it changes with `/approve`): in read-only
+    /// mode only what may run in it is offered.
+    mode: ApprovalModeHandle,
 }
 
 impl GatedSource {
-    /// `source` under `gate`'s mode and the `allow` rules (those naming MCP tools count).
-    pub fn new(source: Arc<McpSource>, gate: Arc<Gate>, allow: Vec<Rule>) -> GatedSource {
-        let read_only_mode = gate.mode() == Approval::ReadOnly;
+    /// `source` under the approval `mode` (the policy's handle), asking `gate`, with the `allow`
+    /// rules (those naming MCP tools count).
+    pub fn new(source: Arc<McpSource>, gate: Arc<Gate>, allow: Vec<Rule>, mode: ApprovalModeHandle) -> GatedSource {
         GatedSource {
             source,
             gate,
             allow,
-            read_only_mode,
+            mode,
         }
     }
 
     /// Whether tool `tool` (the server's name for it) is offered: always, but in read-only mode
     /// only when annotated read-only or allowed by a rule.
     pub fn offers(&self, tool: &str) -> bool {
-        !self.read_only_mode || self.source.is_read_only(tool) || self.allowed(tool)
+        self.mode.get() != Approval::ReadOnly || self.source.is_read_only(tool) || self.allowed(tool)
     }
 
     /// Whether an `allow` rule matches tool `tool`: its calls run without asking, in every mode.
@@ -51,7 +53,7 @@ impl GatedSource {
     pub fn asks(&self, tool: &str) -> bool {
         !self.source.is_read_only(tool)
             && !self.allowed(tool)
-            && self.gate.asks(&offered_name(self.source.name(), tool))
+            && self.gate.asks(self.mode.get(), &offered_name(self.source.name(), tool))
     }
 }
 
@@ -70,8 +72,12 @@ impl ToolSource for GatedSource {
             .collect()
     }
 
+    /// Moves when the server's tools change and when the approval mode enters or leaves
+    /// read-only (which changes what is offered), so the agent reads the tools again before its
+    /// next request.
     fn generation(&self) -> u64 {
-        self.source.generation()
+        let read_only = u64::from(self.mode.get() == Approval::ReadOnly);
+        self.source.generation().wrapping_mul(2) | read_only
     }
 
     /// Rules and approval were applied by the hooks before the call got here.

@@ -11,6 +11,7 @@ use crate::config::{McpServer, Settings};
 use crate::exit::Failure;
 use crate::tools::{Approval, Gate};
 use panto_tools::policy::offered_name;
+use panto_tools::ApprovalModeHandle;
 
 /// `panto mcp list`: starts every enabled server, prints the listing, stops them. Exit code 1
 /// when a server that is enabled did not start (so a script can check its setup).
@@ -23,8 +24,8 @@ pub async fn list_command(settings: &Settings) -> Result<ExitCode, Failure> {
         return Ok(ExitCode::SUCCESS);
     }
     // Every tool is listed, read-only or not: the listing is not a run in any approval mode.
-    let gate = Arc::new(Gate::new(Approval::Auto, None));
-    let tools = McpTools::start(settings, &gate).await;
+    let gate = Arc::new(Gate::new(None));
+    let tools = McpTools::start(settings, &gate, &ApprovalModeHandle::new(Approval::Auto)).await;
     for line in render(&tools, None).await {
         println!(
             "{}",

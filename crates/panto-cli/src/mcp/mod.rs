@@ -17,6 +17,7 @@ use panto_mcp::McpSource;
 pub use gated::GatedSource;
 pub use list::{list_command, render};
 use panto_tools::policy::{offered_name, Rule, SourceRegistry};
+use panto_tools::ApprovalModeHandle;
 
 use crate::config::{McpServer, Settings};
 use crate::exit::Failure;
@@ -37,10 +38,10 @@ pub struct McpTools {
 }
 
 impl McpTools {
-    /// Starts every enabled server of `settings` in parallel. In read-only approval mode only
-    /// tools annotated read-only (or allowed by a rule) are offered ([`GatedSource`]). Failures
-    /// are kept for [`McpTools::warnings`].
-    pub async fn start(settings: &Settings, gate: &Arc<Gate>) -> McpTools {
+    /// Starts every enabled server of `settings` in parallel. While the approval `mode` (the
+    /// policy's handle) is read-only, only tools annotated read-only (or allowed by a rule) are
+    /// offered ([`GatedSource`]). Failures are kept for [`McpTools::warnings`].
+    pub async fn start(settings: &Settings, gate: &Arc<Gate>, mode: &ApprovalModeHandle) -> McpTools {
         let configured = settings.mcp_servers.clone();
         if configured.iter().all(|s| !s.config.enabled) {
             return McpTools {
@@ -64,7 +65,14 @@ impl McpTools {
         let gated = started
             .sources
             .iter()
-            .map(|source| Arc::new(GatedSource::new(source.clone(), gate.clone(), allow.clone())))
+            .map(|source| {
+                Arc::new(GatedSource::new(
+                    source.clone(),
+                    gate.clone(),
+                    allow.clone(),
+                    mode.clone(),
+                ))
+            })
             .collect();
         McpTools {
             configured,

@@ -151,14 +151,14 @@ pub async fn run(launch: Launch, prompt: &str, options: Options) -> Result<ExitC
         .collect::<Result<Vec<_>, _>>()?;
     let store = launch.store.open_for_writing().await?;
     let read_only_hint = " (print mode is read-only unless --approve auto is given)";
-    let gate = Arc::new(Gate::new(approval, None));
+    let gate = Arc::new(Gate::new(None));
     let sandbox = setup::sandbox_for(&launch, true, approval);
     let toolbox = setup::toolbox(&launch, approval, sandbox, gate.clone(), read_only_hint, None)?;
     if let Some(note) = toolbox.sandbox().note() {
         crate::safe::eprint_line(note);
     }
     // The MCP servers start with the agent; one that does not start is a warning, not a failure.
-    let mcp = McpTools::start(&launch.settings, &gate).await;
+    let mcp = McpTools::start(&launch.settings, &gate, toolbox.policy().approval_mode()).await;
     mcp.print_warnings();
     let ready = setup::start(&launch, &store, &toolbox, &mcp).await?;
     for note in &ready.notes {

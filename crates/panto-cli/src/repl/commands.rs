@@ -15,6 +15,8 @@ pub enum Completes {
     Session,
     /// File names (spaces escaped, as `/image` reads them).
     Files,
+    /// An approval mode.
+    Mode,
 }
 
 /// One slash command's row in [`COMMANDS`].
@@ -89,6 +91,8 @@ slash_commands! {
     System = "/system", "[TEXT]", Nothing, "show the system prompt, or replace it";
     Init = "/init", "", Nothing, "ask the model to write an AGENTS.md for this project";
     Tools = "/tools", "", Nothing, "list the tools and their approval";
+    Approve = "/approve", "[MODE]", Mode,
+        "show the approval mode, or change it: ask, auto or read-only (Shift-Tab cycles it)";
     Mcp = "/mcp", "", Nothing, "list the MCP servers: status, tools and approval, or why one is not running";
     Cost = "/cost", "", Nothing, "tokens and cost so far, and how full the context is";
     Status = "/status", "", Nothing,
@@ -199,7 +203,9 @@ pub fn help(columns: usize) -> Vec<String> {
     for key in [
         "Enter sends. Alt-Enter, or a trailing \\, starts a new line.",
         "Ctrl-C cancels a running turn (what streamed is kept) or clears the line.",
-        "Ctrl-D on an empty line, /quit, or Ctrl-C twice exits. Tab completes commands and aliases.",
+        "Ctrl-D on an empty line, /quit, or Ctrl-C twice exits.",
+        "/ at the line start and @ open a menu of commands and files; Tab takes its candidates in turn, Esc closes it.",
+        "Shift-Tab cycles the approval mode: ask, auto, read-only.",
         "A line starting with // is sent as a message that starts with /.",
     ] {
         lines.extend(labelled("", key, 2, columns));

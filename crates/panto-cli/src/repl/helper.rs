@@ -1,5 +1,6 @@
-//! The rustyline side of the REPL: tab completion of slash commands, aliases, session ids and
-//! file names after `/image`, multi-line input, and the history file.
+//! The rustyline side of the REPL: the completion menu and Tab completion of slash commands,
+//! `@` paths, aliases, session ids and file names after `/image` (see `menu.rs`), multi-line
+//! input, Shift-Tab and Ctrl-O, and the history file.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,7 +16,9 @@ use rustyline::{
     KeyEvent, Modifiers, RepeatCount,
 };
 
-use super::commands::{Command, Completes, COMMANDS};
+use super::commands::{Command, Completes};
+use super::menu::{self, Menu, ProjectFiles};
+use crate::tools::Approval;
 
 /// The most history entries kept.
 const HISTORY_SIZE: usize = 10_000;
@@ -30,6 +33,10 @@ pub struct PantoHelper {
     pub models: Vec<String>,
     /// Recent session ids, for `/resume `.
     pub sessions: RecentIds,
+    /// The project's files, for `@`.
+    pub files: ProjectFiles,
+    /// Whether the menu is drawn with styles.
+    pub colour: bool,
 }
 
 /// Where a listing of session ids comes from: the store, asked when they are first needed.
@@ -69,6 +76,14 @@ impl RecentIds {
     }
 }
 
+/// A candidate shown and inserted as `text`.
+fn pair(text: String) -> Pair {
+    Pair {
+        display: text.clone(),
+        replacement: text,
+    }
+}
+
 /// The candidates among `options` that start with `typed`.
 fn matching(options: impl IntoIterator<Item = String>, typed: &str) -> Vec<Pair> {
     options
@@ -87,16 +102,17 @@ impl Completer for PantoHelper {
     fn complete(&self, line: &str, pos: usize, _ctx: &Context<'_>) -> rustyline::Result<(usize, Vec<Pair>)> {
         let before = &line[..pos];
         if !before.starts_with('/') {
-            // `@path`: the word under the cursor completes as a file name.
+            // `@path`: the word under the cursor completes as the menu shows it.
             let word_start = before.rfind(char::is_whitespace).map_or(0, |i| i + 1);
             if let Some(path) = before[word_start..].strip_prefix('@') {
-                let (start, pairs) = FilenameCompleter::new().complete_path(path, path.len())?;
-                return Ok((word_start + 1 + start, pairs));
+                let found = menu::file_candidates(&self.files, path);
+                return Ok((word_start + 1, found.into_iter().map(pair).collect()));
             }
             return Ok((0, Vec::new()));
         }
         let Some((name, arg)) = before.split_once(' ') else {
-            return Ok((0, matching(COMMANDS.iter().map(|c| c.name.to_owned()), before)));
+            let found = menu::command_candidates(before);
+            return Ok((0, found.into_iter().map(|c| pair(c.name.to_owned())).collect()));
         };
         let completes = Command::named(name).map_or(Completes::Nothing, |c| c.spec().completes);
         let start = name.len() + 1;
@@ -111,16 +127,34 @@ impl Completer for PantoHelper {
                 (start, matching(names, arg))
             }
             Completes::Session => (start, matching(self.sessions.get(), arg)),
+            Completes::Mode => (
+                start,
+                matching(Approval::ALL.iter().map(|m| m.as_str().to_owned()), arg),
+            ),
             Completes::Nothing => (start, Vec::new()),
         })
     }
 }
 
+/// The completion menu is the line's hint: the line editor draws it under the line and clears
+/// it with the line.
 impl Hinter for PantoHelper {
-    type Hint = String;
+    type Hint = Menu;
+
+    fn hint(&self, line: &str, pos: usize, _ctx: &Context<'_>) -> Option<Menu> {
+        menu::menu(line, pos, &self.files, crate::render::columns())
+    }
 }
 
-impl Highlighter for PantoHelper {}
+impl Highlighter for PantoHelper {
+    fn highlight_hint<'h>(&self, hint: &'h str) -> std::borrow::Cow<'h, str> {
+        if self.colour {
+            menu::paint(hint).into()
+        } else {
+            hint.into()
+        }
+    }
+}
 
 impl Validator for PantoHelper {
     fn validate(&self, ctx: &mut ValidationContext<'_>) -> rustyline::Result<ValidationResult> {
@@ -139,12 +173,28 @@ impl Helper for PantoHelper {}
 /// drawn in full; the line goes back into the editor.
 static EXPAND: AtomicBool = AtomicBool::new(false);
 
-/// Whether the line the editor just returned was returned by Ctrl-O (which is then forgotten).
-pub fn take_expand() -> bool {
-    EXPAND.swap(false, Ordering::SeqCst)
+/// A key that returned the line from the editor to have something done at the prompt; the line
+/// then goes back into the editor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PromptKey {
+    /// Ctrl-O: the last tool result in full.
+    Expand,
+    /// Shift-Tab: the next approval mode.
+    Cycle,
 }
 
-/// Ctrl-O at the prompt: ends the line editing with the line as typed, [`take_expand`] saying
+/// The key that returned the line the editor just returned, if one did (it is then forgotten).
+pub fn take_key() -> Option<PromptKey> {
+    if EXPAND.swap(false, Ordering::SeqCst) {
+        Some(PromptKey::Expand)
+    } else if CYCLE.swap(false, Ordering::SeqCst) {
+        Some(PromptKey::Cycle)
+    } else {
+        None
+    }
+}
+
+/// Ctrl-O at the prompt: ends the line editing with the line as typed, [`take_key`] saying
 /// why. The line editor cannot draw above itself, so the REPL draws the result and then asks
 /// again with the same line.
 struct ExpandKey;
@@ -160,19 +210,76 @@ impl ConditionalEventHandler for ExpandKey {
     }
 }
 
+/// Set by Shift-Tab at the prompt: the line editor returned the line so the approval mode can
+/// change and say so; the line goes back into the editor.
+static CYCLE: AtomicBool = AtomicBool::new(false);
+
+/// Shift-Tab at the prompt: ends the line editing with the line as typed, [`take_key`] saying
+/// why, as Ctrl-O does ([`ExpandKey`]).
+struct CycleKey;
+
+impl ConditionalEventHandler for CycleKey {
+    fn handle(&self, _: &Event, _: RepeatCount, _: bool, ctx: &EventContext<'_>) -> Option<Cmd> {
+        if ctx.line().ends_with('\\') {
+            return Some(Cmd::Noop);
+        }
+        CYCLE.store(true, Ordering::SeqCst);
+        Some(Cmd::AcceptLine)
+    }
+}
+
+/// Esc with the menu open closes it (until the line changes); otherwise Esc does what it did.
+struct CloseMenu;
+
+impl ConditionalEventHandler for CloseMenu {
+    fn handle(&self, _: &Event, _: RepeatCount, _: bool, ctx: &EventContext<'_>) -> Option<Cmd> {
+        if !ctx.has_hint() {
+            return None;
+        }
+        menu::dismiss(ctx.line());
+        Some(Cmd::Repaint)
+    }
+}
+
+/// Ctrl-C with the menu open clears the line (and so the menu) where it is; otherwise Ctrl-C
+/// returns from the line editor as it did. Returning would leave the menu's rows on the screen
+/// under the abandoned line.
+struct InterruptMenu;
+
+impl ConditionalEventHandler for InterruptMenu {
+    fn handle(&self, _: &Event, _: RepeatCount, _: bool, ctx: &EventContext<'_>) -> Option<Cmd> {
+        ctx.has_hint().then_some(Cmd::Kill(rustyline::Movement::WholeBuffer))
+    }
+}
+
+/// Readies the helper for a new prompt: the project's files are walked again when `@` needs
+/// them, and the menu closed with Esc opens again.
+pub fn new_prompt(helper: Option<&PantoHelper>) {
+    if let Some(helper) = helper {
+        helper.files.forget();
+    }
+    menu::reset();
+}
+
 /// Turns continued input (`line\` + newline) into plain newlines.
 pub fn join_continuations(input: &str) -> String {
     input.replace("\\\n", "\n")
 }
 
-/// The line editor: Emacs keys, list completion, Alt-Enter for a newline, and the history from
-/// `history` when there is one (a missing file is a first run, not an error).
+/// The line editor: Emacs keys, the completion menu with Tab taking its candidates in turn (Esc
+/// closes it), Alt-Enter for a newline, Shift-Tab and Ctrl-O, and the history from `history`
+/// when there is one (a missing file is a first run, not an error).
 pub fn editor(helper: PantoHelper, history: Option<&Path>) -> rustyline::Result<Editor<PantoHelper, DefaultHistory>> {
     let config = Config::builder()
         .max_history_size(HISTORY_SIZE)?
         .history_ignore_dups(true)?
         .history_ignore_space(true)
-        .completion_type(rustyline::CompletionType::List)
+        // Tab puts in the menu's first candidate, the next Tab the second, and so on (Esc puts
+        // back what was typed).
+        .completion_type(rustyline::CompletionType::Circular)
+        // A lone Esc is a key of its own (it closes the menu) after this long without another
+        // key; a terminal sends Alt-key and arrow sequences in one write.
+        .keyseq_timeout(Some(50))
         .auto_add_history(false)
         .build();
     let mut editor = Editor::with_config(config)?;
@@ -182,6 +289,15 @@ pub fn editor(helper: PantoHelper, history: Option<&Path>) -> rustyline::Result<
         EventHandler::Simple(Cmd::Newline),
     );
     editor.bind_sequence(KeyEvent::ctrl('o'), EventHandler::Conditional(Box::new(ExpandKey)));
+    editor.bind_sequence(
+        KeyEvent(KeyCode::BackTab, Modifiers::NONE),
+        EventHandler::Conditional(Box::new(CycleKey)),
+    );
+    editor.bind_sequence(
+        KeyEvent(KeyCode::Esc, Modifiers::NONE),
+        EventHandler::Conditional(Box::new(CloseMenu)),
+    );
+    editor.bind_sequence(KeyEvent::ctrl('c'), EventHandler::Conditional(Box::new(InterruptMenu)));
     if let Some(path) = history {
         if path.exists() {
             // A damaged history file should not stop the REPL; it is rewritten on the next save.
@@ -210,12 +326,15 @@ mod tests {
             aliases: vec!["sonnet".into(), "gpt".into()],
             models: Vec::new(),
             sessions: RecentIds::listed_by(|| Some(vec!["0190ab".into()])),
+            ..PantoHelper::default()
         };
         assert_eq!(complete(&helper, "/mo"), (0, vec!["/model".into(), "/models".into()]));
         assert_eq!(complete(&helper, "/model s"), (7, vec!["sonnet".into()]));
         assert_eq!(complete(&helper, "/model sonnet x").1, Vec::<String>::new());
         assert_eq!(complete(&helper, "/resume 01"), (8, vec!["0190ab".into()]));
         assert_eq!(complete(&helper, "/help x").1, Vec::<String>::new());
+        assert_eq!(complete(&helper, "/approve a"), (9, vec!["ask".into(), "auto".into()]));
+        assert_eq!(complete(&helper, "/approve r").1, ["read-only"]);
         assert_eq!(complete(&helper, "hello /mo").1, Vec::<String>::new());
     }
 
@@ -226,6 +345,7 @@ mod tests {
             aliases: vec!["opus".into(), "claude-haiku-4-5".into()],
             models: pricing.known_models(panto_core::ApiStyle::AnthropicMessages),
             sessions: RecentIds::default(),
+            ..PantoHelper::default()
         };
         let (start, found) = complete(&helper, "/model claude-so");
         assert_eq!(start, 7);
@@ -248,6 +368,7 @@ mod tests {
                 counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 Some(vec!["0190ab".into(), "0191cd".into()])
             }),
+            ..PantoHelper::default()
         };
         let count = || listings.load(std::sync::atomic::Ordering::SeqCst);
         complete(&helper, "/res");
@@ -295,6 +416,7 @@ mod tests {
             aliases: Vec::new(),
             models: Vec::new(),
             sessions: RecentIds::listed_by(|| None),
+            ..PantoHelper::default()
         };
         let (start, found) = complete(&helper, &typed);
         assert_eq!(found, [format!("{}/notes.md", dir.path().display())]);

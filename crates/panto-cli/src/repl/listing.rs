@@ -47,7 +47,7 @@ impl Repl<'_> {
             ),
             ("directory", self.cwd.display().to_string()),
             ("session", session),
-            ("approval", self.gate.mode().to_string()),
+            ("approval", self.approval().to_string()),
             ("sandbox", self.toolbox.sandbox().mode().to_string()),
             ("MCP servers", self.mcp.summary()),
         ];
@@ -59,7 +59,7 @@ impl Repl<'_> {
 
     /// `/mcp`: the configured MCP servers, their status and tools.
     pub(super) fn list_mcp(&self) {
-        let lines = self.rt.block_on(crate::mcp::render(&self.mcp, Some(self.gate.mode())));
+        let lines = self.rt.block_on(crate::mcp::render(&self.mcp, Some(self.approval())));
         if lines.is_empty() {
             self.note(&format!(
                 "no MCP servers configured (add [mcp.servers.NAME] tables to {})",
@@ -80,7 +80,7 @@ impl Repl<'_> {
         for decl in decls {
             let approval = match ToolName::parse(&decl.name) {
                 Ok(t) if !t.needs_approval() => "runs freely".to_owned(),
-                Ok(t) => match self.gate.mode() {
+                Ok(t) => match self.approval() {
                     Approval::Auto => "runs without asking (--approve auto)".to_owned(),
                     Approval::ReadOnly => "refused (read-only)".to_owned(),
                     Approval::Ask if self.gate.always_allowed(t.as_str()) => "always allowed".to_owned(),
@@ -88,7 +88,7 @@ impl Repl<'_> {
                 },
                 Err(_) => match self.mcp.tool(&decl.name) {
                     Some((_, tool)) if tool.annotations.is_read_only() => "runs freely (read-only)".to_owned(),
-                    Some(_) => match self.gate.mode() {
+                    Some(_) => match self.approval() {
                         Approval::Auto => "runs without asking (--approve auto)".to_owned(),
                         Approval::ReadOnly => "refused (read-only)".to_owned(),
                         Approval::Ask if self.mcp.asks(&decl.name) == Some(false) => "always allowed".to_owned(),

@@ -4,6 +4,7 @@
 //! and clears the line), then the turn or command runs on the tokio runtime with the terminal back
 //! in cooked mode (so Ctrl-C is SIGINT and cancels the turn).
 
+mod approve;
 mod branch;
 mod commands;
 mod compact;
@@ -13,6 +14,7 @@ mod helper;
 mod image;
 pub mod keys;
 mod listing;
+mod menu;
 mod model;
 mod model_check;
 mod session;
@@ -113,8 +115,8 @@ pub fn run(
             &launch.env,
         ))) as Arc<dyn crate::tools::Asker>
     });
-    let read_only_hint = " (start panto with --approve ask or --approve auto to allow it)";
-    let gate = Arc::new(Gate::new(approval, asker));
+    let read_only_hint = " (/approve ask or /approve auto allows it)";
+    let gate = Arc::new(Gate::new(asker));
     let mut notes_before = Vec::new();
     if approval == Approval::Ask && !stdin_tty {
         notes_before.push(
@@ -140,7 +142,8 @@ pub fn run(
     )?;
     notes_before.extend(toolbox.sandbox().note().map(str::to_owned));
     // The MCP servers start with the agent; one that does not start is a warning, not a failure.
-    let mcp = Arc::new(rt.block_on(McpTools::start(&launch.settings, &gate)));
+    let mode = toolbox.policy().approval_mode().clone();
+    let mcp = Arc::new(rt.block_on(McpTools::start(&launch.settings, &gate, &mode)));
     notes_before.extend(mcp.warnings());
     let model = setup::ModelChoice::Choose(launch.model.as_deref());
     let ready = rt.block_on(setup::open(
@@ -185,6 +188,8 @@ pub fn run(
         aliases,
         models: completion_models(&pricing, &repl.settings, &repl.selection),
         sessions: repl.recent_ids.clone(),
+        files: menu::ProjectFiles::new(repl.cwd.clone()),
+        colour: repl.screen.out.is_colour(),
     };
     let mut editor = helper::editor(helper, history.as_deref())
         .map_err(|e| Failure::runtime(format!("cannot start the line editor: {e}")))?;
@@ -205,12 +210,13 @@ pub fn run(
             continue;
         }
         let typed = std::mem::take(&mut repl.typed);
+        helper::new_prompt(editor.helper());
         match editor.readline_with_initial(&(prompt, styled.as_str()), (&typed, "")) {
             Ok(line) => {
                 last_interrupt = None;
-                if helper::take_expand() {
-                    // Ctrl-O: the last tool result in full, then the line back to edit.
-                    crate::render::expand::show_last(Some(&repl.screen));
+                if let Some(key) = helper::take_key() {
+                    // Ctrl-O or Shift-Tab, then the line back to edit.
+                    repl.prompt_key(key);
                     repl.typed = line;
                     continue;
                 }
@@ -356,7 +362,7 @@ impl Repl<'_> {
             format!("panto {}", env!("CARGO_PKG_VERSION")),
             s.safe(&self.selection.describe()).into_owned(),
             session,
-            format!("approval {}", self.gate.mode()),
+            format!("approval {}", self.approval()),
         ];
         let banner = crate::render::wrap::join_fitted(&parts, " · ", self.screen.columns());
         self.screen.note(&banner.replacen("panto", &s.bold("panto"), 1));
@@ -451,8 +457,9 @@ impl Repl<'_> {
             attached,
         };
         let (gate, mcp) = (self.gate.clone(), self.mcp.clone());
+        let mode = self.toolbox.policy().approval_mode().clone();
         let asks: crate::render::AsksFirst = Box::new(move |name| match ToolName::parse(name) {
-            Ok(tool) => tool.needs_approval() && gate.asks(tool.as_str()),
+            Ok(tool) => tool.needs_approval() && gate.asks(mode.get(), tool.as_str()),
             Err(_) => mcp.asks(name) == Some(true),
         });
         let gate = self.gate.clone();
@@ -543,6 +550,7 @@ impl Repl<'_> {
                     Command::System => self.system(&args),
                     Command::Init => self.turn(commands::INIT_PROMPT.to_owned()),
                     Command::Tools => self.list_tools(),
+                    Command::Approve => self.approve(&args),
                     Command::Mcp => self.list_mcp(),
                     Command::Cost => self.cost(),
                     Command::Status => self.show_status(),

@@ -41,10 +41,11 @@ pub trait Asker: Send + Sync + fmt::Debug {
     fn ask(&self, question: &str, cancel: &CancellationToken) -> Option<Answer>;
 }
 
-/// The terminal prompt in front of tools that change things.
+/// The terminal prompt in front of tools that change things. It holds no approval mode: the
+/// policy's handle is the one ([`panto_tools::ApprovalModeHandle`]), read at each decision, and
+/// the gate is asked only in `ask` mode.
 #[derive(Debug)]
 pub struct Gate {
-    mode: Approval,
     /// The tools (by offered name) allowed for good with "always".
     always: Mutex<HashSet<String>>,
     /// Held while a question is on screen, so questions never interleave.
@@ -56,11 +57,10 @@ pub struct Gate {
 }
 
 impl Gate {
-    /// A gate for a run in approval `mode` (the policy applies the mode; the gate is asked only
-    /// in `ask`). Without an asker every question is refused (there is nobody to ask).
-    pub fn new(mode: Approval, asker: Option<Arc<dyn Asker>>) -> Self {
+    /// A gate asking `asker`. Without an asker every question is refused (there is nobody to
+    /// ask).
+    pub fn new(asker: Option<Arc<dyn Asker>>) -> Self {
         Gate {
-            mode,
             always: Mutex::new(HashSet::new()),
             asking: tokio::sync::Mutex::new(()),
             asker,
@@ -68,20 +68,16 @@ impl Gate {
         }
     }
 
-    /// The run's approval mode.
-    pub fn mode(&self) -> Approval {
-        self.mode
-    }
-
     /// Whether the tool offered as `tool` was allowed for good with "always".
     pub fn always_allowed(&self, tool: &str) -> bool {
         self.always.lock().unwrap_or_else(|e| e.into_inner()).contains(tool)
     }
 
-    /// Whether a call of the tool offered as `tool`, when the policy leaves it to approval, will
-    /// be asked about (so the question, not the tool line, is where the call is shown in full).
-    pub fn asks(&self, tool: &str) -> bool {
-        self.mode == Approval::Ask && self.asker.is_some() && !self.always_allowed(tool)
+    /// Whether a call of the tool offered as `tool`, when the policy leaves it to approval in
+    /// approval `mode`, will be asked about (so the question, not the tool line, is where the
+    /// call is shown in full).
+    pub fn asks(&self, mode: Approval, tool: &str) -> bool {
+        mode == Approval::Ask && self.asker.is_some() && !self.always_allowed(tool)
     }
 
     /// Whether `result` is the result of a call the user declined at a question of this gate (so
@@ -217,7 +213,7 @@ mod tests {
             answer,
             asked: AtomicUsize::new(0),
         });
-        (Gate::new(Approval::Ask, Some(asker.clone())), asker)
+        (Gate::new(Some(asker.clone())), asker)
     }
 
     #[tokio::test]
@@ -247,7 +243,7 @@ mod tests {
         assert!(g.take_declined(&e));
         assert!(!g.take_declined(&e));
         // Nobody to ask is a refusal, not the user's no.
-        let g = Gate::new(Approval::Ask, None);
+        let g = Gate::new(None);
         let e = g.ask("bash", "ls", &CancellationToken::new()).await.unwrap_err();
         assert!(!g.take_declined(&e));
     }

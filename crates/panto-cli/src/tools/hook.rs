@@ -96,7 +96,7 @@ mod tests {
     /// The gate in `ask` mode with `questions` as the terminal, and the built-in tools in `dir`
     /// with a deny rule, asking that gate.
     fn gate_and_toolbox(dir: &std::path::Path, questions: &Arc<Questions>) -> (Arc<Gate>, Toolbox) {
-        let gate = Arc::new(Gate::new(Approval::Ask, Some(questions.clone() as Arc<dyn Asker>)));
+        let gate = Arc::new(Gate::new(Some(questions.clone() as Arc<dyn Asker>)));
         let mut options = panto_tools::Options::new(dir);
         options.approval = Approval::Ask;
         options.deny = vec!["bash(sudo *)".into()];
@@ -213,7 +213,12 @@ mod tests {
         server.push(Reply::sse(script::anthropic_text("done")));
         let questions = Arc::new(Questions::default());
         let (gate, toolbox) = gate_and_toolbox(dir.path(), &questions);
-        let gated = Arc::new(GatedSource::new(source.clone(), gate, Vec::new()));
+        let gated = Arc::new(GatedSource::new(
+            source.clone(),
+            gate,
+            Vec::new(),
+            toolbox.policy().approval_mode().clone(),
+        ));
         let mut agent = agent(&server);
         install(&mut agent, &toolbox, annotations(&source), CommandHooks::default()).unwrap();
         agent.register_tool_source(gated).unwrap();
@@ -239,6 +244,41 @@ mod tests {
         );
     }
 
+    /// The approval mode changed through the policy's handle changes what an MCP server's tools
+    /// offer and whether their calls are asked about, and moves the source's generation so the
+    /// agent reads its tools again before the next request.
+    #[tokio::test]
+    async fn a_changed_mode_changes_what_an_mcp_server_offers() {
+        use panto_core::ToolSource;
+
+        let dir = tempfile::tempdir().unwrap();
+        let (source, _, _) = faults().await;
+        let questions = Arc::new(Questions::default());
+        let (gate, toolbox) = gate_and_toolbox(dir.path(), &questions);
+        let mode = toolbox.policy().approval_mode().clone();
+        let gated = GatedSource::new(source.clone(), gate, Vec::new(), mode.clone());
+        let offered = |tool: &str| gated.tools().iter().any(|t| t.name == tool);
+        let before = gated.generation();
+        assert!(offered("sleep") && offered("echo"));
+        assert!(gated.asks("sleep"));
+
+        mode.set(Approval::ReadOnly);
+        assert_ne!(gated.generation(), before, "the agent reads the tools again");
+        assert!(
+            !offered("sleep"),
+            "not annotated read-only: not offered in read-only mode"
+        );
+        assert!(offered("echo"));
+
+        mode.set(Approval::Auto);
+        assert!(offered("sleep"));
+        assert!(!gated.asks("sleep"), "auto asks nothing");
+        mode.set(Approval::Ask);
+        assert_eq!(gated.generation(), before);
+        assert!(gated.asks("sleep"));
+        source.shutdown().await;
+    }
+
     /// A command hook whose `match` names MCP tools is asked about their calls after the deny
     /// rules and before approval: it sees the offered name and the arguments, its denial is the
     /// result, and its rewrite is what the approval question shows.
@@ -255,7 +295,12 @@ mod tests {
         server.push(Reply::sse(script::anthropic_text("done")));
         let questions = Arc::new(Questions::default());
         let (gate, toolbox) = gate_and_toolbox(dir.path(), &questions);
-        let gated = Arc::new(GatedSource::new(source.clone(), gate, Vec::new()));
+        let gated = Arc::new(GatedSource::new(
+            source.clone(),
+            gate,
+            Vec::new(),
+            toolbox.policy().approval_mode().clone(),
+        ));
         let rule = |text: &str| panto_tools::policy::Rule::parse(text).unwrap();
         let seen = dir.path().join("seen.json");
         let hooks = vec![

@@ -13,6 +13,7 @@ mod labels;
 mod log;
 mod markdown;
 mod mcp;
+mod menu_screen;
 mod otel;
 mod own_lines;
 mod pickers;

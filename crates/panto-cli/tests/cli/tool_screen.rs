@@ -187,3 +187,88 @@ async fn a_declined_call_is_shown_as_declined_not_as_a_failure() {
     assert!(!shown.contains('✗') && !shown.contains("failed"), "{shown}");
     insta::assert_snapshot!("declined_call_100_columns", shown);
 }
+
+/// The approval mode changes mid-session and the next call obeys it: Shift-Tab goes from `ask`
+/// to `auto`, where a write runs without a question; `/approve ask` asks again; in `read-only` a
+/// write is refused; `/status` shows the mode.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_approval_mode_changes_mid_session_and_the_next_call_obeys_it() {
+    let server = MockServer::start().await;
+    for (id, file) in [
+        ("toolu_01", "auto.txt"),
+        ("toolu_02", "ask.txt"),
+        ("toolu_03", "read-only.txt"),
+    ] {
+        let input = json!({ "path": file, "content": "x\n" }).to_string();
+        server.push(Reply::sse(script::anthropic_tool_uses(&[(id, "write", &input)])));
+        server.push(Reply::sse(script::anthropic_text(&format!("Done with {file}."))));
+    }
+    let mut home = Home::new();
+    home.anthropic(&server);
+    let work = home.work();
+    let (shown, _home) = blocking(move || {
+        let mut t = Terminal::start_sized(&home, &[], 30, 100);
+        let banner = t.wait_for_prompt();
+        assert!(banner.contains("approval ask"), "{banner}");
+        // Shift-Tab.
+        t.send("\u{1b}[Z");
+        t.wait_for("approval auto: every call runs without asking");
+        t.wait_for_prompt();
+        t.send_line("write auto.txt");
+        t.wait_for("Done with auto.txt.");
+        t.wait_for_prompt();
+        t.send_line("/approve ask");
+        t.wait_for("approval ask: calls that change things ask first");
+        t.wait_for_prompt();
+        t.send_line("write ask.txt");
+        t.wait_for(ASKED);
+        t.send("n");
+        t.wait_for("Done with ask.txt.");
+        t.wait_for_prompt();
+        t.send_line("/approve");
+        t.wait_for("approval ask: calls that change things ask first (ask|auto|read-only; Shift-Tab cycles)");
+        t.wait_for_prompt();
+        t.send_line("/approve read-only");
+        t.wait_for("approval read-only: calls that change things are refused");
+        t.wait_for_prompt();
+        t.send_line("write read-only.txt");
+        t.wait_for("Done with read-only.txt.");
+        t.wait_for_prompt();
+        t.send_line("/status");
+        t.wait_until("/status naming the mode", |s| {
+            s.lines()
+                .any(|l| l.starts_with("approval ") && l.trim_end().ends_with(" read-only"))
+        });
+        t.wait_for_prompt();
+        t.send_line("/quit");
+        (t.wait_exit().shown, home)
+    })
+    .await;
+    assert_eq!(
+        std::fs::read_to_string(work.join("auto.txt")).unwrap(),
+        "x\n",
+        "{shown}"
+    );
+    assert!(!work.join("ask.txt").exists(), "declined in ask mode:\n{shown}");
+    assert!(
+        !work.join("read-only.txt").exists(),
+        "refused in read-only mode:\n{shown}"
+    );
+    assert_eq!(
+        shown.matches(ASKED).count(),
+        1,
+        "only the call made in ask mode was asked about:\n{shown}"
+    );
+    assert!(
+        shown.contains("allow write: create ask.txt"),
+        "the question names the call:\n{shown}"
+    );
+    // The model is told why the read-only call did not run, and how to allow it.
+    let last = all_text(&body(&server.requests()[5])["messages"]);
+    assert!(
+        last.contains(
+            "the write tool is not allowed: tool approval is read-only (/approve ask or /approve auto allows it)"
+        ),
+        "{last}"
+    );
+}
