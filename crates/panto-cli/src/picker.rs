@@ -14,11 +14,12 @@ use panto_core::{CancellationToken, SessionInfo};
 use crate::exit::Failure;
 use crate::render::wrap::cut;
 use crate::render::Style;
-use crate::sessions::{table, RECENT};
+use crate::sessions::{table, StoredIds, RECENT};
 use crate::terminal::{read_key, Key, KeyMode};
 
-/// The `-r` picker: the recent sessions on stderr, the choice read from stdin.
-pub fn pick(infos: &[SessionInfo]) -> Result<String, Failure> {
+/// The `-r` picker: the recent sessions of `infos` on stderr, the choice read from stdin; the ids
+/// shown tell every stored session (`stored`) apart.
+pub fn pick(infos: &[SessionInfo], stored: &StoredIds) -> Result<String, Failure> {
     if infos.is_empty() {
         return Err(Failure::usage("no sessions to resume"));
     }
@@ -28,7 +29,7 @@ pub fn pick(infos: &[SessionInfo]) -> Result<String, Failure> {
         ));
     }
     let shown = &infos[..infos.len().min(RECENT)];
-    let rows = table(shown);
+    let rows = table(shown, stored);
     match choose(&rows, "resume which session?") {
         Some(n) => Ok(shown[n].id.clone()),
         None => Err(Failure::usage("no session picked")),

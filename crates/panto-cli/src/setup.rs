@@ -115,6 +115,7 @@ pub async fn find(opened: &OpenStore, choice: &SessionChoice) -> Result<Found, F
         SessionChoice::Resume(id) => opened.resolve(id).await?,
         SessionChoice::Pick { all } => {
             let mut infos = store.list().await?;
+            let stored = crate::sessions::StoredIds::of(&infos);
             if !*all {
                 let (here, elsewhere) = crate::sessions::of_dir(infos, &working_dir()?);
                 if let Some(line) = crate::sessions::others_line(elsewhere) {
@@ -122,7 +123,7 @@ pub async fn find(opened: &OpenStore, choice: &SessionChoice) -> Result<Found, F
                 }
                 infos = here;
             }
-            let id = crate::picker::pick(&infos)?;
+            let id = crate::picker::pick(&infos, &stored)?;
             opened.resolve(&id).await?
         }
         SessionChoice::Fork(id) => {

@@ -3,7 +3,7 @@
 
 use super::{Repl, Totals};
 use crate::config::Selection;
-use crate::sessions::{by_directory, of_dir, others_line, short_ids, table, Line, RECENT};
+use crate::sessions::{by_directory, of_dir, others_line, short_ids, table, Line, StoredIds, RECENT};
 use crate::setup::{self, SessionChoice};
 
 impl Repl<'_> {
@@ -47,13 +47,14 @@ impl Repl<'_> {
             Ok(infos) => infos,
             Err(e) => return self.error(&format!("cannot list sessions: {e}")),
         };
+        let stored = StoredIds::of(&infos);
         let current = self.agent.session_id().to_owned();
         let mark = |info: &panto_core::SessionInfo| if info.id == current { "*" } else { " " };
         // A row a line: the last prompt's preview is cut to the terminal.
         let columns = self.screen.columns();
         if all {
             let shown = &infos[..infos.len().min(RECENT)];
-            for line in by_directory(shown, &self.cwd) {
+            for line in by_directory(shown, &stored, &self.cwd) {
                 match line {
                     Line::Directory(dir) => self.dim(&crate::render::wrap::cut(&dir, columns)),
                     Line::Session(index, row) => self.note(&crate::render::wrap::cut(
@@ -62,7 +63,7 @@ impl Repl<'_> {
                     )),
                 }
             }
-            self.recent_ids.set(short_ids(shown));
+            self.recent_ids.set(short_ids(shown, &stored));
             return;
         }
         let (here, elsewhere) = of_dir(infos, &self.cwd);
@@ -70,13 +71,13 @@ impl Repl<'_> {
         if shown.is_empty() {
             self.note(&format!("no sessions started in {}", self.cwd.display()));
         }
-        for (info, row) in shown.iter().zip(table(shown)) {
+        for (info, row) in shown.iter().zip(table(shown, &stored)) {
             self.note(&crate::render::wrap::cut(&format!("{} {row}", mark(info)), columns));
         }
         if let Some(line) = others_line(elsewhere) {
             self.dim(&line);
         }
-        self.recent_ids.set(short_ids(shown));
+        self.recent_ids.set(short_ids(shown, &stored));
     }
 
     /// Switches to another session: resumed (with its model pre-selected) or new (keeping

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use panto_core::SessionInfo;
 
-use super::table;
+use super::{table, StoredIds};
 
 /// Whether session `info` was started in `dir`. A session whose directory the store did not
 /// record belongs to no directory.
@@ -76,9 +76,9 @@ pub enum Line {
 /// Every session of `infos` under the directory it was started in: `here`'s first, then the
 /// others by their most recent session (`infos` is newest first), those of no recorded
 /// directory last; each directory's sessions in their order. Rows are [`table`]'s, whose short
-/// ids tell every listed session apart.
-pub fn by_directory(infos: &[SessionInfo], here: &Path) -> Vec<Line> {
-    let rows = table(infos);
+/// ids tell every stored session apart.
+pub fn by_directory(infos: &[SessionInfo], stored: &StoredIds, here: &Path) -> Vec<Line> {
+    let rows = table(infos, stored);
     let mut groups: Vec<(Option<&Path>, Vec<usize>)> = Vec::new();
     for (index, info) in infos.iter().enumerate() {
         let dir = info.cwd.as_deref();
@@ -151,7 +151,7 @@ mod tests {
             in_dir("0190dddd", Some("/p/third")),
             in_dir("0190eeee", Some("/p/other")),
         ];
-        let lines = by_directory(&infos, Path::new("/p/proj"));
+        let lines = by_directory(&infos, &StoredIds::of(&infos), Path::new("/p/proj"));
         let shown: Vec<String> = lines
             .iter()
             .map(|line| match line {

@@ -17,7 +17,7 @@ use crate::store::{OpenStore, StoreLocation};
 
 pub use export::{export_command, ExportFormat};
 pub use here::{by_directory, elsewhere_note, nothing_to_continue, of_dir, others_line, started_in, Line};
-pub use table::{one_line, short_ids, table, unique_prefix, RECENT};
+pub use table::{one_line, short_ids, table, unique_prefix, StoredIds, RECENT};
 pub use tree::tree_lines;
 
 /// One session of `panto sessions --json` (docs/cli.md). Serialised straight from the listing,
@@ -74,6 +74,7 @@ pub async fn list_command(store: &OpenStore, as_json: bool, all: bool, here: &Pa
         crate::safe::eprint_line(&format!("skipped {}: {error}", path.display()));
     }
     let stored = infos.len();
+    let stored_ids = StoredIds::of(&infos);
     let (infos, elsewhere) = if all { (infos, 0) } else { of_dir(infos, here) };
     // Listings quote session files (the last prompt, the model): neutralised on a terminal.
     let stdout = std::io::stdout();
@@ -97,14 +98,14 @@ pub async fn list_command(store: &OpenStore, as_json: bool, all: bool, here: &Pa
     } else if infos.is_empty() {
         crate::safe::eprint_line(&format!("no sessions started in {}", here.display()));
     } else if all {
-        for line in by_directory(&infos, here) {
+        for line in by_directory(&infos, &stored_ids, here) {
             let (Line::Directory(text) | Line::Session(_, text)) = line;
             let _ = writeln!(out, "{}", crate::safe::for_stream(&text, terminal));
         }
     } else {
         // A row a line on a terminal: cut to its width (the last prompt's preview is the end).
         let columns = crate::render::columns();
-        for row in table(&infos) {
+        for row in table(&infos, &stored_ids) {
             let row = crate::safe::for_stream(&row, terminal);
             if terminal {
                 let _ = writeln!(out, "{}", crate::render::wrap::cut(&row, columns));

@@ -7,19 +7,54 @@ use panto_core::SessionInfo;
 /// How many sessions the picker and `/sessions` show.
 pub const RECENT: usize = 20;
 
-/// The shortest id prefix, at least 8 characters, that tells each listed session apart: UUIDv7
+/// Every stored session's id, sorted: what an id a listing prints must tell apart, the sessions
+/// it leaves out (another directory's, older ones) included, so that `panto -r` and `/resume`
+/// take the printed id back unambiguously.
+pub struct StoredIds(Vec<String>);
+
+impl StoredIds {
+    /// The ids of `infos`, the store's whole listing.
+    pub fn of(infos: &[SessionInfo]) -> Self {
+        let mut ids: Vec<String> = infos.iter().map(|i| i.id.clone()).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        StoredIds(ids)
+    }
+
+    /// How many characters of `id` no other stored id shares, plus one: the prefix length
+    /// that tells it apart. The ids sharing the longest start with it sort next to it.
+    fn needed(&self, id: &str) -> usize {
+        let at = self.0.partition_point(|other| other.as_str() < id);
+        let before = at.checked_sub(1).and_then(|i| self.0.get(i));
+        let after = self.0[at..].iter().find(|other| other.as_str() != id);
+        before
+            .into_iter()
+            .chain(after)
+            .map(|other| other.chars().zip(id.chars()).take_while(|(x, y)| x == y).count() + 1)
+            .max()
+            .unwrap_or(0)
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(String::as_str)
+    }
+}
+
+/// The shortest id prefix, at least 8 characters and one length for the whole column, that
+/// tells each of `shown` apart from every stored session (`stored`) and from each other: UUIDv7
 /// ids share their leading (time) digits when created close together.
-pub fn short_ids(infos: &[SessionInfo]) -> Vec<String> {
+pub fn short_ids(shown: &[SessionInfo], stored: &StoredIds) -> Vec<String> {
     // The longest prefix any two ids share is shared by two ids that sort next to each other, so
     // comparing neighbours after a sort finds it: comparing every pair took seconds for 10,000.
-    let mut sorted: Vec<&str> = infos.iter().map(|i| i.id.as_str()).collect();
+    let mut sorted: Vec<&str> = shown.iter().map(|i| i.id.as_str()).collect();
     sorted.sort_unstable();
     let len = sorted
         .windows(2)
         .filter(|w| w[0] != w[1])
         .map(|w| w[0].chars().zip(w[1].chars()).take_while(|(x, y)| x == y).count() + 1)
+        .chain(shown.iter().map(|i| stored.needed(&i.id)))
         .fold(8, usize::max);
-    infos
+    shown
         .iter()
         .map(|i| i.id.chars().take(len.min(i.id.len())).collect())
         .collect()
@@ -51,9 +86,10 @@ pub fn one_line(text: &str, max: usize) -> String {
     }
 }
 
-/// The table rows of a listing: short id, last prompt time, messages, model, last prompt.
-pub fn table(infos: &[SessionInfo]) -> Vec<String> {
-    let ids = short_ids(infos);
+/// The table rows of a listing of `infos`: short id (unique among `stored`), last prompt time,
+/// messages, model, last prompt.
+pub fn table(infos: &[SessionInfo], stored: &StoredIds) -> Vec<String> {
+    let ids = short_ids(infos, stored);
     infos
         .iter()
         .zip(ids)
@@ -62,7 +98,7 @@ pub fn table(infos: &[SessionInfo]) -> Vec<String> {
                 // The id comes from a file: cut by characters, never by bytes.
                 Some(f) => format!(
                     "  (fork of {})",
-                    unique_prefix(&f.session, infos.iter().map(|i| i.id.as_str()))
+                    unique_prefix(&f.session, stored.iter().chain(infos.iter().map(|i| i.id.as_str())))
                 ),
                 None => String::new(),
             };
@@ -98,8 +134,23 @@ mod tests {
             info("0190aaaa-1111-7000-8000-000000000000"),
             info("0190aaaa-1122-7000-8000-000000000000"),
         ];
-        assert_eq!(short_ids(&infos), ["0190aaaa-111", "0190aaaa-112"]);
-        assert_eq!(short_ids(&infos[..1]), ["0190aaaa"]);
+        let none = StoredIds::of(&[]);
+        assert_eq!(short_ids(&infos, &none), ["0190aaaa-111", "0190aaaa-112"]);
+        assert_eq!(short_ids(&infos[..1], &none), ["0190aaaa"]);
+    }
+
+    #[test]
+    fn a_short_id_tells_apart_the_stored_sessions_a_listing_leaves_out() {
+        // Another directory's session, started in the same minute, is not listed here, but
+        // `panto -r` must still take the printed id back to this one.
+        let stored = [
+            info("0190aaaa-1111-7000-8000-000000000000"),
+            info("0190aaaa-1122-7000-8000-000000000000"),
+            info("0190bbbb-0000-7000-8000-000000000000"),
+        ];
+        let stored_ids = StoredIds::of(&stored);
+        assert_eq!(short_ids(&stored[..1], &stored_ids), ["0190aaaa-111"]);
+        assert_eq!(short_ids(&stored[2..], &stored_ids), ["0190bbbb"]);
     }
 
     #[test]
@@ -112,8 +163,12 @@ mod tests {
             info("0190aaaa-1122-7000-8000-000000000001"),
             info("0190aaaa-1122-7000-8000-000000000000"),
         ];
-        let ids = short_ids(&infos);
+        let none = StoredIds::of(&[]);
+        let ids = short_ids(&infos, &none);
         assert!(ids.iter().all(|id| id.len() == 36), "{ids:?}");
-        assert_eq!(short_ids(&infos[..3]), ["0190aaaa-11", "0190bbbb-00", "0190aaaa-10"]);
+        assert_eq!(
+            short_ids(&infos[..3], &none),
+            ["0190aaaa-11", "0190bbbb-00", "0190aaaa-10"]
+        );
     }
 }

@@ -3,12 +3,11 @@
 //! one), and a session resumed from another directory says where it was started.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 use panto_testkit::{script, MockServer, Reply};
 
 use super::screen::Terminal;
-use super::support::{blocking, panto_bin, Home, Run};
+use super::support::{blocking, panto_bin, Home};
 
 /// A directory beside `work/` (made if needed), as the process sees it (`getcwd` resolves
 /// links, and the store records what it returns).
@@ -16,24 +15,6 @@ fn sibling(home: &Home, name: &str) -> PathBuf {
     let dir = home.work().with_file_name(name);
     std::fs::create_dir_all(&dir).unwrap();
     dir.canonicalize().unwrap()
-}
-
-/// `panto args` run to completion in `dir` instead of `work/`.
-async fn run_in(home: &Home, dir: &Path, args: &[&str]) -> Run {
-    let mut cmd = home.command(args);
-    cmd.current_dir(dir).stdin(Stdio::null());
-    let out = tokio::time::timeout(
-        std::time::Duration::from_secs(60),
-        tokio::process::Command::from(cmd).output(),
-    )
-    .await
-    .expect("panto finishes within a minute")
-    .expect("panto runs");
-    Run {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
 }
 
 /// `panto args` in `dir` on a 40×100 terminal.
@@ -78,7 +59,7 @@ async fn continue_takes_this_directorys_session_and_resuming_another_says_where_
     let work = home.work().canonicalize().unwrap();
     let other = sibling(&home, "other");
     home.run(&["-p", "work topic"], None).await.ok();
-    run_in(&home, &other, &["-p", "other topic"]).await.ok();
+    home.run_in(&other, &["-p", "other topic"]).await.ok();
     let other_id = id_of(&home, "other topic").await;
 
     let (shown, home) = blocking(move || {
@@ -110,7 +91,7 @@ async fn continue_takes_this_directorys_session_and_resuming_another_says_where_
 
     // Nothing was started in a third directory: -c says so, and how to see the others.
     let third = sibling(&home, "third");
-    let out = run_in(&home, &third, &["-c", "-p", "x"]).await;
+    let out = home.run_in(&third, &["-c", "-p", "x"]).await;
     assert_eq!(out.code, Some(2), "{out:?}");
     assert!(
         out.stderr
@@ -173,8 +154,8 @@ async fn sessions_lists_this_directory_and_all_lists_every_one_under_its_directo
     let work = home.work().canonicalize().unwrap();
     let other = sibling(&home, "other");
     home.run(&["-p", "work question"], None).await.ok();
-    run_in(&home, &other, &["-p", "other question"]).await.ok();
-    run_in(&home, &other, &["-p", "other again"]).await.ok();
+    home.run_in(&other, &["-p", "other question"]).await.ok();
+    home.run_in(&other, &["-p", "other again"]).await.ok();
 
     let out = home.run(&["sessions"], None).await;
     let rows: Vec<&str> = out.ok().lines().collect();
@@ -187,7 +168,7 @@ async fn sessions_lists_this_directory_and_all_lists_every_one_under_its_directo
         out.stderr
     );
 
-    let out = run_in(&home, &other, &["sessions"]).await;
+    let out = home.run_in(&other, &["sessions"]).await;
     assert_eq!(out.ok().lines().count(), 2, "{}", out.stdout);
     assert!(
         out.stderr.contains("1 session from another directory not shown"),
@@ -278,7 +259,7 @@ async fn resume_completion_offers_this_directorys_ids_first() {
     home.anthropic(&server);
     let other = sibling(&home, "other");
     home.run(&["-p", "work topic"], None).await.ok();
-    run_in(&home, &other, &["-p", "other topic"]).await.ok();
+    home.run_in(&other, &["-p", "other topic"]).await.ok();
     let (work_id, other_id) = (id_of(&home, "work topic").await, id_of(&home, "other topic").await);
     blocking(move || {
         let mut t = terminal_in(&home, &home.work(), &[]);
@@ -296,4 +277,37 @@ async fn resume_completion_offers_this_directorys_ids_first() {
         });
     })
     .await;
+}
+
+#[tokio::test]
+async fn a_listed_id_tells_apart_the_sessions_other_directories_hold() {
+    let server = MockServer::start().await;
+    for _ in 0..4 {
+        server.push(Reply::sse(script::anthropic_text("ok")));
+    }
+    let mut home = Home::new();
+    home.anthropic(&server);
+    let other = sibling(&home, "other");
+    home.run(&["-p", "work topic"], None).await.ok();
+    let work_id = id_of(&home, "work topic").await;
+    // UUIDv7 ids made within the same minute share their first 8 characters; the other
+    // directory's session is made again in the rare case a minute's boundary fell between.
+    let mut other_id = String::new();
+    for attempt in 0..3 {
+        let prompt = format!("other topic {attempt}");
+        home.run_in(&other, &["-p", &prompt]).await.ok();
+        other_id = id_of(&home, &prompt).await;
+        if other_id[..8] == work_id[..8] {
+            break;
+        }
+    }
+    assert_eq!(other_id[..8], work_id[..8], "no two sessions made within a minute");
+    let listing = home.run(&["sessions"], None).await;
+    let row = listing.ok().lines().next().unwrap_or_default().to_owned();
+    let printed = row.split_whitespace().next().unwrap_or_default();
+    assert!(work_id.starts_with(printed), "{row}");
+    assert!(
+        !other_id.starts_with(printed),
+        "{printed} is also the start of the other directory's {other_id}, so `panto -r {printed}` is ambiguous"
+    );
 }

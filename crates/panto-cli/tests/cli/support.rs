@@ -172,7 +172,18 @@ impl Home {
     /// Runs `panto args` (stdin empty or `stdin`) to completion. Async, so the in-process mock
     /// server keeps serving while the child runs.
     pub async fn run(&self, args: &[&str], stdin: Option<&str>) -> Run {
-        let mut child = tokio::process::Command::from(self.command(args))
+        self.run_command(self.command(args), stdin).await
+    }
+
+    /// [`Home::run`] in directory `dir` instead of `work/`, stdin empty.
+    pub async fn run_in(&self, dir: &Path, args: &[&str]) -> Run {
+        let mut cmd = self.command(args);
+        cmd.current_dir(dir);
+        self.run_command(cmd, None).await
+    }
+
+    async fn run_command(&self, cmd: Command, stdin: Option<&str>) -> Run {
+        let mut child = tokio::process::Command::from(cmd)
             .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
