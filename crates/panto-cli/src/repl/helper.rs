@@ -3,7 +3,7 @@
 //! input, Shift-Tab and Ctrl-O, and the history file.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rustyline::completion::{Completer, FilenameCompleter, Pair};
@@ -169,10 +169,6 @@ impl Validator for PantoHelper {
 
 impl Helper for PantoHelper {}
 
-/// Set by Ctrl-O at the prompt: the line editor returned the line so the last tool result can be
-/// drawn in full; the line goes back into the editor.
-static EXPAND: AtomicBool = AtomicBool::new(false);
-
 /// A key that returned the line from the editor to have something done at the prompt; the line
 /// then goes back into the editor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -183,47 +179,39 @@ pub enum PromptKey {
     Cycle,
 }
 
-/// The key that returned the line the editor just returned, if one did (it is then forgotten).
-pub fn take_key() -> Option<PromptKey> {
-    if EXPAND.swap(false, Ordering::SeqCst) {
-        Some(PromptKey::Expand)
-    } else if CYCLE.swap(false, Ordering::SeqCst) {
-        Some(PromptKey::Cycle)
-    } else {
-        None
+impl PromptKey {
+    fn code(self) -> u8 {
+        match self {
+            PromptKey::Expand => 1,
+            PromptKey::Cycle => 2,
+        }
     }
 }
 
-/// Ctrl-O at the prompt: ends the line editing with the line as typed, [`take_key`] saying
-/// why. The line editor cannot draw above itself, so the REPL draws the result and then asks
-/// again with the same line.
-struct ExpandKey;
+/// The [`PromptKey`] that returned the line the editor just returned ([`PromptKey::code`]), or 0.
+static RETURNED_BY: AtomicU8 = AtomicU8::new(0);
 
-impl ConditionalEventHandler for ExpandKey {
+/// The key that returned the line the editor just returned, if one did (it is then forgotten).
+pub fn take_key() -> Option<PromptKey> {
+    match RETURNED_BY.swap(0, Ordering::SeqCst) {
+        1 => Some(PromptKey::Expand),
+        2 => Some(PromptKey::Cycle),
+        _ => None,
+    }
+}
+
+/// A [`PromptKey`] at the prompt: ends the line editing with the line as typed, [`take_key`]
+/// saying why. The line editor cannot draw above itself, so the REPL does what the key asks and
+/// then asks again with the same line.
+struct ReturnKey(PromptKey);
+
+impl ConditionalEventHandler for ReturnKey {
     fn handle(&self, _: &Event, _: RepeatCount, _: bool, ctx: &EventContext<'_>) -> Option<Cmd> {
         // A line ending in `\` is continued, not returned, on Enter: nothing to do there.
         if ctx.line().ends_with('\\') {
             return Some(Cmd::Noop);
         }
-        EXPAND.store(true, Ordering::SeqCst);
-        Some(Cmd::AcceptLine)
-    }
-}
-
-/// Set by Shift-Tab at the prompt: the line editor returned the line so the approval mode can
-/// change and say so; the line goes back into the editor.
-static CYCLE: AtomicBool = AtomicBool::new(false);
-
-/// Shift-Tab at the prompt: ends the line editing with the line as typed, [`take_key`] saying
-/// why, as Ctrl-O does ([`ExpandKey`]).
-struct CycleKey;
-
-impl ConditionalEventHandler for CycleKey {
-    fn handle(&self, _: &Event, _: RepeatCount, _: bool, ctx: &EventContext<'_>) -> Option<Cmd> {
-        if ctx.line().ends_with('\\') {
-            return Some(Cmd::Noop);
-        }
-        CYCLE.store(true, Ordering::SeqCst);
+        RETURNED_BY.store(self.0.code(), Ordering::SeqCst);
         Some(Cmd::AcceptLine)
     }
 }
@@ -288,10 +276,13 @@ pub fn editor(helper: PantoHelper, history: Option<&Path>) -> rustyline::Result<
         KeyEvent(KeyCode::Enter, Modifiers::ALT),
         EventHandler::Simple(Cmd::Newline),
     );
-    editor.bind_sequence(KeyEvent::ctrl('o'), EventHandler::Conditional(Box::new(ExpandKey)));
+    editor.bind_sequence(
+        KeyEvent::ctrl('o'),
+        EventHandler::Conditional(Box::new(ReturnKey(PromptKey::Expand))),
+    );
     editor.bind_sequence(
         KeyEvent(KeyCode::BackTab, Modifiers::NONE),
-        EventHandler::Conditional(Box::new(CycleKey)),
+        EventHandler::Conditional(Box::new(ReturnKey(PromptKey::Cycle))),
     );
     editor.bind_sequence(
         KeyEvent(KeyCode::Esc, Modifiers::NONE),
