@@ -238,18 +238,32 @@ struct SessionsArgs {
 /// `panto sessions …`.
 #[derive(Debug, Subcommand)]
 enum SessionsCommand {
-    /// Print one session's conversation.
+    /// Export one session: a Markdown transcript, a self-contained HTML page, or JSON that
+    /// `panto sessions import FILE` reads back (docs/cli.md). Keys are never exported; paths
+    /// under the home directory are written `~/…`.
     Export {
         /// The session id or a unique prefix.
         id: String,
-        /// The output format.
-        #[arg(long, value_enum, default_value_t = sessions::ExportFormat::Markdown)]
+        /// The output format (`markdown` is `md`).
+        #[arg(long, value_enum, default_value_t = sessions::ExportFormat::Md)]
         format: sessions::ExportFormat,
+        /// Write FILE (whole or not at all) instead of standard output.
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Every branch of the session, not only the active one.
+        #[arg(long)]
+        all_branches: bool,
+        /// Keep absolute paths under the home directory as they are (a byte-exact JSON round
+        /// trip of such paths needs it).
+        #[arg(long)]
+        keep_paths: bool,
     },
     /// Copy every session of a session directory into the PostgreSQL store (--store): whole
-    /// histories, ids kept; sessions already there are skipped, so it can be run again.
+    /// histories, ids kept; sessions already there are skipped, so it can be run again. Or read
+    /// a session exported with `--format json` into the store in use (refused if its id is
+    /// there already).
     Import {
-        /// The session directory to read.
+        /// The session directory, or the JSON file, to read.
         dir: PathBuf,
     },
 }
@@ -321,7 +335,22 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             }
             let store = sessions_at.open().await?;
             match args.command {
-                Some(SessionsCommand::Export { id, format }) => sessions::export_command(&store, &id, format).await,
+                Some(SessionsCommand::Export {
+                    id,
+                    format,
+                    output,
+                    all_branches,
+                    keep_paths,
+                }) => {
+                    let options = sessions::ExportOptions {
+                        format,
+                        output,
+                        all_branches,
+                        keep_paths,
+                    };
+                    let context = sessions::ExportContext::of(&settings, &env);
+                    sessions::export_command(&store, &id, &options, &context).await
+                }
                 None | Some(SessionsCommand::Import { .. }) => {
                     sessions::list_command(&store, args.json, args.all, &setup::working_dir()?).await
                 }

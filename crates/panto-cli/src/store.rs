@@ -28,6 +28,8 @@ pub struct OpenStore {
     pub store: Arc<dyn SessionStore>,
     /// The file store, when sessions are files: its listing also reports unreadable files.
     files: Option<Arc<JsonlStore>>,
+    /// The PostgreSQL store, when sessions are there: exports read its full history.
+    postgres: Option<Arc<PostgresStore>>,
     /// Where sessions are, for messages (a database URL without its password).
     pub place: String,
 }
@@ -58,17 +60,21 @@ impl StoreLocation {
 
     /// Opens the store to read from it: nothing is created.
     pub async fn open(&self) -> Result<OpenStore, Failure> {
-        let (store, files): (Arc<dyn SessionStore>, _) = match self {
-            StoreLocation::Nowhere => (NullStore::shared(), None),
+        let (store, files, postgres): (Arc<dyn SessionStore>, _, _) = match self {
+            StoreLocation::Nowhere => (NullStore::shared(), None, None),
             StoreLocation::Directory(dir) => {
                 let files = open_fs_store(dir);
-                (files.clone(), Some(files))
+                (files.clone(), Some(files), None)
             }
-            StoreLocation::Postgres(url) => (connect_postgres(url).await?, None),
+            StoreLocation::Postgres(url) => {
+                let pg = connect_postgres(url).await?;
+                (pg.clone(), None, Some(pg))
+            }
         };
         Ok(OpenStore {
             store,
             files,
+            postgres,
             place: self.place(),
         })
     }
@@ -84,6 +90,16 @@ impl StoreLocation {
 }
 
 impl OpenStore {
+    /// The file store, when sessions are files.
+    pub fn files(&self) -> Option<&Arc<JsonlStore>> {
+        self.files.as_ref()
+    }
+
+    /// The PostgreSQL store, when sessions are there.
+    pub fn postgres(&self) -> Option<&Arc<PostgresStore>> {
+        self.postgres.as_ref()
+    }
+
     /// The session whose id is or starts with `id`; the error names the store.
     pub async fn resolve(&self, id: &str) -> Result<Session, Failure> {
         let id = id.trim();

@@ -81,6 +81,28 @@ impl CodeHighlighter {
         }
         out
     }
+
+    /// One line of code (without its line end) as pieces of text, each with its colour
+    /// (`#rrggbb`) and whether it is bold; `None` for a language without a grammar (or a line
+    /// the grammar fails on). For the HTML export, which escapes the text itself.
+    pub fn colours(&mut self, code: &str) -> Option<Vec<(String, bool, String)>> {
+        let lines = self.lines.as_mut()?;
+        let with_end = format!("{code}\n");
+        let regions = lines.highlight_line(&with_end, syntaxes()).ok()?;
+        Some(
+            regions
+                .into_iter()
+                .map(|(style, text)| {
+                    let c = style.foreground;
+                    (
+                        format!("#{:02x}{:02x}{:02x}", c.r, c.g, c.b),
+                        style.font_style.contains(FontStyle::BOLD),
+                        text.trim_end_matches('\n').to_owned(),
+                    )
+                })
+                .collect(),
+        )
+    }
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ pub mod wrap;
 use std::io::{IsTerminal, Write};
 use std::sync::{Mutex, MutexGuard};
 
+pub use highlight::CodeHighlighter;
 pub use markdown::MarkdownStream;
 pub use status::TurnStatus;
 pub use turn::{AsksFirst, Declined, TurnView};

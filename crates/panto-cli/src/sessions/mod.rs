@@ -2,6 +2,11 @@
 
 mod export;
 mod here;
+mod history;
+mod html;
+mod import;
+mod json;
+mod scrub;
 mod table;
 mod tree;
 
@@ -15,7 +20,7 @@ use panto_core::SessionInfo;
 use crate::exit::Failure;
 use crate::store::{OpenStore, StoreLocation};
 
-pub use export::{export_command, ExportFormat};
+pub use export::{export_command, render, write_atomically, ExportContext, ExportFormat, ExportOptions};
 pub use here::{by_directory, elsewhere_note, nothing_to_continue, of_dir, others_line, started_in, Line};
 pub use table::{one_line, short_ids, table, unique_prefix, StoredIds, RECENT};
 pub use tree::tree_lines;
@@ -121,16 +126,23 @@ pub async fn list_command(store: &OpenStore, as_json: bool, all: bool, here: &Pa
     Ok(ExitCode::SUCCESS)
 }
 
-/// `panto sessions import DIR`: every session of `dir` into the PostgreSQL store at `into`.
-/// Exits non-zero when a file could not be imported (the others are imported all the same).
+/// `panto sessions import DIR|FILE`: every session of the session directory `dir` into the
+/// PostgreSQL store at `into`, or the session a JSON export holds into any store. Exits
+/// non-zero when a file could not be imported (the others are imported all the same).
 pub async fn import_command(into: &StoreLocation, dir: &Path) -> Result<ExitCode, Failure> {
+    if dir.is_file() {
+        return import::import_file(into, dir).await;
+    }
     let StoreLocation::Postgres(url) = into else {
         return Err(Failure::usage(
             "panto sessions import needs a PostgreSQL store: --store postgres://…, PANTO_STORE or [store] url",
         ));
     };
     if !dir.is_dir() {
-        return Err(Failure::usage(format!("{} is not a directory", dir.display())));
+        return Err(Failure::usage(format!(
+            "{} is neither a session directory nor a session exported as JSON",
+            dir.display()
+        )));
     }
     let store = crate::store::connect_postgres(url).await?;
     let report = panto_store_postgres::import_fs(dir, &store).await?;

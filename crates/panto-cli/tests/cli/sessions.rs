@@ -48,11 +48,18 @@ async fn sessions_list_newest_first_and_export() {
         "{md}"
     );
 
-    let jsonl = home
-        .run(&["sessions", "export", short, "--format", "jsonl"], None)
-        .await;
-    let messages: Vec<serde_json::Value> = jsonl.ok().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    let roles: Vec<&str> = messages.iter().map(|m| m["role"].as_str().unwrap()).collect();
+    let json = home.run(&["sessions", "export", short, "--format", "json"], None).await;
+    let document: serde_json::Value = serde_json::from_str(json.ok()).unwrap();
+    assert_eq!(
+        (document["format"].as_str(), document["version"].as_u64()),
+        (Some("panto-session"), Some(1))
+    );
+    let roles: Vec<&str> = document["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["message"]["role"].as_str().unwrap())
+        .collect();
     assert_eq!(roles, ["system", "user", "assistant"]);
 
     let missing = home.run(&["sessions", "export", "ffffffff"], None).await;
