@@ -88,6 +88,8 @@ slash_commands! {
         "go back to before the Nth last prompt, or pick one (a new branch starts there); --files puts back the files changed since";
     Fork = "/fork", "", Nothing, "continue in a new session holding this conversation (the original stays)";
     Tree = "/tree", "", Nothing, "show the session's branches, the active one marked";
+    Export = "/export", "[FORMAT] [FILE]", Files,
+        "write this session to FILE (default: panto-ID.md here); FORMAT: md (Markdown), html or json";
     System = "/system", "[TEXT]", Nothing, "show the system prompt, or replace it";
     Init = "/init", "", Nothing, "ask the model to write an AGENTS.md for this project";
     Tools = "/tools", "", Nothing, "list the tools and their approval";

@@ -10,6 +10,7 @@ mod commands;
 mod compact;
 mod context;
 mod cost;
+mod export;
 mod helper;
 mod image;
 pub mod keys;
@@ -86,6 +87,8 @@ struct Repl<'r> {
     /// The context estimate `/compact` reported, for the conversation it left (see
     /// [`Repl::context_tokens`]).
     compacted: Option<Compacted>,
+    /// The keys, home and prices `/export` needs.
+    export_context: crate::sessions::ExportContext,
 }
 
 /// The conversation `/compact` left, and its size as reported then.
@@ -158,6 +161,7 @@ pub fn run(
     let aliases = launch.settings.models.iter().map(|m| m.name.clone()).collect();
     let pricing = launch.settings.pricing();
     let recent = recent_ids(rt, &store, cwd.clone());
+    let export_context = crate::sessions::ExportContext::of(&launch.settings, &launch.env);
     let mut repl = Repl {
         rt,
         toolbox,
@@ -179,6 +183,7 @@ pub fn run(
         cwd,
         shell_context: Vec::new(),
         compacted: None,
+        export_context,
     };
     crate::render::footer::enable(screen.deco_on_stdout, screen.deco.is_colour());
     notes_before.extend(ready.notes);
@@ -557,6 +562,7 @@ impl Repl<'_> {
                     Command::Rewind => self.rewind(&args),
                     Command::Fork => self.fork(),
                     Command::Tree => self.tree(),
+                    Command::Export => self.export(&args),
                 }
                 Flow::Continue
             }

@@ -6,6 +6,7 @@ mod cache;
 mod config_errors;
 mod directories;
 mod escapes;
+mod export;
 mod formats;
 mod hooks;
 mod images;
