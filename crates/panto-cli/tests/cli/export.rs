@@ -356,3 +356,34 @@ async fn slash_export_writes_the_session_to_a_file_and_says_where() {
     let md = std::fs::read_to_string(home.work().join("nonsense-format-but-a-file")).unwrap();
     assert!(md.starts_with("# Session ") && md.contains("exported answer"), "{md}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn keys_and_home_paths_stay_out_of_an_export_unless_paths_are_kept() {
+    let server = MockServer::start().await;
+    let mut home = Home::new();
+    let home_dir = home.home().display().to_string();
+    let said = format!(
+        "the key is {} and the file is {home_dir}/notes.txt",
+        super::support::KEY
+    );
+    server.push(Reply::sse(script::anthropic_text(&said)));
+    home.anthropic(&server);
+    let id = session_of(&home.run(&["-p", &said, "--output-format", "json"], None).await);
+    for format in ["md", "html", "json"] {
+        let out = home.run(&["sessions", "export", &id, "--format", format], None).await;
+        let text = out.ok();
+        assert!(!text.contains(super::support::KEY), "{format}: the key got out: {text}");
+        assert!(
+            !text.contains(&home_dir),
+            "{format}: the home directory got out: {text}"
+        );
+        assert!(
+            text.contains("the key is [redacted] and the file is ~/notes.txt"),
+            "{format}: {text}"
+        );
+    }
+    let kept = home
+        .run(&["sessions", "export", &id, "--format", "json", "--keep-paths"], None)
+        .await;
+    assert!(kept.ok().contains(&format!("{home_dir}/notes.txt")) && !kept.stdout.contains(super::support::KEY));
+}
