@@ -161,12 +161,12 @@ pub fn run(
     let aliases = launch.settings.models.iter().map(|m| m.name.clone()).collect();
     let pricing = launch.settings.pricing();
     let recent = recent_ids(rt, &store, cwd.clone());
-    let export_context = crate::sessions::ExportContext::of(&launch.settings, &launch.env);
     let mut repl = Repl {
         rt,
         toolbox,
         mcp,
         pricing: pricing.clone(),
+        export_context: crate::sessions::ExportContext::of(&launch.settings, &launch.env),
         settings: launch.settings,
         saving: launch.store.persists(),
         store,
@@ -183,7 +183,6 @@ pub fn run(
         cwd,
         shell_context: Vec::new(),
         compacted: None,
-        export_context,
     };
     crate::render::footer::enable(screen.deco_on_stdout, screen.deco.is_colour());
     notes_before.extend(ready.notes);
