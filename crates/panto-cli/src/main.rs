@@ -454,6 +454,20 @@ mod tests {
     }
 
     #[test]
+    fn export_takes_markdown_as_md_and_refuses_the_old_jsonl() {
+        let cli = Cli::try_parse_from(["panto", "sessions", "export", "0190", "--format", "markdown"]).unwrap();
+        let Some(Command::Sessions(SessionsArgs {
+            command: Some(SessionsCommand::Export { format, .. }),
+            ..
+        })) = cli.command
+        else {
+            panic!("not an export");
+        };
+        assert_eq!(format, sessions::ExportFormat::Md);
+        assert!(Cli::try_parse_from(["panto", "sessions", "export", "0190", "--format", "jsonl"]).is_err());
+    }
+
+    #[test]
     fn output_format_needs_print_mode() {
         assert!(Cli::try_parse_from(["panto", "--output-format", "json"]).is_err());
         let cli = Cli::try_parse_from(["panto", "-p", "hi", "--output-format", "stream-json"]).unwrap();

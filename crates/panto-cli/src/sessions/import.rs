@@ -210,3 +210,102 @@ pub async fn replay(store: &dyn SessionStore, history: &History) -> Result<(), F
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use panto_core::{ContentBlock, Message, Role, SystemMode};
+
+    use super::*;
+    use crate::sessions::export::tests::{entry, history};
+    use crate::sessions::history::Compaction;
+
+    fn text(role: Role, t: &str) -> Message {
+        Message::new(role, vec![ContentBlock::text(t)])
+    }
+
+    /// A session with a system prompt, two exchanges, a compaction keeping the second, and a
+    /// branch left behind from after the first answer; the active tip is the summary.
+    fn compacted_with_a_branch() -> History {
+        let mut summary = entry(
+            "f",
+            Some("e"),
+            Message::new(
+                Role::User,
+                vec![ContentBlock::CompactionSummary {
+                    summary: "they talked".into(),
+                }],
+            ),
+        );
+        summary.compaction = Some(Compaction {
+            first_kept: Some("d".into()),
+            tokens_before: 100,
+            tokens_after: 10,
+        });
+        let mut h = history(vec![
+            entry(
+                "a",
+                None,
+                Message::new(
+                    Role::System,
+                    vec![ContentBlock::System {
+                        text: "be brief".into(),
+                        mode: SystemMode::Append,
+                    }],
+                ),
+            ),
+            entry("b", Some("a"), text(Role::User, "q1")),
+            entry("c", Some("b"), text(Role::Assistant, "a1")),
+            entry("d", Some("c"), text(Role::User, "q2")),
+            entry("e", Some("d"), text(Role::Assistant, "a2")),
+            summary,
+            entry("g", Some("c"), text(Role::User, "abandoned")),
+        ]);
+        h.tip = Some("f".into());
+        h
+    }
+
+    #[tokio::test]
+    async fn a_replayed_history_loads_the_same_view_and_reads_back_the_same_tree() {
+        let dir = tempfile::tempdir().unwrap();
+        let original = compacted_with_a_branch();
+        let file = stage(dir.path(), &original).await.unwrap();
+        assert!(file.ends_with(format!("{}.jsonl", original.id)));
+
+        let open = StoreLocation::Directory(dir.path().to_owned()).open().await.unwrap();
+        let session = open.resolve(&original.id).await.unwrap();
+        let view: Vec<String> = session
+            .load()
+            .await
+            .unwrap()
+            .messages
+            .iter()
+            .map(|m| match &m.content[0] {
+                ContentBlock::CompactionSummary { summary } => summary.clone(),
+                ContentBlock::System { text, .. } => text.clone(),
+                _ => m.text(),
+            })
+            .collect();
+        assert_eq!(view, ["be brief", "they talked", "q2", "a2"], "the compacted view");
+
+        let back = crate::sessions::history::read(&open, &session).await.unwrap();
+        assert_eq!(back.entries.len(), original.entries.len());
+        // The same messages in the same tree, under the store's new entry ids.
+        let position = |h: &History, id: &Option<String>| {
+            id.as_ref()
+                .map(|id| h.entries.iter().position(|e| &e.id == id).unwrap())
+        };
+        for (a, b) in original.entries.iter().zip(&back.entries) {
+            assert_eq!(a.message, b.message);
+            assert_eq!(position(&original, &a.parent), position(&back, &b.parent));
+            assert_eq!(
+                a.compaction.as_ref().map(|c| position(&original, &c.first_kept)),
+                b.compaction.as_ref().map(|c| position(&back, &c.first_kept))
+            );
+        }
+        assert_eq!(
+            position(&original, &original.tip),
+            position(&back, &back.tip),
+            "the tip"
+        );
+    }
+}
