@@ -148,8 +148,8 @@ pub async fn render(
     })
 }
 
-/// Writes `bytes` to `path` whole or not at all: a temporary file beside it, synced, renamed
-/// over it.
+/// Writes `bytes` to `path` whole or not at all: a temporary file beside it (mode 0600),
+/// synced, renamed over it.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
     let fail = |e: std::io::Error| Failure::runtime(format!("cannot write {}: {e}", path.display()));
     let dir = match path.parent() {
@@ -162,7 +162,13 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
         .unwrap_or_default();
     let temp = dir.join(format!(".{name}.{}.tmp", panto_core::store::new_session_id()));
     let written = (|| {
-        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).open(&temp)?;
+        use std::os::unix::fs::OpenOptionsExt;
+        // Private, as the session it holds is.
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temp)?;
         file.write_all(bytes)?;
         file.sync_all()?;
         std::fs::rename(&temp, path)

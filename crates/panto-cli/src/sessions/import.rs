@@ -20,7 +20,7 @@ use crate::exit::Failure;
 use crate::store::StoreLocation;
 
 /// Reads at most this much: far above any session a provider could have produced.
-const MAX_DOCUMENT: u64 = 4 << 30;
+const MAX_DOCUMENT: u64 = 1 << 30;
 
 /// `panto sessions import FILE` into `into`.
 pub async fn import_file(into: &StoreLocation, file: &Path) -> Result<ExitCode, Failure> {

@@ -121,7 +121,15 @@ fn field<'a>(object: &'a Value, at: &str, name: &str) -> Result<&'a Value, Inval
 }
 
 fn typed<T: serde::de::DeserializeOwned>(value: &Value, at: &str) -> Result<T, Invalid> {
-    T::deserialize(value).map_err(|e| invalid(at, e.to_string()))
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let inner = e.path().to_string();
+        let at = if inner.is_empty() || inner == "." {
+            at.to_owned()
+        } else {
+            format!("{at}.{inner}")
+        };
+        invalid(at, e.into_inner().to_string())
+    })
 }
 
 fn optional<T: serde::de::DeserializeOwned>(object: &Value, at: &str, name: &str) -> Result<Option<T>, Invalid> {
@@ -335,7 +343,9 @@ mod tests {
         assert_eq!(e.at, "$.entries[2].parent", "{e}");
         assert_eq!(fault(|d| d["entries"][1]["id"] = "a".into()).at, "$.entries[1].id");
         let e = fault(|d| d["entries"][1]["message"]["role"] = "boss".into());
-        assert_eq!(e.at, "$.entries[1].message", "{e}");
+        assert_eq!(e.at, "$.entries[1].message.role", "{e}");
+        let e = fault(|d| d["entries"][0]["message"]["content"][0]["type"] = "weird".into());
+        assert!(e.at.starts_with("$.entries[0].message.content[0]"), "{e}");
         assert_eq!(fault(|d| d["session"]["tip"] = "q".into()).at, "$.session.tip");
         let e = fault(|d| {
             d["entries"][2]["compaction"] =

@@ -72,33 +72,43 @@ impl Scrubber {
             let Ok(mut value) = serde_json::to_value(&entry.message) else {
                 continue;
             };
-            self.value(&mut value);
-            if let Ok(message) = serde_json::from_value(value) {
-                entry.message = message;
+            // Decoded again only when something was rewritten: an untouched message stays the
+            // very value the store returned.
+            if self.value(&mut value) {
+                if let Ok(message) = serde_json::from_value(value) {
+                    entry.message = message;
+                }
             }
         }
     }
 
-    fn value(&self, value: &mut Value) {
+    /// Rewrites every string of `value`; whether anything changed.
+    fn value(&self, value: &mut Value) -> bool {
         match value {
             Value::String(s) => {
                 let new = self.text(s);
-                if new != *s {
+                let changed = new != *s;
+                if changed {
                     *s = new;
                 }
+                changed
             }
-            Value::Array(items) => items.iter_mut().for_each(|v| self.value(v)),
+            Value::Array(items) => items.iter_mut().fold(false, |changed, v| self.value(v) | changed),
             Value::Object(map) => {
+                let mut changed = false;
                 let keys: Vec<String> = map.keys().cloned().collect();
                 for key in keys {
                     let Some(mut v) = map.remove(&key) else { continue };
                     if !(OPAQUE.contains(&key.as_str()) && v.is_string()) {
-                        self.value(&mut v);
+                        changed |= self.value(&mut v);
                     }
-                    map.insert(self.text(&key), v);
+                    let new_key = self.text(&key);
+                    changed |= new_key != key;
+                    map.insert(new_key, v);
                 }
+                changed
             }
-            _ => {}
+            _ => false,
         }
     }
 }
