@@ -37,21 +37,25 @@ summary{cursor:pointer;color:#444}summary code{background:none}\
 .error{color:#b00}blockquote{color:#555;border-left:3px solid #ccc;margin-left:0;padding-left:1rem}\
 img{max-width:100%}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2rem .5rem}";
 
-/// How a control character or an invisible, text-reordering one is shown: a visible symbol,
-/// never the character.
+/// How a control character or an invisible, text-reordering one is shown: its escape as text
+/// (`\u{1b}` for ESC, `\u{7}` for BEL), readable in any font, never the character.
 fn visible_control(c: char) -> Option<String> {
     let code = c as u32;
-    Some(match code {
-        // C0 controls have pictures at U+2400 + code: ESC is ␛, BEL is ␇, NUL is ␀.
-        0x00..=0x08 | 0x0b | 0x0c | 0x0e..=0x1f => char::from_u32(0x2400 + code)?.to_string(),
-        0x7f => "\u{2421}".to_owned(),
-        // C1 controls (CSI, OSC as one character), bidi overrides and isolates, line and
-        // paragraph separators: written as their escape.
-        0x80..=0x9f | 0x200e | 0x200f | 0x202a..=0x202e | 0x2066..=0x2069 | 0x2028 | 0x2029 | 0xfeff => {
-            format!("\\u{{{code:x}}}")
-        }
-        _ => return None,
-    })
+    match code {
+        // C0 controls (but line end and tab), DEL, C1 controls (CSI and OSC as one character),
+        // bidi marks, overrides and isolates, line and paragraph separators, the BOM.
+        0x00..=0x08
+        | 0x0b..=0x1f
+        | 0x7f..=0x9f
+        | 0x200e
+        | 0x200f
+        | 0x202a..=0x202e
+        | 0x2066..=0x2069
+        | 0x2028
+        | 0x2029
+        | 0xfeff => Some(format!("\\u{{{code:x}}}")),
+        _ => None,
+    }
 }
 
 /// `text` as HTML text or attribute value: the five special characters as entities, control
@@ -66,7 +70,6 @@ pub fn escape(text: &str) -> String {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
             '\n' | '\t' => out.push(c),
-            '\r' => out.push('\u{240d}'),
             c => match visible_control(c) {
                 Some(shown) => out.push_str(&shown),
                 None => out.push(c),
@@ -78,13 +81,13 @@ pub fn escape(text: &str) -> String {
 
 /// `text` as HTML text, its control characters marked so they stand out.
 fn text(text: &str) -> String {
-    if !text.chars().any(|c| visible_control(c).is_some() || c == '\r') {
+    if !text.chars().any(|c| visible_control(c).is_some()) {
         return escape(text);
     }
     let mut out = String::new();
     for c in text.chars() {
         let one = c.to_string();
-        if visible_control(c).is_some() || c == '\r' {
+        if visible_control(c).is_some() {
             out.push_str(&format!("<span class=\"ctl\">{}</span>", escape(&one)));
         } else {
             out.push_str(&escape(&one));
@@ -452,9 +455,9 @@ mod tests {
         for shown in [
             "&lt;script&gt;document.title=&#39;pwned&#39;&lt;/script&gt;",
             "&lt;img src=x onerror=",
-            "<span class=\"ctl\">\u{241b}</span>[31mred",
-            "bell<span class=\"ctl\">\u{2407}</span>",
-            "<span class=\"ctl\">\u{241b}</span>]8;;http://127.0.0.1:9/osc",
+            "<span class=\"ctl\">\\u{1b}</span>[31mred",
+            "bell<span class=\"ctl\">\\u{7}</span>",
+            "<span class=\"ctl\">\\u{1b}</span>]8;;http://127.0.0.1:9/osc",
             "<span class=\"ctl\">\\u{202e}</span>evil",
             "(javascript:document.title=&#39;pwned&#39;)",
             "[image: remote] (<a href=\"http://127.0.0.1:9/track.png\" rel=\"noreferrer noopener\">",

@@ -320,9 +320,8 @@ async fn a_hostile_transcript_exported_as_html_runs_nothing_and_loads_nothing_in
         "&lt;script&gt;document.title='pwned'",
         "&lt;img src=\"",
         "onerror=\"document.title",
-        "\u{241b}</span>[31mred",
-        "bell",
-        "\u{2407}",
+        "\\u{1b}</span>[31mred",
+        "bell<span class=\"ctl\">\\u{7}</span>",
         "click me</span> <code>(javascript:document.body",
         "&lt;script&gt;document.body.appendChild",
     ] {
