@@ -478,6 +478,16 @@ mod tests {
         assert!(!image("image/png", &svg).contains("<img"));
         assert!(!image("image/png\" onerror=\"x", &png).contains("<img"));
         assert!(!image("image/png", "not base64 \" onerror=x").contains("<img"));
+        // In a page: the prompt's image, inline.
+        let prompt = Message::new(
+            Role::User,
+            vec![ContentBlock::Image {
+                media_type: "image/png".into(),
+                data: png.clone(),
+            }],
+        );
+        let page = page(&history(vec![entry("a", None, prompt)]), &PricingRegistry::new(), false);
+        assert!(page.contains(&format!("src=\"data:image/png;base64,{png}\"")), "{page}");
     }
 
     #[test]

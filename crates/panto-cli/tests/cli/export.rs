@@ -130,6 +130,33 @@ async fn a_json_export_resumes_with_the_same_request_in_another_directory_and_in
         again.stderr
     );
 
+    // Exported again from PostgreSQL (its own history reader): the same messages in the same tree.
+    let from_pg = home
+        .run(
+            &[
+                "--store",
+                &url,
+                "sessions",
+                "export",
+                &id,
+                "--format",
+                "json",
+                "--all-branches",
+            ],
+            None,
+        )
+        .await;
+    let from_pg: Value = serde_json::from_str(from_pg.ok()).unwrap();
+    let shape = |d: &Value| -> Vec<(Value, Option<usize>)> {
+        let entries = d["entries"].as_array().unwrap();
+        let index = |id: &Value| entries.iter().position(|e| &e["id"] == id);
+        entries
+            .iter()
+            .map(|e| (e["message"].clone(), index(&e["parent"])))
+            .collect()
+    };
+    assert_eq!(shape(&from_pg), shape(&document), "PostgreSQL holds what was exported");
+
     // Each resumes with the bytes the original sends.
     let mut bodies = Vec::new();
     for store in [vec![], vec!["--session-dir", other], vec!["--store", url.as_str()]] {
