@@ -80,10 +80,15 @@ impl ExportContext {
             if let crate::config::Key::Value(key) = &provider.key {
                 secrets.push(key.clone());
             }
-            // Headers carry keys too (`x-api-key`, `authorization`).
-            secrets.extend(provider.headers.iter().map(|(_, v)| v.clone()));
-            if let Some(bearer) = provider.headers.iter().find_map(|(_, v)| v.strip_prefix("Bearer ")) {
-                secrets.push(bearer.to_owned());
+            // Headers carry keys too (`x-api-key`, `authorization: Bearer …`); not every header
+            // is one (`content-type: application/json` must not vanish from transcripts).
+            for (name, value) in &provider.headers {
+                if secret_header(name, value) {
+                    secrets.push(value.clone());
+                    if let Some((_, credential)) = value.split_once(' ') {
+                        secrets.push(credential.trim().to_owned());
+                    }
+                }
             }
         }
         secrets.extend(
@@ -99,6 +104,26 @@ impl ExportContext {
             pricing: settings.pricing(),
         }
     }
+}
+
+/// Whether a configured header may carry a credential: a name that says so, or a value that
+/// looks like a key.
+fn secret_header(name: &str, value: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    [
+        "key",
+        "secret",
+        "token",
+        "auth",
+        "password",
+        "passwd",
+        "cookie",
+        "credential",
+        "bearer",
+    ]
+    .iter()
+    .any(|w| name.contains(w))
+        || value.split_whitespace().any(panto_core::secret::looks_like_secret)
 }
 
 /// `panto sessions export ID`.
@@ -407,6 +432,14 @@ pub(crate) mod tests {
             tip: entries.last().map(|e| e.id.clone()),
             entries,
         }
+    }
+
+    #[test]
+    fn only_headers_that_may_hold_credentials_are_secrets() {
+        assert!(secret_header("Authorization", "Bearer abc"));
+        assert!(secret_header("x-api-key", "k"));
+        assert!(!secret_header("content-type", "application/json"));
+        assert!(!secret_header("anthropic-beta", "prompt-caching"));
     }
 
     #[test]
