@@ -144,14 +144,22 @@ async fn stage(dir: &Path, history: &History) -> Result<PathBuf, Failure> {
     Ok(store.session_path(&history.id)?)
 }
 
-/// Replays `history` into `store` through the trait.
-pub async fn replay(store: &dyn SessionStore, history: &History) -> Result<(), Failure> {
+/// Replays `history` (checked by `json::read`: every entry id it names is an earlier entry's)
+/// into `store` through the trait.
+async fn replay(store: &dyn SessionStore, history: &History) -> Result<(), Failure> {
     let id = history.id.as_str();
     let mut new_ids: HashMap<&str, String> = HashMap::new();
+    // An entry a checked document names is always replayed before it is named.
+    let new_id = |new_ids: &HashMap<&str, String>, old: &str| {
+        new_ids
+            .get(old)
+            .cloned()
+            .ok_or_else(|| Failure::usage(format!("entry {old:?} is named before it is defined; nothing imported")))
+    };
     let mut tip: Option<String> = None;
     let mut started = false;
     for (i, entry) in history.entries.iter().enumerate() {
-        let parent = entry.parent.as_deref().map(|p| new_ids[p].clone());
+        let parent = entry.parent.as_deref().map(|p| new_id(&new_ids, p)).transpose()?;
         if started && parent != tip {
             store.switch_branch(id, parent.as_deref()).await?;
         }
@@ -165,15 +173,15 @@ pub async fn replay(store: &dyn SessionStore, history: &History) -> Result<(), F
                 };
                 let first_kept = match &c.first_kept {
                     None => view.len(),
-                    Some(kept) => view
-                        .iter()
-                        .position(|e| e.id == new_ids[kept.as_str()])
-                        .ok_or_else(|| {
+                    Some(kept) => {
+                        let kept_now = new_id(&new_ids, kept)?;
+                        view.iter().position(|e| e.id == kept_now).ok_or_else(|| {
                             Failure::usage(format!(
                                 "$.entries[{i}].compaction.first_kept: {kept:?} is not in the view it compacts \
-                             (an earlier compaction hid it); nothing imported"
+                                 (an earlier compaction hid it); nothing imported"
                             ))
-                        })?,
+                        })?
+                    }
                 };
                 Some(CompactionRecord {
                     first_kept,
@@ -204,7 +212,7 @@ pub async fn replay(store: &dyn SessionStore, history: &History) -> Result<(), F
         tip = Some(new);
         started = true;
     }
-    let wanted = history.tip.as_deref().map(|t| new_ids[t].clone());
+    let wanted = history.tip.as_deref().map(|t| new_id(&new_ids, t)).transpose()?;
     if wanted != tip {
         store.switch_branch(id, wanted.as_deref()).await?;
     }
