@@ -26,6 +26,7 @@ mod responses;
 mod resume;
 mod sandbox;
 mod screen;
+mod search;
 mod sessions;
 mod store_dir;
 mod support;
