@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use panto_core::store::{SearchHit, SearchQuery};
-use panto_core::{Role, Session, SessionInfo};
+use panto_core::{Role, SessionInfo};
 
 use super::table::{local_time, short_ids, StoredIds};
 use crate::exit::Failure;
@@ -206,7 +206,7 @@ pub async fn resume_at_hit(store: &OpenStore, request: &SearchRequest, here: &Pa
         }
         _ => &hits[0],
     };
-    let mut session = Session::new(hit.session.clone(), store.store.clone());
+    let mut session = store.resolve(&hit.session.id).await?;
     if !hit.on_active_branch {
         let tree = session.tree().await?;
         let tip = branch_tip(&tree, &hit.entry);
