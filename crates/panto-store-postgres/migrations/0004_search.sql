@@ -32,8 +32,10 @@ language sql immutable strict parallel safe as $$
     ) found
 $$;
 
--- pg_trgm ships with PostgreSQL (contrib) and is a trusted extension: a database owner may
--- create it. It is used from whichever schema holds it already, else installed into `panto`.
+-- pg_trgm ships with PostgreSQL (contrib) and is a trusted extension: a role that may create
+-- objects in the database may create it. It is used from whichever schema holds it already,
+-- else installed into `panto`; where it cannot be, the indexes are left out and search reads
+-- every message row.
 do $$
 declare
     trgm text;
@@ -42,7 +44,15 @@ begin
     from pg_extension e join pg_namespace n on n.oid = e.extnamespace
     where e.extname = 'pg_trgm';
     if trgm is null then
-        create extension pg_trgm with schema panto;
+        begin
+            create extension pg_trgm with schema panto;
+        exception when insufficient_privilege or undefined_file then
+            -- A role that may not create it, or a server without contrib: search still works,
+            -- reading every message row, until an administrator creates the extension and the
+            -- indexes (docs/stores.md, "Search").
+            raise warning 'pg_trgm is not available (%): panto''s session search will read every message row', sqlerrm;
+            return;
+        end;
         trgm := 'panto';
     end if;
     execute format(
