@@ -86,6 +86,7 @@ struct Found {
     entry: String,
     role: Role,
     at: DateTime<Utc>,
+    seq: i64,
     matched: panto_core::store::MessageMatch,
 }
 
@@ -109,20 +110,30 @@ pub(crate) async fn search(pool: &Pool, query: &SearchQuery) -> Result<Vec<Searc
         .query(sql.as_str(), &params)
         .await
         .map_err(|e| pg(context.clone(), e))?;
-    // By session, each session's hits in append order.
-    let mut by_session: BTreeMap<String, Vec<Found>> = BTreeMap::new();
+    let mut confirmed: Vec<(String, Found)> = Vec::new();
     for row in &rows {
         let session: String = row.get(0);
         let entry: String = row.get(1);
         let message = parse_message(|| entry_location(&session, &entry, row.get(4)), row.get(3))?;
         if let Some(matched) = matcher.match_message(&message) {
-            by_session.entry(session).or_default().push(Found {
+            let found = Found {
                 entry,
                 role: message.role,
                 at: row.get(2),
+                seq: row.get(4),
                 matched,
-            });
+            };
+            confirmed.push((session, found));
         }
+    }
+    // Only the sessions of the hits kept are read further: the newest, in `finish_hits`'s order.
+    confirmed.sort_by(|(sa, a), (sb, b)| b.at.cmp(&a.at).then_with(|| sb.cmp(sa)).then_with(|| b.seq.cmp(&a.seq)));
+    if let Some(limit) = query.limit {
+        confirmed.truncate(limit);
+    }
+    let mut by_session: BTreeMap<String, Vec<Found>> = BTreeMap::new();
+    for (session, found) in confirmed {
+        by_session.entry(session).or_default().push(found);
     }
     let mut hits = Vec::new();
     if by_session.is_empty() {
@@ -130,7 +141,7 @@ pub(crate) async fn search(pool: &Pool, query: &SearchQuery) -> Result<Vec<Searc
     }
     let reads = TreeReads::prepare(&mut conn, &context).await?;
     let by_id = conn.statement(BY_ID).await.map_err(|e| pg(context.clone(), e))?;
-    for (session, mut found) in by_session {
+    for (session, found) in by_session {
         let txn = snapshot(&mut conn.client, &context).await?;
         let Some(row) = txn
             .query_opt(&by_id, &[&session])
@@ -148,9 +159,7 @@ pub(crate) async fn search(pool: &Pool, query: &SearchQuery) -> Result<Vec<Searc
             .into_iter()
             .map(|i| tree.nodes[i].id.as_str())
             .collect();
-        // Newest entry first within the session.
-        let seq_of = |id: &str| tree.find(id).map(|i| tree.nodes[i].seq);
-        found.sort_by_key(|f| std::cmp::Reverse(seq_of(&f.entry)));
+        // Newest entry first within the session (the order `confirmed` was sorted in).
         for f in found {
             let on_active = active.contains(f.entry.as_str());
             hits.push(SearchHit::new(
