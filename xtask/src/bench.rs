@@ -30,7 +30,8 @@ use crate::{cargo_command, run, target_dir};
 /// The benches, by package: `(package, bench targets)`.
 const BENCHES: &[(&str, &[&str])] = &[
     ("panto-core", &["sse", "turn", "cache", "request"]),
-    ("panto-store-fs", &["append", "list", "load"]),
+    ("panto-store-fs", &["append", "list", "load", "search"]),
+    ("panto-store-postgres", &["pg_search"]),
     ("panto-cli", &["process"]),
     ("panto-service-example", &["fleet"]),
     ("panto-tools", &["grep"]),
@@ -41,8 +42,9 @@ const BENCH_USAGE: &str = "usage: cargo xtask bench [--cold] [--only <bench>...]
        cargo xtask bench-data [--large] [--force]
 
 bench:       build the default data sets if needed, run every bench, print the targets table
-  --cold     list and resolve with the page cache dropped before each iteration (root only)
-  --only B   run only bench B (sse, turn, cache, request, append, list, load, process, grep, mcp, fleet); repeatable; the
+  --cold     list, resolve and search with the page cache dropped before each iteration (root only)
+  --only B   run only bench B (sse, turn, cache, request, append, list, load, search, pg_search, process, grep, mcp,
+             fleet); repeatable; the
              table still shows every target, from the latest results on disk
              (fleet: PANTO_FLEET_SIZES=100,1000 and PANTO_FLEET_STORES=jsonl|postgres narrow it)
 bench-data:  build the data sets under target/bench-data (about 1.3 GB)
@@ -92,7 +94,7 @@ pub fn bench(root: &Path, args: &[String]) -> Result<()> {
 
     // The store benches would build missing sets themselves; building them first keeps that
     // time out of the first bench's output.
-    if ["list", "load", "process"].iter().any(|b| wanted(b)) {
+    if ["list", "load", "search", "process"].iter().any(|b| wanted(b)) {
         bench_data(root, &[])?;
     }
     for (package, benches) in BENCHES {
@@ -519,6 +521,32 @@ pub(crate) fn library_rows(r: &Results) -> Vec<Row> {
             "median",
         ));
     }
+
+    // Search (issue 49): a word said in one session of 1,000 of 1 MB; PostgreSQL over 100,000.
+    rows.push(row(
+        "search 1,000 × 1 MB, a word in 1 session (warm cache)",
+        ms("search/sessions-1k-1mb"),
+        "ms",
+        Bound::AtMost,
+        500.0,
+        "median",
+    ));
+    rows.push(row(
+        "search 1,000 × 1 MB, a word in 1 session (cold cache)",
+        ms("search/sessions-1k-1mb-cold"),
+        "ms",
+        Bound::AtMost,
+        1500.0,
+        "median; needs --cold",
+    ));
+    rows.push(row(
+        "PostgreSQL search over 100,000 sessions, a word in 1",
+        ms("sessions/search/100k"),
+        "ms",
+        Bound::AtMost,
+        50.0,
+        "median; trigram index",
+    ));
 
     let compacted = "load/session-128mb-compacted";
     let full = "load/session-128mb-full";

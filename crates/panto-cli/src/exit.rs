@@ -69,9 +69,9 @@ impl From<panto_core::Error> for Failure {
     fn from(e: panto_core::Error) -> Self {
         match e {
             panto_core::Error::Cancelled => Failure::interrupted(),
-            panto_core::Error::AmbiguousSession { .. } | panto_core::Error::InvalidSessionId(_) => {
-                Failure::usage(e.to_string())
-            }
+            panto_core::Error::AmbiguousSession { .. }
+            | panto_core::Error::InvalidSessionId(_)
+            | panto_core::Error::InvalidSearchPattern { .. } => Failure::usage(e.to_string()),
             other => Failure::runtime(other.to_string()),
         }
     }

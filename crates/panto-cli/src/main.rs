@@ -266,6 +266,48 @@ enum SessionsCommand {
         /// The session directory, or the JSON file, to read.
         dir: PathBuf,
     },
+    /// Find what was said: prompts and answers (with --tools, tool inputs and outputs too) of
+    /// this directory's sessions (--all: every session), newest first. Exit code 1 when nothing
+    /// matches.
+    Search(SearchArgs),
+}
+
+/// `panto sessions search`.
+#[derive(Debug, Args)]
+struct SearchArgs {
+    /// The text to find (letter case ignored), or with --regex a regular expression.
+    text: String,
+    /// Search tool calls' inputs and tool results too.
+    #[arg(long)]
+    tools: bool,
+    /// TEXT is a regular expression (Rust regex syntax, case ignored unless it says `(?-i)`).
+    #[arg(long)]
+    regex: bool,
+    /// Search every directory's sessions (by default only those started in this directory).
+    #[arg(long)]
+    all: bool,
+    /// Print the hits as JSON.
+    #[arg(long)]
+    json: bool,
+    /// At most N hits, the newest.
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+    /// Resume the session at the newest hit (on a terminal, pick among the hits), on the
+    /// hit's branch.
+    #[arg(short = 'r', long, conflicts_with = "json")]
+    resume: bool,
+}
+
+impl SearchArgs {
+    fn request(&self) -> sessions::SearchRequest {
+        sessions::SearchRequest {
+            text: self.text.clone(),
+            regex: self.regex,
+            tools: self.tools,
+            all: self.all,
+            limit: self.limit,
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -318,7 +360,37 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
     let telemetry = start_telemetry(&runtime, &mut layers);
     log::install(layers);
 
-    let outcome = match cli.command {
+    // `panto sessions search TEXT -r` resumes at a hit: the search picks the session, then the
+    // REPL starts as `panto -r ID` would.
+    let mut command = cli.command;
+    let mut resume_at_hit = None;
+    if let Some(Command::Sessions(SessionsArgs {
+        command: Some(SessionsCommand::Search(search)),
+        ..
+    })) = &command
+    {
+        if search.resume {
+            let request = search.request();
+            let found = runtime.block_on(async {
+                let store = sessions_at.open().await?;
+                sessions::resume_at_hit(&store, &request, &setup::working_dir()?).await
+            });
+            match found {
+                Ok(id) => {
+                    resume_at_hit = Some(id);
+                    command = None;
+                }
+                Err(failure) => {
+                    if let Some(warning) = telemetry.finish() {
+                        safe::eprint_line(&format!("warning: {warning}"));
+                    }
+                    interrupt::shutdown(runtime, tools::running(), interrupt::SHUTDOWN_GRACE);
+                    return Err(failure);
+                }
+            }
+        }
+    }
+    let outcome = match command {
         // Answered above, before any configuration is read.
         Some(Command::Completions { .. } | Command::Man) => Ok(ExitCode::SUCCESS),
         Some(Command::Models) => {
@@ -351,6 +423,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
                     let context = sessions::ExportContext::of(&settings, &env);
                     sessions::export_command(&store, &id, &options, &context).await
                 }
+                Some(SessionsCommand::Search(search)) => {
+                    sessions::search_command(&store, &search.request(), search.json, &setup::working_dir()?).await
+                }
                 None | Some(SessionsCommand::Import { .. }) => {
                     sessions::list_command(&store, args.json, args.all, &setup::working_dir()?).await
                 }
@@ -358,7 +433,9 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         }),
         None => {
             let all = cli.all_dirs;
-            let choice = if cli.continue_last {
+            let choice = if let Some(id) = resume_at_hit {
+                setup::SessionChoice::Resume(id)
+            } else if cli.continue_last {
                 setup::SessionChoice::Continue { all }
             } else {
                 match cli.resume {

@@ -2,8 +2,10 @@
 //! uses it, and so does `/rewind` for the earlier prompts.
 //!
 //! On a terminal (stdin and stderr) the list is driven by keys: Up/Down (Ctrl-P/Ctrl-N, and k/j
-//! while no filter is typed) move, typing filters the rows (a case-insensitive substring), Enter
-//! picks, Esc or Ctrl-C gives up. Each row is cut to the width, never wrapped, and the list
+//! while no filter is typed) move, typing filters the rows (a case-insensitive substring; in the
+//! session picker, a filter of [`CONTENT_FILTER_CHARS`] characters or more also keeps the
+//! sessions whose prompts and answers say it, found with the store's search), Enter picks, Esc
+//! or Ctrl-C gives up. Each row is cut to the width, never wrapped, and the list
 //! scrolls when it is longer than the screen. Without a terminal the rows are numbered and the
 //! choice is read as a line.
 
@@ -17,9 +19,21 @@ use crate::render::Style;
 use crate::sessions::{table, StoredIds, RECENT};
 use crate::terminal::{read_key, Key, KeyMode};
 
+/// How long a filter must be before the session picker also matches sessions by what was said
+/// in them: shorter ones would match nearly every session and cost a search per key.
+pub const CONTENT_FILTER_CHARS: usize = 3;
+
+/// What the session picker asks of the store for a filter: the ids of the sessions whose prompts
+/// and answers say it.
+pub type ContentSearch<'a> = &'a dyn Fn(&str) -> Vec<String>;
+
+/// Which of `rows` a filter keeps besides those whose text holds it.
+type RowSearch<'a> = &'a dyn Fn(&str) -> Vec<usize>;
+
 /// The `-r` picker: the recent sessions of `infos` on stderr, the choice read from stdin; the ids
-/// shown tell every stored session (`stored`) apart.
-pub fn pick(infos: &[SessionInfo], stored: &StoredIds) -> Result<String, Failure> {
+/// shown tell every stored session (`stored`) apart. With `content`, a filter also keeps the
+/// sessions it returns for it.
+pub fn pick(infos: &[SessionInfo], stored: &StoredIds, content: Option<ContentSearch<'_>>) -> Result<String, Failure> {
     if infos.is_empty() {
         return Err(Failure::usage("no sessions to resume"));
     }
@@ -30,7 +44,12 @@ pub fn pick(infos: &[SessionInfo], stored: &StoredIds) -> Result<String, Failure
     }
     let shown = &infos[..infos.len().min(RECENT)];
     let rows = table(shown, stored);
-    match choose(&rows, "resume which session?") {
+    let by_content = |filter: &str| -> Vec<usize> {
+        let Some(search) = content else { return Vec::new() };
+        let ids = search(filter);
+        (0..shown.len()).filter(|&i| ids.contains(&shown[i].id)).collect()
+    };
+    match choose_among(&rows, "resume which session?", Some(&by_content)) {
         Some(n) => Ok(shown[n].id.clone()),
         None => Err(Failure::usage("no session picked")),
     }
@@ -40,12 +59,17 @@ pub fn pick(infos: &[SessionInfo], stored: &StoredIds) -> Result<String, Failure
 /// picked, or `None` when the user gives up. `question` heads the list. The rows are
 /// neutralised for the terminal.
 pub fn choose(rows: &[String], question: &str) -> Option<usize> {
+    choose_among(rows, question, None)
+}
+
+/// [`choose`], a filter also keeping the rows `content` finds for it.
+fn choose_among(rows: &[String], question: &str, content: Option<RowSearch<'_>>) -> Option<usize> {
     if rows.is_empty() {
         return None;
     }
     if crate::terminal::stdin_is_tty() && std::io::stderr().is_terminal() {
         let style = Style::detect(true, &crate::config::Env::from_process());
-        return choose_with_keys(rows, question, style);
+        return choose_with_keys(rows, question, style, content);
     }
     choose_by_number(rows, question)
 }
@@ -77,9 +101,12 @@ fn choose_by_number(rows: &[String], question: &str) -> Option<usize> {
 
 /// Where a key-driven picker is: the filter typed, the rows it keeps, the one marked, and the
 /// first one shown.
-#[derive(Debug)]
 struct Picking<'a> {
     rows: &'a [String],
+    /// The rows a filter keeps by what their sessions say (the session picker's).
+    content: Option<RowSearch<'a>>,
+    /// What `content` found, by filter, so that a filter typed back to is not searched again.
+    found: std::collections::HashMap<String, Vec<usize>>,
     filter: String,
     /// Indices into `rows` of the rows the filter keeps, in order.
     matches: Vec<usize>,
@@ -87,6 +114,18 @@ struct Picking<'a> {
     marked: usize,
     /// Index into `matches` of the first row shown.
     top: usize,
+}
+
+impl std::fmt::Debug for Picking<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Picking")
+            .field("filter", &self.filter)
+            .field("matches", &self.matches)
+            .field("marked", &self.marked)
+            .field("top", &self.top)
+            .field("content", &self.content.is_some())
+            .finish()
+    }
 }
 
 /// What a key did to a picker.
@@ -101,6 +140,8 @@ impl<'a> Picking<'a> {
     fn new(rows: &'a [String]) -> Self {
         Picking {
             rows,
+            content: None,
+            found: std::collections::HashMap::new(),
             filter: String::new(),
             matches: (0..rows.len()).collect(),
             marked: 0,
@@ -110,8 +151,15 @@ impl<'a> Picking<'a> {
 
     fn refilter(&mut self) {
         let wanted = self.filter.to_lowercase();
+        let by_content: &[usize] = match self.content {
+            Some(search) if self.filter.chars().count() >= CONTENT_FILTER_CHARS => self
+                .found
+                .entry(self.filter.clone())
+                .or_insert_with(|| search(&self.filter)),
+            _ => &[],
+        };
         self.matches = (0..self.rows.len())
-            .filter(|&i| self.rows[i].to_lowercase().contains(&wanted))
+            .filter(|&i| self.rows[i].to_lowercase().contains(&wanted) || by_content.contains(&i))
             .collect();
         self.marked = 0;
         self.top = 0;
@@ -197,11 +245,12 @@ impl<'a> Picking<'a> {
 }
 
 /// The key-driven picker on stderr; the terminal takes keys one at a time while it is up.
-fn choose_with_keys(rows: &[String], question: &str, style: Style) -> Option<usize> {
+fn choose_with_keys(rows: &[String], question: &str, style: Style, content: Option<RowSearch<'_>>) -> Option<usize> {
     let _keys = KeyMode::picking();
     let never = CancellationToken::new();
     let mut err = std::io::stderr().lock();
     let mut picking = Picking::new(rows);
+    picking.content = content;
     // The cursor is hidden while the list is up, and back on however the picker ends.
     let _ = write!(err, "\x1b[?25l");
     let mut drawn = 0;
@@ -282,6 +331,37 @@ mod tests {
         assert_eq!(p.key(Key::Enter), Step::Picked(2));
         assert_eq!(Picking::new(&rows).key(Key::Esc), Step::GaveUp);
         assert_eq!(Picking::new(&rows).key(Key::Interrupt), Step::GaveUp);
+    }
+
+    #[test]
+    fn a_filter_of_three_characters_also_keeps_rows_by_what_their_sessions_say() {
+        let rows = vec!["fix the parser".to_owned(), "write docs".to_owned()];
+        let asked = std::cell::RefCell::new(Vec::new());
+        let said = |filter: &str| -> Vec<usize> {
+            asked.borrow_mut().push(filter.to_owned());
+            if "tokenizer".starts_with(&filter.to_lowercase()) {
+                vec![1]
+            } else {
+                Vec::new()
+            }
+        };
+        let mut p = Picking::new(&rows);
+        p.content = Some(&said);
+        p.key(Key::Char('t'));
+        p.key(Key::Char('o'));
+        assert_eq!(p.matches, Vec::<usize>::new(), "two characters match row text only");
+        p.key(Key::Char('K'));
+        assert_eq!(p.matches, [1], "the second session said it");
+        p.key(Key::Backspace);
+        p.key(Key::Char('K'));
+        assert_eq!(p.matches, [1]);
+        assert_eq!(*asked.borrow(), ["toK"], "searched once per filter");
+        let mut p = Picking::new(&rows);
+        p.content = Some(&said);
+        for c in "pars".chars() {
+            p.key(Key::Char(c));
+        }
+        assert_eq!(p.matches, [0], "row text still matches");
     }
 
     #[test]

@@ -123,7 +123,17 @@ pub async fn find(opened: &OpenStore, choice: &SessionChoice) -> Result<Found, F
                 }
                 infos = here;
             }
-            let id = crate::picker::pick(&infos, &stored)?;
+            // Filtering as you type also finds sessions by what was said in them: the store's
+            // search, run to completion between two keys.
+            let searched = store.clone();
+            let content = move |filter: &str| -> Vec<String> {
+                let query = panto_core::store::SearchQuery::text(filter);
+                let hits =
+                    tokio::task::block_in_place(|| tokio::runtime::Handle::current().block_on(searched.search(&query)));
+                hits.map(|hits| hits.into_iter().map(|hit| hit.session.id).collect())
+                    .unwrap_or_default()
+            };
+            let id = crate::picker::pick(&infos, &stored, Some(&content))?;
             opened.resolve(&id).await?
         }
         SessionChoice::Fork(id) => {

@@ -153,6 +153,16 @@ pub enum Error {
     /// an id's alphabet). Returned by stores before they touch storage.
     #[error("invalid session id {0:?}")]
     InvalidSessionId(String),
+    /// A search's text is empty or its regular expression is malformed. Returned by
+    /// [`SearchQuery::matcher`](crate::store::SearchQuery::matcher) and so by
+    /// `SessionStore::search`. Not retryable.
+    #[error("invalid search pattern {pattern:?}: {message}")]
+    InvalidSearchPattern {
+        /// The pattern as given.
+        pattern: String,
+        /// What is wrong with it.
+        message: String,
+    },
     /// Stored session data cannot be read: a bad line, an unknown format version. `location`
     /// names the file and line (or the row). Not retryable; nothing already committed is lost.
     #[error("corrupt session data at {location}: {message}")]

@@ -96,7 +96,7 @@ impl From<Error> for Failure {
             Error::SessionInUse { .. } => PANTO_ERR_SESSION_IN_USE,
             Error::SessionNotFound(_) => PANTO_ERR_SESSION_NOT_FOUND,
             Error::AmbiguousSession { .. } => PANTO_ERR_SESSION_AMBIGUOUS,
-            Error::InvalidSessionId(_) => PANTO_ERR_INVALID_ARGUMENT,
+            Error::InvalidSessionId(_) | Error::InvalidSearchPattern { .. } => PANTO_ERR_INVALID_ARGUMENT,
             Error::CorruptSession { .. } | Error::Store { .. } => PANTO_ERR_STORE,
             Error::Cancelled => PANTO_ERR_CANCELLED,
             _ => PANTO_ERR_OTHER,

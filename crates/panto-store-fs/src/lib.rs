@@ -29,6 +29,10 @@
 //!   users can write it, it is not the user's, it holds links or FIFOs named like sessions),
 //!   for a program to show its user.
 //!
+//! - [`SessionStore::search`] streams the files with ripgrep's searcher and decodes only the
+//!   lines that could hold a match, then confirms each on the decoded message (a match in a key,
+//!   an id or an entry's copy of the last prompt does not count).
+//!
 //! - [`JsonlStore::session_file`] reads a session whole, every entry of every branch as written,
 //!   for moving it to another store: the format has this one reader (panto-store-postgres's
 //!   import reads through it), besides the crash harness's check written from the specification.
@@ -76,6 +80,7 @@
 //!
 //! [`SessionStore`]: panto_core::SessionStore
 //! [`SessionStore::list`]: panto_core::SessionStore::list
+//! [`SessionStore::search`]: panto_core::SessionStore::search
 //! [`SessionStore::load`]: panto_core::SessionStore::load
 //! [`Error::SessionInUse`]: panto_core::Error::SessionInUse
 //! [`Error::CorruptSession`]: panto_core::Error::CorruptSession
@@ -96,6 +101,7 @@ mod listing;
 mod log;
 mod open;
 mod read;
+mod search;
 mod skim;
 mod store;
 mod timestamp;

@@ -11,6 +11,7 @@ use async_trait::async_trait;
 use chrono::Utc;
 use panto_core::store::{sort_by_recency, validate_session_id, AppendSpan};
 use panto_core::store::{CheckpointRecord, LoadedBranch, PersistentMessage, SessionTree, StoredCheckpoint};
+use panto_core::store::{SearchHit, SearchQuery};
 use panto_core::{Error, Result, SessionInfo, SessionStore};
 
 use crate::batch::{BatchMessage, OwnedBatchMessage};
@@ -522,6 +523,21 @@ impl SessionStore for JsonlStore {
         })
         .await;
         span.finish(result)
+    }
+
+    /// Streams every session file with ripgrep's searcher and decodes only the lines that could
+    /// match (see `search.rs`), on as many threads as the machine has cores.
+    async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {
+        // A malformed pattern is reported before any file is touched.
+        query.matcher()?;
+        let inner = self.inner.clone();
+        let query = query.clone();
+        blocking(move || {
+            let (files, _) = inner.session_files()?;
+            let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+            crate::search::search_files(files, &query, threads)
+        })
+        .await
     }
 
     /// Closes the session's file (releasing its lock) when its agent is dropped; an append still

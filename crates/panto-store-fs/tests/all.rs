@@ -16,6 +16,7 @@ mod fs {
     mod locking;
     mod permissions;
     mod proptests;
+    mod search;
     mod torn;
     mod tree;
 }

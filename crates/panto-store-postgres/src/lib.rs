@@ -18,6 +18,9 @@
 //!   addresses into `panto.tools`, which holds one row per distinct tool ([`ToolHash`]). The
 //!   [`AUDIT_QUERY`] (and [`PostgresStore::tools_offered`]) answers "which tools did the model
 //!   see at entry X".
+//! - **Search**: [`SessionStore::search`] finds the candidate entries through trigram indexes
+//!   (`pg_trgm`, schema version 4) over the text of prompts and answers and over tool text, so it
+//!   does not read every row, and confirms each on the decoded message ([`search_sql`]).
 //! - **Atomic appends**: an append is one statement (one round trip, one transaction); after an
 //!   error none of the batch is stored.
 //! - **One writer per session**, across processes and hosts: the first append takes a
@@ -72,6 +75,7 @@
 //! [`SessionStore`]: panto_core::SessionStore
 //! [`SessionStore::list`]: panto_core::SessionStore::list
 //! [`SessionStore::load`]: panto_core::SessionStore::load
+//! [`SessionStore::search`]: panto_core::SessionStore::search
 //! [`Error::SessionInUse`]: panto_core::Error::SessionInUse
 #![deny(missing_docs)]
 #![deny(unreachable_pub)]
@@ -96,6 +100,7 @@ mod migrate;
 mod pool;
 mod read;
 mod redact;
+mod search;
 mod store;
 mod tls;
 mod tools;
@@ -108,5 +113,6 @@ pub use lock::session_lock_key;
 pub use migrate::SCHEMA_VERSION;
 pub use read::{HistoryEntry, RecordedCompaction, ToolManifest, AUDIT_QUERY};
 pub use redact::redact_connection_string;
+pub use search::search_sql;
 pub use store::{PostgresOptions, PostgresStore};
 pub use tools::{canonical_encoding, ToolHash};

@@ -38,10 +38,15 @@ pub(crate) const MIGRATIONS: &[Migration] = &[
         name: "delete checkpoints with their session",
         sql: include_str!("../migrations/0003_delete_checkpoints.sql"),
     },
+    Migration {
+        version: 4,
+        name: "search indexes",
+        sql: include_str!("../migrations/0004_search.sql"),
+    },
 ];
 
 /// The newest schema version this build knows.
-pub const SCHEMA_VERSION: i32 = 3;
+pub const SCHEMA_VERSION: i32 = 4;
 
 /// Brings the schema to [`SCHEMA_VERSION`]. Holds the migration lock while it works.
 pub(crate) async fn migrate(client: &mut Client) -> Result<()> {

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use panto_core::store::{validate_session_id, AppendSpan};
 use panto_core::store::{CheckpointRecord, LoadedBranch, PersistentMessage, SessionTree, StoredCheckpoint};
+use panto_core::store::{SearchHit, SearchQuery};
 use panto_core::{Error, Result, SessionInfo, SessionStore};
 use tokio::sync::OwnedMutexGuard;
 use tokio_postgres::types::ToSql;
@@ -433,6 +434,11 @@ impl SessionStore for PostgresStore {
     async fn latest_info(&self) -> Result<Option<SessionInfo>> {
         let rows = self.rows(read::LATEST, &[], "finding the latest session").await?;
         rows.first().map(read::info_from_row).transpose()
+    }
+
+    /// Served by the trigram indexes of schema version 4 (see `search.rs`).
+    async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {
+        crate::search::search(&self.pool, query).await
     }
 
     async fn load_branch(&self, id: &str) -> Result<Option<LoadedBranch>> {

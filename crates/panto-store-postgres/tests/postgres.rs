@@ -16,6 +16,7 @@ mod pg {
     mod migrations;
     mod processes;
     mod redaction;
+    mod search;
     mod tls;
     mod trace;
     mod tree;

@@ -7,6 +7,7 @@ mod html;
 mod import;
 mod json;
 mod scrub;
+mod search;
 mod table;
 mod tree;
 
@@ -22,6 +23,7 @@ use crate::store::{OpenStore, StoreLocation};
 
 pub use export::{export_command, render, write_atomically, ExportContext, ExportFormat, ExportOptions};
 pub use here::{by_directory, elsewhere_note, nothing_to_continue, of_dir, others_line, started_in, Line};
+pub use search::{resume_at_hit, search_command, SearchRequest};
 pub use table::{one_line, short_ids, table, unique_prefix, StoredIds, RECENT};
 pub use tree::tree_lines;
 

@@ -72,7 +72,7 @@ pub fn unique_prefix<'a>(id: &str, others: impl IntoIterator<Item = &'a str>) ->
     id.chars().take(len).collect()
 }
 
-fn local_time(t: DateTime<Utc>) -> String {
+pub fn local_time(t: DateTime<Utc>) -> String {
     t.with_timezone(&Local).format("%Y-%m-%d %H:%M").to_string()
 }
 

@@ -27,6 +27,7 @@ mod responses;
 mod resume;
 mod sandbox;
 mod screen;
+mod search;
 mod sessions;
 mod store_dir;
 mod support;

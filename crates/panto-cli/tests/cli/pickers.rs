@@ -117,6 +117,37 @@ async fn typing_filters_the_resume_picker() {
     assert!(history.contains("Beta task") && history.contains("go on"), "{history}");
 }
 
+/// A filter of three characters or more also finds sessions by what was said in them: the
+/// words typed are only in one session's answer, not in any row.
+#[tokio::test(flavor = "multi_thread")]
+async fn typing_filters_the_resume_picker_by_what_was_said() {
+    let (server, home) = sessions(&["alpha task", "Beta task", "gamma task"], 1).await;
+    let filtered = blocking(move || {
+        let mut t = Terminal::start_sized(&home, &["-r"], 20, 80);
+        t.wait_for("resume which session?");
+        t.send("ABOUT GAM");
+        t.wait_until("the filter applied", |_| {
+            let screen = t.contents();
+            screen.contains("? ABOUT GAM") && screen.contains("❯")
+        });
+        let filtered = t.contents();
+        t.send("\r");
+        t.wait_for("you: gamma task");
+        t.wait_for_prompt();
+        t.send_line("go on");
+        t.wait_for("picked up");
+        t.wait_for_prompt();
+        t.send_line("/quit");
+        assert_eq!(t.wait_exit().code, Some(0));
+        filtered
+    })
+    .await;
+    assert!(marked(&filtered).contains("gamma task"), "{filtered}");
+    assert!(!filtered.contains("Beta task"), "{filtered}");
+    let history = all_text(&body(&server.requests()[3])["messages"]);
+    assert!(history.contains("gamma task") && history.contains("go on"), "{history}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn esc_gives_up_the_resume_picker_and_ctrl_c_the_rewind_picker() {
     let (server, home) = sessions(&["only topic"], 2).await;

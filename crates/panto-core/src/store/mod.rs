@@ -31,6 +31,7 @@ pub(crate) mod info;
 pub(crate) mod memory;
 pub(crate) mod null;
 pub(crate) mod seam;
+pub(crate) mod search;
 pub(crate) mod session;
 mod span;
 mod view;
@@ -43,6 +44,10 @@ pub use id::{new_session_id, validate_session_id, EntryIds};
 pub use info::{sort_by_recency, LAST_USER_MESSAGE_CHARS};
 pub use memory::StoredRecord;
 pub use seam::{CompactionRecord, EntryRef, ForkOrigin, LoadedBranch, PersistentMessage, SessionTree, TreeEntry};
+pub use search::{
+    finish_hits, scan_search, MatchSource, MessageMatch, SearchHit, SearchMatcher, SearchQuery, SNIPPET_CONTEXT_CHARS,
+    SNIPPET_MATCH_CHARS,
+};
 pub use span::AppendSpan;
 pub use view::compact_view;
 pub use wrapper::StoreWrapper;

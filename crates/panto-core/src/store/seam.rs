@@ -19,6 +19,7 @@ use async_trait::async_trait;
 use super::checkpoint::{CheckpointRecord, StoredCheckpoint};
 use super::id::validate_session_id;
 use super::info::SessionInfo;
+use super::search::{SearchHit, SearchQuery};
 use crate::conversation::ToolDecl;
 use crate::conversation::{Conversation, Message, Role, Usage};
 use crate::error::Result;
@@ -239,6 +240,21 @@ pub trait SessionStore: Send + Sync + fmt::Debug {
     /// with the entry each belongs to. Empty for a session without any (or no such session).
     /// [`Error::Unsupported`](crate::Error::Unsupported) as for [`SessionStore::record_checkpoint`].
     async fn checkpoints(&self, id: &str) -> Result<Vec<StoredCheckpoint>>;
+
+    /// The messages of the store's sessions that match `query`, newest first
+    /// ([`finish_hits`](crate::store::finish_hits)), at most [`SearchQuery::limit`]: prompts and
+    /// answers, and tool inputs and outputs with [`SearchQuery::tools`], every branch, each
+    /// message at most once (its first match, as [`SearchMatcher::match_message`](crate::store::SearchMatcher::match_message)
+    /// finds it). [`Error::InvalidSearchPattern`](crate::Error::InvalidSearchPattern) for a
+    /// malformed pattern.
+    ///
+    /// The default ([`scan_search`](crate::store::scan_search)) reads every session with `list`,
+    /// `tree` and `load_branch`; it searches a message off the active branch's view only by the
+    /// start of its text that `tree` gives. A store that can do better (an index, a scan of
+    /// raw records) overrides it.
+    async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {
+        super::search::scan_search(self, query).await
+    }
 
     /// Every entry of session `id` (all branches), in the order they were appended, for drawing
     /// the session's tree. `Ok(None)` if there is no such session; [`Error::Unsupported`](crate::Error::Unsupported) from a

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use super::checkpoint::{CheckpointRecord, StoredCheckpoint};
 use super::info::SessionInfo;
 use super::seam::{LoadedBranch, PersistentMessage, SessionStore, SessionTree};
+use super::search::{SearchHit, SearchQuery};
 use crate::conversation::Conversation;
 use crate::error::Result;
 
@@ -149,6 +150,11 @@ pub trait StoreWrapper: Send + Sync + fmt::Debug {
     async fn tree(&self, id: &str) -> Result<Option<SessionTree>> {
         self.inner().tree(id).await
     }
+
+    /// [`SessionStore::search`]; forwards.
+    async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {
+        self.inner().search(query).await
+    }
 }
 
 /// A wrapper is a store: each method is the wrapper's, overridden or forwarding. Every method is
@@ -200,6 +206,9 @@ impl<W: StoreWrapper> SessionStore for W {
     }
     async fn tree(&self, id: &str) -> Result<Option<SessionTree>> {
         StoreWrapper::tree(self, id).await
+    }
+    async fn search(&self, query: &SearchQuery) -> Result<Vec<SearchHit>> {
+        StoreWrapper::search(self, query).await
     }
 }
 
@@ -282,6 +291,10 @@ mod tests {
             self.saw("tree");
             Ok(None)
         }
+        async fn search(&self, _: &SearchQuery) -> Result<Vec<SearchHit>> {
+            self.saw("search");
+            Ok(Vec::new())
+        }
     }
 
     /// A wrapper that overrides nothing.
@@ -353,6 +366,7 @@ mod tests {
         store.record_checkpoint(&id, &record).await.expect("record_checkpoint");
         store.checkpoints(&id).await.expect("checkpoints");
         store.tree(&id).await.expect("tree");
+        store.search(&SearchQuery::text("x")).await.expect("search");
 
         let calls = records.0.lock().expect("the record").clone();
         let reached: BTreeSet<String> = calls.iter().map(|name| (*name).to_owned()).collect();

@@ -40,6 +40,7 @@ mod driver;
 mod listing;
 mod lookup;
 mod messages;
+mod search;
 mod tree;
 
 pub use binding::{
@@ -57,6 +58,10 @@ pub use listing::{
 pub use lookup::{never_appended_session_is_not_found, resolve_by_id_and_prefix, unknown_sessions_load_as_none};
 pub use messages::{
     anthropic_wire, assistant, local_openai_wire, reply, summary, system, tool_result, tools, user, PNG_1X1,
+};
+pub use search::{
+    must_search, search_by_regex, search_finds_a_word_said_once, search_finds_tool_text_only_when_asked,
+    search_is_newest_first, search_says_which_branch,
 };
 pub use tree::{
     a_branch_switch_rewinds_and_keeps_the_log, a_fork_carries_the_file_changes_of_its_path,
@@ -112,6 +117,7 @@ macro_rules! store_contract_tests {
             checkpoints_round_trip_byte_for_byte
             checkpoint_records_belong_to_the_tip
             a_fork_carries_the_file_changes_of_its_path
+            search_says_which_branch
         );
     };
     // A store that keeps one chain per session and no file checkpoints: every case but the
@@ -140,6 +146,10 @@ macro_rules! store_contract_tests {
             primitives_agree_with_the_listing
             sessions_are_bound_to_the_store_asked
             a_wrapper_store_sees_every_append
+            search_finds_a_word_said_once
+            search_finds_tool_text_only_when_asked
+            search_by_regex
+            search_is_newest_first
             $($extra)*
         );
     };
