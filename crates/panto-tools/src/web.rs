@@ -152,7 +152,7 @@ pub(crate) async fn resolve_checked(
         return Err(format!("{host} has no address"));
     }
     for ip in &addresses {
-        check(*ip, allow_private).map_err(|e| format!("{host} resolves to {e}"))?;
+        check(*ip, allow_private).map_err(|e| format!("{host} resolves to {ip}, and {e}"))?;
     }
     Ok(addresses)
 }
@@ -199,8 +199,24 @@ impl reqwest::dns::Resolve for CheckedDns {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
+    use std::collections::HashMap;
+
     use super::*;
+
+    /// A resolver that knows only the names it was given.
+    #[derive(Debug, Default)]
+    pub(crate) struct Names(pub(crate) HashMap<String, Vec<IpAddr>>);
+
+    #[async_trait]
+    impl Resolver for Names {
+        async fn lookup(&self, host: &str) -> std::io::Result<Vec<IpAddr>> {
+            self.0
+                .get(host)
+                .cloned()
+                .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotFound, host.to_owned()))
+        }
+    }
 
     #[test]
     fn addresses_inside_the_network_are_refused_and_public_ones_pass() {

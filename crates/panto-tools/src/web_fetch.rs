@@ -478,4 +478,69 @@ mod tests {
         let url = parse_url("https://user:pw@example.com/a#frag").unwrap();
         assert_eq!(url.as_str(), "https://example.com/a");
     }
+
+    /// The decision with 127.0.0.2 standing in for a public address: the only way to reach a
+    /// first hop on this machine while loopback stays refused.
+    fn check_with_a_public_stand_in(ip: IpAddr, allow_private: bool) -> Result<(), String> {
+        if ip == IpAddr::from([127, 0, 0, 2]) {
+            return Ok(());
+        }
+        crate::web::check_address(ip, allow_private)
+    }
+
+    #[tokio::test]
+    async fn a_redirect_to_loopback_from_an_allowed_page_is_refused() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+        let listener = tokio::net::TcpListener::bind("127.0.0.2:0")
+            .await
+            .expect("binding 127.0.0.2 (the loopback network on Linux) for the stand-in public server");
+        let port = listener.local_addr().unwrap().port();
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let seen = requests.clone();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let mut buf = vec![0u8; 4096];
+                let n = stream.read(&mut buf).await.unwrap_or(0);
+                let head = String::from_utf8_lossy(&buf[..n]).into_owned();
+                let path = head.split_whitespace().nth(1).unwrap_or("/").to_owned();
+                seen.lock().unwrap().push(path.clone());
+                let location = match path.as_str() {
+                    "/literal" => format!("http://127.0.0.1:{port}/"),
+                    _ => format!("http://loopback.test:{port}/"),
+                };
+                let reply = format!(
+                    "HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                );
+                let _ = stream.write_all(reply.as_bytes()).await;
+            }
+        });
+        let mut resolver = crate::web::tests::Names::default();
+        resolver
+            .0
+            .insert("public.test".into(), vec![IpAddr::from([127, 0, 0, 2])]);
+        resolver
+            .0
+            .insert("loopback.test".into(), vec![IpAddr::from([127, 0, 0, 1])]);
+        let mut ctx = crate::testing::context(&std::env::temp_dir());
+        ctx.web = Arc::new(Web::with_check(false, Arc::new(resolver), check_with_a_public_stand_in));
+        let tool = WebFetchTool::new(ctx);
+        for (path, refusal) in [
+            ("/literal", "127.0.0.1 is a loopback address"),
+            (
+                "/name",
+                "loopback.test resolves to 127.0.0.1, and 127.0.0.1 is a loopback address",
+            ),
+        ] {
+            let url = format!("http://public.test:{port}{path}");
+            let result = crate::testing::call(&tool, json!({ "url": url })).await;
+            let text = crate::testing::text(&result);
+            assert!(result.is_error && text.contains(refusal), "{path}: {text}");
+        }
+        assert_eq!(
+            *requests.lock().unwrap(),
+            ["/literal", "/name"],
+            "only the first hops were made"
+        );
+    }
 }
