@@ -63,11 +63,11 @@ impl Web {
     fn client(&self) -> Result<&reqwest::Client, String> {
         self.client
             .get_or_init(|| {
-                reqwest::Client::builder()
-                    .redirect(reqwest::redirect::Policy::none())
+                // panto's one client builder: no redirect followed, no referer; the
+                // redirects are followed here, each hop checked.
+                panto_core::http_client_builder()
                     // A proxy would connect for us, to an address nobody checked.
                     .no_proxy()
-                    .referer(false)
                     .timeout(TIMEOUT)
                     .connect_timeout(Duration::from_secs(10))
                     .user_agent(concat!("panto/", env!("CARGO_PKG_VERSION"), " (web_fetch)"))
