@@ -1,5 +1,5 @@
-//! panto's coding tools, for every embedder: `read`, `write`, `edit`, `bash`, `grep`, `find` and
-//! `ls`, the policy in front of them (`[tools] allow`/`deny` rules and the approval mode), and the
+//! panto's coding tools, for every embedder: `read`, `write`, `edit`, `bash`, `grep`, `find`,
+//! `ls` and `web_fetch`, the policy in front of them (`[tools] allow`/`deny` rules and the approval mode), and the
 //! Linux sandbox `bash` runs in.
 //!
 //! Each tool is a plain [`panto_core::Tool`] under its own name (not a `ToolSource`, whose tools
@@ -50,7 +50,8 @@
 //!   in flight at exit;
 //! - [`files`]: files as the tools see them (the safe open a front end's attachments use, an
 //!   edit's result, what a rewind did to each file);
-//! - [`shell`]: the splitter of a `bash` command line that `bash(GLOB)` rules match.
+//! - [`shell`]: the splitter of a `bash` command line that `bash(GLOB)` rules match;
+//! - [`web`]: which addresses `web_fetch` connects to, and the resolver it looks names up with.
 
 #![deny(missing_docs)]
 #![deny(unreachable_pub)]
