@@ -562,7 +562,8 @@ int32_t panto_agent_usage_json(const struct panto_agent *agent,
  * (`"auto"` or `"read-only"`; `"ask"` refuses every call, as there is nobody to ask), `allow` and
  * `deny` (`TOOL` / `TOOL(GLOB)` rules), `bash_timeout_secs`, `max_output_bytes`, `read_roots`,
  * `sandbox` (`"off"`, `"read-only"`, `"workspace-write"`), `sandbox_network`, `writable_roots`,
- * `scrub_env` (variables kept from bash's environment besides the well-known key variables).
+ * `scrub_env` (variables kept from bash's environment besides the well-known key variables),
+ * `web_fetch_private` (whether `web_fetch` may reach loopback and private addresses).
  * docs/tools.md says what each does.
  *
  * Errors: `PANTO_ERR_NULL` (`agent`), `PANTO_ERR_UTF8`, `PANTO_ERR_CONFIG` (the options do not

@@ -57,7 +57,7 @@ func (a *Agent) AddTool(t *Tool) error {
 }
 
 // BuiltinToolOptions configures panto's built-in coding tools (read, write, edit, bash, grep,
-// find, ls); every field is optional (docs/tools.md).
+// find, ls, web_fetch); every field is optional (docs/tools.md).
 type BuiltinToolOptions struct {
 	Cwd             string   `json:"cwd,omitempty"`
 	Tools           []string `json:"tools,omitempty"`
@@ -70,7 +70,8 @@ type BuiltinToolOptions struct {
 	Sandbox         string   `json:"sandbox,omitempty"` // "off" (default), "read-only", "workspace-write"
 	SandboxNetwork  bool     `json:"sandbox_network,omitempty"`
 	WritableRoots   []string `json:"writable_roots,omitempty"`
-	ScrubEnv        []string `json:"scrub_env,omitempty"` // variables kept from bash, besides the well-known key variables
+	ScrubEnv        []string `json:"scrub_env,omitempty"`         // variables kept from bash, besides the well-known key variables
+	WebFetchPrivate bool     `json:"web_fetch_private,omitempty"` // let web_fetch reach loopback and private addresses
 }
 
 // AddBuiltinTools offers panto's built-in coding tools to the model, configured by opts.

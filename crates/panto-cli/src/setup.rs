@@ -374,6 +374,7 @@ pub fn toolbox(
     options.sandbox = sandbox;
     options.sandbox_network = t.sandbox_network;
     options.writable_roots = t.writable_roots.clone();
+    options.web_fetch_private = t.web_fetch_private;
     options.scrub_env = launch.settings.key_variables.clone();
     options.prompt = Some(gate);
     options.read_only_hint = read_only_hint.to_owned();

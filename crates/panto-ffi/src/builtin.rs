@@ -14,7 +14,8 @@ use crate::status::{PANTO_ERR_CONFIG, PANTO_ERR_TOOL, PANTO_OK};
 /// (`"auto"` or `"read-only"`; `"ask"` refuses every call, as there is nobody to ask), `allow` and
 /// `deny` (`TOOL` / `TOOL(GLOB)` rules), `bash_timeout_secs`, `max_output_bytes`, `read_roots`,
 /// `sandbox` (`"off"`, `"read-only"`, `"workspace-write"`), `sandbox_network`, `writable_roots`,
-/// `scrub_env` (variables kept from bash's environment besides the well-known key variables).
+/// `scrub_env` (variables kept from bash's environment besides the well-known key variables),
+/// `web_fetch_private` (whether `web_fetch` may reach loopback and private addresses).
 /// docs/tools.md says what each does.
 ///
 /// Errors: `PANTO_ERR_NULL` (`agent`), `PANTO_ERR_UTF8`, `PANTO_ERR_CONFIG` (the options do not

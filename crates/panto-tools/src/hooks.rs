@@ -236,7 +236,11 @@ fn quoted(bytes: &[u8]) -> String {
 /// The main argument of a built-in tool's call, as rules see it: the command for `bash`, the path
 /// for the others (`.` when a search tool's path is left out).
 pub fn main_argument(tool: ToolName, input: &Value) -> String {
-    let field = if tool == ToolName::Bash { "command" } else { "path" };
+    let field = match tool {
+        ToolName::Bash => "command",
+        ToolName::WebFetch => "url",
+        _ => "path",
+    };
     match input.get(field).and_then(Value::as_str) {
         Some(value) => value.to_owned(),
         None if tool.takes_path() => ".".to_owned(),

@@ -1,5 +1,5 @@
-//! panto's coding tools, for every embedder: `read`, `write`, `edit`, `bash`, `grep`, `find` and
-//! `ls`, the policy in front of them (`[tools] allow`/`deny` rules and the approval mode), and the
+//! panto's coding tools, for every embedder: `read`, `write`, `edit`, `bash`, `grep`, `find`,
+//! `ls` and `web_fetch`, the policy in front of them (`[tools] allow`/`deny` rules and the approval mode), and the
 //! Linux sandbox `bash` runs in.
 //!
 //! Each tool is a plain [`panto_core::Tool`] under its own name (not a `ToolSource`, whose tools
@@ -50,7 +50,8 @@
 //!   in flight at exit;
 //! - [`files`]: files as the tools see them (the safe open a front end's attachments use, an
 //!   edit's result, what a rewind did to each file);
-//! - [`shell`]: the splitter of a `bash` command line that `bash(GLOB)` rules match.
+//! - [`shell`]: the splitter of a `bash` command line that `bash(GLOB)` rules match;
+//! - [`web`]: which addresses `web_fetch` connects to, and the resolver it looks names up with.
 
 #![deny(missing_docs)]
 #![deny(unreachable_pub)]
@@ -78,6 +79,8 @@ mod running;
 mod sandbox;
 mod search;
 pub mod shell;
+pub mod web;
+mod web_fetch;
 mod write;
 
 use std::fmt;
@@ -117,11 +120,14 @@ pub enum ToolName {
     Find,
     /// List a directory.
     Ls,
+    /// Fetch a web page as Markdown.
+    #[serde(rename = "web_fetch")]
+    WebFetch,
 }
 
 impl ToolName {
     /// Every built-in tool, in the order they are offered.
-    pub const ALL: [ToolName; 7] = [
+    pub const ALL: [ToolName; 8] = [
         ToolName::Read,
         ToolName::Write,
         ToolName::Edit,
@@ -129,6 +135,7 @@ impl ToolName {
         ToolName::Grep,
         ToolName::Find,
         ToolName::Ls,
+        ToolName::WebFetch,
     ];
 
     /// The name the model sees.
@@ -141,18 +148,23 @@ impl ToolName {
             ToolName::Grep => "grep",
             ToolName::Find => "find",
             ToolName::Ls => "ls",
+            ToolName::WebFetch => "web_fetch",
         }
     }
 
-    /// Whether the tool changes files or runs programs, and so needs approval.
+    /// Whether the tool changes files, runs programs or sends requests out (`web_fetch`: a URL
+    /// can carry data away), and so needs approval.
     pub fn needs_approval(self) -> bool {
-        matches!(self, ToolName::Write | ToolName::Edit | ToolName::Bash)
+        matches!(
+            self,
+            ToolName::Write | ToolName::Edit | ToolName::Bash | ToolName::WebFetch
+        )
     }
 
     /// Whether the tool's main argument (what `TOOL(GLOB)` rules match) is a path; else it is a
-    /// command (`bash`).
+    /// command (`bash`) or a URL (`web_fetch`).
     pub fn takes_path(self) -> bool {
-        !matches!(self, ToolName::Bash)
+        !matches!(self, ToolName::Bash | ToolName::WebFetch)
     }
 
     /// Parses a tool name.
@@ -217,6 +229,8 @@ pub(crate) struct ToolContext {
     /// The variables removed from `bash`'s environment besides [`process::KEY_VARIABLES`]
     /// ([`Options::scrub_env`]).
     pub scrub_env: Arc<[String]>,
+    /// `web_fetch`'s client, resolver and cache, shared by the tools of one configuration.
+    pub web: Arc<web_fetch::Web>,
 }
 
 impl ToolContext {
@@ -310,6 +324,7 @@ impl Toolbox {
                     ToolName::Grep => Arc::new(grep::GrepTool::new(ctx)),
                     ToolName::Find => Arc::new(find::FindTool::new(ctx)),
                     ToolName::Ls => Arc::new(ls::LsTool::new(ctx)),
+                    ToolName::WebFetch => Arc::new(web_fetch::WebFetchTool::new(ctx)),
                 }
             })
             .collect()
@@ -414,6 +429,7 @@ pub(crate) mod testing {
             policy: Arc::new(Policy::new(Approval::Auto)),
             rule_sandbox: None,
             scrub_env: Arc::from([]),
+            web: Arc::new(web_fetch::Web::new(false, Arc::new(web::SystemResolver))),
         }
     }
 
@@ -468,7 +484,7 @@ mod tests {
         assert_eq!(parse_list(&["none".into()]).unwrap(), []);
         let e = parse_list(&["rm".into()]).unwrap_err();
         assert!(
-            e.contains("rm") && e.contains("read, write, edit, bash, grep, find, ls"),
+            e.contains("rm") && e.contains("read, write, edit, bash, grep, find, ls, web_fetch"),
             "{e}"
         );
     }

@@ -95,6 +95,14 @@ pub struct Options {
     /// and other secrets from (the CLI lists every provider's `api_key_env` and every MCP
     /// server's `bearer_token_env`). Default: none.
     pub scrub_env: Vec<String>,
+    /// Whether `web_fetch` may connect to loopback, private, link-local and unique-local
+    /// addresses (never to the cloud metadata address, see [`crate::web::check_address`]).
+    /// Default false.
+    pub web_fetch_private: bool,
+    /// How `web_fetch` resolves host names; `None` (the default) is the system's resolver
+    /// ([`crate::web::SystemResolver`]). Every address it returns is checked before use.
+    #[serde(skip)]
+    pub web_resolver: Option<Arc<dyn crate::web::Resolver>>,
     /// The question asked in `ask` mode (the CLI's terminal prompt).
     #[serde(skip)]
     pub prompt: Option<Arc<dyn Prompt>>,
@@ -122,6 +130,8 @@ impl Default for Options {
             sandbox_network: false,
             writable_roots: Vec::new(),
             scrub_env: Vec::new(),
+            web_fetch_private: false,
+            web_resolver: None,
             prompt: None,
             read_only_hint: String::new(),
             bash_progress: None,
@@ -227,6 +237,12 @@ impl Options {
             policy: policy.clone(),
             rule_sandbox,
             scrub_env: self.scrub_env.clone().into(),
+            web: Arc::new(crate::web_fetch::Web::new(
+                self.web_fetch_private,
+                self.web_resolver
+                    .clone()
+                    .unwrap_or_else(|| Arc::new(crate::web::SystemResolver)),
+            )),
         };
         Ok((ctx, policy, names))
     }

@@ -16,7 +16,8 @@
 //!
 //! Rules have one syntax for every tool ([`Rule`]): `TOOL` or `TOOL(GLOB)` for a built-in tool,
 //! the glob matched against the call's main argument (the command for `bash`, the path for the
-//! file and search tools, see [`main_argument`]); `server__tool` for a tool of an MCP server (or
+//! file and search tools, the URL for `web_fetch`, whose host also matches
+//! `web_fetch(domain:HOST)` for itself and its subdomains; see [`main_argument`]); `server__tool` for a tool of an MCP server (or
 //! any tool source), globs allowed in the name.
 
 use std::fmt;
@@ -342,6 +343,9 @@ impl Subjects {
 /// inside `cwd`, relative to it: `src/../../etc/passwd` is matched as `/etc/passwd`, never as
 /// something under `src/`.
 pub fn rule_subjects(tool: ToolName, argument: &str, cwd: &Path) -> Subjects {
+    if tool == ToolName::WebFetch {
+        return url_subjects(argument);
+    }
     if !tool.takes_path() {
         return Subjects {
             forms: vec![argument.to_owned()],
@@ -357,6 +361,36 @@ pub fn rule_subjects(tool: ToolName, argument: &str, cwd: &Path) -> Subjects {
     let real = crate::roots::real_path(&absolute).unwrap_or(absolute);
     let real_cwd = crate::roots::real_path(cwd).unwrap_or_else(|_| cwd.to_path_buf());
     resolved_path_subjects(&real, &real_cwd)
+}
+
+/// The forms of a `web_fetch` URL: the URL as parsed (credentials and fragment dropped), and
+/// `domain:HOST` for its host and every parent domain, so `web_fetch(domain:example.com)` covers
+/// `example.com` and `docs.example.com`, not `badexample.com`. A host written as an address has
+/// only itself. A URL that does not parse is matched as written (the tool refuses it anyway).
+fn url_subjects(argument: &str) -> Subjects {
+    let Ok(url) = crate::web_fetch::parse_url(argument) else {
+        return Subjects {
+            forms: vec![argument.to_owned()],
+            split: None,
+        };
+    };
+    let mut forms = vec![url.to_string()];
+    if let Some(host) = crate::web_fetch::rule_host(&url) {
+        match url.host() {
+            Some(url::Host::Domain(_)) => {
+                let mut rest = host.as_str();
+                loop {
+                    forms.push(format!("domain:{rest}"));
+                    match rest.split_once('.') {
+                        Some((_, parent)) if !parent.is_empty() => rest = parent,
+                        _ => break,
+                    }
+                }
+            }
+            _ => forms.push(format!("domain:{host}")),
+        }
+    }
+    Subjects { forms, split: None }
 }
 
 /// The forms of a path already resolved (`real`, against the resolved working directory

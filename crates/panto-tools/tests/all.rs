@@ -11,5 +11,6 @@ mod rules;
 #[cfg(target_os = "linux")]
 mod sandbox;
 mod search;
+mod web_fetch;
 #[cfg(target_os = "linux")]
 mod write_race;

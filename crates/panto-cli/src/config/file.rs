@@ -209,6 +209,8 @@ pub struct ToolsEntry {
     pub sandbox_network: Option<bool>,
     /// More directories the `workspace-write` sandbox lets tools write.
     pub writable_roots: Option<Vec<Spanned<String>>>,
+    /// Whether `web_fetch` may connect to loopback and private addresses.
+    pub web_fetch_private: Option<bool>,
 }
 
 /// The 1-based line and column of byte `offset` in `source`.

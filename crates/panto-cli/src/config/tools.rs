@@ -35,6 +35,9 @@ pub struct ToolSettings {
     pub sandbox_network: bool,
     /// More directories the `workspace-write` sandbox lets tools write, resolved.
     pub writable_roots: Vec<PathBuf>,
+    /// Whether `web_fetch` may connect to loopback, private, link-local and unique-local
+    /// addresses.
+    pub web_fetch_private: bool,
 }
 
 pub use panto_tools::{DEFAULT_BASH_TIMEOUT, DEFAULT_MAX_OUTPUT_BYTES};
@@ -82,6 +85,7 @@ pub fn resolve(
         sandbox: section.sandbox,
         sandbox_network: section.sandbox_network.unwrap_or(false),
         writable_roots: writable_roots(section.writable_roots.as_deref(), env, base_dir, source)?,
+        web_fetch_private: section.web_fetch_private.unwrap_or(false),
     })
 }
 

@@ -139,7 +139,10 @@ async fn bad_flags_are_usage_errors() {
     let out = home.run(&["--tools", "read,rm", "-p", "x"], None).await;
     assert_eq!(out.code, Some(2));
     assert!(
-        out.stderr.contains("rm") && out.stderr.contains("read, write, edit, bash, grep, find, ls"),
+        out.stderr.contains("rm")
+            && out
+                .stderr
+                .contains("read, write, edit, bash, grep, find, ls, web_fetch"),
         "{}",
         out.stderr
     );

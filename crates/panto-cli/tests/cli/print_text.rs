@@ -40,7 +40,10 @@ async fn anthropic_zero_config_prints_the_answer() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(tools, ["read", "write", "edit", "bash", "grep", "find", "ls"]);
+    assert_eq!(
+        tools,
+        ["read", "write", "edit", "bash", "grep", "find", "ls", "web_fetch"]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -279,3 +279,32 @@ async fn ctrl_c_during_bash_exits_130_and_leaves_no_process_running() {
         "the setsid'd sleep {escaped} outlived the cancelled call"
     );
 }
+
+/// `web_fetch` of a loopback URL: refused by default, naming the address; with `[tools]
+/// web_fetch_private = true` the request is made (port 9 on 127.0.0.1, where nothing listens,
+/// so it fails to connect instead).
+#[tokio::test(flavor = "multi_thread")]
+async fn web_fetch_refuses_loopback_unless_the_config_allows_private_addresses() {
+    for (config, refused) in [("", true), ("[tools]\nweb_fetch_private = true\n", false)] {
+        let server = MockServer::start().await;
+        server.push(Reply::sse(script::anthropic_tool_uses(&[(
+            "toolu_1",
+            "web_fetch",
+            r#"{"url":"http://127.0.0.1:9/"}"#,
+        )])));
+        server.push(Reply::sse(script::anthropic_text("Done.")));
+        let mut home = Home::new();
+        home.anthropic(&server);
+        home.write_config(config);
+        let out = home.run(&["-p", "fetch it", "--approve", "auto"], None).await;
+        assert_eq!(out.ok(), "Done.\n");
+        let results = tool_results(&server, 1);
+        assert_eq!(results.len(), 1, "{results:?}");
+        assert!(results[0].0, "{results:?}");
+        assert_eq!(
+            results[0].1.contains("127.0.0.1 is a loopback address"),
+            refused,
+            "{config:?}: {results:?}"
+        );
+    }
+}
