@@ -328,6 +328,44 @@ where
     clap::builder::PossibleValuesParser::new(names).try_map(|s| s.parse::<T>())
 }
 
+/// `panto sessions …` but `search -r`, which `run` turns into a resume.
+async fn sessions_command(
+    args: SessionsArgs,
+    sessions_at: &store::StoreLocation,
+    settings: &config::Settings,
+    env: &config::Env,
+) -> Result<ExitCode, Failure> {
+    // Import opens the PostgreSQL store it imports into itself; the others read the store.
+    if let Some(SessionsCommand::Import { dir }) = &args.command {
+        return sessions::import_command(sessions_at, dir).await;
+    }
+    let store = sessions_at.open().await?;
+    match args.command {
+        Some(SessionsCommand::Export {
+            id,
+            format,
+            output,
+            all_branches,
+            keep_paths,
+        }) => {
+            let options = sessions::ExportOptions {
+                format,
+                output,
+                all_branches,
+                keep_paths,
+            };
+            let context = sessions::ExportContext::of(settings, env);
+            sessions::export_command(&store, &id, &options, &context).await
+        }
+        Some(SessionsCommand::Search(search)) => {
+            sessions::search_command(&store, &search.request(), search.json, &setup::working_dir()?).await
+        }
+        None | Some(SessionsCommand::Import { .. }) => {
+            sessions::list_command(&store, args.json, args.all, &setup::working_dir()?).await
+        }
+    }
+}
+
 /// Dispatches the parsed command line.
 fn run(cli: Cli) -> Result<ExitCode, Failure> {
     if let Some(Command::Completions { shell }) = &cli.command {
@@ -400,37 +438,7 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         Some(Command::Mcp {
             command: McpCommand::List,
         }) => runtime.block_on(mcp::list_command(&settings)),
-        Some(Command::Sessions(args)) => runtime.block_on(async {
-            // Import opens the PostgreSQL store it imports into itself; the others read the store.
-            if let Some(SessionsCommand::Import { dir }) = &args.command {
-                return sessions::import_command(&sessions_at, dir).await;
-            }
-            let store = sessions_at.open().await?;
-            match args.command {
-                Some(SessionsCommand::Export {
-                    id,
-                    format,
-                    output,
-                    all_branches,
-                    keep_paths,
-                }) => {
-                    let options = sessions::ExportOptions {
-                        format,
-                        output,
-                        all_branches,
-                        keep_paths,
-                    };
-                    let context = sessions::ExportContext::of(&settings, &env);
-                    sessions::export_command(&store, &id, &options, &context).await
-                }
-                Some(SessionsCommand::Search(search)) => {
-                    sessions::search_command(&store, &search.request(), search.json, &setup::working_dir()?).await
-                }
-                None | Some(SessionsCommand::Import { .. }) => {
-                    sessions::list_command(&store, args.json, args.all, &setup::working_dir()?).await
-                }
-            }
-        }),
+        Some(Command::Sessions(args)) => runtime.block_on(sessions_command(args, &sessions_at, &settings, &env)),
         None => {
             let all = cli.all_dirs;
             let choice = if let Some(id) = resume_at_hit {
