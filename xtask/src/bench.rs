@@ -1060,13 +1060,13 @@ mod tests {
         // 1.6x misses the 1.5x of the first two commands but would meet the others' 2x.
         let version = find("panto --version: / floor");
         assert_eq!(version.status(), Status::Missed);
-        assert_eq!(version.how, "panto 1.60 ms, floor 1.00 ms: medians of 101 alternating runs each");
+        assert_eq!(
+            version.how,
+            "panto 1.60 ms, floor 1.00 ms: medians of 101 alternating runs each"
+        );
         assert_eq!(find("panto sessions, 1,000 × 1 MB: / floor").status(), Status::Met);
         assert_eq!(find("panto --version: peak RSS").value, Some(4.0));
-        assert_eq!(
-            find("panto -p hi, new session: / floor").status(),
-            Status::NotMeasured
-        );
+        assert_eq!(find("panto -p hi, new session: / floor").status(), Status::NotMeasured);
     }
 
     #[test]

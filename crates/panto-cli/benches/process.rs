@@ -118,7 +118,8 @@ impl Env {
         let floor = floor::Program::build(&base.join("floor"));
         Env {
             // Another build of panto can be measured in the same harness (a before and after).
-            panto: std::env::var_os("PANTO_BENCH_PANTO").map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_panto")), PathBuf::from),
+            panto: std::env::var_os("PANTO_BENCH_PANTO")
+                .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_panto")), PathBuf::from),
             home,
             work,
             config: path_arg(&config),
@@ -422,7 +423,9 @@ fn floor_base() -> PathBuf {
 fn empty(dir: &Path) {
     std::fs::create_dir_all(dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
     for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("listing {}: {e}", dir.display())) {
-        let path = entry.unwrap_or_else(|e| panic!("listing {}: {e}", dir.display())).path();
+        let path = entry
+            .unwrap_or_else(|e| panic!("listing {}: {e}", dir.display()))
+            .path();
         std::fs::remove_file(&path).unwrap_or_else(|e| panic!("removing {}: {e}", path.display()));
     }
 }
@@ -437,7 +440,12 @@ fn keep(name: &str, bytes: &[u8]) -> String {
 /// The one request the mock recorded since its last reset, as sent.
 fn the_request(env: &Env, id: &str) -> Vec<u8> {
     let requests = env.server.requests();
-    assert_eq!(requests.len(), 1, "{id}: panto sent {} requests, expected 1", requests.len());
+    assert_eq!(
+        requests.len(),
+        1,
+        "{id}: panto sent {} requests, expected 1",
+        requests.len()
+    );
     floor::request_bytes(&requests[0])
 }
 
@@ -508,14 +516,9 @@ fn floors(env: &Env, results: &mut Results) {
         let floor_args = vec!["version".to_owned(), line];
         let floor_out = floor::ok(id, "the floor", program.command(&floor_args).output());
         assert_eq!(floor_out.stdout, out.stdout, "{id}: the floor printed another line");
-        floor_row(
-            env,
-            results,
-            id,
-            &|| {},
-            &|| env.command(&args),
-            &|| program.command(&floor_args),
-        );
+        floor_row(env, results, id, &|| {}, &|| env.command(&args), &|| {
+            program.command(&floor_args)
+        });
     }
 
     let id = IDS[1];
@@ -527,7 +530,14 @@ fn floors(env: &Env, results: &mut Results) {
             empty(&floor_dir);
             env.queue_answer();
         };
-        let args = strings(&["--config", &env.config, "--session-dir", &path_arg(&panto_dir), "-p", "hi"]);
+        let args = strings(&[
+            "--config",
+            &env.config,
+            "--session-dir",
+            &path_arg(&panto_dir),
+            "-p",
+            "hi",
+        ]);
         setup();
         let out = floor::ok(id, "panto", env.command(&args).output());
         answered(id)(&out);
@@ -547,14 +557,9 @@ fn floors(env: &Env, results: &mut Results) {
         setup();
         let floor_out = floor::ok(id, "the floor", program.command(&floor_args).output());
         assert_eq!(floor_out.stdout, out.stdout, "{id}: the floor printed another answer");
-        floor_row(
-            env,
-            results,
-            id,
-            &setup,
-            &|| env.command(&args),
-            &|| program.command(&floor_args),
-        );
+        floor_row(env, results, id, &setup, &|| env.command(&args), &|| {
+            program.command(&floor_args)
+        });
     }
     if env.quick {
         return;
@@ -566,7 +571,10 @@ fn floors(env: &Env, results: &mut Results) {
         let files = data::session_files(&dir);
         // `panto sessions` lists the sessions started in its working directory: it runs in the
         // one the set's sessions recorded, so that it prints all of them.
-        let here = files.first().and_then(|f| floor::recorded_cwd(f)).filter(|d| d.is_dir());
+        let here = files
+            .first()
+            .and_then(|f| floor::recorded_cwd(f))
+            .filter(|d| d.is_dir());
         let mut args = strings(&["sessions", "--session-dir", &path_arg(&dir)]);
         if here.is_none() {
             args.push("--all".to_owned());
@@ -580,11 +588,19 @@ fn floors(env: &Env, results: &mut Results) {
         };
         let out = floor::ok(id, "panto", panto().output());
         let listed = String::from_utf8_lossy(&out.stdout).lines().count();
-        assert!(listed >= files.len(), "{id}: panto sessions printed {listed} lines for {} sessions", files.len());
+        assert!(
+            listed >= files.len(),
+            "{id}: panto sessions printed {listed} lines for {} sessions",
+            files.len()
+        );
         let floor_args = vec!["sessions".to_owned(), path_arg(&dir)];
         let floor_out = floor::ok(id, "the floor", program.command(&floor_args).output());
         let floor_listed = String::from_utf8_lossy(&floor_out.stdout).lines().count();
-        assert_eq!(floor_listed, files.len(), "{id}: the floor listed {floor_listed} sessions");
+        assert_eq!(
+            floor_listed,
+            files.len(),
+            "{id}: the floor listed {floor_listed} sessions"
+        );
         floor_row(env, results, id, &|| {}, &panto, &|| program.command(&floor_args));
     }
 
@@ -606,15 +622,21 @@ fn floors(env: &Env, results: &mut Results) {
             "-p",
             "hi",
         ]);
-        let floor_args = resume_floor(env, program, id, &setup, &args, dir.target(), dir.target_bytes(), "resume-1mb", &dir.dir, &dir.prefix);
-        floor_row(
+        let floor_args = resume_floor(
             env,
-            results,
+            program,
             id,
             &setup,
-            &|| env.command(&args),
-            &|| program.command(&floor_args),
+            &args,
+            dir.target(),
+            dir.target_bytes(),
+            "resume-1mb",
+            &dir.dir,
+            &dir.prefix,
         );
+        floor_row(env, results, id, &setup, &|| env.command(&args), &|| {
+            program.command(&floor_args)
+        });
     }
 
     let id = IDS[4];
@@ -658,15 +680,21 @@ fn floors(env: &Env, results: &mut Results) {
             "-p",
             "hi",
         ]);
-        let floor_args = resume_floor(env, program, id, &setup, &args, &target, bytes, "resume-128mb", &dir, &session);
-        floor_row(
+        let floor_args = resume_floor(
             env,
-            results,
+            program,
             id,
             &setup,
-            &|| env.command(&args),
-            &|| program.command(&floor_args),
+            &args,
+            &target,
+            bytes,
+            "resume-128mb",
+            &dir,
+            &session,
         );
+        floor_row(env, results, id, &setup, &|| env.command(&args), &|| {
+            program.command(&floor_args)
+        });
     }
 }
 
@@ -707,6 +735,10 @@ fn resume_floor(
     let floor_out = floor::ok(id, "the floor", program.command(&floor_args).output());
     assert_eq!(floor_out.stdout, out.stdout, "{id}: the floor printed another answer");
     let after_floor = std::fs::metadata(target).map_or(0, |m| m.len());
-    assert_eq!(after_floor, after.len() as u64, "{id}: the floor appended other bytes than panto");
+    assert_eq!(
+        after_floor,
+        after.len() as u64,
+        "{id}: the floor appended other bytes than panto"
+    );
     floor_args
 }
