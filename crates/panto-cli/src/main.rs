@@ -57,12 +57,14 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::exit::{usage, Failure};
 use crate::tools::{Approval, Sandbox};
 
+/// The version and the commit it was built from (build.rs).
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("PANTO_GIT_COMMIT"), ")");
+
 /// The command line.
 #[derive(Debug, Parser)]
 #[command(
     name = "panto",
-    // The version and the commit it was built from (build.rs).
-    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("PANTO_GIT_COMMIT"), ")"),
+    version = VERSION,
     about = "A terminal agent: chat with an LLM that can read, write, edit files and run commands.",
     after_help = "Without -p, panto starts the interactive REPL. Exit codes: 0 success, 1 a turn or \
                   an operation failed, 2 bad usage or configuration, 130 interrupted by Ctrl-C. \
@@ -297,7 +299,17 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         config::store_url(cli.store.as_deref(), &settings, &env)?,
         config::session_dir(cli.session_dir.as_deref(), &settings, &env)?,
     );
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    // One agent's turn (print mode) and the commands run on this thread alone: worker threads
+    // would be started, and the work handed between threads, for a single request. The REPL keeps
+    // them: between turns its line editor blocks this thread, while MCP servers, signal watchers
+    // and the key reader's tasks must go on.
+    let repl = cli.command.is_none() && cli.print.is_none();
+    let mut builder = if repl {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    let runtime = builder
         .enable_all()
         .build()
         .map_err(|e| Failure::runtime(format!("cannot start the async runtime: {e}")))?;
@@ -379,7 +391,8 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             }
         }
     };
-    if let Some(warning) = telemetry.finish() {
+    // The export sends on the runtime's tasks: the runtime is driven while it flushes.
+    if let Some(warning) = interrupt::while_driving(&runtime, move || telemetry.finish()).flatten() {
         safe::eprint_line(&format!("warning: {warning}"));
     }
     // A tool that cannot be stopped (a read stuck in the kernel) must not keep panto alive.
