@@ -257,6 +257,19 @@ enum SessionsCommand {
 }
 
 fn main() -> ExitCode {
+    // `panto --version` alone is answered before clap builds the definition of the whole command
+    // line, a third of that command's instructions; the line is the one clap prints.
+    let mut args = std::env::args_os();
+    if args.len() == 2
+        && matches!(
+            args.nth(1).as_deref().and_then(|a| a.to_str()),
+            Some("--version" | "-V")
+        )
+    {
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), "panto {VERSION}");
+        return ExitCode::SUCCESS;
+    }
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
@@ -425,6 +438,14 @@ mod tests {
     #[test]
     fn the_command_line_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn the_early_version_line_is_the_one_clap_prints() {
+        assert_eq!(Cli::command().render_version(), format!("panto {VERSION}\n"));
+        let err = Cli::try_parse_from(["panto", "-V"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::DisplayVersion);
+        assert_eq!(err.to_string(), format!("panto {VERSION}\n"));
     }
 
     #[test]
