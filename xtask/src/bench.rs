@@ -667,7 +667,7 @@ pub(crate) fn process_rows(r: &Results) -> Vec<Row> {
             "MiB",
             Bound::AtMost,
             30.0,
-            "getrusage of the child",
+            "wait4 of panto's process alone",
         ),
         row(
             "panto -r PREFIX -p hi among 1,000 × 1 MB",
@@ -775,7 +775,7 @@ pub(crate) fn floor_rows(r: &Results) -> Vec<Row> {
             Bound::Info,
             0.0,
             &format!(
-                "getrusage of panto's process alone; the floor's {} MiB",
+                "wait4 of panto's process alone; the floor's {} MiB",
                 mib("floor_peak_rss_bytes").map_or("?".to_owned(), fmt)
             ),
         ));

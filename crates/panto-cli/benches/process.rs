@@ -9,6 +9,10 @@
 //! - `process/sessions_json/{1000,10000}`: `panto sessions --json`. Targets: under 30 ms for
 //!   1,000 sessions, under 150 ms for 10,000 (and `10000_1mb` when `cargo xtask bench-data
 //!   --large` has built that set).
+//! - `floor/…`: the five everyday commands (the two above, `panto sessions` over 1,000 sessions,
+//!   resume by prefix among them, resume of a 128 MB session compacted late), each run alternately
+//!   with its floor, the least possible program doing the same input and output ([`floor`]).
+//!   Targets (issue 50): at most 1.5x the floor for the first two, 2x for the others.
 //!
 //! Wall time is criterion's (spawn to exit, output read through pipes). Peak RSS is measured
 //! apart, by a probe process ([`rss`]), and printed after the runs; both go to
@@ -17,8 +21,9 @@
 //! turn, as a real server's would be.
 //!
 //! Run: `cargo bench -p panto-cli --bench process` (a filter argument selects benchmarks by
-//! substring; `PANTO_BENCH_PANTO=PATH` measures another panto binary). Under `cargo test --benches` only the quick benchmarks run, once each, no data
-//! set is built and nothing is recorded.
+//! substring; `PANTO_BENCH_PANTO=PATH` measures another panto binary). Under `cargo test
+//! --benches` only the quick benchmarks (and the first two floors) run, once each, no data set
+//! is built and nothing is recorded.
 
 #![allow(clippy::print_stderr)]
 
@@ -393,7 +398,8 @@ fn listings(env: &Env, c: &mut Criterion, results: &mut Results) {
             continue;
         };
         let n = data::session_files(&dir).len();
-        let args = strings(&["sessions", "--json", "--session-dir", &path_arg(&dir)]);
+        // Every session of the set, whichever directory each was started in.
+        let args = strings(&["sessions", "--json", "--all", "--session-dir", &path_arg(&dir)]);
         let check = listed(&id, n);
         env.run(
             c,
