@@ -44,6 +44,14 @@ pub fn interrupt_token() -> (CancellationToken, JoinHandle<()>) {
     (token, watcher)
 }
 
+/// Runs `f` on a blocking thread while this thread drives `runtime`, so that the tasks `f` waits
+/// for go on whatever the runtime's flavour (a current-thread runtime runs its tasks only inside
+/// `block_on`). `None` if `f` panicked.
+pub fn while_driving<T: Send + 'static>(runtime: &Runtime, f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    let work = runtime.spawn_blocking(f);
+    runtime.block_on(work).ok()
+}
+
 /// How long panto waits, once it is done, for tool work still running (a cancelled call that has
 /// not noticed, a read stuck in the kernel) before it exits without it.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
@@ -52,9 +60,12 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 /// says on stderr what is abandoned if some does not, then stops the runtime without waiting for
 /// threads that cannot be stopped (a blocking system call is not interruptible). Returns what was
 /// abandoned.
-pub fn shutdown(runtime: Runtime, running: &Running, grace: Duration) -> Vec<String> {
+pub fn shutdown(runtime: Runtime, running: &'static Running, grace: Duration) -> Vec<String> {
     let deadline = Instant::now() + grace;
-    let abandoned = running.wait_idle(grace);
+    // The runtime is driven while the tools' work is waited for: an aborted tool task lets go of
+    // its registration when the runtime drops it, and a current-thread runtime runs tasks only
+    // inside `block_on`.
+    let abandoned = while_driving(&runtime, move || running.wait_idle(grace)).unwrap_or_default();
     if abandoned.is_empty() {
         // Other blocking work (a store write) gets what is left of the grace.
         runtime.shutdown_timeout(deadline.saturating_duration_since(Instant::now()));
@@ -100,5 +111,31 @@ mod tests {
             .expect("shutdown returns although the tool never does");
         assert_eq!(abandoned, ["read /net/hung/file"]);
         drop(release);
+    }
+
+    #[test]
+    fn shutdown_on_a_current_thread_runtime_lets_an_aborted_tool_go() {
+        static ABORTED: Running = Running::new();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        // A tool call's task, registered and waiting, aborted as a cancelled turn aborts it:
+        // the registration ends when the runtime drops the task, which a current-thread runtime
+        // does only while it is driven.
+        let task = runtime.spawn(async {
+            let _running = ABORTED.start("bash sleep 600".into());
+            std::future::pending::<()>().await;
+        });
+        runtime.block_on(tokio::task::yield_now());
+        task.abort();
+        let started = Instant::now();
+        let abandoned = shutdown(runtime, &ABORTED, Duration::from_secs(5));
+        assert!(abandoned.is_empty(), "abandoned {abandoned:?}");
+        assert!(
+            started.elapsed() < Duration::from_secs(4),
+            "waited {:?}",
+            started.elapsed()
+        );
     }
 }

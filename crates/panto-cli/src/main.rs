@@ -57,12 +57,14 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::exit::{usage, Failure};
 use crate::tools::{Approval, Sandbox};
 
+/// The version and the commit it was built from (build.rs).
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("PANTO_GIT_COMMIT"), ")");
+
 /// The command line.
 #[derive(Debug, Parser)]
 #[command(
     name = "panto",
-    // The version and the commit it was built from (build.rs).
-    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("PANTO_GIT_COMMIT"), ")"),
+    version = VERSION,
     about = "A terminal agent: chat with an LLM that can read, write, edit files and run commands.",
     after_help = "Without -p, panto starts the interactive REPL. Exit codes: 0 success, 1 a turn or \
                   an operation failed, 2 bad usage or configuration, 130 interrupted by Ctrl-C. \
@@ -311,6 +313,19 @@ impl SearchArgs {
 }
 
 fn main() -> ExitCode {
+    // `panto --version` alone is answered before clap builds the definition of the whole command
+    // line, a third of that command's instructions; the line is the one clap prints.
+    let mut args = std::env::args_os();
+    if args.len() == 2
+        && matches!(
+            args.nth(1).as_deref().and_then(|a| a.to_str()),
+            Some("--version" | "-V")
+        )
+    {
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), "panto {VERSION}");
+        return ExitCode::SUCCESS;
+    }
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => code,
@@ -391,7 +406,17 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
         config::store_url(cli.store.as_deref(), &settings, &env)?,
         config::session_dir(cli.session_dir.as_deref(), &settings, &env)?,
     );
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    // One agent's turn (print mode) and the commands run on this thread alone: worker threads
+    // would be started, and the work handed between threads, for a single request. The REPL keeps
+    // them: between turns its line editor blocks this thread, while MCP servers, signal watchers
+    // and the key reader's tasks must go on.
+    let repl = cli.command.is_none() && cli.print.is_none();
+    let mut builder = if repl {
+        tokio::runtime::Builder::new_multi_thread()
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    let runtime = builder
         .enable_all()
         .build()
         .map_err(|e| Failure::runtime(format!("cannot start the async runtime: {e}")))?;
@@ -493,7 +518,8 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
             }
         }
     };
-    if let Some(warning) = telemetry.finish() {
+    // The export sends on the runtime's tasks: the runtime is driven while it flushes.
+    if let Some(warning) = interrupt::while_driving(&runtime, move || telemetry.finish()).flatten() {
         safe::eprint_line(&format!("warning: {warning}"));
     }
     // A tool that cannot be stopped (a read stuck in the kernel) must not keep panto alive.
@@ -526,6 +552,14 @@ mod tests {
     #[test]
     fn the_command_line_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn the_early_version_line_is_the_one_clap_prints() {
+        assert_eq!(Cli::command().render_version(), format!("panto {VERSION}\n"));
+        let err = Cli::try_parse_from(["panto", "-V"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::DisplayVersion);
+        assert_eq!(err.to_string(), format!("panto {VERSION}\n"));
     }
 
     #[test]

@@ -262,6 +262,11 @@ impl ResumeDir {
             .unwrap_or_else(|e| panic!("restoring {}: {e}", self.target.display()));
     }
 
+    /// The resumed session's file.
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
     /// Bytes of the resumed session.
     pub fn target_bytes(&self) -> u64 {
         std::fs::metadata(&self.pristine).map_or(0, |m| m.len())
