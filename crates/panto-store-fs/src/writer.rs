@@ -124,6 +124,14 @@ impl Writer {
                 Scanned::Empty | Scanned::TornHeader => None,
             }
         };
+        if len == 0 && durability == Durability::Fsync {
+            // A new session's name is an entry of the directory: until the directory is synced,
+            // a power loss may drop the file with every append synced into it. Once per file,
+            // before its first append.
+            File::open(dir)
+                .and_then(|d| d.sync_all())
+                .map_err(|e| io_error("syncing the session directory", dir, e))?;
+        }
         let committed = log.as_ref().map_or(0, |log| log.committed);
         if committed < len {
             // A torn final line: a crash mid-write. It was never committed, so cut it before

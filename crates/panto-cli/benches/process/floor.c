@@ -7,8 +7,8 @@
  *   panto-floor new PORT REQUEST SESSION_DIR ENTRIES ANSWER
  *       `panto -p hi`, a new session: connects to 127.0.0.1:PORT, sends the bytes of file REQUEST
  *       (the request panto sent, as the mock recorded it), reads the reply to its end, creates a
- *       new file in SESSION_DIR and appends the bytes of file ENTRIES (the session panto wrote),
- *       fdatasyncs it, and prints ANSWER.
+ *       new file in SESSION_DIR, fsyncs SESSION_DIR, appends the bytes of file ENTRIES (the
+ *       session panto wrote), fdatasyncs it, and prints ANSWER.
  *   panto-floor resume PORT REQUEST SESSION_DIR PREFIX ENTRIES ANSWER
  *       `panto -r PREFIX -p hi`: reads SESSION_DIR's names, finds the one session starting with
  *       PREFIX, reads the whole file into memory, sends REQUEST and reads the reply as above,
@@ -187,6 +187,10 @@ static int new_session(char **argv) {
              (unsigned long long)now.tv_sec * 1000000000ull + (unsigned long long)now.tv_nsec, (unsigned)getpid());
     int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0600);
     if (fd < 0) die("creating", path);
+    /* A new file's name is durable once its directory is synced, as panto's store does. */
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0 || fsync(dfd) != 0) die("syncing", dir);
+    close(dfd);
     append_entries(fd, entries, path);
     close(fd);
     answer(text);

@@ -182,6 +182,12 @@ impl TurnFile {
                         .mode(0o600)
                         .open(&path)?;
                     file.try_lock().map_err(io::Error::other)?;
+                    // The store syncs the directory once per new session file; so does the floor.
+                    if sync {
+                        if let Some(dir) = path.parent() {
+                            File::open(dir)?.sync_all()?;
+                        }
+                    }
                     Arc::new(file)
                 }
             };
