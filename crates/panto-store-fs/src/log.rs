@@ -30,7 +30,7 @@ use crate::format::{
     CompactionOnDisk, ForkOnDisk, HeaderIn, MAX_LINE,
 };
 use crate::lines::{Lines, Next};
-use crate::open::open_for_reading;
+use crate::open::{open_for_reading, FileStamp};
 
 /// An entry without its message content: what the first pass keeps of every line.
 #[derive(Debug, Deserialize)]
@@ -152,12 +152,37 @@ impl Scanned {
 /// (see `open.rs`) and scans it. `None` when there is no such file, or it is empty: an empty file
 /// holds no session (see `listing::holds_no_session`).
 pub(crate) fn open_log(path: &Path, id: &str) -> Result<Option<(File, ParsedLog)>> {
-    let Some((file, _)) = open_for_reading(path)? else {
+    Ok(open_stamped_log(path, id)?.map(|(file, scanned)| (file, scanned.log)))
+}
+
+/// A scanned log with the stamp of the file as it was before the scan began: a writer that
+/// later locks the file takes the log instead of scanning again when the file's stamp is still
+/// the same (see `Writer::open`).
+#[derive(Debug)]
+pub(crate) struct StampedLog {
+    /// The file's identity and last change, from `fstat` before the scan.
+    pub stamp: FileStamp,
+    /// The scan.
+    pub log: ParsedLog,
+}
+
+/// [`open_log`], keeping the file's stamp with its log.
+pub(crate) fn open_stamped_log(path: &Path, id: &str) -> Result<Option<(File, StampedLog)>> {
+    let Some((file, meta)) = open_for_reading(path)? else {
         return Ok(None);
     };
+    // Taken before the scan: a change made while it reads (an append, a cut) moves the length
+    // or the change time past this stamp, so a writer comparing it rescans.
+    let stamp = FileStamp::of(&meta);
     match scan_log(&file, path, id)? {
         Scanned::Empty => Ok(None),
-        scanned => Ok(Some((file, scanned.into_log(path)?))),
+        scanned => Ok(Some((
+            file,
+            StampedLog {
+                stamp,
+                log: scanned.into_log(path)?,
+            },
+        ))),
     }
 }
 
@@ -168,8 +193,16 @@ pub(crate) fn scan_log<R: Read>(reader: R, path: &Path, id: &str) -> Result<Scan
     scan_log_with_max(reader, path, id, MAX_LINE)
 }
 
+#[cfg(test)]
+thread_local! {
+    /// How many scans this thread has made: tests check that a file is read once, not twice.
+    pub(crate) static SCANS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// [`scan_log`] with `max` as the longest line accepted (smaller in tests).
 fn scan_log_with_max<R: Read>(reader: R, path: &Path, id: &str, max: usize) -> Result<Scanned> {
+    #[cfg(test)]
+    SCANS.with(|n| n.set(n.get() + 1));
     let mut lines = Lines::new(reader, max);
     let read_error = |e| io_error("reading", path, e);
     let header_location = line_location(path, 1);

@@ -9,7 +9,7 @@
 
 use std::fs::{File, FileType, Metadata, OpenOptions};
 use std::io;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::Path;
 
 use nix::errno::Errno;
@@ -47,6 +47,31 @@ pub(crate) fn open_for_append(path: &Path) -> io::Result<File> {
         .mode(0o600)
         .custom_flags(flags())
         .open(path)
+}
+
+/// What identifies a file's content without reading it: its device and inode, length, and last
+/// modification and status change times. Every write, cut or replacement of the file moves at
+/// least one of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FileStamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl FileStamp {
+    /// The stamp of the file `meta` describes.
+    pub(crate) fn of(meta: &Metadata) -> FileStamp {
+        FileStamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.len(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        }
+    }
 }
 
 /// The file and its metadata, if `fstat` says it is a regular file.

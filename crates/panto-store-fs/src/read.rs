@@ -10,25 +10,28 @@ use panto_core::store::{CheckpointRecord, EntryRef, LoadedBranch, SessionTree, S
 use panto_core::{Message, Result};
 
 use crate::format::{corrupt, io_error, line_location, parse_entry, CheckpointOnDisk, ForkOnDisk};
-use crate::log::{open_log, EntryOutline, ParsedLog};
+use crate::log::{open_log, open_stamped_log, EntryOutline, ParsedLog, StampedLog};
 
 /// Reads session `id` from the file at `path` for `load_branch`: the metadata bag, the messages
 /// of the active branch's view with their entries, and the fork origin. `None` when there is no
-/// such file.
-pub(crate) fn load_branch(path: &Path, id: &str) -> Result<Option<LoadedBranch>> {
-    let Some((file, log)) = open_log(path, id)? else {
+/// such file. The scanned log comes back too (without the metadata bag, which the branch took),
+/// for a writer opened next to adopt instead of scanning the file again.
+pub(crate) fn load_branch(path: &Path, id: &str) -> Result<Option<(LoadedBranch, StampedLog)>> {
+    let Some((file, mut scanned)) = open_stamped_log(path, id)? else {
         return Ok(None);
     };
-    let messages = read_view(&file, path, &log)?;
+    let log = &mut scanned.log;
+    let messages = read_view(&file, path, log)?;
     let entries = log.view.iter().map(|&i| entry_ref(&log.entries[i].entry)).collect();
-    Ok(Some(LoadedBranch {
+    let branch = LoadedBranch {
         conversation: panto_core::Conversation {
             messages,
-            metadata: log.header.metadata,
+            metadata: log.header.metadata.take(),
         },
         entries,
-        forked_from: log.header.forked_from.map(ForkOnDisk::into_origin),
-    }))
+        forked_from: log.header.forked_from.clone().map(ForkOnDisk::into_origin),
+    };
+    Ok(Some((branch, scanned)))
 }
 
 /// Reads every message entry of session `id` from the file at `path`, for `tree`. `None` when

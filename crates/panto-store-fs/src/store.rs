@@ -23,6 +23,7 @@ use crate::format::io_error;
 use crate::format::{CheckpointOnDisk, ForkOnDisk};
 use crate::history::{self, SessionFile};
 use crate::listing::{holds_no_session, read_info};
+use crate::log::StampedLog;
 use crate::read::{load_branch, load_checkpoints, load_tree};
 use crate::writer::Writer;
 
@@ -52,6 +53,10 @@ struct Inner {
     /// The sessions this store has open for writing. The outer lock is held only to find a
     /// slot; each slot's lock serialises the appends to its session.
     writers: Mutex<HashMap<String, WriterSlot>>,
+    /// The scan of the session loaded last, by id, kept for the writer that a resume opens next
+    /// (its first append), which takes it when the file has not changed since: a resumed file is
+    /// then read once, not twice. One at most, so memory stays bounded by one session's outline.
+    loaded: Mutex<Option<(String, StampedLog)>>,
 }
 
 impl fmt::Debug for JsonlStore {
@@ -104,6 +109,7 @@ impl JsonlStore {
                 dir: dir.into(),
                 durability,
                 writers: Mutex::new(HashMap::new()),
+                loaded: Mutex::new(None),
             }),
         })
     }
@@ -280,7 +286,23 @@ impl Inner {
     }
 
     fn load_branch(&self, id: &str) -> Result<Option<LoadedBranch>> {
-        load_branch(&self.path_of(id), id)
+        let Some((branch, scanned)) = load_branch(&self.path_of(id), id)? else {
+            return Ok(None);
+        };
+        *lock(&self.loaded) = Some((id.to_owned(), scanned));
+        Ok(Some(branch))
+    }
+
+    /// The scan the last load left for session `id`, if it was of `id`.
+    fn take_loaded(&self, id: &str) -> Option<StampedLog> {
+        let mut loaded = lock(&self.loaded);
+        match loaded.take() {
+            Some((loaded_id, scanned)) if loaded_id == id => Some(scanned),
+            other => {
+                *loaded = other;
+                None
+            }
+        }
     }
 
     /// Runs `f` on session `id`'s writer, opening it (and taking the session's lock) if needed.
@@ -289,7 +311,7 @@ impl Inner {
         let mut guard = lock_slot(&slot);
         let writer = match &mut *guard {
             Some(writer) => writer,
-            empty => empty.insert(Writer::open(&self.dir, id, self.durability)?),
+            empty => empty.insert(Writer::open(&self.dir, id, self.durability, self.take_loaded(id))?),
         };
         let result = f(writer);
         if writer.broken {
@@ -544,5 +566,77 @@ impl SessionStore for JsonlStore {
     /// in flight (a cancelled turn's) closes it when it ends.
     fn release_writer(&self, id: &str) {
         self.inner.release_now(id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use panto_core::{ContentBlock, Message, Role};
+
+    use super::*;
+    use crate::log::SCANS;
+
+    fn user(text: &str) -> Message {
+        Message::new(Role::User, vec![ContentBlock::text(text)])
+    }
+
+    fn append(store: &JsonlStore, id: &str, text: &str) {
+        let message = user(text);
+        let batch = [BatchMessage {
+            message: &message,
+            usage: None,
+            wire: None,
+            compaction: None,
+        }];
+        store.inner.append(id, &batch, None).expect("append");
+    }
+
+    fn texts(store: &JsonlStore, id: &str) -> Vec<String> {
+        let branch = store.inner.load_branch(id).expect("load").expect("the session exists");
+        branch.conversation.messages.iter().map(Message::text).collect()
+    }
+
+    fn scans() -> usize {
+        SCANS.with(std::cell::Cell::get)
+    }
+
+    #[test]
+    fn a_resumed_session_is_read_once_for_its_load_and_its_next_append() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let id = "0190ab";
+        let store = JsonlStore::with_durability(dir.path(), Durability::None);
+        append(&store, id, "first");
+        store.inner.release(id);
+
+        let resumed = JsonlStore::with_durability(dir.path(), Durability::None);
+        let before = scans();
+        assert_eq!(texts(&resumed, id), ["first"]);
+        append(&resumed, id, "second");
+        assert_eq!(
+            scans() - before,
+            1,
+            "the load's scan is the writer's: the file is read once"
+        );
+        // The append chained onto the loaded tip.
+        assert_eq!(texts(&resumed, id), ["first", "second"]);
+    }
+
+    #[test]
+    fn a_file_changed_between_the_load_and_the_lock_is_read_again() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let id = "0190ac";
+        let store = JsonlStore::with_durability(dir.path(), Durability::None);
+        append(&store, id, "first");
+        store.inner.release(id);
+
+        let resumed = JsonlStore::with_durability(dir.path(), Durability::None);
+        assert_eq!(texts(&resumed, id), ["first"]);
+        // Another process appends before this one takes the lock.
+        append(&store, id, "elsewhere");
+        store.inner.release(id);
+        let before = scans();
+        append(&resumed, id, "second");
+        assert_eq!(scans() - before, 1, "the changed file is scanned under the lock");
+        assert_eq!(texts(&resumed, id), ["first", "elsewhere", "second"]);
     }
 }

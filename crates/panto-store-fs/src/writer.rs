@@ -20,8 +20,8 @@ use crate::format::{
     Activity, ActivityOut, BranchOut, CheckpointOnDisk, CompactionOnDisk, EntryOut, HeaderOut, BRANCH_TYPE,
     HEADER_TYPE, MAX_LINE, MESSAGE_TYPE, VERSION,
 };
-use crate::log::{scan_log, ParsedLog, Scanned};
-use crate::open::{check_regular, open_error, open_for_append};
+use crate::log::{scan_log, ParsedLog, Scanned, StampedLog};
+use crate::open::{check_regular, open_error, open_for_append, FileStamp};
 
 /// The largest serialisation buffer a writer keeps for its next append.
 const MAX_SCRATCH: usize = 1 << 20;
@@ -83,7 +83,11 @@ impl Writer {
     /// Only a regular file is opened, never through a link (see `open.rs`), and everything
     /// after (the read, the cut, the appends) goes through that one descriptor: a link planted
     /// in the directory cannot make an append or a repair touch another file.
-    pub(crate) fn open(dir: &Path, id: &str, durability: Durability) -> Result<Writer> {
+    ///
+    /// `scanned` is a scan of the file made before the lock was taken (by a load): it is taken
+    /// instead of reading the file again only when the locked file's stamp (identity, length,
+    /// change times) is still the one it was scanned at; otherwise the file is scanned anew.
+    pub(crate) fn open(dir: &Path, id: &str, durability: Durability, scanned: Option<StampedLog>) -> Result<Writer> {
         let path = dir.join(format!("{id}.jsonl"));
         // The directory is created only when the open finds it missing: it is there for all
         // but a store's first session, and a `mkdir` of an existing directory still takes its
@@ -115,6 +119,8 @@ impl Writer {
         // buffers for each).
         let log = if len == 0 {
             None
+        } else if let Some(scanned) = scanned.filter(|s| s.stamp == FileStamp::of(&meta)) {
+            Some(scanned.log)
         } else {
             file.seek(SeekFrom::Start(0))
                 .map_err(|e| io_error("reading", &path, e))?;
