@@ -111,6 +111,23 @@ pub(crate) struct HeaderIn {
     pub forked_from: Option<ForkOnDisk>,
 }
 
+/// Line 1 with its type and version, parsed at once: what a valid header costs to read.
+#[derive(Debug, Deserialize)]
+struct HeaderChecked<'a> {
+    #[serde(rename = "type", default, borrow)]
+    kind: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default)]
+    version: Option<u64>,
+    id: String,
+    created: DateTime<Utc>,
+    #[serde(default)]
+    cwd: Option<String>,
+    #[serde(default)]
+    metadata: Option<String>,
+    #[serde(default)]
+    forked_from: Option<ForkOnDisk>,
+}
+
 /// Just enough of line 1 to check that it is a header of a version we read, before the rest of
 /// its shape is held against this version's rules.
 #[derive(Debug, Deserialize)]
@@ -311,6 +328,21 @@ fn describe(e: &serde_json::Error) -> String {
 pub(crate) fn parse_header(line: &[u8], location: &str) -> Result<HeaderIn> {
     if line.is_empty() {
         return Err(corrupt(location, "the header line is empty"));
+    }
+    // A well-formed header of a version this reads, in one parse; anything else goes through
+    // the probe, which names what is wrong.
+    if let Ok(whole) = serde_json::from_slice::<HeaderChecked>(line) {
+        if whole.kind.as_deref() == Some(HEADER_TYPE)
+            && whole.version.is_some_and(|v| (OLDEST_READ..=VERSION).contains(&v))
+        {
+            return Ok(HeaderIn {
+                id: whole.id,
+                created: whole.created,
+                cwd: whole.cwd,
+                metadata: whole.metadata,
+                forked_from: whole.forked_from,
+            });
+        }
     }
     let probe: HeaderProbe = serde_json::from_slice(line).map_err(|e| corrupt(location, describe(&e)))?;
     match probe.kind.as_deref() {

@@ -38,13 +38,34 @@ const TAIL_PROBE: usize = 4 * 1024;
 /// a regular file is an error naming it, and a file that vanished since the directory was read
 /// holds no session.
 pub(crate) fn read_info(path: &Path, id: &str) -> Result<Option<SessionInfo>> {
+    read_info_with(path, id, &mut Probes::default())
+}
+
+/// The buffers the reads of [`read_info_with`] go into, kept from one file to the next: a
+/// listing of a thousand sessions then zeroes and allocates them once, not once per file.
+#[derive(Debug, Default)]
+pub(crate) struct Probes {
+    head: Vec<u8>,
+    tail: Vec<u8>,
+}
+
+/// The first `n` bytes of `buf`, grown (zeroed) only past what an earlier file already grew.
+fn first(buf: &mut Vec<u8>, n: usize) -> &mut [u8] {
+    if buf.len() < n {
+        buf.resize(n, 0);
+    }
+    &mut buf[..n]
+}
+
+/// [`read_info`], reading into `probes`.
+pub(crate) fn read_info_with(path: &Path, id: &str, probes: &mut Probes) -> Result<Option<SessionInfo>> {
     let Some((file, meta)) = open_for_reading(path)? else {
         return Ok(None);
     };
     if meta.len() == 0 {
         return Ok(None);
     }
-    read_info_of(file, meta.len(), path, id, MAX_LINE).map(Some)
+    read_info_of(file, meta.len(), path, id, MAX_LINE, probes).map(Some)
 }
 
 /// Whether the file at `path` is empty. An empty session file is what a process leaves when it
@@ -58,30 +79,35 @@ pub(crate) fn holds_no_session(path: &Path) -> bool {
 }
 
 /// The listing info from `file`, `len` bytes long, with `max` as the longest line read.
-fn read_info_of(mut file: File, len: u64, path: &Path, id: &str, max: usize) -> Result<SessionInfo> {
+fn read_info_of(
+    mut file: File,
+    len: u64,
+    path: &Path,
+    id: &str,
+    max: usize,
+    probes: &mut Probes,
+) -> Result<SessionInfo> {
     if len <= SMALL_FILE {
         // Exactly `len` bytes: one read, without a second one to find the end of the file.
-        let mut bytes = vec![0; len as usize];
-        file.read_exact(&mut bytes).map_err(|e| io_error("reading", path, e))?;
-        let first = match memchr::memchr(b'\n', &bytes) {
+        let bytes = first(&mut probes.tail, len as usize);
+        file.read_exact(bytes).map_err(|e| io_error("reading", path, e))?;
+        let bytes = &*bytes;
+        let first_line = match memchr::memchr(b'\n', bytes) {
             Some(i) => FirstLine::Line(bytes[..i].to_vec()),
             None if bytes.is_empty() => FirstLine::Empty,
             None => FirstLine::Torn,
         };
-        let last = read_last_complete_line(&mut io::Cursor::new(&bytes), bytes.len() as u64, max)
+        let last = read_last_complete_line(&mut io::Cursor::new(bytes), bytes.len() as u64, max)
             .map_err(|e| io_error("reading", path, e))?;
-        return info_from(path, id, first, Last::Whole(last), max);
+        return info_from(path, id, first_line, Last::Whole(last), max);
     }
     let read = |e| io_error("reading", path, e);
     // One positioned read at each end finds both lines in almost every session; the block
     // readers take over when a line is longer than its probe.
-    let mut head = vec![0; HEAD_PROBE];
-    file.read_exact_at(&mut head, 0).map_err(read)?;
-    let first = match memchr::memchr(b'\n', &head) {
-        Some(i) => {
-            head.truncate(i);
-            FirstLine::Line(head)
-        }
+    let head = first(&mut probes.head, HEAD_PROBE);
+    file.read_exact_at(head, 0).map_err(read)?;
+    let first_line = match memchr::memchr(b'\n', head) {
+        Some(i) => FirstLine::Line(head[..i].to_vec()),
         None => {
             file.seek(SeekFrom::Start(0)).map_err(read)?;
             read_first_line(&mut file, max).map_err(read)?
@@ -91,19 +117,20 @@ fn read_info_of(mut file: File, len: u64, path: &Path, id: &str, max: usize) -> 
     // a long tool result) ends with its listing fields, which the probe holds all the same.
     let size = TAIL_PROBE.min(len as usize);
     let probe_start = len - size as u64;
-    let mut tail = vec![0; size];
-    file.read_exact_at(&mut tail, probe_start).map_err(read)?;
-    let last = match memchr::memrchr(b'\n', &tail) {
+    let tail = first(&mut probes.tail, size);
+    file.read_exact_at(tail, probe_start).map_err(read)?;
+    let tail = &*tail;
+    let last = match memchr::memrchr(b'\n', tail) {
         Some(end) => match memchr::memrchr(b'\n', &tail[..end]) {
             Some(start) => LastLine::Line(probe_start + start as u64 + 1, tail[start + 1..end].to_vec()),
             None => match skim_tail_end(&tail[..end]) {
-                Some(skimmed) => return info_from(path, id, first, Last::Skimmed(skimmed), max),
+                Some(skimmed) => return info_from(path, id, first_line, Last::Skimmed(skimmed), max),
                 None => read_last_complete_line(&mut file, len, max).map_err(read)?,
             },
         },
         None => read_last_complete_line(&mut file, len, max).map_err(read)?,
     };
-    info_from(path, id, first, Last::Whole(last), max)
+    info_from(path, id, first_line, Last::Whole(last), max)
 }
 
 /// The newest entry of a file, as far as `read_info` read it.
@@ -244,6 +271,49 @@ mod tests {
     }
 
     #[test]
+    fn probes_kept_from_a_larger_file_list_a_smaller_one_as_it_is() {
+        use panto_core::store::PersistentMessage;
+        use panto_core::{Conversation, Message, Role, SessionStore};
+
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::JsonlStore::with_durability(dir.path(), crate::Durability::None);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        // A large session (both probes used in full), then a small one read whole, then a
+        // middling one: each read into what the one before left in the buffers.
+        let mut ids = Vec::new();
+        for (prompt_len, count) in [(30_000, 3), (10, 1), (3_000, 2)] {
+            let id = panto_core::store::new_session_id();
+            let conversation = Conversation::new();
+            for n in 0..count {
+                let m = Message::new(
+                    Role::User,
+                    vec![panto_core::ContentBlock::text(format!("{n}{}", "p".repeat(prompt_len)))],
+                );
+                let entry = PersistentMessage {
+                    message: &m,
+                    usage: None,
+                    wire: None,
+                    conversation: &conversation,
+                    tools_available: &[],
+                    compaction: None,
+                };
+                rt.block_on(store.append(&id, &[entry])).unwrap();
+            }
+            ids.push((id, count));
+        }
+        let mut probes = Probes::default();
+        for (id, count) in &ids {
+            let path = store.session_path(id).unwrap();
+            let kept = read_info_with(&path, id, &mut probes).unwrap().unwrap();
+            assert_eq!(kept, read_info(&path, id).unwrap().unwrap(), "{id}");
+            assert_eq!(kept.message_count, *count);
+        }
+    }
+
+    #[test]
     fn a_damaged_line_over_the_maximum_is_reported_by_the_listing() {
         let dir = tempfile::tempdir().unwrap();
         let id = panto_core::store::new_session_id();
@@ -252,7 +322,7 @@ mod tests {
         let info = |max: usize| {
             let file = File::open(&path).unwrap();
             let len = file.metadata().unwrap().len();
-            read_info_of(file, len, &path, &id, max)
+            read_info_of(file, len, &path, &id, max, &mut Probes::default())
         };
         let max = 4 * BLOCK;
 

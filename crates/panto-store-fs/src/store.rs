@@ -22,7 +22,7 @@ use crate::format::corrupt;
 use crate::format::io_error;
 use crate::format::{CheckpointOnDisk, ForkOnDisk};
 use crate::history::{self, SessionFile};
-use crate::listing::{holds_no_session, read_info};
+use crate::listing::{holds_no_session, read_info, read_info_with, Probes};
 use crate::log::StampedLog;
 use crate::read::{load_branch, load_checkpoints, load_tree};
 use crate::writer::Writer;
@@ -250,8 +250,9 @@ impl Inner {
     fn scan_all(&self) -> Result<(Vec<SessionInfo>, UnreadableFiles)> {
         let (files, mut problems) = self.session_files()?;
         let mut infos = Vec::with_capacity(files.len());
+        let mut probes = Probes::default();
         for (id, path) in files {
-            match read_info(&path, &id) {
+            match read_info_with(&path, &id, &mut probes) {
                 Ok(Some(info)) => infos.push(info),
                 Ok(None) => {}
                 Err(e) => problems.push((path, e)),
