@@ -1,6 +1,9 @@
 //! The session table: the short ids and rows of `panto sessions`, the `-r` picker and
 //! `/sessions`.
 
+use std::fmt::Write as _;
+
+use chrono::format::{Item, Numeric, Pad};
 use chrono::{DateTime, Local, Utc};
 use panto_core::SessionInfo;
 
@@ -72,17 +75,50 @@ pub fn unique_prefix<'a>(id: &str, others: impl IntoIterator<Item = &'a str>) ->
     id.chars().take(len).collect()
 }
 
+/// `%Y-%m-%d %H:%M`, parsed once instead of on every row.
+const MINUTE: &[Item<'static>] = &[
+    Item::Numeric(Numeric::Year, Pad::Zero),
+    Item::Literal("-"),
+    Item::Numeric(Numeric::Month, Pad::Zero),
+    Item::Literal("-"),
+    Item::Numeric(Numeric::Day, Pad::Zero),
+    Item::Literal(" "),
+    Item::Numeric(Numeric::Hour, Pad::Zero),
+    Item::Literal(":"),
+    Item::Numeric(Numeric::Minute, Pad::Zero),
+];
+
+/// `t` in local time, to the minute.
 pub fn local_time(t: DateTime<Utc>) -> String {
-    t.with_timezone(&Local).format("%Y-%m-%d %H:%M").to_string()
+    let mut out = String::with_capacity(16);
+    push_local_time(&mut out, t);
+    out
+}
+
+/// [`local_time`], written at the end of `out`.
+fn push_local_time(out: &mut String, t: DateTime<Utc>) {
+    let _ = write!(out, "{}", t.with_timezone(&Local).format_with_items(MINUTE.iter()));
 }
 
 /// `text` on one line (whitespace runs as one space), cut to `max` characters with `…`.
 pub fn one_line(text: &str, max: usize) -> String {
-    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() > max {
-        format!("{}…", flat.chars().take(max).collect::<String>())
-    } else {
-        flat
+    let mut out = String::new();
+    push_one_line(&mut out, text, max);
+    out
+}
+
+/// [`one_line`], written at the end of `out`.
+fn push_one_line(out: &mut String, text: &str, max: usize) {
+    let mut written = 0;
+    for (i, word) in text.split_whitespace().enumerate() {
+        for c in (i > 0).then_some(' ').into_iter().chain(word.chars()) {
+            if written == max {
+                out.push('…');
+                return;
+            }
+            out.push(c);
+            written += 1;
+        }
     }
 }
 
@@ -94,21 +130,24 @@ pub fn table(infos: &[SessionInfo], stored: &StoredIds) -> Vec<String> {
         .iter()
         .zip(ids)
         .map(|(info, id)| {
-            let origin = match &info.forked_from {
+            // One buffer a row, written in place: a listing of thousands formats each field
+            // straight into it.
+            let mut row = String::with_capacity(160);
+            row.push_str(&id);
+            row.push_str("  ");
+            push_local_time(&mut row, info.recency());
+            let model = info.wire.as_ref().map_or("-", |w| w.model.as_str());
+            let _ = write!(row, "  {:>4} msgs  {model:<20}  ", info.message_count);
+            push_one_line(&mut row, info.last_user_message.as_deref().unwrap_or(""), 60);
+            if let Some(f) = &info.forked_from {
                 // The id comes from a file: cut by characters, never by bytes.
-                Some(f) => format!(
+                let _ = write!(
+                    row,
                     "  (fork of {})",
                     unique_prefix(&f.session, stored.iter().chain(infos.iter().map(|i| i.id.as_str())))
-                ),
-                None => String::new(),
-            };
-            format!(
-                "{id}  {}  {:>4} msgs  {:<20}  {}{origin}",
-                local_time(info.recency()),
-                info.message_count,
-                info.wire.as_ref().map_or("-", |w| w.model.as_str()),
-                one_line(info.last_user_message.as_deref().unwrap_or(""), 60)
-            )
+                );
+            }
+            row
         })
         .collect()
 }
@@ -126,6 +165,25 @@ mod tests {
         let sibling = "01a24b44-1122-7000-8000-000000000000";
         assert_eq!(unique_prefix(id, [sibling]), "01a24b44-111");
         assert_eq!(unique_prefix("short", ["shorter"]), "short");
+    }
+
+    #[test]
+    fn one_line_joins_whitespace_runs_and_cuts_at_the_maximum() {
+        assert_eq!(one_line("  a\n\tb  c ", 10), "a b c");
+        assert_eq!(one_line("abc def", 7), "abc def", "exactly the maximum is not cut");
+        assert_eq!(one_line("abc def", 6), "abc de…");
+        assert_eq!(one_line("abc def", 3), "abc…", "a cut at a space drops it");
+        assert_eq!(one_line("ééé", 2), "éé…", "counted in characters");
+        assert_eq!(one_line("", 5), "");
+    }
+
+    #[test]
+    fn local_time_is_the_minute() {
+        let t = "2026-01-02T03:04:05Z".parse::<DateTime<Utc>>().unwrap();
+        assert_eq!(
+            local_time(t),
+            t.with_timezone(&Local).format("%Y-%m-%d %H:%M").to_string()
+        );
     }
 
     #[test]
