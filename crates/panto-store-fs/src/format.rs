@@ -100,6 +100,7 @@ pub(crate) struct CheckpointOnDisk {
 #[derive(Debug, Deserialize)]
 pub(crate) struct HeaderIn {
     pub id: String,
+    #[serde(deserialize_with = "timestamp::read")]
     pub created: DateTime<Utc>,
     /// Where the session was started: not needed to read a session back; listed
     /// (`SessionInfo::cwd`) and carried when a session is copied whole.
@@ -119,6 +120,7 @@ struct HeaderChecked<'a> {
     #[serde(default)]
     version: Option<u64>,
     id: String,
+    #[serde(deserialize_with = "timestamp::read")]
     created: DateTime<Utc>,
     #[serde(default)]
     cwd: Option<String>,
@@ -286,6 +288,7 @@ pub(crate) struct WholeEntryIn {
 pub(crate) struct TailEntry {
     #[serde(rename = "type")]
     pub kind: String,
+    #[serde(deserialize_with = "timestamp::read")]
     pub timestamp: DateTime<Utc>,
     pub activity: Activity,
 }

@@ -39,6 +39,7 @@ pub(crate) struct EntryOutline {
     pub kind: String,
     pub id: String,
     pub parent_id: Option<String>,
+    #[serde(deserialize_with = "crate::timestamp::read")]
     pub timestamp: DateTime<Utc>,
     /// Set on message entries; a branch entry has none.
     #[serde(default)]

@@ -57,7 +57,7 @@ impl Fields<'_> {
     fn into_tail(self, kind: String) -> Option<TailEntry> {
         Some(TailEntry {
             kind,
-            timestamp: serde_json::from_slice(self.timestamp?).ok()?,
+            timestamp: crate::timestamp::read_json(self.timestamp?).ok()?,
             activity: serde_json::from_slice(self.activity?).ok()?,
         })
     }
