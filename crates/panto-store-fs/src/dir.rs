@@ -148,6 +148,11 @@ pub fn check_dir(dir: &Path) -> Vec<DirWarning> {
 /// call. Other names are never read as sessions (listing reports them), and a name that is a
 /// session id cannot hold a control character that would reach the user's terminal.
 fn not_regular_entry(entry: std::fs::DirEntry) -> io::Result<Option<DirWarning>> {
+    // The type first: nearly every entry is a regular file, which needs no path built.
+    let kind = entry.file_type()?;
+    if kind.is_file() {
+        return Ok(None);
+    }
     let path = entry.path();
     if path.extension().and_then(|e| e.to_str()) != Some(EXTENSION) {
         return Ok(None);
@@ -157,10 +162,6 @@ fn not_regular_entry(entry: std::fs::DirEntry) -> io::Result<Option<DirWarning>>
         .and_then(|s| s.to_str())
         .is_some_and(|stem| validate_session_id(stem).is_ok());
     if !named_like_a_session {
-        return Ok(None);
-    }
-    let kind = entry.file_type()?;
-    if kind.is_file() {
         return Ok(None);
     }
     Ok(Some(DirWarning::NotRegularFile {
