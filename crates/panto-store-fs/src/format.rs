@@ -152,7 +152,11 @@ struct TypeProbe {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Activity {
     pub message_count: usize,
-    #[serde(default, serialize_with = "timestamp::write_option")]
+    #[serde(
+        default,
+        serialize_with = "timestamp::write_option",
+        deserialize_with = "timestamp::read_option"
+    )]
     pub last_prompt_at: Option<DateTime<Utc>>,
     #[serde(default)]
     pub last_user_message: Option<String>,

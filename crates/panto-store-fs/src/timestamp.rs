@@ -170,6 +170,35 @@ pub(crate) fn read<'de, D: Deserializer<'de>>(deserializer: D) -> Result<DateTim
     deserializer.deserialize_str(Rfc3339Visitor)
 }
 
+/// Reads `null` or a timestamp as serde's `Option` of chrono's `Deserialize` does.
+struct OptionVisitor;
+
+impl<'de> de::Visitor<'de> for OptionVisitor {
+    type Value = Option<DateTime<Utc>>;
+
+    fn expecting(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        // serde's words for an `Option`.
+        formatter.write_str("option")
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        read(deserializer).map(Some)
+    }
+}
+
+/// For `#[serde(deserialize_with)]` on an `Option<DateTime<Utc>>` field, as [`read`].
+pub(crate) fn read_option<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<DateTime<Utc>>, D::Error> {
+    deserializer.deserialize_option(OptionVisitor)
+}
+
 /// A JSON string value (`"…"`, quotes included) read as [`read`] reads it.
 pub(crate) fn read_json(value: &[u8]) -> serde_json::Result<DateTime<Utc>> {
     let mut deserializer = serde_json::Deserializer::from_slice(value);
@@ -292,6 +321,14 @@ mod tests {
         for json in ["12", "null", "[]"] {
             let ours = read_json(json.as_bytes()).map_err(|e| e.to_string());
             let chronos = serde_json::from_slice::<DateTime<Utc>>(json.as_bytes()).map_err(|e| e.to_string());
+            assert_eq!(ours, chronos, "{json}");
+        }
+        // And as an `Option`, `null` included.
+        let texts = texts.iter().map(|t| serde_json::to_string(t).unwrap());
+        for json in texts.chain(["12", "null", "[]", "{}"].map(str::to_owned)) {
+            let mut deserializer = serde_json::Deserializer::from_str(&json);
+            let ours = read_option(&mut deserializer).map_err(|e| e.to_string());
+            let chronos = serde_json::from_str::<Option<DateTime<Utc>>>(&json).map_err(|e| e.to_string());
             assert_eq!(ours, chronos, "{json}");
         }
     }
