@@ -1,7 +1,7 @@
 //! Forking a session: what a fork copies of its source (the path to the fork point, the file
 //! changes recorded on it) and the new session's file, written whole or not at all.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -53,13 +53,7 @@ pub(crate) fn fork_lines(path: &Path, id: &str, at: &str) -> Result<ForkSource> 
     let Some((file, log)) = open_log(path, id)? else {
         return Err(not_found());
     };
-    let by_id: HashMap<&str, usize> = log
-        .entries
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| e.entry.is_message())
-        .map(|(i, e)| (e.entry.id.as_str(), i))
-        .collect();
+    let by_id = log.message_indexes();
     let Some(&end) = by_id.get(at) else {
         return Err(panto_core::Error::UnknownEntry {
             session: id.to_owned(),

@@ -105,6 +105,16 @@ pub(crate) struct ParsedLog {
 }
 
 impl ParsedLog {
+    /// The index in `entries` of each message entry, by entry id.
+    pub(crate) fn message_indexes(&self) -> HashMap<&str, usize> {
+        self.entries
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.entry.is_message())
+            .map(|(i, e)| (e.entry.id.as_str(), i))
+            .collect()
+    }
+
     /// The listing of the active branch, as the newest line records it: a message entry its own
     /// path's, a branch entry the path's to the tip it names.
     pub(crate) fn info(&self) -> SessionInfo {

@@ -14,7 +14,7 @@
 //! of the hits, as `list` leaves it out of the listing. Lines are bounded by
 //! [`MAX_LINE`](crate::MAX_LINE) as every reader's are; a torn final line is not a hit.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -153,13 +153,7 @@ fn search_file(
     if !matcher.covers(&info) {
         return Ok(Vec::new());
     }
-    let messages: HashMap<&str, usize> = log
-        .entries
-        .iter()
-        .enumerate()
-        .filter(|(_, e)| e.entry.is_message())
-        .map(|(i, e)| (e.entry.id.as_str(), i))
-        .collect();
+    let messages = log.message_indexes();
     let mut active = HashSet::new();
     let mut next = log.tip;
     while let Some(i) = next {
