@@ -410,7 +410,16 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
     // would be started, and the work handed between threads, for a single request. The REPL keeps
     // them: between turns its line editor blocks this thread, while MCP servers, signal watchers
     // and the key reader's tasks must go on.
-    let repl = cli.command.is_none() && cli.print.is_none();
+    // `sessions search TEXT -r` ends in the REPL, resumed at the hit.
+    let repl = cli.print.is_none()
+        && match &cli.command {
+            None => true,
+            Some(Command::Sessions(SessionsArgs {
+                command: Some(SessionsCommand::Search(search)),
+                ..
+            })) => search.resume,
+            Some(_) => false,
+        };
     let mut builder = if repl {
         tokio::runtime::Builder::new_multi_thread()
     } else {
@@ -427,93 +436,90 @@ fn run(cli: Cli) -> Result<ExitCode, Failure> {
     // REPL starts as `panto -r ID` would.
     let mut command = cli.command;
     let mut resume_at_hit = None;
-    if let Some(Command::Sessions(SessionsArgs {
-        command: Some(SessionsCommand::Search(search)),
-        ..
-    })) = &command
-    {
-        if search.resume {
-            let request = search.request();
-            let found = runtime.block_on(async {
-                let store = sessions_at.open().await?;
-                sessions::resume_at_hit(&store, &request, &setup::working_dir()?).await
-            });
-            match found {
-                Ok(id) => {
-                    resume_at_hit = Some(id);
-                    command = None;
-                }
-                Err(failure) => {
-                    if let Some(warning) = telemetry.finish() {
-                        safe::eprint_line(&format!("warning: {warning}"));
+    // A failed search ends the run through the same exit as every other outcome.
+    let outcome = 'outcome: {
+        if let Some(Command::Sessions(SessionsArgs {
+            command: Some(SessionsCommand::Search(search)),
+            ..
+        })) = &command
+        {
+            if search.resume {
+                let request = search.request();
+                let found = runtime.block_on(async {
+                    let store = sessions_at.open().await?;
+                    sessions::resume_at_hit(&store, &request, &setup::working_dir()?).await
+                });
+                match found {
+                    Ok(id) => {
+                        resume_at_hit = Some(id);
+                        command = None;
                     }
-                    interrupt::shutdown(runtime, tools::running(), interrupt::SHUTDOWN_GRACE);
-                    return Err(failure);
+                    Err(failure) => break 'outcome Err(failure),
                 }
             }
         }
-    }
-    let outcome = match command {
-        // Answered above, before any configuration is read.
-        Some(Command::Completions { .. } | Command::Man) => Ok(ExitCode::SUCCESS),
-        Some(Command::Models) => {
-            models::print_models(&settings);
-            Ok(ExitCode::SUCCESS)
-        }
-        Some(Command::Mcp {
-            command: McpCommand::List,
-        }) => runtime.block_on(mcp::list_command(&settings)),
-        Some(Command::Sessions(args)) => runtime.block_on(sessions_command(args, &sessions_at, &settings, &env)),
-        None => {
-            let all = cli.all_dirs;
-            let choice = if let Some(id) = resume_at_hit {
-                setup::SessionChoice::Resume(id)
-            } else if cli.continue_last {
-                setup::SessionChoice::Continue { all }
-            } else {
-                match cli.resume {
-                    Some(Some(id)) if cli.fork => setup::SessionChoice::Fork(id),
-                    Some(None) if cli.fork => {
-                        return Err(Failure::usage("--fork needs the session to fork: -r ID --fork"));
-                    }
-                    Some(None) => setup::SessionChoice::Pick { all },
-                    _ if all => {
-                        return Err(Failure::usage(
-                            "--all goes with -c (the latest session of any directory) or with -r without an ID \
-                             (pick among every directory's sessions); `panto sessions --all` lists them all",
-                        ));
-                    }
-                    Some(Some(id)) => setup::SessionChoice::Resume(id),
-                    None => setup::SessionChoice::New,
-                }
-            };
-            let launch = setup::Launch {
-                settings,
-                env,
-                store: if cli.no_session {
-                    store::StoreLocation::Nowhere
+        match command {
+            // Answered above, before any configuration is read.
+            Some(Command::Completions { .. } | Command::Man) => Ok(ExitCode::SUCCESS),
+            Some(Command::Models) => {
+                models::print_models(&settings);
+                Ok(ExitCode::SUCCESS)
+            }
+            Some(Command::Mcp {
+                command: McpCommand::List,
+            }) => runtime.block_on(mcp::list_command(&settings)),
+            Some(Command::Sessions(args)) => runtime.block_on(sessions_command(args, &sessions_at, &settings, &env)),
+            None => {
+                let all = cli.all_dirs;
+                let choice = if let Some(id) = resume_at_hit {
+                    setup::SessionChoice::Resume(id)
+                } else if cli.continue_last {
+                    setup::SessionChoice::Continue { all }
                 } else {
-                    sessions_at
-                },
-                choice,
-                model: cli.model,
-                tools: tool_names,
-                sandbox: cli.sandbox,
-            };
-            match cli.print {
-                Some(prompt) => {
-                    let options = print::Options {
-                        approval: print::approval(cli.approve)?,
-                        images: cli.images,
-                        output: cli.output_format,
-                        input: cli.input_format,
-                        rewind: print::rewind_request(cli.rewind, cli.rewind_files, &launch.choice)?,
-                    };
-                    runtime.block_on(print::run(launch, &prompt, options))
-                }
-                None => {
-                    let approval = cli.approve.or(launch.settings.tools.approval).unwrap_or(Approval::Ask);
-                    repl::run(&runtime, launch, approval, cli.prompt)
+                    match cli.resume {
+                        Some(Some(id)) if cli.fork => setup::SessionChoice::Fork(id),
+                        Some(None) if cli.fork => {
+                            return Err(Failure::usage("--fork needs the session to fork: -r ID --fork"));
+                        }
+                        Some(None) => setup::SessionChoice::Pick { all },
+                        _ if all => {
+                            return Err(Failure::usage(
+                                "--all goes with -c (the latest session of any directory) or with -r without an ID \
+                             (pick among every directory's sessions); `panto sessions --all` lists them all",
+                            ));
+                        }
+                        Some(Some(id)) => setup::SessionChoice::Resume(id),
+                        None => setup::SessionChoice::New,
+                    }
+                };
+                let launch = setup::Launch {
+                    settings,
+                    env,
+                    store: if cli.no_session {
+                        store::StoreLocation::Nowhere
+                    } else {
+                        sessions_at
+                    },
+                    choice,
+                    model: cli.model,
+                    tools: tool_names,
+                    sandbox: cli.sandbox,
+                };
+                match cli.print {
+                    Some(prompt) => {
+                        let options = print::Options {
+                            approval: print::approval(cli.approve)?,
+                            images: cli.images,
+                            output: cli.output_format,
+                            input: cli.input_format,
+                            rewind: print::rewind_request(cli.rewind, cli.rewind_files, &launch.choice)?,
+                        };
+                        runtime.block_on(print::run(launch, &prompt, options))
+                    }
+                    None => {
+                        let approval = cli.approve.or(launch.settings.tools.approval).unwrap_or(Approval::Ask);
+                        repl::run(&runtime, launch, approval, cli.prompt)
+                    }
                 }
             }
         }
